@@ -1,0 +1,1293 @@
+//! The directive table: every directive porter accepts, the contexts it may
+//! appear in, its arity and the small function that applies it. Adding a
+//! directive is adding a row here (and a line in `docs/directives.md`, which
+//! a test keeps in step with [`TABLE`]).
+//!
+//! The walker applies a block's plain directives before its nested blocks,
+//! so a `server` inherits http-level settings written after it, as NGINX's
+//! merge step gives.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::model::*;
+use super::parser::{ConfError, Directive};
+use super::template::Template;
+use super::value::{parse_flag, parse_size, parse_time};
+use crate::log::format::Escape;
+use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
+
+/// Contexts, as bit flags.
+pub const MAIN: u16 = 1;
+/// `events { }`.
+pub const EVENTS: u16 = 2;
+/// `http { }`.
+pub const HTTP: u16 = 4;
+/// `server { }`.
+pub const SRV: u16 = 8;
+/// `location { }`.
+pub const LOC: u16 = 16;
+const HSL: u16 = HTTP | SRV | LOC;
+
+/// How many arguments a directive takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Arity {
+    /// Exactly n.
+    N(usize),
+    /// n or more.
+    Min(usize),
+    /// Between a and b inclusive.
+    Range(usize, usize),
+}
+
+impl Arity {
+    fn accepts(self, n: usize) -> bool {
+        match self {
+            Arity::N(k) => n == k,
+            Arity::Min(k) => n >= k,
+            Arity::Range(a, b) => n >= a && n <= b,
+        }
+    }
+}
+
+type Res = Result<(), String>;
+type Setter = fn(&mut Build, &Directive) -> Res;
+
+/// One row of the directive table.
+pub struct Spec {
+    /// Directive name.
+    pub name: &'static str,
+    /// Allowed contexts (bit flags).
+    pub contexts: u16,
+    /// Accepted argument counts.
+    pub arity: Arity,
+    /// True for block directives (`http { }`).
+    pub block: bool,
+    set: Setter,
+}
+
+const fn d(name: &'static str, contexts: u16, arity: Arity, set: Setter) -> Spec {
+    Spec {
+        name,
+        contexts,
+        arity,
+        block: false,
+        set,
+    }
+}
+
+const fn blk(name: &'static str, contexts: u16, arity: Arity, set: Setter) -> Spec {
+    Spec {
+        name,
+        contexts,
+        arity,
+        block: true,
+        set,
+    }
+}
+
+fn ignore(_: &mut Build, _: &Directive) -> Res {
+    Ok(())
+}
+
+macro_rules! loc_flag {
+    ($field:ident) => {
+        |b: &mut Build, d: &Directive| {
+            let v = flag(d)?;
+            set_once(&mut b.loc().$field, v, d)
+        }
+    };
+}
+macro_rules! loc_time {
+    ($field:ident) => {
+        |b: &mut Build, d: &Directive| {
+            let v = time(d, &d.args[0])?;
+            set_once(&mut b.loc().$field, v, d)
+        }
+    };
+}
+macro_rules! loc_size {
+    ($field:ident) => {
+        |b: &mut Build, d: &Directive| {
+            let v = size(d, &d.args[0])?;
+            set_once(&mut b.loc().$field, v, d)
+        }
+    };
+}
+
+/// Every directive porter accepts.
+pub static TABLE: &[Spec] = &[
+    // main
+    d("daemon", MAIN, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.daemon, v, d)
+    }),
+    d("master_process", MAIN, Arity::N(1), |_, d| {
+        flag(d).map(|_| ())
+    }),
+    d("worker_processes", MAIN, Arity::N(1), set_worker_processes),
+    d("worker_rlimit_nofile", MAIN, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.rlimit_nofile, n, d)
+    }),
+    d("worker_shutdown_timeout", MAIN, Arity::N(1), |b, d| {
+        let t = time(d, &d.args[0])?;
+        set_once(&mut b.shutdown_timeout, t, d)
+    }),
+    d("user", MAIN, Arity::Range(1, 2), |b, d| {
+        let u = (d.args[0].clone(), d.args.get(1).cloned());
+        set_once(&mut b.user, u, d)
+    }),
+    d("pid", MAIN, Arity::N(1), |b, d| {
+        let p = b.full_path(&d.args[0]);
+        set_once(&mut b.pid, p, d)
+    }),
+    d("error_log", MAIN, Arity::Range(1, 2), set_error_log),
+    d("timer_resolution", MAIN, Arity::N(1), |_, d| {
+        time(d, &d.args[0]).map(|_| ())
+    }),
+    d("working_directory", MAIN, Arity::N(1), ignore),
+    blk("events", MAIN, Arity::N(0), |b, d| {
+        if b.events_seen {
+            return Err(dup(d));
+        }
+        b.events_seen = true;
+        b.walk_nested(d, EVENTS)
+    }),
+    // events
+    d("worker_connections", EVENTS, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])? as usize;
+        set_once(&mut b.worker_connections, n, d)
+    }),
+    d("accept_mutex", EVENTS, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.accept_mutex, v, d)
+    }),
+    d("accept_mutex_delay", EVENTS, Arity::N(1), |_, d| {
+        time(d, &d.args[0]).map(|_| ())
+    }),
+    d("multi_accept", EVENTS, Arity::N(1), |_, d| {
+        flag(d).map(|_| ())
+    }),
+    d("use", EVENTS, Arity::N(1), |_, d| {
+        match d.args[0].as_str() {
+            "epoll" => Ok(()),
+            other => Err(format!("invalid event type \"{other}\"")),
+        }
+    }),
+    // http
+    blk("http", MAIN, Arity::N(0), |b, d| {
+        if b.http_seen {
+            return Err(dup(d));
+        }
+        b.http_seen = true;
+        b.walk_nested(d, HTTP)
+    }),
+    d("log_format", HTTP, Arity::Min(2), set_log_format),
+    blk("server", HTTP, Arity::N(0), set_server),
+    d("listen", SRV, Arity::Min(1), set_listen),
+    d("server_name", SRV, Arity::Min(1), set_server_name),
+    blk("location", SRV | LOC, Arity::Range(1, 2), set_location),
+    blk("types", HSL, Arity::N(0), set_types),
+    d("default_type", HSL, Arity::N(1), |b, d| {
+        let v = d.args[0].clone();
+        set_once(&mut b.loc().default_type, v, d)
+    }),
+    d("root", HSL, Arity::N(1), set_root),
+    d("alias", LOC, Arity::N(1), set_root),
+    d("index", HSL, Arity::Min(1), set_index),
+    d("try_files", SRV | LOC, Arity::Min(2), set_try_files),
+    d("internal", LOC, Arity::N(0), |b, _| {
+        b.location().internal = true;
+        Ok(())
+    }),
+    d("return", SRV | LOC, Arity::Range(1, 2), set_return),
+    d("error_page", HSL, Arity::Min(2), set_error_page),
+    d("add_header", HSL, Arity::Range(2, 3), set_add_header),
+    d("expires", HSL, Arity::Range(1, 2), set_expires),
+    d("charset", HSL, Arity::N(1), |b, d| {
+        let v = if d.args[0] == "off" {
+            None
+        } else {
+            Some(d.args[0].clone())
+        };
+        set_once(&mut b.loc().charset, v, d)
+    }),
+    d("access_log", HSL, Arity::Range(1, 4), set_access_log),
+    d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
+    d("sendfile", HSL, Arity::N(1), loc_flag!(sendfile)),
+    d(
+        "sendfile_max_chunk",
+        HSL,
+        Arity::N(1),
+        loc_size!(sendfile_max_chunk),
+    ),
+    d("tcp_nodelay", HSL, Arity::N(1), loc_flag!(tcp_nodelay)),
+    d("tcp_nopush", HSL, Arity::N(1), |_, d| flag(d).map(|_| ())),
+    d(
+        "keepalive_timeout",
+        HSL,
+        Arity::Range(1, 2),
+        set_keepalive_timeout,
+    ),
+    d("keepalive_requests", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.loc().keepalive_requests, n, d)
+    }),
+    d("send_timeout", HSL, Arity::N(1), loc_time!(send_timeout)),
+    d(
+        "client_header_timeout",
+        HTTP | SRV,
+        Arity::N(1),
+        loc_time!(client_header_timeout),
+    ),
+    d("client_body_timeout", HSL, Arity::N(1), |_, d| {
+        time(d, &d.args[0]).map(|_| ())
+    }),
+    d(
+        "client_header_buffer_size",
+        HTTP | SRV,
+        Arity::N(1),
+        |_, d| size(d, &d.args[0]).map(|_| ()),
+    ),
+    d(
+        "large_client_header_buffers",
+        HTTP | SRV,
+        Arity::N(2),
+        |b, d| {
+            let n = number(d, &d.args[0])? as usize;
+            let s = size(d, &d.args[1])? as usize;
+            if n == 0 || s == 0 {
+                return Err(invalid(d));
+            }
+            set_once(&mut b.loc().large_client_header_buffers, (n, s), d)
+        },
+    ),
+    d(
+        "client_max_body_size",
+        HSL,
+        Arity::N(1),
+        loc_size!(client_max_body_size),
+    ),
+    d("max_ranges", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])? as usize;
+        set_once(&mut b.loc().max_ranges, Some(n), d)
+    }),
+    d("if_modified_since", HSL, Arity::N(1), |b, d| {
+        let m = match d.args[0].as_str() {
+            "off" => ImsMode::Off,
+            "exact" => ImsMode::Exact,
+            "before" => ImsMode::Before,
+            v => return Err(format!("invalid value \"{v}\" in \"{}\" directive", d.name)),
+        };
+        set_once(&mut b.loc().if_modified_since, m, d)
+    }),
+    d("etag", HSL, Arity::N(1), loc_flag!(etag)),
+    d("server_tokens", HSL, Arity::N(1), loc_flag!(server_tokens)),
+    d(
+        "absolute_redirect",
+        HSL,
+        Arity::N(1),
+        loc_flag!(absolute_redirect),
+    ),
+    d(
+        "port_in_redirect",
+        HSL,
+        Arity::N(1),
+        loc_flag!(port_in_redirect),
+    ),
+    d(
+        "server_name_in_redirect",
+        HSL,
+        Arity::N(1),
+        loc_flag!(server_name_in_redirect),
+    ),
+    d(
+        "disable_symlinks",
+        HSL,
+        Arity::N(1),
+        loc_flag!(disable_symlinks),
+    ),
+    d("stub_status", LOC, Arity::Range(0, 1), |b, _| {
+        b.location().handler = Handler::StubStatus;
+        Ok(())
+    }),
+    d("types_hash_max_size", HTTP | SRV | LOC, Arity::N(1), ignore),
+    d(
+        "types_hash_bucket_size",
+        HTTP | SRV | LOC,
+        Arity::N(1),
+        ignore,
+    ),
+    d("server_names_hash_max_size", HTTP, Arity::N(1), ignore),
+    d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
+    d("reset_timedout_connection", HSL, Arity::N(1), |_, d| {
+        flag(d).map(|_| ())
+    }),
+];
+
+/// Looks a directive up by name.
+pub fn find(name: &str) -> Option<&'static Spec> {
+    TABLE.iter().find(|s| s.name == name)
+}
+
+/// Config under construction.
+pub struct Build {
+    prefix: PathBuf,
+    is_root: bool,
+    ctx: u16,
+    events_seen: bool,
+    http_seen: bool,
+    daemon: Option<bool>,
+    worker_processes: Option<usize>,
+    worker_connections: Option<usize>,
+    rlimit_nofile: Option<u64>,
+    shutdown_timeout: Option<Duration>,
+    accept_mutex: Option<bool>,
+    user: Option<(String, Option<String>)>,
+    pid: Option<PathBuf>,
+    error_log: Vec<ErrorLogSpec>,
+    http: LocBuilder,
+    formats: HashMap<String, Arc<LogFormat>>,
+    logs: LogFiles,
+    servers: Vec<ServerB>,
+    cur_loc: Option<usize>,
+}
+
+struct ListenB {
+    addr: SocketAddr,
+    default_server: bool,
+    backlog: i32,
+}
+
+struct ServerB {
+    loc: LocBuilder,
+    names: Vec<ServerName>,
+    primary: Option<String>,
+    listens: Vec<ListenB>,
+    ret: Option<Return>,
+    locations: Vec<LocB>,
+}
+
+struct LocB {
+    path: String,
+    kind: LocationKind,
+    internal: bool,
+    ret: Option<Return>,
+    handler: Handler,
+    loc: LocBuilder,
+    parent: Option<usize>,
+}
+
+impl Build {
+    /// A new build; `prefix` resolves relative paths.
+    pub fn new(prefix: PathBuf) -> Build {
+        Build {
+            prefix,
+            is_root: rustix::process::geteuid().is_root(),
+            ctx: MAIN,
+            events_seen: false,
+            http_seen: false,
+            daemon: None,
+            worker_processes: None,
+            worker_connections: None,
+            rlimit_nofile: None,
+            shutdown_timeout: None,
+            accept_mutex: None,
+            user: None,
+            pid: None,
+            error_log: Vec::new(),
+            http: LocBuilder::default(),
+            formats: HashMap::from([("combined".to_string(), LogFormat::combined())]),
+            logs: LogFiles::default(),
+            servers: Vec::new(),
+            cur_loc: None,
+        }
+    }
+
+    fn full_path(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.prefix.join(p)
+        }
+    }
+
+    /// The location-level settings of the current level.
+    fn loc(&mut self) -> &mut LocBuilder {
+        match self.ctx {
+            HTTP => &mut self.http,
+            SRV => &mut self.servers.last_mut().expect("server").loc,
+            _ => {
+                let i = self.cur_loc.expect("location");
+                &mut self.servers.last_mut().expect("server").locations[i].loc
+            }
+        }
+    }
+
+    fn server(&mut self) -> &mut ServerB {
+        self.servers.last_mut().expect("server")
+    }
+
+    fn location(&mut self) -> &mut LocB {
+        let i = self.cur_loc.expect("location");
+        &mut self.servers.last_mut().expect("server").locations[i]
+    }
+
+    /// Applies `dirs` in the current context: plain directives first, then
+    /// nested blocks that open a new level.
+    pub fn walk(&mut self, dirs: &[Directive]) -> Result<(), ConfError> {
+        for pass in 0..2 {
+            for dir in dirs {
+                let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
+                if (pass == 1) != nests {
+                    continue;
+                }
+                self.apply(dir)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, dir: &Directive) -> Result<(), ConfError> {
+        let at = |m: String| ConfError {
+            message: m,
+            file: Some(dir.file.clone()),
+            line: dir.line,
+        };
+        let spec =
+            find(&dir.name).ok_or_else(|| at(format!("unknown directive \"{}\"", dir.name)))?;
+        if spec.contexts & self.ctx == 0 {
+            return Err(at(format!(
+                "\"{}\" directive is not allowed here",
+                dir.name
+            )));
+        }
+        if spec.block && dir.block.is_none() {
+            return Err(at(format!(
+                "directive \"{}\" has no opening \"{{\"",
+                dir.name
+            )));
+        }
+        if !spec.block && dir.block.is_some() {
+            return Err(at(format!(
+                "directive \"{}\" is not terminated by \";\"",
+                dir.name
+            )));
+        }
+        if !spec.arity.accepts(dir.args.len()) {
+            return Err(at(format!(
+                "invalid number of arguments in \"{}\" directive",
+                dir.name
+            )));
+        }
+        match (spec.set)(self, dir) {
+            Ok(()) => Ok(()),
+            Err(m) => match NESTED.with(|n| n.borrow_mut().take()) {
+                Some(inner) => Err(inner),
+                None => Err(at(m)),
+            },
+        }
+    }
+
+    /// Applies `-g` directives (main context), before the file as NGINX does.
+    pub fn apply_globals(&mut self, dirs: &[Directive]) -> Result<(), ConfError> {
+        self.walk(dirs)
+    }
+
+    /// `-e`: the error log used when the config names none (instead of
+    /// `logs/error.log`).
+    pub fn override_error_log(&mut self, target: &str) -> Res {
+        if self.error_log.is_empty() {
+            let path = if target == "stderr" {
+                PathBuf::from("stderr")
+            } else {
+                self.full_path(target)
+            };
+            let file = self.logs.get(&path)?;
+            self.error_log.push(ErrorLogSpec {
+                file,
+                level: Level::Error,
+            });
+        }
+        Ok(())
+    }
+
+    /// Resolves everything into a [`Config`].
+    pub fn finish(mut self, files: Vec<PathBuf>) -> Result<Config, ConfError> {
+        let plain = |m: String| ConfError {
+            message: m,
+            file: None,
+            line: 0,
+        };
+        if self.error_log.is_empty() {
+            let path = self.prefix.join("logs/error.log");
+            let file = self.logs.get(&path).map_err(plain)?;
+            self.error_log.push(ErrorLogSpec {
+                file,
+                level: Level::Error,
+            });
+        }
+        if self.http.access_log.is_none() && self.http_seen {
+            let path = self.prefix.join("logs/access.log");
+            let file = self.logs.get(&path).map_err(plain)?;
+            self.http.access_log = Some(Arc::new(vec![AccessLog {
+                file,
+                format: LogFormat::combined(),
+            }]));
+        }
+        let workers = self.worker_processes.unwrap_or(1);
+        let main = MainConf {
+            daemon: self.daemon.unwrap_or(true),
+            worker_processes: workers,
+            worker_connections: self.worker_connections.unwrap_or(512),
+            worker_rlimit_nofile: self.rlimit_nofile,
+            worker_shutdown_timeout: self.shutdown_timeout,
+            accept_mutex: self.accept_mutex.unwrap_or(false),
+            user: self.user.take(),
+            pid: Some(
+                self.pid
+                    .take()
+                    .unwrap_or_else(|| self.prefix.join("logs/porter.pid")),
+            ),
+            error_log: std::mem::take(&mut self.error_log),
+        };
+
+        let mut servers = Vec::new();
+        let mut groups: Vec<(ListenGroup, bool)> = Vec::new();
+        let default_port = if self.is_root { 80 } else { 8000 };
+        for mut sb in std::mem::take(&mut self.servers) {
+            sb.loc.inherit(&self.http);
+            let base_s = sb.loc.finish();
+            let limits = HeadLimitsConf {
+                max_line: base_s.large_client_header_buffers.1,
+                max_head: base_s.large_client_header_buffers.0
+                    * base_s.large_client_header_buffers.1,
+                header_timeout: base_s.client_header_timeout,
+            };
+            let mut exact = HashMap::new();
+            let mut prefixes = Vec::new();
+            let mut merged: Vec<LocBuilder> = Vec::with_capacity(sb.locations.len());
+            for lb in &sb.locations {
+                let mut b = lb.loc.clone();
+                match lb.parent {
+                    Some(p) => b.inherit(&merged[p]),
+                    None => b.inherit(&sb.loc),
+                }
+                let lc = Arc::new(LocationConf {
+                    path: lb.path.clone(),
+                    kind: lb.kind,
+                    internal: lb.internal,
+                    ret: lb.ret.clone(),
+                    handler: lb.handler.clone(),
+                    s: b.finish(),
+                });
+                merged.push(b);
+                match lb.kind {
+                    LocationKind::Exact => {
+                        exact.insert(lb.path.clone(), lc);
+                    }
+                    _ => prefixes.push(lc),
+                }
+            }
+            prefixes.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+            let primary = sb.primary.clone().unwrap_or_default();
+            let server = Arc::new(ServerConf {
+                names: sb.names.clone(),
+                primary_name: primary,
+                exact,
+                prefixes,
+                base: Arc::new(LocationConf {
+                    path: String::new(),
+                    kind: LocationKind::Server,
+                    internal: false,
+                    ret: None,
+                    handler: Handler::Static,
+                    s: base_s,
+                }),
+                server_return: sb.ret.clone(),
+                limits,
+            });
+            if sb.listens.is_empty() {
+                sb.listens.push(ListenB {
+                    addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
+                    default_server: false,
+                    backlog: 511,
+                });
+            }
+            for l in &sb.listens {
+                match groups.iter_mut().find(|(g, _)| g.addr == l.addr) {
+                    Some((g, has_default)) => {
+                        if l.default_server {
+                            if *has_default {
+                                return Err(plain(format!(
+                                    "a duplicate default server for {}",
+                                    l.addr
+                                )));
+                            }
+                            *has_default = true;
+                            g.default = g.servers.len();
+                        }
+                        g.servers.push(server.clone());
+                    }
+                    None => groups.push((
+                        ListenGroup {
+                            addr: l.addr,
+                            backlog: l.backlog,
+                            servers: vec![server.clone()],
+                            default: 0,
+                        },
+                        l.default_server,
+                    )),
+                }
+            }
+            servers.push(server);
+        }
+        Ok(Config {
+            main,
+            servers,
+            listens: groups.into_iter().map(|(g, _)| g).collect(),
+            files,
+            prefix: self.prefix,
+        })
+    }
+}
+
+// A nested block's error already carries its own file:line; it travels out
+// through the setter's `String` error via this slot so the outer directive
+// does not re-label it.
+thread_local! {
+    static NESTED: std::cell::RefCell<Option<ConfError>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Build {
+    fn walk_nested(&mut self, d: &Directive, ctx: u16) -> Res {
+        let saved = self.ctx;
+        self.ctx = ctx;
+        let r = self.walk(d.block.as_deref().unwrap_or(&[]));
+        self.ctx = saved;
+        r.map_err(|e| {
+            NESTED.with(|n| *n.borrow_mut() = Some(e));
+            String::new()
+        })
+    }
+}
+
+fn dup(d: &Directive) -> String {
+    format!("\"{}\" directive is duplicate", d.name)
+}
+
+fn invalid(d: &Directive) -> String {
+    format!("\"{}\" directive invalid value", d.name)
+}
+
+fn set_once<T>(slot: &mut Option<T>, v: T, d: &Directive) -> Res {
+    if slot.is_some() {
+        return Err(dup(d));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+fn flag(d: &Directive) -> Result<bool, String> {
+    parse_flag(&d.args[0]).ok_or_else(|| {
+        format!(
+            "invalid value \"{}\" in \"{}\" directive, it must be \"on\" or \"off\"",
+            d.args[0], d.name
+        )
+    })
+}
+
+fn time(d: &Directive, s: &str) -> Result<Duration, String> {
+    parse_time(s).ok_or_else(|| invalid(d))
+}
+
+fn size(d: &Directive, s: &str) -> Result<u64, String> {
+    parse_size(s).ok_or_else(|| invalid(d))
+}
+
+fn number(d: &Directive, s: &str) -> Result<u64, String> {
+    s.parse::<u64>()
+        .map_err(|_| format!("invalid value \"{s}\" in \"{}\" directive", d.name))
+}
+
+fn template(s: &str) -> Result<Template, String> {
+    Template::compile(s).map_err(|e| e.0)
+}
+
+fn set_worker_processes(b: &mut Build, d: &Directive) -> Res {
+    let n = if d.args[0] == "auto" {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        match d.args[0].parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(format!(
+                    "invalid value \"{}\" in \"{}\" directive",
+                    d.args[0], d.name
+                ))
+            }
+        }
+    };
+    set_once(&mut b.worker_processes, n, d)
+}
+
+fn set_error_log(b: &mut Build, d: &Directive) -> Res {
+    let level = match d.args.get(1) {
+        Some(l) => Level::parse(l).ok_or_else(|| format!("invalid log level \"{l}\""))?,
+        None => Level::Error,
+    };
+    let target = &d.args[0];
+    if target.starts_with("syslog:") || target.starts_with("memory:") {
+        return Err(format!("\"{target}\" is not supported by porter"));
+    }
+    let path = if target == "stderr" {
+        PathBuf::from("stderr")
+    } else {
+        b.full_path(target)
+    };
+    let file = b.logs.get(&path)?;
+    b.error_log.push(ErrorLogSpec { file, level });
+    Ok(())
+}
+
+fn set_log_format(b: &mut Build, d: &Directive) -> Res {
+    let name = &d.args[0];
+    if b.formats.contains_key(name) {
+        return Err(format!("duplicate \"log_format\" name \"{name}\""));
+    }
+    let mut rest = &d.args[1..];
+    let mut escape = Escape::Default;
+    if let Some(e) = rest.first().and_then(|a| a.strip_prefix("escape=")) {
+        escape = match e {
+            "default" => Escape::Default,
+            "json" => Escape::Json,
+            "none" => Escape::None,
+            _ => return Err(format!("unknown log format escaping \"{e}\"")),
+        };
+        rest = &rest[1..];
+    }
+    if rest.is_empty() {
+        return Err(format!(
+            "invalid number of arguments in \"{}\" directive",
+            d.name
+        ));
+    }
+    let text: String = rest.concat();
+    let f = LogFormat::new(name, &text, escape).map_err(|e| e.0)?;
+    b.formats.insert(name.clone(), Arc::new(f));
+    Ok(())
+}
+
+fn set_access_log(b: &mut Build, d: &Directive) -> Res {
+    if d.args[0] == "off" {
+        if d.args.len() > 1 {
+            return Err(format!("invalid parameter \"{}\"", d.args[1]));
+        }
+        let slot = &mut b.loc().access_log;
+        if slot.is_some() {
+            return Err(dup(d));
+        }
+        *slot = Some(Arc::new(Vec::new()));
+        return Ok(());
+    }
+    let format = match d.args.get(1) {
+        Some(name) => b
+            .formats
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("unknown log format \"{name}\""))?,
+        None => LogFormat::combined(),
+    };
+    for extra in d.args.iter().skip(2) {
+        if !(extra.starts_with("buffer=")
+            || extra.starts_with("flush=")
+            || extra.starts_with("gzip"))
+        {
+            return Err(format!("invalid parameter \"{extra}\""));
+        }
+    }
+    let path = b.full_path(&d.args[0]);
+    let file = b.logs.get(&path)?;
+    let slot = &mut b.loc().access_log;
+    let mut list: Vec<AccessLog> = slot.as_deref().cloned().unwrap_or_default();
+    list.push(AccessLog { file, format });
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+fn set_server(b: &mut Build, d: &Directive) -> Res {
+    b.servers.push(ServerB {
+        loc: LocBuilder::default(),
+        names: Vec::new(),
+        primary: None,
+        listens: Vec::new(),
+        ret: None,
+        locations: Vec::new(),
+    });
+    let saved = b.cur_loc.take();
+    let r = b.walk_nested(d, SRV);
+    b.cur_loc = saved;
+    r
+}
+
+/// Parses a `listen` address: `8000`, `127.0.0.1:8000`, `*:80`, `[::1]:80`,
+/// `localhost:8000`, `127.0.0.1` (port 80).
+pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
+    if s.starts_with("unix:") {
+        return Err(format!(
+            "unix sockets are not supported by porter in \"{s}\" of the \"listen\" directive"
+        ));
+    }
+    let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
+    let port = |p: &str| -> Result<u16, String> {
+        match p.parse::<u32>() {
+            Ok(n) if (1..=65535).contains(&n) => Ok(n as u16),
+            _ => Err(bad_port()),
+        }
+    };
+    if s.bytes().all(|c| c.is_ascii_digit()) {
+        return Ok(vec![SocketAddr::from(([0, 0, 0, 0], port(s)?))]);
+    }
+    let (host, p) = if let Some(rest) = s.strip_prefix('[') {
+        let end = rest
+            .find(']')
+            .ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
+        let host = &rest[..end];
+        let after = &rest[end + 1..];
+        let p = match after.strip_prefix(':') {
+            Some(p) => port(p)?,
+            None if after.is_empty() => 80,
+            None => return Err(bad_port()),
+        };
+        let ip: std::net::Ipv6Addr = host
+            .parse()
+            .map_err(|_| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
+        return Ok(vec![SocketAddr::from((ip, p))]);
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (h, port(p)?),
+            None => (s, 80),
+        }
+    };
+    if host == "*" {
+        return Ok(vec![SocketAddr::from(([0, 0, 0, 0], p))]);
+    }
+    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
+        return Ok(vec![SocketAddr::from((ip, p))]);
+    }
+    let addrs: Vec<SocketAddr> = (host, p)
+        .to_socket_addrs()
+        .map_err(|_| format!("host not found in \"{s}\" of the \"listen\" directive"))?
+        .filter(|a| a.is_ipv4())
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!(
+            "host not found in \"{s}\" of the \"listen\" directive"
+        ));
+    }
+    Ok(addrs)
+}
+
+fn set_listen(b: &mut Build, d: &Directive) -> Res {
+    let addrs = parse_listen_addr(&d.args[0])?;
+    let mut default_server = false;
+    let mut backlog = 511;
+    for p in &d.args[1..] {
+        match p.as_str() {
+            "default_server" | "default" => default_server = true,
+            "reuseport" | "deferred" | "bind" => {}
+            p if p.starts_with("backlog=") => {
+                backlog = p[8..]
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("invalid backlog \"{}\"", &p[8..]))?;
+            }
+            p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
+            "ssl" | "http2" | "quic" | "proxy_protocol" => {
+                return Err(format!("the \"{p}\" parameter is not supported by porter"));
+            }
+            p => return Err(format!("invalid parameter \"{p}\"")),
+        }
+    }
+    let srv = b.server();
+    for addr in addrs {
+        if srv.listens.iter().any(|l| l.addr == addr) {
+            return Err(format!("a duplicate listen {addr}"));
+        }
+        srv.listens.push(ListenB {
+            addr,
+            default_server,
+            backlog,
+        });
+    }
+    Ok(())
+}
+
+fn set_server_name(b: &mut Build, d: &Directive) -> Res {
+    let srv = b.server();
+    for raw in &d.args {
+        let n = raw.to_ascii_lowercase();
+        if n.starts_with('~') {
+            return Err(format!(
+                "regex server names are not supported by porter (\"{raw}\")"
+            ));
+        }
+        if srv.primary.is_none() {
+            srv.primary = Some(n.clone());
+        }
+        if let Some(rest) = n.strip_prefix("*.") {
+            srv.names.push(ServerName::Suffix(format!(".{rest}")));
+        } else if let Some(rest) = n.strip_prefix('.') {
+            srv.names.push(ServerName::Exact(rest.to_string()));
+            srv.names.push(ServerName::Suffix(n.clone()));
+        } else if let Some(rest) = n.strip_suffix(".*") {
+            srv.names.push(ServerName::Prefix(format!("{rest}.")));
+        } else if n.contains('*') {
+            return Err(format!("invalid server name or wildcard \"{raw}\""));
+        } else {
+            srv.names.push(ServerName::Exact(n));
+        }
+    }
+    Ok(())
+}
+
+fn set_location(b: &mut Build, d: &Directive) -> Res {
+    let (kind, path) = match d.args.as_slice() {
+        [m, p] => match m.as_str() {
+            "=" => (LocationKind::Exact, p.clone()),
+            "^~" => (LocationKind::Prefix, p.clone()),
+            "~" | "~*" => return Err("regex locations are not supported by porter yet".into()),
+            _ => return Err(format!("invalid location modifier \"{m}\"")),
+        },
+        [p] => {
+            if let Some(rest) = p.strip_prefix('=') {
+                (LocationKind::Exact, rest.to_string())
+            } else if let Some(rest) = p.strip_prefix("^~") {
+                (LocationKind::Prefix, rest.to_string())
+            } else if p.starts_with('~') {
+                return Err("regex locations are not supported by porter yet".into());
+            } else if p.starts_with('@') {
+                return Err("named locations are not supported by porter yet".into());
+            } else {
+                (LocationKind::Prefix, p.clone())
+            }
+        }
+        _ => unreachable!("arity checked"),
+    };
+    let parent = if b.ctx == LOC { b.cur_loc } else { None };
+    let srv = b.server();
+    if let Some(p) = parent {
+        let outer = &srv.locations[p];
+        if outer.kind == LocationKind::Exact {
+            return Err(format!(
+                "location \"{path}\" cannot be inside the exact location \"{}\"",
+                outer.path
+            ));
+        }
+        if !path.starts_with(&outer.path) {
+            return Err(format!(
+                "location \"{path}\" is outside location \"{}\"",
+                outer.path
+            ));
+        }
+    }
+    if srv
+        .locations
+        .iter()
+        .any(|l| l.path == path && l.kind == kind)
+    {
+        return Err(format!("duplicate location \"{path}\""));
+    }
+    srv.locations.push(LocB {
+        path,
+        kind,
+        internal: false,
+        ret: None,
+        handler: Handler::Static,
+        loc: LocBuilder::default(),
+        parent,
+    });
+    let idx = srv.locations.len() - 1;
+    let saved = b.cur_loc.replace(idx);
+    let r = b.walk_nested(d, LOC);
+    b.cur_loc = saved;
+    r
+}
+
+fn set_types(b: &mut Build, d: &Directive) -> Res {
+    let mut map: Types = match &b.loc().types {
+        Some(t) => (**t).clone(),
+        None => Types::new(),
+    };
+    for entry in d.block.as_deref().unwrap_or(&[]) {
+        if entry.block.is_some() {
+            return Err(format!("unexpected \"{{\" after \"{}\"", entry.name));
+        }
+        for ext in &entry.args {
+            map.insert(ext.to_ascii_lowercase(), entry.name.clone());
+        }
+    }
+    b.loc().types = Some(Arc::new(map));
+    Ok(())
+}
+
+fn set_root(b: &mut Build, d: &Directive) -> Res {
+    let is_alias = d.name == "alias";
+    if let Some(prev) = &b.loc().root {
+        let prev_name = match prev {
+            DocRoot::Root(_) => "root",
+            DocRoot::Alias(_) => "alias",
+        };
+        return Err(if prev_name == d.name {
+            dup(d)
+        } else {
+            format!(
+                "\"{}\" directive is duplicate, \"{prev_name}\" directive was specified earlier",
+                d.name
+            )
+        });
+    }
+    let raw = &d.args[0];
+    // A relative root is relative to the prefix, as in NGINX.
+    let full = if raw.starts_with('/') || raw.starts_with('$') {
+        raw.clone()
+    } else {
+        b.full_path(raw).to_string_lossy().into_owned()
+    };
+    let t = template(&full)?;
+    b.loc().root = Some(if is_alias {
+        DocRoot::Alias(t)
+    } else {
+        DocRoot::Root(t)
+    });
+    Ok(())
+}
+
+fn set_index(b: &mut Build, d: &Directive) -> Res {
+    let mut list = Vec::new();
+    for a in &d.args {
+        if a.is_empty() {
+            return Err("index \"\" in \"index\" directive is invalid".into());
+        }
+        list.push(template(a)?);
+    }
+    let slot = &mut b.loc().index;
+    match slot {
+        Some(v) => v.extend(list),
+        None => *slot = Some(list),
+    }
+    Ok(())
+}
+
+fn set_try_files(b: &mut Build, d: &Directive) -> Res {
+    let list = d
+        .args
+        .iter()
+        .map(|a| template(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(code) = d.args.last().unwrap().strip_prefix('=') {
+        match code.parse::<u16>() {
+            Ok(c) if (100..=999).contains(&c) => {}
+            _ => return Err(format!("invalid code \"{code}\"")),
+        }
+    }
+    set_once(&mut b.loc().try_files, Some(Arc::new(list)), d)
+}
+
+fn set_return(b: &mut Build, d: &Directive) -> Res {
+    let first = &d.args[0];
+    let ret = match first.parse::<u16>() {
+        Ok(code) => {
+            if code > 999 {
+                return Err(format!("invalid return code \"{first}\""));
+            }
+            Return {
+                code,
+                text: d.args.get(1).map(|t| template(t)).transpose()?,
+            }
+        }
+        Err(_) => {
+            if d.args.len() > 1 {
+                return Err(format!("invalid return code \"{first}\""));
+            }
+            if !(first.starts_with("http://")
+                || first.starts_with("https://")
+                || first.starts_with("$scheme"))
+            {
+                return Err(format!("invalid return code \"{first}\""));
+            }
+            Return {
+                code: 302,
+                text: Some(template(first)?),
+            }
+        }
+    };
+    let slot = if b.ctx == SRV {
+        &mut b.server().ret
+    } else {
+        &mut b.location().ret
+    };
+    if slot.is_none() {
+        *slot = Some(ret);
+    }
+    Ok(())
+}
+
+fn set_error_page(b: &mut Build, d: &Directive) -> Res {
+    let target = d.args.last().unwrap();
+    let mut codes = Vec::new();
+    let mut status = None;
+    for a in &d.args[..d.args.len() - 1] {
+        if let Some(rest) = a.strip_prefix('=') {
+            if rest.is_empty() {
+                status = Some(None);
+            } else {
+                let c: u16 = rest.parse().map_err(|_| format!("invalid value \"{a}\""))?;
+                status = Some(Some(c));
+            }
+            continue;
+        }
+        let c: u16 = a.parse().map_err(|_| format!("invalid value \"{a}\""))?;
+        if !(300..=599).contains(&c) || c == 499 {
+            return Err(format!("value \"{a}\" must be between 300 and 599"));
+        }
+        codes.push(c);
+    }
+    if codes.is_empty() {
+        return Err(format!("invalid value \"{target}\""));
+    }
+    let page = ErrorPage {
+        codes,
+        status,
+        target: template(target)?,
+    };
+    let slot = &mut b.loc().error_pages;
+    let mut list: Vec<ErrorPage> = slot.as_deref().cloned().unwrap_or_default();
+    list.push(page);
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+fn set_add_header(b: &mut Build, d: &Directive) -> Res {
+    let always = match d.args.get(2).map(String::as_str) {
+        None => false,
+        Some("always") => true,
+        Some(p) => return Err(format!("invalid parameter \"{p}\"")),
+    };
+    let h = AddHeader {
+        name: d.args[0].clone(),
+        value: template(&d.args[1])?,
+        always,
+    };
+    let slot = &mut b.loc().add_headers;
+    let mut list: Vec<AddHeader> = slot.as_deref().cloned().unwrap_or_default();
+    list.push(h);
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+fn set_expires(b: &mut Build, d: &Directive) -> Res {
+    if d.args.len() == 2 {
+        return Err("\"expires modified\" is not supported by porter".into());
+    }
+    let a = d.args[0].as_str();
+    let v = match a {
+        "off" => None,
+        "epoch" => Some(i64::MIN),
+        "max" => Some(i64::MAX),
+        _ => {
+            let (neg, t) = match a.strip_prefix('-') {
+                Some(t) => (true, t),
+                None => (false, a.strip_prefix('+').unwrap_or(a)),
+            };
+            let secs = parse_time(t)
+                .ok_or_else(|| format!("invalid value \"{a}\""))?
+                .as_secs() as i64;
+            Some(if neg { -secs } else { secs })
+        }
+    };
+    set_once(&mut b.loc().expires, v, d)
+}
+
+fn set_keepalive_timeout(b: &mut Build, d: &Directive) -> Res {
+    let t = time(d, &d.args[0])?;
+    let h = d.args.get(1).map(|s| time(d, s)).transpose()?;
+    set_once(&mut b.loc().keepalive_timeout, t, d)?;
+    b.loc().keepalive_header = Some(h);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_forms() {
+        assert_eq!(
+            parse_listen_addr("8000").unwrap(),
+            vec!["0.0.0.0:8000".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("127.0.0.1:81").unwrap(),
+            vec!["127.0.0.1:81".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("*:82").unwrap(),
+            vec!["0.0.0.0:82".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("[::1]:83").unwrap(),
+            vec!["[::1]:83".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("127.0.0.1").unwrap(),
+            vec!["127.0.0.1:80".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("80x").unwrap_err(),
+            "host not found in \"80x\" of the \"listen\" directive"
+        );
+        assert_eq!(
+            parse_listen_addr("1.2.3.4:0").unwrap_err(),
+            "invalid port in \"1.2.3.4:0\" of the \"listen\" directive"
+        );
+    }
+
+    #[test]
+    fn table_names_are_unique() {
+        let mut names: Vec<_> = TABLE.iter().map(|s| s.name).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+
+    #[test]
+    fn docs_list_every_directive() {
+        let docs = include_str!("../../docs/directives.md");
+        for s in TABLE {
+            assert!(
+                docs.contains(&format!("### `{}`", s.name)),
+                "docs/directives.md lacks `{}`",
+                s.name
+            );
+        }
+        for line in docs.lines() {
+            if let Some(rest) = line.strip_prefix("### `") {
+                let name = rest.trim_end_matches('`');
+                assert!(
+                    find(name).is_some(),
+                    "docs/directives.md documents unknown `{name}`"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The typed configuration the server runs on: what the directive table
+//! builds from the parsed directive tree.
+//!
+//! Location-level settings are declared once in [`loc_settings!`]: each
+//! field exists as an `Option` in [`LocBuilder`] (what one level of the file
+//! set) and as a plain value in [`LocSettings`] (the merged result, with
+//! NGINX's default). Merging follows NGINX: a level that sets nothing
+//! inherits its parent's value whole (lists such as `add_header` included).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::template::Template;
+use crate::log::{AccessLog, ErrorLogSpec};
+
+/// The whole running configuration: one immutable value per generation.
+#[derive(Debug)]
+pub struct Config {
+    /// Main-context settings (workers, pid, user, error_log, events).
+    pub main: MainConf,
+    /// The virtual servers, in file order.
+    pub servers: Vec<Arc<ServerConf>>,
+    /// Every distinct listening address with the servers on it.
+    pub listens: Vec<ListenGroup>,
+    /// Every file read while parsing (for `-T`).
+    pub files: Vec<PathBuf>,
+    /// The prefix (`-p`) relative paths resolved against.
+    pub prefix: PathBuf,
+}
+
+/// Main and `events` context settings.
+#[derive(Debug, Clone)]
+pub struct MainConf {
+    /// `daemon on|off` (default on, as NGINX).
+    pub daemon: bool,
+    /// `worker_processes N|auto`: worker threads, each with its own loop.
+    pub worker_processes: usize,
+    /// `worker_connections`: client connections per worker.
+    pub worker_connections: usize,
+    /// `worker_rlimit_nofile`.
+    pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_shutdown_timeout`: caps a graceful shutdown.
+    pub worker_shutdown_timeout: Option<Duration>,
+    /// `accept_mutex` (accepted for compatibility; each worker has its own
+    /// `SO_REUSEPORT` listener, so there is nothing to serialise).
+    pub accept_mutex: bool,
+    /// `user NAME [GROUP]`: whom workers run as when started as root.
+    pub user: Option<(String, Option<String>)>,
+    /// `pid FILE`.
+    pub pid: Option<PathBuf>,
+    /// `error_log` targets.
+    pub error_log: Vec<ErrorLogSpec>,
+}
+
+/// One distinct listening address and the servers that answer on it.
+#[derive(Debug, Clone)]
+pub struct ListenGroup {
+    /// The address bound.
+    pub addr: SocketAddr,
+    /// `backlog=N` (NGINX's default 511).
+    pub backlog: i32,
+    /// Servers listening here, in file order.
+    pub servers: Vec<Arc<ServerConf>>,
+    /// Index into `servers` of the default server.
+    pub default: usize,
+}
+
+impl ListenGroup {
+    /// Picks the server for a `Host` value (lowercase, port stripped), NGINX
+    /// order: exact name, longest leading wildcard, longest trailing wildcard,
+    /// then the default server.
+    pub fn find_server(&self, host: Option<&str>) -> &Arc<ServerConf> {
+        if let Some(host) = host {
+            let mut best: Option<(usize, usize, &Arc<ServerConf>)> = None; // (rank, len)
+            for s in &self.servers {
+                for n in &s.names {
+                    let cand = match n {
+                        ServerName::Exact(e) if e == host => Some((0, e.len())),
+                        ServerName::Suffix(suf)
+                            if host.ends_with(suf.as_str())
+                                || host == &suf[1..] && suf.starts_with('.') =>
+                        {
+                            Some((1, suf.len()))
+                        }
+                        ServerName::Prefix(pre) if host.starts_with(pre.as_str()) => {
+                            Some((2, pre.len()))
+                        }
+                        _ => None,
+                    };
+                    if let Some((rank, len)) = cand {
+                        let better = match best {
+                            None => true,
+                            Some((r, l, _)) => rank < r || (rank == r && len > l),
+                        };
+                        if better {
+                            best = Some((rank, len, s));
+                        }
+                    }
+                }
+            }
+            if let Some((_, _, s)) = best {
+                return s;
+            }
+        }
+        &self.servers[self.default]
+    }
+}
+
+/// A `server_name` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerName {
+    /// `example.com`.
+    Exact(String),
+    /// `*.example.com` (stored as `.example.com`) or `.example.com`.
+    Suffix(String),
+    /// `www.example.*` (stored as `www.example.`).
+    Prefix(String),
+}
+
+/// One `server { }` block.
+#[derive(Debug)]
+pub struct ServerConf {
+    /// `server_name` entries; the first is `$server_name`.
+    pub names: Vec<ServerName>,
+    /// The primary name, as `$server_name` shows it.
+    pub primary_name: String,
+    /// `location = /x` blocks.
+    pub exact: HashMap<String, Arc<LocationConf>>,
+    /// Prefix locations, longest first.
+    pub prefixes: Vec<Arc<LocationConf>>,
+    /// The server-level settings, used when no location matches.
+    pub base: Arc<LocationConf>,
+    /// `return` at server level (runs before location matching).
+    pub server_return: Option<Return>,
+    /// Server-level limits for reading the request head.
+    pub limits: HeadLimitsConf,
+}
+
+impl ServerConf {
+    /// NGINX location selection (without regex locations): an exact match,
+    /// else the longest matching prefix, else the server level.
+    pub fn find_location(&self, uri: &str) -> &Arc<LocationConf> {
+        if let Some(l) = self.exact.get(uri) {
+            return l;
+        }
+        for l in &self.prefixes {
+            if uri.starts_with(l.path.as_str()) {
+                return l;
+            }
+        }
+        &self.base
+    }
+}
+
+/// Limits on the request head (`large_client_header_buffers`,
+/// `client_header_timeout`), server level as in NGINX.
+#[derive(Debug, Clone)]
+pub struct HeadLimitsConf {
+    /// Longest request line or header line.
+    pub max_line: usize,
+    /// Longest head in total (`number × size`).
+    pub max_head: usize,
+    /// `client_header_timeout`.
+    pub header_timeout: Duration,
+}
+
+/// How a location matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocationKind {
+    /// `location = /x`.
+    Exact,
+    /// `location /x` or `location ^~ /x` (same without regex locations).
+    Prefix,
+    /// The server level (no `location` block matched).
+    Server,
+}
+
+/// The handler a location runs.
+#[derive(Debug, Clone)]
+pub enum Handler {
+    /// Files from `root`/`alias`.
+    Static,
+    /// `stub_status`.
+    StubStatus,
+}
+
+/// A `location` block (or the server level), fully merged.
+#[derive(Debug)]
+pub struct LocationConf {
+    /// The location's path, as written.
+    pub path: String,
+    /// Its kind.
+    pub kind: LocationKind,
+    /// `internal`: only reachable by internal redirects (error_page, index).
+    pub internal: bool,
+    /// `return` in this location.
+    pub ret: Option<Return>,
+    /// Content handler.
+    pub handler: Handler,
+    /// The merged inheritable settings.
+    pub s: LocSettings,
+}
+
+/// `root` or `alias`.
+#[derive(Debug, Clone)]
+pub enum DocRoot {
+    /// `root PATH`: the URI is appended.
+    Root(Template),
+    /// `alias PATH`: replaces the location prefix.
+    Alias(Template),
+}
+
+/// One `error_page` rule.
+#[derive(Debug, Clone)]
+pub struct ErrorPage {
+    /// Status codes it applies to.
+    pub codes: Vec<u16>,
+    /// `=` handling: `None` keeps the original status, `Some(None)` takes the
+    /// status of the page's own response (`=` alone), `Some(Some(c))` sends `c`.
+    pub status: Option<Option<u16>>,
+    /// Target URI (internal redirect) or URL (redirect).
+    pub target: Template,
+}
+
+/// One `add_header` line.
+#[derive(Debug, Clone)]
+pub struct AddHeader {
+    /// Header name.
+    pub name: String,
+    /// Header value (an empty value suppresses the header, as in NGINX).
+    pub value: Template,
+    /// `always`: also on error responses.
+    pub always: bool,
+}
+
+/// `return code [text|URL]` / `return URL`.
+#[derive(Debug, Clone)]
+pub struct Return {
+    /// Status (444 closes the connection without a response).
+    pub code: u16,
+    /// Body text, or redirect target for 301/302/303/307/308.
+    pub text: Option<Template>,
+}
+
+/// `if_modified_since off|exact|before`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImsMode {
+    /// Ignore If-Modified-Since.
+    Off,
+    /// 304 only when the time matches exactly (NGINX's default).
+    Exact,
+    /// 304 when the file is not newer.
+    Before,
+}
+
+/// `types { }` content: lowercase extension → MIME type.
+pub type Types = HashMap<String, String>;
+
+/// NGINX's built-in types, used when no `types` block is given.
+pub fn builtin_types() -> Arc<Types> {
+    let mut t = Types::new();
+    t.insert("html".into(), "text/html".into());
+    t.insert("gif".into(), "image/gif".into());
+    t.insert("jpg".into(), "image/jpeg".into());
+    Arc::new(t)
+}
+
+macro_rules! loc_settings {
+    ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
+        /// Location-level settings as one config level wrote them.
+        #[derive(Clone, Default, Debug)]
+        pub struct LocBuilder {
+            $($(#[$doc])* pub $field: Option<$ty>,)*
+        }
+
+        /// Location-level settings after merging with every outer level.
+        #[derive(Clone, Debug)]
+        pub struct LocSettings {
+            $($(#[$doc])* pub $field: $ty,)*
+        }
+
+        impl LocBuilder {
+            /// Takes from `parent` every setting this level did not set.
+            pub fn inherit(&mut self, parent: &LocBuilder) {
+                $(if self.$field.is_none() { self.$field = parent.$field.clone(); })*
+            }
+
+            /// Fills NGINX's defaults into what is still unset.
+            pub fn finish(&self) -> LocSettings {
+                LocSettings {
+                    $($field: match &self.$field { Some(v) => v.clone(), None => $default },)*
+                }
+            }
+        }
+    };
+}
+
+loc_settings! {
+    /// `root` / `alias`.
+    root: DocRoot = DocRoot::Root(Template::literal("html"));
+    /// `index`.
+    index: Vec<Template> = vec![Template::literal("index.html")];
+    /// `default_type`.
+    default_type: String = "text/plain".to_string();
+    /// `types { }`.
+    types: Arc<Types> = builtin_types();
+    /// `sendfile`.
+    sendfile: bool = false;
+    /// `sendfile_max_chunk` (0 = unlimited).
+    sendfile_max_chunk: u64 = 2 * 1024 * 1024;
+    /// `tcp_nodelay`.
+    tcp_nodelay: bool = true;
+    /// `keepalive_timeout` first value.
+    keepalive_timeout: Duration = Duration::from_secs(75);
+    /// `keepalive_timeout` second value (`Keep-Alive: timeout=N`).
+    keepalive_header: Option<Duration> = None;
+    /// `keepalive_requests`.
+    keepalive_requests: u64 = 1000;
+    /// `send_timeout`.
+    send_timeout: Duration = Duration::from_secs(60);
+    /// `client_header_timeout` (read at server level).
+    client_header_timeout: Duration = Duration::from_secs(60);
+    /// `large_client_header_buffers` (number, size; read at server level).
+    large_client_header_buffers: (usize, usize) = (4, 8192);
+    /// `client_max_body_size` (0 = unlimited).
+    client_max_body_size: u64 = 1024 * 1024;
+    /// `error_page` rules.
+    error_pages: Arc<Vec<ErrorPage>> = Arc::new(Vec::new());
+    /// `add_header` lines.
+    add_headers: Arc<Vec<AddHeader>> = Arc::new(Vec::new());
+    /// `access_log` targets (empty = off).
+    access_log: Arc<Vec<AccessLog>> = Arc::new(Vec::new());
+    /// `log_not_found`.
+    log_not_found: bool = true;
+    /// `max_ranges` (None = unlimited).
+    max_ranges: Option<usize> = None;
+    /// `if_modified_since`.
+    if_modified_since: ImsMode = ImsMode::Exact;
+    /// `etag`.
+    etag: bool = true;
+    /// `server_tokens`.
+    server_tokens: bool = true;
+    /// `absolute_redirect`.
+    absolute_redirect: bool = true;
+    /// `port_in_redirect`.
+    port_in_redirect: bool = true;
+    /// `server_name_in_redirect`.
+    server_name_in_redirect: bool = false;
+    /// `disable_symlinks on|off`.
+    disable_symlinks: bool = false;
+    /// `charset` (None = off).
+    charset: Option<String> = None;
+    /// `expires` (None = off): seconds to add to the current time.
+    expires: Option<i64> = None;
+    /// `try_files` (last entry is the fallback URI or `=code`).
+    try_files: Option<Arc<Vec<Template>>> = None;
+}

@@ -1,0 +1,318 @@
+//! Strings with NGINX variables (`"$scheme://$host$request_uri"`), compiled
+//! once at config time into literal and variable parts.
+//!
+//! An unknown variable is a config error (`unknown "foo" variable`), as in
+//! NGINX. Values come from whoever renders the template through [`VarSource`]
+//! (the HTTP request context), so this module knows names, not requests.
+
+use std::fmt;
+
+/// One NGINX variable porter knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Var {
+    /// `$uri`, `$document_uri`: the normalised URI, after internal redirects.
+    Uri,
+    /// `$args`, `$query_string`.
+    Args,
+    /// `$is_args`: `?` when there are arguments.
+    IsArgs,
+    /// `$arg_NAME`.
+    Arg(String),
+    /// `$request_uri`: the target as the client sent it.
+    RequestUri,
+    /// `$host`.
+    Host,
+    /// `$hostname`: the machine's host name.
+    Hostname,
+    /// `$remote_addr`.
+    RemoteAddr,
+    /// `$remote_port`.
+    RemotePort,
+    /// `$remote_user` (always empty: porter has no auth_basic).
+    RemoteUser,
+    /// `$server_addr`.
+    ServerAddr,
+    /// `$server_port`.
+    ServerPort,
+    /// `$server_name`.
+    ServerName,
+    /// `$server_protocol`.
+    ServerProtocol,
+    /// `$scheme`.
+    Scheme,
+    /// `$request_method`.
+    RequestMethod,
+    /// `$request`: the request line.
+    Request,
+    /// `$request_length`.
+    RequestLength,
+    /// `$request_time`: seconds with millisecond resolution.
+    RequestTime,
+    /// `$request_filename`.
+    RequestFilename,
+    /// `$document_root`.
+    DocumentRoot,
+    /// `$status`.
+    Status,
+    /// `$body_bytes_sent`.
+    BodyBytesSent,
+    /// `$bytes_sent`.
+    BytesSent,
+    /// `$content_length` (request header).
+    ContentLength,
+    /// `$content_type` (request header).
+    ContentType,
+    /// `$connection`: the connection serial number.
+    Connection,
+    /// `$connection_requests`.
+    ConnectionRequests,
+    /// `$msec`.
+    Msec,
+    /// `$time_local`.
+    TimeLocal,
+    /// `$time_iso8601`.
+    TimeIso8601,
+    /// `$pid`.
+    Pid,
+    /// `$nginx_version` / `$porter_version`.
+    Version,
+    /// `$http_NAME`: a request header (`_` matches `-`, case-insensitive).
+    Http(String),
+    /// `$sent_http_NAME`: a response header.
+    SentHttp(String),
+    /// `$cookie_NAME`.
+    Cookie(String),
+}
+
+impl Var {
+    /// Looks a variable up by name (without `$`).
+    pub fn from_name(name: &str) -> Option<Var> {
+        let prefixed = |p: &str| name.strip_prefix(p).filter(|s| !s.is_empty());
+        if let Some(rest) = prefixed("arg_") {
+            return Some(Var::Arg(rest.to_string()));
+        }
+        if let Some(rest) = prefixed("http_") {
+            return Some(Var::Http(rest.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rest) = prefixed("sent_http_") {
+            return Some(Var::SentHttp(rest.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rest) = prefixed("cookie_") {
+            return Some(Var::Cookie(rest.to_string()));
+        }
+        Some(match name {
+            "uri" | "document_uri" => Var::Uri,
+            "args" | "query_string" => Var::Args,
+            "is_args" => Var::IsArgs,
+            "request_uri" => Var::RequestUri,
+            "host" => Var::Host,
+            "hostname" => Var::Hostname,
+            "remote_addr" | "binary_remote_addr" => Var::RemoteAddr,
+            "remote_port" => Var::RemotePort,
+            "remote_user" => Var::RemoteUser,
+            "server_addr" => Var::ServerAddr,
+            "server_port" => Var::ServerPort,
+            "server_name" => Var::ServerName,
+            "server_protocol" => Var::ServerProtocol,
+            "scheme" => Var::Scheme,
+            "request_method" => Var::RequestMethod,
+            "request" => Var::Request,
+            "request_length" => Var::RequestLength,
+            "request_time" => Var::RequestTime,
+            "request_filename" => Var::RequestFilename,
+            "document_root" => Var::DocumentRoot,
+            "status" => Var::Status,
+            "body_bytes_sent" => Var::BodyBytesSent,
+            "bytes_sent" => Var::BytesSent,
+            "content_length" => Var::ContentLength,
+            "content_type" => Var::ContentType,
+            "connection" => Var::Connection,
+            "connection_requests" => Var::ConnectionRequests,
+            "msec" => Var::Msec,
+            "time_local" => Var::TimeLocal,
+            "time_iso8601" => Var::TimeIso8601,
+            "pid" => Var::Pid,
+            "nginx_version" | "porter_version" => Var::Version,
+            _ => return None,
+        })
+    }
+}
+
+/// Supplies variable values while a template renders.
+pub trait VarSource {
+    /// Appends the value of `var` to `out` (nothing when it has none).
+    fn append(&self, var: &Var, out: &mut String);
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Lit(String),
+    Var(Var),
+}
+
+/// A compiled string with variables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+    raw: String,
+}
+
+/// Why a template failed to compile; the caller adds file:line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError(pub String);
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Template {
+    /// Compiles `raw`, resolving every `$name` / `${name}`.
+    pub fn compile(raw: &str) -> Result<Template, TemplateError> {
+        let mut parts = Vec::new();
+        let mut lit = String::new();
+        let bytes = raw.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] != b'$' {
+                let start = i;
+                while i < bytes.len() && bytes[i] != b'$' {
+                    i += 1;
+                }
+                lit.push_str(&raw[start..i]);
+                continue;
+            }
+            i += 1;
+            let braced = bytes.get(i) == Some(&b'{');
+            if braced {
+                i += 1;
+            }
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            let name = &raw[start..i];
+            if braced {
+                if bytes.get(i) != Some(&b'}') {
+                    return Err(TemplateError(format!(
+                        "the closing bracket in \"{name}\" variable is missing"
+                    )));
+                }
+                i += 1;
+            }
+            if name.is_empty() {
+                return Err(TemplateError(format!("invalid variable name in \"{raw}\"")));
+            }
+            let var = Var::from_name(name)
+                .ok_or_else(|| TemplateError(format!("unknown \"{name}\" variable")))?;
+            if !lit.is_empty() {
+                parts.push(Part::Lit(std::mem::take(&mut lit)));
+            }
+            parts.push(Part::Var(var));
+        }
+        if !lit.is_empty() {
+            parts.push(Part::Lit(lit));
+        }
+        Ok(Template {
+            parts,
+            raw: raw.to_string(),
+        })
+    }
+
+    /// A template with no variables.
+    pub fn literal(s: &str) -> Template {
+        Template {
+            parts: if s.is_empty() {
+                Vec::new()
+            } else {
+                vec![Part::Lit(s.to_string())]
+            },
+            raw: s.to_string(),
+        }
+    }
+
+    /// True when the template contains no variables.
+    pub fn is_literal(&self) -> bool {
+        self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
+    }
+
+    /// The source text, as written in the config.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// Renders into `out`.
+    pub fn render_into(&self, src: &dyn VarSource, out: &mut String) {
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) => out.push_str(s),
+                Part::Var(v) => src.append(v, out),
+            }
+        }
+    }
+
+    /// Renders into `out`, passing each variable's value through `value`
+    /// (access logs escape values and print `-` for empty ones).
+    pub fn render_with(
+        &self,
+        src: &dyn VarSource,
+        out: &mut String,
+        value: &dyn Fn(&str, &mut String),
+    ) {
+        let mut tmp = String::new();
+        for p in &self.parts {
+            match p {
+                Part::Lit(s) => out.push_str(s),
+                Part::Var(v) => {
+                    tmp.clear();
+                    src.append(v, &mut tmp);
+                    value(&tmp, out);
+                }
+            }
+        }
+    }
+
+    /// Renders to a new string.
+    pub fn render(&self, src: &dyn VarSource) -> String {
+        let mut out = String::new();
+        self.render_into(src, &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+    impl VarSource for Fixed {
+        fn append(&self, var: &Var, out: &mut String) {
+            match var {
+                Var::Host => out.push_str("example.com"),
+                Var::Uri => out.push_str("/a b"),
+                Var::Arg(n) => out.push_str(&format!("<{n}>")),
+                Var::Http(n) => out.push_str(&format!("[{n}]")),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn renders_vars_and_literals() {
+        let t = Template::compile("http://$host${uri}x?$arg_p&$http_user_agent").unwrap();
+        assert_eq!(t.render(&Fixed), "http://example.com/a bx?<p>&[user-agent]");
+        assert!(!t.is_literal());
+        assert!(Template::compile("plain").unwrap().is_literal());
+    }
+
+    #[test]
+    fn unknown_variable_is_an_error() {
+        assert_eq!(
+            Template::compile("$nosuch").unwrap_err().0,
+            "unknown \"nosuch\" variable"
+        );
+        assert!(Template::compile("${host").is_err());
+        assert!(Template::compile("a$").is_err());
+    }
+}

@@ -1,0 +1,354 @@
+//! Files from `root` / `alias`: NGINX's static, index and try_files
+//! modules, plus its not-modified and range filters for file responses.
+//!
+//! Every file-system call goes through [`crate::disk::Disk`].
+
+use std::io;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::{redirect, Env, Outcome};
+use crate::config::template::Template;
+use crate::config::{DocRoot, LocationKind};
+use crate::disk::{FileKind, OpenFile, OpenOptions};
+use crate::http::conditional::{self, Precondition};
+use crate::http::context::{Method, RequestCtx};
+use crate::http::range::{self, RangeOutcome};
+use crate::http::response::{Body, Response};
+use crate::log::Level;
+use crate::util::errno_text;
+
+/// The file-system path for the current URI, and the document root.
+fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
+    let loc = &ctx.loc;
+    match &loc.s.root {
+        DocRoot::Root(t) => {
+            let root = t.render(ctx);
+            let root = root.trim_end_matches('/').to_string();
+            (format!("{root}{uri}"), root)
+        }
+        DocRoot::Alias(t) => {
+            let alias = t.render(ctx);
+            let rest = if loc.kind == LocationKind::Exact {
+                ""
+            } else {
+                uri.strip_prefix(loc.path.as_str()).unwrap_or(uri)
+            };
+            (format!("{alias}{rest}"), alias)
+        }
+    }
+}
+
+fn open_options(ctx: &RequestCtx) -> OpenOptions {
+    OpenOptions {
+        no_symlinks: ctx.loc.s.disable_symlinks,
+    }
+}
+
+fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
+    env.log
+        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
+}
+
+fn is_not_found(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) | Some(libc::ENAMETOOLONG)
+    )
+}
+
+/// Maps a failed open to NGINX's status and log line.
+fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
+    let code = e.raw_os_error().unwrap_or(0);
+    if is_not_found(e) {
+        if ctx.loc.s.log_not_found {
+            log(
+                ctx,
+                env,
+                Level::Error,
+                format_args!("open() \"{path}\" failed {}", errno_text(e)),
+            );
+        }
+        Outcome::Status(404)
+    } else if code == libc::EACCES || code == libc::ELOOP || code == libc::EXDEV {
+        log(
+            ctx,
+            env,
+            Level::Error,
+            format_args!("open() \"{path}\" failed {}", errno_text(e)),
+        );
+        Outcome::Status(403)
+    } else {
+        log(
+            ctx,
+            env,
+            Level::Crit,
+            format_args!("open() \"{path}\" failed {}", errno_text(e)),
+        );
+        Outcome::Status(500)
+    }
+}
+
+/// The content handler for `root`/`alias` locations.
+pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    if ctx.method == Method::Other {
+        return Outcome::Status(405);
+    }
+    if ctx.uri.ends_with('/') {
+        return index(ctx, env).await;
+    }
+    let uri = ctx.uri.clone();
+    let (path, root) = map_path(ctx, &uri);
+    ctx.document_root = Some(root);
+    ctx.request_filename = Some(path.clone());
+    let file = match env
+        .disk
+        .open(PathBuf::from(&path).as_path(), open_options(ctx))
+        .await
+    {
+        Ok(f) => f,
+        Err(e) => return open_failed(ctx, env, &path, &e),
+    };
+    match file.meta.kind {
+        FileKind::Directory => {
+            let mut target = format!("{}/", escape_uri(&uri));
+            if let Some(a) = &ctx.args {
+                target.push('?');
+                target.push_str(a);
+            }
+            return Outcome::Done(redirect(ctx, 301, &target));
+        }
+        FileKind::Other => {
+            log(
+                ctx,
+                env,
+                Level::Crit,
+                format_args!("\"{path}\" is not a regular file"),
+            );
+            return Outcome::Status(404);
+        }
+        FileKind::Regular => {}
+    }
+    if ctx.method == Method::Post {
+        return Outcome::Status(405);
+    }
+    file_response(ctx, file, &uri)
+}
+
+fn escape_uri(uri: &str) -> String {
+    crate::http::uri::escape_for_location(uri)
+}
+
+/// Builds the 200/206/304/412/416 answer for an open regular file.
+fn file_response(ctx: &mut RequestCtx, file: OpenFile, uri: &str) -> Outcome {
+    let s = &ctx.loc.s;
+    let meta = file.meta;
+    let content_type = content_type(&s.types, &s.default_type, uri);
+    let etag = conditional::etag(meta.mtime, meta.size);
+    let mut resp = Response::new(200);
+    resp.content_type = Some(content_type.clone());
+    resp.content_length = Some(meta.size);
+    resp.last_modified = Some(meta.mtime);
+    resp.etag = s.etag.then(|| etag.clone());
+    resp.accept_ranges = true;
+    let file = Rc::new(file);
+    if !ctx.error_page {
+        let validator = s.etag.then_some(etag.as_str());
+        match conditional::evaluate(
+            &ctx.head.headers,
+            validator,
+            meta.mtime,
+            s.if_modified_since,
+        ) {
+            Precondition::Failed => return Outcome::Status(412),
+            Precondition::NotModified => {
+                resp.status = 304;
+                resp.content_type = None;
+                resp.content_length = None;
+                resp.accept_ranges = false;
+                return Outcome::Done(resp);
+            }
+            Precondition::Proceed => {}
+        }
+        if let Some(range_hdr) = ctx.header("range") {
+            let if_range_ok = match ctx.header("if-range") {
+                Some(v) => conditional::if_range_matches(v, validator, meta.mtime),
+                None => true,
+            };
+            if if_range_ok {
+                match range::parse_range(range_hdr, meta.size, s.max_ranges) {
+                    RangeOutcome::Full => {}
+                    RangeOutcome::Unsatisfiable => {
+                        let mut r = Response::special(416, s.server_tokens);
+                        r.headers
+                            .push(("Content-Range".into(), format!("bytes */{}", meta.size)));
+                        return Outcome::Done(r);
+                    }
+                    RangeOutcome::Partial(ranges) => {
+                        resp.status = 206;
+                        resp.accept_ranges = false;
+                        if ranges.len() == 1 {
+                            let r = &ranges[0];
+                            resp.headers.push((
+                                "Content-Range".into(),
+                                format!("bytes {}-{}/{}", r.start, r.end - 1, meta.size),
+                            ));
+                            resp.content_length = Some(r.end - r.start);
+                            resp.body = Body::File {
+                                file,
+                                start: r.start,
+                                len: r.end - r.start,
+                            };
+                        } else {
+                            let parts = range::multipart(
+                                &ranges,
+                                meta.size,
+                                &content_type,
+                                next_boundary(),
+                            );
+                            resp.content_type = Some(parts.content_type_header());
+                            resp.content_length = Some(parts.content_length());
+                            resp.body = Body::Multipart { file, parts };
+                        }
+                        return Outcome::Done(resp);
+                    }
+                }
+            }
+        }
+    }
+    resp.body = Body::File {
+        file,
+        start: 0,
+        len: meta.size,
+    };
+    Outcome::Done(resp)
+}
+
+thread_local! {
+    static BOUNDARY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// NGINX numbers multipart boundaries with a process-wide counter.
+fn next_boundary() -> u64 {
+    BOUNDARY.with(|b| {
+        let n = b.get() + 1;
+        b.set(n);
+        n
+    })
+}
+
+/// `Content-Type` from the URI's extension (lowercased, after the last dot
+/// of the last segment), else `default_type`.
+pub fn content_type(types: &crate::config::Types, default: &str, uri: &str) -> String {
+    let last = uri.rsplit('/').next().unwrap_or("");
+    if let Some(dot) = last.rfind('.') {
+        let ext = &last[dot + 1..];
+        if !ext.is_empty() {
+            let found = if ext.bytes().any(|b| b.is_ascii_uppercase()) {
+                types.get(&ext.to_ascii_lowercase())
+            } else {
+                types.get(ext)
+            };
+            if let Some(t) = found {
+                return t.clone();
+            }
+        }
+    }
+    default.to_string()
+}
+
+/// The index module: `uri` ends with `/`.
+async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    if ctx.method == Method::Post {
+        return Outcome::Status(405);
+    }
+    let uri = ctx.uri.clone();
+    let (dir, root) = map_path(ctx, &uri);
+    ctx.document_root = Some(root);
+    ctx.request_filename = Some(dir.clone());
+    let names: Vec<Template> = ctx.loc.s.index.clone();
+    let mut first_missing: Option<String> = None;
+    for t in &names {
+        let name = t.render(ctx);
+        if name.starts_with('/') {
+            let (u, a) = super::split_args(&name);
+            return Outcome::Internal(u, a.or_else(|| ctx.args.clone()));
+        }
+        let path = format!("{dir}{name}");
+        match env
+            .disk
+            .open(PathBuf::from(&path).as_path(), open_options(ctx))
+            .await
+        {
+            Ok(_) => {
+                let args = ctx.args.clone();
+                return Outcome::Internal(format!("{uri}{name}"), args);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                first_missing.get_or_insert(path);
+            }
+            Err(e) => return open_failed(ctx, env, &path, &e),
+        }
+    }
+    match env.disk.stat(PathBuf::from(&dir).as_path()).await {
+        Ok(m) if m.kind == FileKind::Directory => {
+            log(
+                ctx,
+                env,
+                Level::Error,
+                format_args!("directory index of \"{dir}\" is forbidden"),
+            );
+            Outcome::Status(403)
+        }
+        Ok(_) => Outcome::Status(404),
+        Err(e) if is_not_found(&e) => {
+            if ctx.loc.s.log_not_found {
+                let shown = first_missing.unwrap_or(dir);
+                log(
+                    ctx,
+                    env,
+                    Level::Error,
+                    format_args!("\"{shown}\" is not found {}", errno_text(&e)),
+                );
+            }
+            Outcome::Status(404)
+        }
+        Err(e) => open_failed(ctx, env, &dir, &e),
+    }
+}
+
+/// `try_files file ... uri|=code`: `None` lets the content handler serve
+/// the (possibly rewritten) URI.
+pub async fn try_files(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    list: &Arc<Vec<Template>>,
+) -> Option<Outcome> {
+    let (candidates, last) = list.split_at(list.len() - 1);
+    for t in candidates {
+        let value = t.render(ctx);
+        let want_dir = value.ends_with('/');
+        let (path, _) = map_path(ctx, &value);
+        let ok = match env.disk.stat(PathBuf::from(&path).as_path()).await {
+            Ok(m) => {
+                if want_dir {
+                    m.kind == FileKind::Directory
+                } else {
+                    m.kind != FileKind::Directory
+                }
+            }
+            Err(_) => false,
+        };
+        if ok {
+            ctx.uri = value;
+            return None;
+        }
+    }
+    let fallback = last[0].render(ctx);
+    if let Some(code) = fallback.strip_prefix('=') {
+        return Some(Outcome::Status(code.parse().unwrap_or(500)));
+    }
+    let (u, a) = super::split_args(&fallback);
+    Some(Outcome::Internal(u, a.or_else(|| ctx.args.clone())))
+}

@@ -1,0 +1,557 @@
+//! The HTTP/1.1 connection loop: owns the socket, reads and parses request
+//! heads (pipelined requests stay in the buffer), discards request bodies,
+//! hands each request to the handlers, writes the response they describe,
+//! logs it, and decides whether the connection lives on.
+//!
+//! Timeouts follow NGINX: `client_header_timeout` while a head is being
+//! read, `keepalive_timeout` while idle between requests, `send_timeout`
+//! between two successive writes. Closing after an error (or with unread
+//! input) is a lingering close, so the client sees the response rather than
+//! a reset.
+
+use std::io;
+use std::net::Shutdown as SockShutdown;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, Interest};
+use tokio::net::TcpStream;
+
+use super::chunked::ChunkedDecoder;
+use super::context::{ConnInfo, Method, RequestCtx};
+use super::request::{parse_head, HeadError, HeadLimits, RequestHead};
+use super::response::{write_head, Body, HeadOptions, Response};
+use super::uri;
+use crate::config::{Config, ListenGroup};
+use crate::disk::{Disk, OpenFile};
+use crate::handlers::{self, Env};
+use crate::log::{ErrorLog, Level};
+use crate::metrics::{self, Gauge};
+use crate::runtime::shutdown::{Mode, ShutdownSignal};
+
+/// Bodies up to this size are read into the head's buffer and sent with it
+/// in one write, instead of a second `sendfile` call.
+const INLINE_BODY_MAX: u64 = 32 * 1024;
+/// Buffer for `sendfile off` copies.
+const COPY_CHUNK: usize = 64 * 1024;
+/// Lingering close: wait at most this long per read, and in total.
+const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
+const LINGERING_TIME: Duration = Duration::from_secs(30);
+/// `client_body_timeout` default, used while discarding a body.
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a connection needs from its worker.
+pub struct WorkerEnv {
+    /// The configuration generation this worker serves.
+    pub config: Arc<Config>,
+    /// The error log of that generation.
+    pub log: ErrorLog,
+    /// The worker's disk layer.
+    pub disk: Disk,
+    /// Graceful / fast shutdown.
+    pub shutdown: ShutdownSignal,
+}
+
+enum ReadHead {
+    Head(RequestHead),
+    Closed,
+    Error(HeadError),
+}
+
+/// Serves one client connection until it closes.
+pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<WorkerEnv>) {
+    let group: &ListenGroup = &w.config.listens[group];
+    let default_server = Arc::clone(&group.servers[group.default]);
+    let limits = HeadLimits {
+        max_request_line: default_server.limits.max_line,
+        max_header_line: default_server.limits.max_line,
+        max_head: default_server.limits.max_head,
+        max_headers: 100,
+    };
+    let header_timeout = default_server.limits.header_timeout;
+    let mut keepalive_timeout = default_server.base.s.keepalive_timeout;
+    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    let mut out: Vec<u8> = Vec::with_capacity(1024);
+    let mut requests: u64 = 0;
+    let mut shutdown = w.shutdown.clone();
+
+    loop {
+        let head = match read_head(
+            &mut stream,
+            &mut buf,
+            &limits,
+            requests,
+            header_timeout,
+            keepalive_timeout,
+            &mut shutdown,
+        )
+        .await
+        {
+            ReadHead::Head(h) => h,
+            ReadHead::Closed => return,
+            ReadHead::Error(e) => {
+                let status = e.status();
+                w.log.log_conn(
+                    Level::Info,
+                    Some(conn.id),
+                    format_args!(
+                        "client sent invalid request ({e:?}) while reading client request line"
+                    ),
+                    &format!(", client: {}", conn.peer.ip()),
+                );
+                let code = if matches!(e, HeadError::HeaderTooLarge) {
+                    494
+                } else {
+                    status
+                };
+                let mut resp = Response::special(code, default_server.base.s.server_tokens);
+                resp.close = true;
+                let date = date_now();
+                out.clear();
+                write_head(
+                    &resp,
+                    &HeadOptions {
+                        keep_alive: false,
+                        keep_alive_header: None,
+                        server_tokens: default_server.base.s.server_tokens,
+                        date: &date,
+                    },
+                    &mut out,
+                );
+                if let Body::Bytes(b) = &resp.body {
+                    out.extend_from_slice(b);
+                }
+                let _ = write_all(&stream, &out, false, default_server.base.s.send_timeout).await;
+                lingering_close(stream).await;
+                return;
+            }
+        };
+        requests += 1;
+        metrics::inc(&metrics::REQUESTS);
+        let _writing = Gauge::new(&metrics::WRITING);
+        let start = Instant::now();
+        let consumed = head.head_len;
+        let (path, args) = uri::split_target(&head.target);
+        let normalized = uri::normalize(path);
+        let args = args.map(str::to_string);
+        let server =
+            Arc::clone(group.find_server(head.host.as_deref().map(super::context::strip_port)));
+        let method = Method::from_token(&head.method);
+        let base = Arc::clone(&server.base);
+        let body_kind = if head.chunked {
+            Some(None)
+        } else {
+            head.content_length.filter(|&n| n > 0).map(Some)
+        };
+        let mut ctx = RequestCtx {
+            conn: conn.clone(),
+            conn_requests: requests,
+            method,
+            uri: normalized.clone().unwrap_or_else(|_| path.to_string()),
+            args,
+            server,
+            loc: base,
+            internal: false,
+            error_page: false,
+            start,
+            status: 0,
+            body_bytes_sent: 0,
+            bytes_sent: 0,
+            sent_headers: Vec::new(),
+            document_root: None,
+            request_filename: None,
+            head,
+        };
+        buf.drain(..consumed);
+
+        let resp = if normalized.is_err() {
+            w.log.log_conn(
+                Level::Info,
+                Some(conn.id),
+                format_args!("client sent invalid request"),
+                &ctx.log_context(),
+            );
+            let mut r = Response::special(400, ctx.loc.s.server_tokens);
+            r.close = true;
+            Some(r)
+        } else {
+            let env = Env {
+                disk: &w.disk,
+                log: &w.log,
+            };
+            handlers::respond(&mut ctx, &env).await
+        };
+        let Some(mut resp) = resp else {
+            // `return 444`: close without a response.
+            ctx.status = 444;
+            access_log(&ctx);
+            return;
+        };
+
+        // Discard the request body so the next request parses; on a body we
+        // refuse (413) or cannot read, close after the response.
+        let mut body_ok = true;
+        if let Some(kind) = body_kind {
+            if resp.status == 413 || resp.close {
+                body_ok = false;
+            } else {
+                body_ok = discard_body(&mut stream, &mut buf, kind).await.is_ok();
+            }
+        }
+
+        let s = &ctx.loc.s;
+        keepalive_timeout = s.keepalive_timeout;
+        let keep_alive = ctx.head.keep_alive
+            && body_ok
+            && !resp.close
+            && requests < s.keepalive_requests
+            && !keepalive_timeout.is_zero()
+            && shutdown.mode() == Mode::Run;
+        let head_only = ctx.method == Method::Head || ctx.head.method == "HEAD";
+        let date = date_now();
+        let opts = HeadOptions {
+            keep_alive,
+            keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
+            server_tokens: s.server_tokens,
+            date: &date,
+        };
+        if resp.status == 304 || resp.status == 204 {
+            resp.body = Body::Empty;
+        }
+        out.clear();
+        write_head(&resp, &opts, &mut out);
+        ctx.sent_headers = sent_headers(&resp);
+        let head_len = out.len() as u64;
+        let sent = send(&stream, &w.disk, &resp, head_only, &mut out, s).await;
+        ctx.status = resp.status;
+        match sent {
+            Ok(body_bytes) => {
+                ctx.body_bytes_sent = body_bytes;
+                ctx.bytes_sent = head_len + body_bytes;
+            }
+            Err(e) => {
+                ctx.body_bytes_sent = 0;
+                w.log.log_conn(
+                    Level::Info,
+                    Some(conn.id),
+                    format_args!(
+                        "writev() failed {} while sending response to client",
+                        crate::util::errno_text(&e)
+                    ),
+                    &ctx.log_context(),
+                );
+                access_log(&ctx);
+                return;
+            }
+        }
+        access_log(&ctx);
+        if !keep_alive {
+            if buf.is_empty() && body_ok && resp.status < 400 {
+                let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
+                return;
+            }
+            lingering_close(stream).await;
+            return;
+        }
+    }
+}
+
+fn date_now() -> String {
+    let mut d = String::with_capacity(29);
+    crate::util::time::http_date_now(&mut d);
+    d
+}
+
+fn access_log(ctx: &RequestCtx) {
+    for l in ctx.loc.s.access_log.iter() {
+        l.write(ctx);
+    }
+}
+
+fn sent_headers(r: &Response) -> Vec<(String, String)> {
+    let mut v = r.headers.clone();
+    if let Some(ct) = &r.content_type {
+        v.push(("Content-Type".into(), ct.clone()));
+    }
+    if let Some(l) = r.content_length {
+        v.push(("Content-Length".into(), l.to_string()));
+    }
+    if let Some(l) = &r.location {
+        v.push(("Location".into(), l.clone()));
+    }
+    if let Some(e) = &r.etag {
+        v.push(("ETag".into(), e.clone()));
+    }
+    v
+}
+
+async fn read_head(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    limits: &HeadLimits,
+    requests: u64,
+    header_timeout: Duration,
+    keepalive_timeout: Duration,
+    shutdown: &mut ShutdownSignal,
+) -> ReadHead {
+    let mut _reading: Option<Gauge> = None;
+    loop {
+        if !buf.is_empty() {
+            if _reading.is_none() {
+                _reading = Some(Gauge::new(&metrics::READING));
+            }
+            match parse_head(buf, limits) {
+                Ok(Some(h)) => return ReadHead::Head(h),
+                Ok(None) => {}
+                Err(e) => return ReadHead::Error(e),
+            }
+        }
+        let idle = buf.is_empty();
+        if idle && shutdown.mode() != Mode::Run {
+            return ReadHead::Closed;
+        }
+        let wait = if idle && requests > 0 {
+            keepalive_timeout
+        } else {
+            header_timeout
+        };
+        if buf.capacity() - buf.len() < 1024 {
+            buf.reserve(4096);
+        }
+        let read = if idle {
+            tokio::select! {
+                r = tokio::time::timeout(wait, stream.read_buf(buf)) => r,
+                _ = shutdown.wait_for(Mode::Graceful) => return ReadHead::Closed,
+            }
+        } else {
+            tokio::time::timeout(wait, stream.read_buf(buf)).await
+        };
+        match read {
+            Err(_) => return ReadHead::Closed,
+            Ok(Ok(0)) => return ReadHead::Closed,
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => return ReadHead::Closed,
+        }
+    }
+}
+
+/// Reads and drops a request body: `Some(n)` bytes of Content-Length, or
+/// chunked (`None`).
+async fn discard_body(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    kind: Option<u64>,
+) -> io::Result<()> {
+    match kind {
+        Some(mut left) => loop {
+            let take = (buf.len() as u64).min(left) as usize;
+            buf.drain(..take);
+            left -= take as u64;
+            if left == 0 {
+                return Ok(());
+            }
+            read_more(stream, buf).await?;
+        },
+        None => {
+            let mut dec = ChunkedDecoder::new();
+            loop {
+                let (used, done) = dec
+                    .feed(buf, None)
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunked body"))?;
+                buf.drain(..used);
+                if done {
+                    return Ok(());
+                }
+                read_more(stream, buf).await?;
+            }
+        }
+    }
+}
+
+async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.reserve(16 * 1024);
+    match tokio::time::timeout(BODY_TIMEOUT, stream.read_buf(buf)).await {
+        Err(_) => Err(io::Error::from(io::ErrorKind::TimedOut)),
+        Ok(Ok(0)) => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e),
+    }
+}
+
+/// Shuts the write side and drains input for a while, so a client still
+/// sending (a pipelined request, a body) reads our response instead of a
+/// reset.
+async fn lingering_close(mut stream: TcpStream) {
+    let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
+    let deadline = Instant::now() + LINGERING_TIME;
+    let mut junk = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match tokio::time::timeout(left.min(LINGERING_TIMEOUT), stream.read(&mut junk)).await {
+            Ok(Ok(n)) if n > 0 => continue,
+            _ => return,
+        }
+    }
+}
+
+/// Writes all of `buf`; `more` sets `MSG_MORE` (a body follows). Each wait
+/// for the socket to drain is bounded by `send_timeout`.
+async fn write_all(
+    stream: &TcpStream,
+    mut buf: &[u8],
+    more: bool,
+    send_timeout: Duration,
+) -> io::Result<()> {
+    let flags = if more {
+        rustix::net::SendFlags::MORE | rustix::net::SendFlags::NOSIGNAL
+    } else {
+        rustix::net::SendFlags::NOSIGNAL
+    };
+    while !buf.is_empty() {
+        match stream.try_io(Interest::WRITABLE, || {
+            rustix::net::send(stream, buf, flags).map_err(io::Error::from)
+        }) {
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_writable(stream, send_timeout).await?
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+async fn wait_writable(stream: &TcpStream, send_timeout: Duration) -> io::Result<()> {
+    match tokio::time::timeout(send_timeout, stream.writable()).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+    }
+}
+
+/// Writes the head in `out` and the body; returns body bytes sent.
+async fn send(
+    stream: &TcpStream,
+    disk: &Disk,
+    resp: &Response,
+    head_only: bool,
+    out: &mut Vec<u8>,
+    s: &crate::config::LocSettings,
+) -> io::Result<u64> {
+    let t = s.send_timeout;
+    if head_only {
+        write_all(stream, out, false, t).await?;
+        return Ok(0);
+    }
+    match &resp.body {
+        Body::Empty => {
+            write_all(stream, out, false, t).await?;
+            Ok(0)
+        }
+        Body::Bytes(b) => {
+            out.extend_from_slice(b);
+            write_all(stream, out, false, t).await?;
+            Ok(b.len() as u64)
+        }
+        Body::File { file, start, len } => {
+            if *len <= INLINE_BODY_MAX {
+                let head_len = out.len();
+                out.resize(head_len + *len as usize, 0);
+                let n = disk.read_at(file, &mut out[head_len..], *start).await?;
+                if n as u64 != *len {
+                    return Err(truncated());
+                }
+                write_all(stream, out, false, t).await?;
+                return Ok(*len);
+            }
+            write_all(stream, out, true, t).await?;
+            send_file_range(stream, disk, file, *start, *len, s).await?;
+            Ok(*len)
+        }
+        Body::Multipart { file, parts } => {
+            write_all(stream, out, true, t).await?;
+            let mut total = 0;
+            for (hdr, range) in &parts.parts {
+                write_all(stream, hdr.as_bytes(), true, t).await?;
+                send_file_range(stream, disk, file, range.start, range.end - range.start, s)
+                    .await?;
+                total += hdr.len() as u64 + (range.end - range.start);
+            }
+            write_all(stream, parts.trailer.as_bytes(), false, t).await?;
+            Ok(total + parts.trailer.len() as u64)
+        }
+    }
+}
+
+fn truncated() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "file was truncated")
+}
+
+/// Sends `len` bytes of `file` from `start`: `sendfile` when enabled, else
+/// read-and-write copies. After each `sendfile_max_chunk` bytes the task
+/// yields, so one large response cannot monopolise the worker.
+async fn send_file_range(
+    stream: &TcpStream,
+    disk: &Disk,
+    file: &OpenFile,
+    start: u64,
+    len: u64,
+    s: &crate::config::LocSettings,
+) -> io::Result<()> {
+    let max_chunk = if s.sendfile_max_chunk == 0 {
+        u64::MAX
+    } else {
+        s.sendfile_max_chunk
+    };
+    let mut offset = start;
+    let end = start + len;
+    let mut since_yield: u64 = 0;
+    if s.sendfile {
+        while offset < end {
+            let want = (end - offset).min(max_chunk - since_yield) as usize;
+            match stream.try_io(Interest::WRITABLE, || {
+                disk.sendfile(stream, file, &mut offset, want)
+            }) {
+                Ok(0) => return Err(truncated()),
+                Ok(n) => {
+                    since_yield += n as u64;
+                    if since_yield >= max_chunk {
+                        since_yield = 0;
+                        tokio::task::yield_now().await;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    since_yield = 0;
+                    wait_writable(stream, s.send_timeout).await?
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    } else {
+        let mut chunk = vec![0u8; COPY_CHUNK.min(len as usize)];
+        while offset < end {
+            let want = ((end - offset) as usize).min(chunk.len());
+            let n = disk.read_at(file, &mut chunk[..want], offset).await?;
+            if n == 0 {
+                return Err(truncated());
+            }
+            write_all(
+                stream,
+                &chunk[..n],
+                offset + (n as u64) < end,
+                s.send_timeout,
+            )
+            .await?;
+            offset += n as u64;
+            since_yield += n as u64;
+            if since_yield >= max_chunk {
+                since_yield = 0;
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! One request's state as it moves through location selection, handlers and
+//! logging, and the variable values NGINX derives from it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::request::{RequestHead, Version};
+use crate::config::template::{Var, VarSource};
+use crate::config::{LocationConf, ServerConf};
+
+/// Facts about the connection a request arrived on.
+#[derive(Debug, Clone)]
+pub struct ConnInfo {
+    /// Connection serial number (`$connection`, `*N` in the error log).
+    pub id: u64,
+    /// Client address.
+    pub peer: SocketAddr,
+    /// Local address the connection was accepted on.
+    pub local: SocketAddr,
+}
+
+/// Request method, as far as the static handler cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// GET.
+    Get,
+    /// HEAD.
+    Head,
+    /// POST.
+    Post,
+    /// Anything else.
+    Other,
+}
+
+impl Method {
+    /// Classifies a method token.
+    pub fn from_token(m: &str) -> Method {
+        match m {
+            "GET" => Method::Get,
+            "HEAD" => Method::Head,
+            "POST" => Method::Post,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// One request in flight.
+pub struct RequestCtx {
+    /// The connection.
+    pub conn: ConnInfo,
+    /// Requests served on this connection, this one included.
+    pub conn_requests: u64,
+    /// The parsed head.
+    pub head: RequestHead,
+    /// The method class.
+    pub method: Method,
+    /// Current URI (normalised; changes on internal redirects).
+    pub uri: String,
+    /// Current arguments (without `?`).
+    pub args: Option<String>,
+    /// The server block chosen by `Host`.
+    pub server: Arc<ServerConf>,
+    /// The location in effect.
+    pub loc: Arc<LocationConf>,
+    /// True after an internal redirect (`internal` locations allow it).
+    pub internal: bool,
+    /// True once an `error_page` redirect happened (no second one, and no
+    /// conditional or range processing of the page).
+    pub error_page: bool,
+    /// When the head was complete.
+    pub start: Instant,
+    /// Final status (for logs).
+    pub status: u16,
+    /// Body bytes written.
+    pub body_bytes_sent: u64,
+    /// All bytes written.
+    pub bytes_sent: u64,
+    /// Response headers as sent (for `$sent_http_*`).
+    pub sent_headers: Vec<(String, String)>,
+    /// `$document_root`.
+    pub document_root: Option<String>,
+    /// `$request_filename`.
+    pub request_filename: Option<String>,
+}
+
+impl RequestCtx {
+    /// The value of request header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `$host`: Host header (port stripped), else the server name.
+    pub fn host(&self) -> &str {
+        match &self.head.host {
+            Some(h) => strip_port(h),
+            None => &self.server.primary_name,
+        }
+    }
+
+    /// The request line as sent, without the CRLF.
+    pub fn request_line(&self) -> String {
+        let v = match self.head.version {
+            Version::Http10 => "HTTP/1.0",
+            Version::Http11 => "HTTP/1.1",
+        };
+        format!("{} {} {}", self.head.method, self.head.target, v)
+    }
+
+    /// NGINX's error-log tail: `, client: A, server: S, request: "R", host: "H"`.
+    pub fn log_context(&self) -> String {
+        let mut s = format!(
+            ", client: {}, server: {}, request: \"{}\"",
+            self.conn.peer.ip(),
+            self.server.primary_name,
+            self.request_line()
+        );
+        if let Some(h) = &self.head.host {
+            s.push_str(&format!(", host: \"{h}\""));
+        }
+        s
+    }
+}
+
+/// Strips `:port` from a Host value (IPv6 literals keep their brackets).
+pub fn strip_port(h: &str) -> &str {
+    if h.starts_with('[') {
+        return match h.find(']') {
+            Some(i) => &h[..=i],
+            None => h,
+        };
+    }
+    match h.rfind(':') {
+        Some(i) => &h[..i],
+        None => h,
+    }
+}
+
+fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
+    args.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        k.eq_ignore_ascii_case(name).then_some(v)
+    })
+}
+
+impl VarSource for RequestCtx {
+    fn append(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
+            Var::Uri => out.push_str(&self.uri),
+            Var::Args => out.push_str(self.args.as_deref().unwrap_or("")),
+            Var::IsArgs => {
+                if self.args.is_some() {
+                    out.push('?')
+                }
+            }
+            Var::Arg(n) => {
+                if let Some(v) = self.args.as_deref().and_then(|a| arg(a, n)) {
+                    out.push_str(v)
+                }
+            }
+            Var::RequestUri => out.push_str(&self.head.target),
+            Var::Host => out.push_str(self.host()),
+            Var::Hostname => out.push_str(&hostname()),
+            Var::RemoteAddr => {
+                let _ = write!(out, "{}", self.conn.peer.ip());
+            }
+            Var::RemotePort => {
+                let _ = write!(out, "{}", self.conn.peer.port());
+            }
+            Var::RemoteUser => {}
+            Var::ServerAddr => {
+                let _ = write!(out, "{}", self.conn.local.ip());
+            }
+            Var::ServerPort => {
+                let _ = write!(out, "{}", self.conn.local.port());
+            }
+            Var::ServerName => out.push_str(&self.server.primary_name),
+            Var::ServerProtocol => out.push_str(match self.head.version {
+                Version::Http10 => "HTTP/1.0",
+                Version::Http11 => "HTTP/1.1",
+            }),
+            Var::Scheme => out.push_str("http"),
+            Var::RequestMethod => out.push_str(&self.head.method),
+            Var::Request => out.push_str(&self.request_line()),
+            Var::RequestLength => {
+                let _ = write!(out, "{}", self.head.head_len);
+            }
+            Var::RequestTime => {
+                let ms = self.start.elapsed().as_millis();
+                let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
+            }
+            Var::RequestFilename => out.push_str(self.request_filename.as_deref().unwrap_or("")),
+            Var::DocumentRoot => out.push_str(self.document_root.as_deref().unwrap_or("")),
+            Var::Status => {
+                let _ = write!(out, "{:03}", self.status);
+            }
+            Var::BodyBytesSent => {
+                let _ = write!(out, "{}", self.body_bytes_sent);
+            }
+            Var::BytesSent => {
+                let _ = write!(out, "{}", self.bytes_sent);
+            }
+            Var::ContentLength => {
+                if let Some(v) = self.header("content-length") {
+                    out.push_str(v)
+                }
+            }
+            Var::ContentType => {
+                if let Some(v) = self.header("content-type") {
+                    out.push_str(v)
+                }
+            }
+            Var::Connection => {
+                let _ = write!(out, "{}", self.conn.id);
+            }
+            Var::ConnectionRequests => {
+                let _ = write!(out, "{}", self.conn_requests);
+            }
+            Var::Msec => {
+                let (s, ms) = crate::util::time::now();
+                let _ = write!(out, "{s}.{ms:03}");
+            }
+            Var::TimeLocal => crate::util::time::time_local(out),
+            Var::TimeIso8601 => crate::util::time::time_iso8601(out),
+            Var::Pid => {
+                let _ = write!(out, "{}", std::process::id());
+            }
+            Var::Version => out.push_str(env!("CARGO_PKG_VERSION")),
+            Var::Http(name) => {
+                // Repeated headers join with ", " except cookies ("; ").
+                let sep = if name == "cookie" { "; " } else { ", " };
+                let mut first = true;
+                for (n, v) in &self.head.headers {
+                    if n.eq_ignore_ascii_case(name) {
+                        if !first {
+                            out.push_str(sep);
+                        }
+                        out.push_str(v);
+                        first = false;
+                    }
+                }
+            }
+            Var::SentHttp(name) => {
+                if let Some((_, v)) = self
+                    .sent_headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                {
+                    out.push_str(v)
+                }
+            }
+            Var::Cookie(name) => {
+                for (n, v) in &self.head.headers {
+                    if n.eq_ignore_ascii_case("cookie") {
+                        for c in v.split(';') {
+                            let (k, val) = c.trim().split_once('=').unwrap_or((c.trim(), ""));
+                            if k == name {
+                                out.push_str(val);
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}

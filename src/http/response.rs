@@ -1,0 +1,222 @@
+//! A response as handlers describe it, and its serialisation into a head in
+//! NGINX's header order. Handlers never touch the socket: the connection
+//! loop writes the head and then the body source.
+
+use std::rc::Rc;
+
+use super::range::Multipart;
+use super::status;
+use crate::disk::OpenFile;
+
+/// Where the body comes from.
+#[derive(Debug)]
+pub enum Body {
+    /// No body.
+    Empty,
+    /// Bytes in memory.
+    Bytes(Vec<u8>),
+    /// `len` bytes of `file` starting at `start`.
+    File {
+        /// The open file.
+        file: Rc<OpenFile>,
+        /// First byte.
+        start: u64,
+        /// Byte count.
+        len: u64,
+    },
+    /// A `multipart/byteranges` body over `file`.
+    Multipart {
+        /// The open file.
+        file: Rc<OpenFile>,
+        /// Part headers and ranges.
+        parts: Multipart,
+    },
+}
+
+impl Body {
+    /// The body's length in bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Body::Empty => 0,
+            Body::Bytes(b) => b.len() as u64,
+            Body::File { len, .. } => *len,
+            Body::Multipart { parts, .. } => parts.content_length(),
+        }
+    }
+
+    /// True when the body has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A response description.
+#[derive(Debug)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// `Content-Type`.
+    pub content_type: Option<String>,
+    /// `Content-Length` (None: no header, e.g. 304).
+    pub content_length: Option<u64>,
+    /// `Last-Modified` (seconds since the epoch).
+    pub last_modified: Option<i64>,
+    /// `Location`.
+    pub location: Option<String>,
+    /// `ETag`.
+    pub etag: Option<String>,
+    /// Other headers, in order (`Expires`, `add_header`, `Content-Range`…).
+    pub headers: Vec<(String, String)>,
+    /// Whether to send `Accept-Ranges: bytes`.
+    pub accept_ranges: bool,
+    /// The body.
+    pub body: Body,
+    /// Close the connection after this response.
+    pub close: bool,
+}
+
+impl Response {
+    /// An empty response with `status`.
+    pub fn new(status: u16) -> Response {
+        Response {
+            status,
+            content_type: None,
+            content_length: Some(0),
+            last_modified: None,
+            location: None,
+            etag: None,
+            headers: Vec::new(),
+            accept_ranges: false,
+            body: Body::Empty,
+            close: false,
+        }
+    }
+
+    /// A response with an in-memory body.
+    pub fn bytes(status: u16, content_type: &str, body: Vec<u8>) -> Response {
+        let mut r = Response::new(status);
+        r.content_type = Some(content_type.to_string());
+        r.content_length = Some(body.len() as u64);
+        r.body = Body::Bytes(body);
+        r
+    }
+
+    /// NGINX's built-in page for `status` (empty body for statuses without
+    /// one).
+    pub fn special(status: u16, server_tokens: bool) -> Response {
+        match status::error_page_body(status, server_tokens) {
+            Some(page) => {
+                let code = if status == 494 { 400 } else { status };
+                let mut r = Response::bytes(code, "text/html", page.into_bytes());
+                r.close = status::forces_close(status);
+                r
+            }
+            None => {
+                let mut r = Response::new(status);
+                r.close = status::forces_close(status);
+                r
+            }
+        }
+    }
+
+    /// Value of an extra header (case-insensitive), for `$sent_http_*`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// How the connection frames the response.
+pub struct HeadOptions<'a> {
+    /// Keep the connection open afterwards.
+    pub keep_alive: bool,
+    /// `Keep-Alive: timeout=N` (seconds), when configured.
+    pub keep_alive_header: Option<u64>,
+    /// `server_tokens`.
+    pub server_tokens: bool,
+    /// The `Date` value.
+    pub date: &'a str,
+}
+
+/// Serialises the head of `r` into `out`, in NGINX's order: Server, Date,
+/// Content-Type, Content-Length, Last-Modified, Location, Connection,
+/// Keep-Alive, ETag, the extra headers, Accept-Ranges.
+pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
+    status::status_line(r.status, out);
+    out.extend_from_slice(if o.server_tokens {
+        concat!("Server: porter/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
+    } else {
+        b"Server: porter\r\n"
+    });
+    header(out, "Date", o.date);
+    if let Some(ct) = &r.content_type {
+        header(out, "Content-Type", ct);
+    }
+    if let Some(len) = r.content_length {
+        header(out, "Content-Length", &len.to_string());
+    }
+    if let Some(lm) = r.last_modified {
+        header(out, "Last-Modified", &crate::util::time::http_date(lm));
+    }
+    if let Some(loc) = &r.location {
+        header(out, "Location", loc);
+    }
+    header(
+        out,
+        "Connection",
+        if o.keep_alive { "keep-alive" } else { "close" },
+    );
+    if o.keep_alive {
+        if let Some(t) = o.keep_alive_header {
+            header(out, "Keep-Alive", &format!("timeout={t}"));
+        }
+    }
+    if let Some(e) = &r.etag {
+        header(out, "ETag", e);
+    }
+    for (n, v) in &r.headers {
+        header(out, n, v);
+    }
+    if r.accept_ranges {
+        out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+fn header(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_order_follows_nginx() {
+        let mut r = Response::bytes(200, "text/html", b"hi".to_vec());
+        r.last_modified = Some(0);
+        r.etag = Some("\"0-2\"".into());
+        r.headers.push(("X-A".into(), "1".into()));
+        r.accept_ranges = true;
+        let mut out = Vec::new();
+        write_head(
+            &r,
+            &HeadOptions {
+                keep_alive: true,
+                keep_alive_header: None,
+                server_tokens: false,
+                date: "Thu, 01 Jan 1970 00:00:00 GMT",
+            },
+            &mut out,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 200 OK\r\nServer: porter\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 2\r\nLast-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"0-2\"\r\nX-A: 1\r\nAccept-Ranges: bytes\r\n\r\n"
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! Status lines and the built-in error pages, byte for byte as NGINX sends
+//! them (with porter's name in the tail), so clients and monitoring that
+//! match on them keep working.
+
+/// NGINX's reason phrase for `code` (empty for codes it has none for).
+pub fn reason(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        201 => "Created",
+        202 => "Accepted",
+        204 => "No Content",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        302 => "Moved Temporarily",
+        303 => "See Other",
+        304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Not Allowed",
+        406 => "Not Acceptable",
+        408 => "Request Time-out",
+        409 => "Conflict",
+        410 => "Gone",
+        411 => "Length Required",
+        412 => "Precondition Failed",
+        413 => "Request Entity Too Large",
+        414 => "Request-URI Too Large",
+        415 => "Unsupported Media Type",
+        416 => "Requested Range Not Satisfiable",
+        421 => "Misdirected Request",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Temporarily Unavailable",
+        504 => "Gateway Time-out",
+        505 => "HTTP Version Not Supported",
+        507 => "Insufficient Storage",
+        _ => "",
+    }
+}
+
+/// Appends the status line (`HTTP/1.1 404 Not Found\r\n`).
+pub fn status_line(code: u16, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    let mut b = itoa_buf(code);
+    out.append(&mut b);
+    out.push(b' ');
+    out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn itoa_buf(code: u16) -> Vec<u8> {
+    code.to_string().into_bytes()
+}
+
+/// Statuses after which NGINX closes a keep-alive connection.
+pub fn forces_close(code: u16) -> bool {
+    matches!(code, 400 | 408 | 413 | 414 | 494 | 500 | 501 | 505)
+}
+
+/// The HTML body NGINX sends for a status it generates itself, or `None`
+/// for statuses that have no page (2xx, 304, unknown codes).
+pub fn error_page_body(code: u16, server_tokens: bool) -> Option<String> {
+    let tail = if server_tokens {
+        concat!(
+            "<hr><center>porter/",
+            env!("CARGO_PKG_VERSION"),
+            "</center>\r\n</body>\r\n</html>\r\n"
+        )
+    } else {
+        "<hr><center>porter</center>\r\n</body>\r\n</html>\r\n"
+    };
+    let head = match code {
+        494 => "<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n".to_string(),
+        301..=303 | 307 | 308 | 400..=416 | 421 | 429 | 500..=505 | 507 if !reason(code).is_empty() => {
+            let title = format!("{code} {}", reason(code));
+            format!("<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>\r\n")
+        }
+        _ => return None,
+    };
+    Some(head + tail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_page_matches_nginx_shape() {
+        let b = error_page_body(404, false).unwrap();
+        assert_eq!(
+            b,
+            "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>porter</center>\r\n</body>\r\n</html>\r\n"
+        );
+        assert!(error_page_body(200, true).is_none());
+        assert!(error_page_body(304, true).is_none());
+        assert!(error_page_body(494, true)
+            .unwrap()
+            .contains("Request Header Or Cookie Too Large"));
+    }
+
+    #[test]
+    fn status_lines() {
+        let mut v = Vec::new();
+        status_line(405, &mut v);
+        assert_eq!(v, b"HTTP/1.1 405 Not Allowed\r\n");
+        v.clear();
+        status_line(299, &mut v);
+        assert_eq!(v, b"HTTP/1.1 299 \r\n");
+    }
+}

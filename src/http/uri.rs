@@ -1,0 +1,166 @@
+//! Request-target handling: splitting off the query, and NGINX's URI
+//! normalisation (percent-decoding, duplicate slashes merged, `.` and `..`
+//! resolved). A URI that would climb above `/` is refused (400), so a file
+//! path built from root + URI can never leave the root.
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+
+/// Why a URI was refused (always a 400).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UriError {
+    /// `%` not followed by two hex digits.
+    BadEscape,
+    /// A decoded NUL byte.
+    Nul,
+    /// `..` above the root.
+    AboveRoot,
+    /// Decoded bytes are not UTF-8 (porter keeps URIs as text).
+    NotUtf8,
+}
+
+/// Splits a target into path and arguments; absolute-form targets
+/// (`http://host/p`) yield their path.
+pub fn split_target(target: &str) -> (&str, Option<&str>) {
+    let mut t = target;
+    for scheme in ["http://", "https://"] {
+        if t.len() >= scheme.len() && t[..scheme.len()].eq_ignore_ascii_case(scheme) {
+            let rest = &t[scheme.len()..];
+            t = match rest.find(['/', '?']) {
+                Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+                Some(i) => &rest[i - 1..i], // "http://h?x": path "/" is implied
+                None => "/",
+            };
+            if !t.starts_with('/') {
+                return ("/", target.split_once('?').map(|(_, a)| a));
+            }
+            break;
+        }
+    }
+    match t.split_once('?') {
+        Some((p, a)) => (p, Some(a)),
+        None => (t, None),
+    }
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Decodes and normalises a path as NGINX does.
+pub fn normalize(path: &str) -> Result<String, UriError> {
+    let raw = path.as_bytes();
+    let mut decoded = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' {
+            let h = raw.get(i + 1).copied().and_then(hex);
+            let l = raw.get(i + 2).copied().and_then(hex);
+            match (h, l) {
+                (Some(h), Some(l)) => decoded.push(h << 4 | l),
+                _ => return Err(UriError::BadEscape),
+            }
+            i += 3;
+        } else {
+            decoded.push(raw[i]);
+            i += 1;
+        }
+    }
+    if decoded.contains(&0) {
+        return Err(UriError::Nul);
+    }
+    let decoded = String::from_utf8(decoded).map_err(|_| UriError::NotUtf8)?;
+    let trailing_slash = decoded.ends_with('/')
+        || decoded.ends_with("/.")
+        || decoded.ends_with("/..")
+        || decoded == "."
+        || decoded == "..";
+    let mut segs: Vec<&str> = Vec::new();
+    for seg in decoded.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if segs.pop().is_none() {
+                    return Err(UriError::AboveRoot);
+                }
+            }
+            s => segs.push(s),
+        }
+    }
+    let mut out = String::with_capacity(decoded.len() + 1);
+    for s in &segs {
+        out.push('/');
+        out.push_str(s);
+    }
+    if trailing_slash || out.is_empty() {
+        out.push('/');
+    }
+    Ok(out)
+}
+
+/// Characters percent-escaped in a `Location` built from a URI.
+const LOCATION: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}')
+    .add(0x7f);
+
+/// Escapes a decoded path for use in a `Location` header.
+pub fn escape_for_location(path: &str) -> String {
+    utf8_percent_encode(path, LOCATION).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split() {
+        assert_eq!(split_target("/a?b=1"), ("/a", Some("b=1")));
+        assert_eq!(split_target("/a"), ("/a", None));
+        assert_eq!(split_target("http://h:1/x?y"), ("/x", Some("y")));
+        assert_eq!(split_target("HTTP://h"), ("/", None));
+    }
+
+    #[test]
+    fn normalizes_like_nginx() {
+        assert_eq!(normalize("/a//b/./c").unwrap(), "/a/b/c");
+        assert_eq!(normalize("/a/b/../c").unwrap(), "/a/c");
+        assert_eq!(normalize("/dir%2f..%2fa.txt").unwrap(), "/a.txt");
+        assert_eq!(normalize("/%2e%2e/x").unwrap_err(), UriError::AboveRoot);
+        assert_eq!(normalize("/a/..").unwrap(), "/");
+        assert_eq!(normalize("/a/.").unwrap(), "/a/");
+        assert_eq!(normalize("/a/").unwrap(), "/a/");
+        assert_eq!(normalize("/%41b").unwrap(), "/Ab");
+        assert_eq!(normalize("/sp%20ace").unwrap(), "/sp ace");
+    }
+
+    #[test]
+    fn refuses_escapes_from_root_and_bad_bytes() {
+        assert_eq!(normalize("/../a").unwrap_err(), UriError::AboveRoot);
+        assert_eq!(normalize("/d/../../a").unwrap_err(), UriError::AboveRoot);
+        assert_eq!(normalize("/a%00b").unwrap_err(), UriError::Nul);
+        assert_eq!(normalize("/a%zz").unwrap_err(), UriError::BadEscape);
+        assert_eq!(normalize("/a%4").unwrap_err(), UriError::BadEscape);
+        assert_eq!(normalize("/%ff").unwrap_err(), UriError::NotUtf8);
+    }
+
+    #[test]
+    fn location_escape() {
+        assert_eq!(escape_for_location("/a b/ü?"), "/a%20b/%C3%BC%3F");
+    }
+}

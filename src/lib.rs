@@ -1,0 +1,20 @@
+//! porter: an event-driven HTTP/1.1 static-file server whose event loops
+//! never wait on a disk, configured in NGINX's syntax.
+//!
+//! Map of the crate (see `docs/design.md`):
+//! - [`config`]: NGINX-syntax parser, directive table, typed model;
+//! - [`runtime`]: master thread, workers (one event loop each), listeners;
+//! - [`http`]: parsing, ranges, conditionals, the connection loop;
+//! - [`handlers`]: locations, static files, `return`, `error_page`, status;
+//! - [`disk`]: the only place that touches the file system;
+//! - [`log`]: access and error logs, written off the event loops;
+//! - [`metrics`]: server-wide counters.
+
+pub mod config;
+pub mod disk;
+pub mod handlers;
+pub mod http;
+pub mod log;
+pub mod metrics;
+pub mod runtime;
+pub mod util;

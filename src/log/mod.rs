@@ -1,0 +1,330 @@
+//! Access and error logs.
+//!
+//! Event loops never write to a log file themselves: they format a line and
+//! hand it to the log writer thread through a bounded channel. When the
+//! channel is full (the disk is slow or full), the line is dropped and
+//! counted rather than stalling requests. The writer batches whatever is
+//! queued into one `write` per file, so a busy server costs few syscalls.
+//!
+//! Error lines use NGINX's format so users' tooling keeps working:
+//! `2026/11/22 08:00:00 [error] PID#TID: *CONN message, client: ...`.
+
+pub mod format;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+pub use format::{AccessLog, LogFormat};
+
+/// Error log severity, NGINX's names and order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// `emerg`.
+    Emerg = 0,
+    /// `alert`.
+    Alert,
+    /// `crit`.
+    Crit,
+    /// `error`.
+    Error,
+    /// `warn`.
+    Warn,
+    /// `notice`.
+    Notice,
+    /// `info`.
+    Info,
+    /// `debug`.
+    Debug,
+}
+
+impl Level {
+    /// Parses NGINX's level names.
+    pub fn parse(s: &str) -> Option<Level> {
+        Some(match s {
+            "emerg" => Level::Emerg,
+            "alert" => Level::Alert,
+            "crit" => Level::Crit,
+            "error" => Level::Error,
+            "warn" => Level::Warn,
+            "notice" => Level::Notice,
+            "info" => Level::Info,
+            "debug" => Level::Debug,
+            _ => return None,
+        })
+    }
+
+    /// NGINX's name for the level.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Emerg => "emerg",
+            Level::Alert => "alert",
+            Level::Crit => "crit",
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Notice => "notice",
+            Level::Info => "info",
+            Level::Debug => "debug",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An open log file (or stderr), written only by the writer thread.
+#[derive(Debug)]
+pub struct LogFile {
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl LogFile {
+    /// Opens `path` for appending (created 0644 as NGINX does).
+    pub fn open(path: &Path) -> io::Result<Arc<LogFile>> {
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o644)
+            .open(path)?;
+        Ok(Arc::new(LogFile {
+            path: path.to_path_buf(),
+            file: Some(file),
+        }))
+    }
+
+    /// The process's standard error.
+    pub fn stderr() -> Arc<LogFile> {
+        Arc::new(LogFile {
+            path: PathBuf::from("stderr"),
+            file: None,
+        })
+    }
+
+    /// The path as configured.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        match &self.file {
+            Some(f) => (&*f).write_all(buf),
+            None => io::stderr().lock().write_all(buf),
+        }
+    }
+}
+
+/// Opens log files once per config load, so two directives naming the same
+/// path share one file.
+#[derive(Default)]
+pub struct LogFiles {
+    open: HashMap<PathBuf, Arc<LogFile>>,
+}
+
+impl LogFiles {
+    /// Returns the shared handle for `path` (`stderr` is the standard error).
+    pub fn get(&mut self, path: &Path) -> Result<Arc<LogFile>, String> {
+        if path == Path::new("stderr") {
+            return Ok(LogFile::stderr());
+        }
+        if let Some(f) = self.open.get(path) {
+            return Ok(f.clone());
+        }
+        let f = LogFile::open(path).map_err(|e| {
+            format!(
+                "open() \"{}\" failed ({}: {})",
+                path.display(),
+                e.raw_os_error().unwrap_or(0),
+                crate::util::strerror(&e)
+            )
+        })?;
+        self.open.insert(path.to_path_buf(), f.clone());
+        Ok(f)
+    }
+}
+
+/// `error_log FILE [LEVEL]`.
+#[derive(Debug, Clone)]
+pub struct ErrorLogSpec {
+    /// Where lines go.
+    pub file: Arc<LogFile>,
+    /// Lines above this level are dropped.
+    pub level: Level,
+}
+
+/// The error log of one config generation.
+#[derive(Debug, Clone)]
+pub struct ErrorLog {
+    targets: Arc<Vec<ErrorLogSpec>>,
+    max: Level,
+}
+
+impl ErrorLog {
+    /// An error log writing to `targets`.
+    pub fn new(targets: Vec<ErrorLogSpec>) -> ErrorLog {
+        let max = targets
+            .iter()
+            .map(|t| t.level)
+            .max()
+            .unwrap_or(Level::Emerg);
+        ErrorLog {
+            targets: Arc::new(targets),
+            max,
+        }
+    }
+
+    /// True when a line at `level` would be written somewhere.
+    pub fn enabled(&self, level: Level) -> bool {
+        level <= self.max
+    }
+
+    /// Logs `msg` without connection context.
+    pub fn log(&self, level: Level, msg: fmt::Arguments<'_>) {
+        self.log_conn(level, None, msg, "");
+    }
+
+    /// Logs `msg` for connection `conn`, followed by `ctx` (NGINX's
+    /// `, client: ..., server: ..., request: "..."` tail, may be empty).
+    pub fn log_conn(&self, level: Level, conn: Option<u64>, msg: fmt::Arguments<'_>, ctx: &str) {
+        if !self.enabled(level) {
+            return;
+        }
+        let mut line = String::with_capacity(128);
+        use std::fmt::Write as _;
+        let _ = write!(
+            line,
+            "{} [{}] {}#{}: ",
+            crate::util::time::error_log_time(),
+            level,
+            std::process::id(),
+            rustix::thread::gettid().as_raw_nonzero()
+        );
+        if let Some(c) = conn {
+            let _ = write!(line, "*{c} ");
+        }
+        let _ = write!(line, "{msg}{ctx}");
+        line.push('\n');
+        for t in self.targets.iter().filter(|t| level <= t.level) {
+            submit(&t.file, line.as_bytes());
+        }
+    }
+}
+
+enum Msg {
+    Line(Arc<LogFile>, Vec<u8>),
+    Flush(SyncSender<()>),
+}
+
+struct Writer {
+    tx: SyncSender<Msg>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+static WRITER: OnceLock<Writer> = OnceLock::new();
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static STARTED: AtomicU8 = AtomicU8::new(0);
+
+/// Queue capacity in lines: about a second of a busy server's access log.
+const QUEUE_LINES: usize = 64 * 1024;
+
+/// Starts the writer thread. Until it runs, lines are written synchronously
+/// (only start-up messages are logged then).
+pub fn start_writer() {
+    WRITER.get_or_init(|| {
+        let (tx, rx) = mpsc::sync_channel(QUEUE_LINES);
+        let thread = std::thread::Builder::new()
+            .name("porter-log".into())
+            .spawn(move || writer_loop(rx))
+            .expect("spawn log writer thread");
+        STARTED.store(1, Ordering::Release);
+        Writer {
+            tx,
+            thread: Mutex::new(Some(thread)),
+        }
+    });
+}
+
+/// Lines dropped because the queue was full.
+pub fn dropped_lines() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Waits until every line queued so far is written.
+pub fn flush() {
+    if let Some(w) = WRITER.get() {
+        let (tx, rx) = mpsc::sync_channel(1);
+        if w.tx.send(Msg::Flush(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}
+
+/// Flushes and stops the writer (at exit).
+pub fn shutdown() {
+    flush();
+    if let Some(w) = WRITER.get() {
+        if let Some(t) = w.thread.lock().unwrap().take() {
+            drop(t); // detach: the process exits right after
+        }
+    }
+}
+
+/// Hands one complete line to the writer.
+pub fn submit(file: &Arc<LogFile>, line: &[u8]) {
+    match WRITER.get() {
+        Some(w) if STARTED.load(Ordering::Acquire) == 1 => {
+            match w.tx.try_send(Msg::Line(file.clone(), line.to_vec())) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                    DROPPED.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        _ => {
+            let _ = file.write_all(line);
+        }
+    }
+}
+
+fn writer_loop(rx: Receiver<Msg>) {
+    // Batch per file: pointer identity of the Arc is the file identity.
+    let mut batch: Vec<(Arc<LogFile>, Vec<u8>)> = Vec::new();
+    let mut waiters: Vec<SyncSender<()>> = Vec::new();
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        while let Some(msg) = next {
+            match msg {
+                Msg::Line(f, line) => match batch.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &f)) {
+                    Some((_, buf)) => buf.extend_from_slice(&line),
+                    None => batch.push((f, line)),
+                },
+                Msg::Flush(w) => waiters.push(w),
+            }
+            if batch.iter().map(|(_, b)| b.len()).sum::<usize>() > 1 << 20 {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        for (f, buf) in batch.drain(..) {
+            if f.write_all(&buf).is_err() {
+                DROPPED.fetch_add(
+                    buf.iter().filter(|&&b| b == b'\n').count() as u64,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+        for w in waiters.drain(..) {
+            let _ = w.send(());
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The master: the process's main thread. It binds listeners, daemonises,
+//! writes the pid file, starts a generation of workers and then waits for
+//! signals: SIGHUP reloads (a new generation on the new config, the old one
+//! finishing gracefully; a bad config is logged and the old one keeps
+//! serving), SIGQUIT shuts down gracefully, SIGTERM/SIGINT quickly.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::Signals;
+
+use super::listen::Listeners;
+use super::privileges::{self, Credentials};
+use super::shutdown::{self, Mode, ShutdownTrigger};
+use super::worker::{self, WorkerStart};
+use crate::config::{self, Config, LoadOptions};
+use crate::log::{self, ErrorLog, Level};
+use crate::util::errno_text;
+
+/// A running set of workers on one config.
+struct Generation {
+    config: Arc<Config>,
+    trigger: ShutdownTrigger,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Generation {
+    fn start(
+        config: Arc<Config>,
+        listeners: &Listeners,
+        creds: &Option<Credentials>,
+        log: &ErrorLog,
+    ) -> Result<Generation, String> {
+        let (trigger, signal) = shutdown::channel();
+        let mut threads = Vec::new();
+        for i in 0..config.main.worker_processes {
+            let socks = listeners
+                .for_worker(&config, i)
+                .map_err(|e| format!("dup() of listening socket failed {}", errno_text(&e)))?;
+            let t = worker::spawn(WorkerStart {
+                index: i,
+                config: config.clone(),
+                log: log.clone(),
+                listeners: socks,
+                credentials: creds.clone(),
+                shutdown: signal.clone(),
+            });
+            match t {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    trigger.set(Mode::Fast);
+                    return Err(format!("cannot start worker thread: {e}"));
+                }
+            }
+        }
+        drop(signal);
+        Ok(Generation {
+            config,
+            trigger,
+            threads,
+        })
+    }
+
+    /// Graceful stop in the background, escalated to fast after
+    /// `worker_shutdown_timeout`.
+    fn retire(self) {
+        self.trigger.set(Mode::Graceful);
+        let timeout = self.config.main.worker_shutdown_timeout;
+        std::thread::Builder::new()
+            .name("porter-retire".into())
+            .spawn(move || {
+                let deadline = timeout.map(|t| Instant::now() + t);
+                for t in self.threads {
+                    while !t.is_finished() {
+                        if deadline.is_some_and(|d| Instant::now() >= d) {
+                            self.trigger.set(Mode::Fast);
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    let _ = t.join();
+                }
+            })
+            .ok();
+    }
+
+    /// Graceful stop, waiting for the workers (escalating to fast after
+    /// `worker_shutdown_timeout`).
+    fn stop_and_wait(self, mode: Mode) {
+        self.trigger.set(mode);
+        let deadline = self
+            .config
+            .main
+            .worker_shutdown_timeout
+            .map(|t| Instant::now() + t);
+        for t in self.threads {
+            while !t.is_finished() {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    self.trigger.set(Mode::Fast);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = t.join();
+        }
+    }
+}
+
+/// Who workers run as: the `user` directive, or NGINX's `nobody` default
+/// when started as root with a config file. The embedded default config
+/// serves as the invoking user.
+fn credentials(
+    cfg: &Config,
+    embedded: bool,
+    log: &ErrorLog,
+) -> Result<Option<Credentials>, String> {
+    let root = rustix::process::geteuid().is_root();
+    let user = match (&cfg.main.user, embedded) {
+        (Some(u), _) => Some(u.clone()),
+        (None, false) => Some(("nobody".to_string(), None)),
+        (None, true) => None,
+    };
+    match user {
+        Some((u, g)) if root => privileges::resolve(&u, g.as_deref()).map(Some),
+        Some(_) if cfg.main.user.is_some() => {
+            log.log(
+                Level::Warn,
+                format_args!("the \"user\" directive makes sense only if the master process runs with super-user privileges, ignored"),
+            );
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+fn write_pid(path: &Path) -> Result<(), String> {
+    std::fs::write(path, format!("{}\n", std::process::id()))
+        .map_err(|e| format!("open() \"{}\" failed {}", path.display(), errno_text(&e)))
+}
+
+fn set_rlimit(n: u64) -> Result<(), String> {
+    let lim = rustix::process::Rlimit {
+        current: Some(n),
+        maximum: Some(n),
+    };
+    rustix::process::setrlimit(rustix::process::Resource::Nofile, lim).map_err(|e| {
+        format!(
+            "setrlimit(RLIMIT_NOFILE, {n}) failed ({}: {})",
+            e.raw_os_error(),
+            errno_text(&e.into())
+        )
+    })
+}
+
+/// Forks into the background (NGINX's `daemon on`): the parent exits, the
+/// child starts a new session with stdin/stdout on /dev/null.
+fn daemonize(keep_stderr: bool) -> Result<(), String> {
+    use nix::unistd::{fork, setsid, ForkResult};
+    // SAFETY: called before any thread is started, so the child is a full
+    // copy of a single-threaded process.
+    match unsafe { fork() } {
+        Ok(ForkResult::Parent { .. }) => std::process::exit(0),
+        Ok(ForkResult::Child) => {}
+        Err(e) => return Err(format!("fork() failed ({}: {})", e as i32, e.desc())),
+    }
+    setsid().map_err(|e| format!("setsid() failed ({}: {})", e as i32, e.desc()))?;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .map_err(|e| format!("open(\"/dev/null\") failed {}", errno_text(&e)))?;
+    use std::os::fd::AsRawFd;
+    let mut fds = vec![0, 1];
+    if !keep_stderr {
+        fds.push(2);
+    }
+    for fd in fds {
+        // SAFETY: dup2 onto the standard descriptors of this process.
+        unsafe { libc::dup2(null.as_raw_fd(), fd) };
+    }
+    Ok(())
+}
+
+/// Runs the server until it is told to stop; returns the exit code.
+pub fn run(opts: LoadOptions, prog: &str) -> i32 {
+    let loaded = match config::load(&opts) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{prog}: [emerg] {e}");
+            return 1;
+        }
+    };
+    let embedded = opts.conf_file.is_none();
+    let mut cfg = Arc::new(loaded.config);
+    let mut log = ErrorLog::new(cfg.main.error_log.clone());
+    let logs_to_stderr = cfg
+        .main
+        .error_log
+        .iter()
+        .any(|t| t.file.path() == Path::new("stderr"));
+    let fail = |log: &ErrorLog, msg: String| {
+        log.log(Level::Emerg, format_args!("{msg}"));
+        if !logs_to_stderr {
+            eprintln!("{prog}: [emerg] {msg}");
+        }
+        log::flush();
+        1
+    };
+
+    let mut listeners = Listeners::default();
+    if let Err(e) = listeners.update(&cfg) {
+        return fail(&log, e);
+    }
+    let creds = match credentials(&cfg, embedded, &log) {
+        Ok(c) => c,
+        Err(e) => return fail(&log, e),
+    };
+    if let Some(n) = cfg.main.worker_rlimit_nofile {
+        if let Err(e) = set_rlimit(n) {
+            log.log(Level::Alert, format_args!("{e}"));
+        }
+    }
+    if cfg.main.daemon {
+        if let Err(e) = daemonize(logs_to_stderr) {
+            return fail(&log, e);
+        }
+    }
+    let mut signals = match Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT, SIGUSR1]) {
+        Ok(s) => s,
+        Err(e) => return fail(&log, format!("cannot install signal handlers: {e}")),
+    };
+    log::start_writer();
+    let pid_path: Option<PathBuf> = cfg.main.pid.clone();
+    if let Some(p) = &pid_path {
+        if let Err(e) = write_pid(p) {
+            return fail(&log, e);
+        }
+    }
+    let mut current = match Generation::start(cfg.clone(), &listeners, &creds, &log) {
+        Ok(g) => g,
+        Err(e) => {
+            remove_pid(&pid_path);
+            return fail(&log, e);
+        }
+    };
+    log.log(
+        Level::Notice,
+        format_args!(
+            "porter/{} started, {} workers",
+            env!("CARGO_PKG_VERSION"),
+            cfg.main.worker_processes
+        ),
+    );
+
+    let exit_mode;
+    'signals: loop {
+        for sig in signals.wait() {
+            match sig {
+                SIGHUP => {
+                    log.log(
+                        Level::Notice,
+                        format_args!("signal {sig} (SIGHUP) received, reconfiguring"),
+                    );
+                    match reload(&opts, &mut listeners, embedded, &log) {
+                        Ok((new_cfg, new_log, new_creds)) => match Generation::start(
+                            new_cfg.clone(),
+                            &listeners,
+                            &new_creds,
+                            &new_log,
+                        ) {
+                            Ok(next) => {
+                                let old = std::mem::replace(&mut current, next);
+                                old.retire();
+                                cfg = new_cfg;
+                                log = new_log;
+                                log.log(
+                                    Level::Notice,
+                                    format_args!(
+                                        "reconfigured, {} workers",
+                                        cfg.main.worker_processes
+                                    ),
+                                );
+                            }
+                            Err(e) => log.log(Level::Emerg, format_args!("{e}")),
+                        },
+                        Err(e) => {
+                            log.log(Level::Emerg, format_args!("{e}"));
+                            log.log(
+                                Level::Notice,
+                                format_args!("reload failed, the old configuration keeps serving"),
+                            );
+                        }
+                    }
+                }
+                SIGQUIT => {
+                    log.log(
+                        Level::Notice,
+                        format_args!("signal {sig} (SIGQUIT) received, shutting down gracefully"),
+                    );
+                    exit_mode = Mode::Graceful;
+                    break 'signals;
+                }
+                SIGTERM | SIGINT => {
+                    log.log(
+                        Level::Notice,
+                        format_args!("signal {sig} received, exiting"),
+                    );
+                    exit_mode = Mode::Fast;
+                    break 'signals;
+                }
+                SIGUSR1 => {
+                    log.log(
+                        Level::Notice,
+                        format_args!(
+                            "signal {sig} (SIGUSR1) received, log reopening is not supported yet"
+                        ),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    if exit_mode == Mode::Graceful {
+        current.stop_and_wait(Mode::Graceful);
+    } else {
+        current.trigger.set(Mode::Fast);
+    }
+    log.log(Level::Notice, format_args!("exit"));
+    remove_pid(&pid_path);
+    log::shutdown();
+    0
+}
+
+fn remove_pid(p: &Option<PathBuf>) {
+    if let Some(p) = p {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+type Reloaded = (Arc<Config>, ErrorLog, Option<Credentials>);
+
+fn reload(
+    opts: &LoadOptions,
+    listeners: &mut Listeners,
+    embedded: bool,
+    log: &ErrorLog,
+) -> Result<Reloaded, String> {
+    let loaded = config::load(opts).map_err(|e| e.to_string())?;
+    let cfg = Arc::new(loaded.config);
+    let new_log = ErrorLog::new(cfg.main.error_log.clone());
+    let creds = credentials(&cfg, embedded, log)?;
+    listeners.update(&cfg)?;
+    Ok((cfg, new_log, creds))
+}

@@ -1,0 +1,181 @@
+//! A worker: one thread running a single-threaded tokio event loop, with
+//! its own `SO_REUSEPORT` listeners. A connection lives on the worker that
+//! accepted it, start to end.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use super::privileges::{self, Credentials};
+use super::shutdown::{Mode, ShutdownSignal};
+use crate::config::Config;
+use crate::disk::Disk;
+use crate::http::connection::{self, WorkerEnv};
+use crate::http::context::ConnInfo;
+use crate::log::{ErrorLog, Level};
+use crate::metrics::{self, Gauge};
+
+/// Connection serial numbers, process-wide (`$connection`, `*N`).
+static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
+
+/// How long accepting pauses after running out of file descriptors
+/// (NGINX: 500 ms).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(500);
+
+/// Everything a worker thread starts with.
+pub struct WorkerStart {
+    /// Worker index within the generation.
+    pub index: usize,
+    /// The configuration it serves.
+    pub config: Arc<Config>,
+    /// Its error log.
+    pub log: ErrorLog,
+    /// Its listeners: (index into `config.listens`, socket).
+    pub listeners: Vec<(usize, std::net::TcpListener)>,
+    /// Whom to run as.
+    pub credentials: Option<Credentials>,
+    /// Shutdown signal of its generation.
+    pub shutdown: ShutdownSignal,
+}
+
+/// Starts a worker thread.
+pub fn spawn(start: WorkerStart) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("porter-w{}", start.index))
+        .spawn(move || run(start))
+}
+
+fn run(start: WorkerStart) {
+    if let Some(c) = &start.credentials {
+        if let Err(e) = privileges::drop_thread(c) {
+            start.log.log(
+                Level::Emerg,
+                format_args!("setuid({}) failed {}", c.name, crate::util::errno_text(&e)),
+            );
+            return;
+        }
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            start
+                .log
+                .log(Level::Emerg, format_args!("cannot start event loop: {e}"));
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, worker_main(start));
+}
+
+struct Live {
+    count: Cell<usize>,
+    idle: Notify,
+}
+
+async fn worker_main(start: WorkerStart) {
+    let env = Rc::new(WorkerEnv {
+        config: start.config.clone(),
+        log: start.log.clone(),
+        disk: Disk::inline(),
+        shutdown: start.shutdown.clone(),
+    });
+    let live = Rc::new(Live {
+        count: Cell::new(0),
+        idle: Notify::new(),
+    });
+    let limit = start.config.main.worker_connections;
+    let mut accepting = Vec::new();
+    for (group, std_listener) in start.listeners {
+        let listener = match TcpListener::from_std(std_listener) {
+            Ok(l) => l,
+            Err(e) => {
+                env.log
+                    .log(Level::Emerg, format_args!("cannot register listener: {e}"));
+                continue;
+            }
+        };
+        accepting.push(tokio::task::spawn_local(accept_loop(
+            listener,
+            group,
+            env.clone(),
+            live.clone(),
+            limit,
+        )));
+    }
+    let mut sd = start.shutdown.clone();
+    sd.wait_for(Mode::Graceful).await;
+    for a in &accepting {
+        a.abort();
+    }
+    // Wait for connections in flight (Fast aborts them from inside).
+    while live.count.get() > 0 {
+        tokio::select! {
+            _ = live.idle.notified() => {}
+            _ = sd.wait_for(Mode::Fast) => break,
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    group: usize,
+    env: Rc<WorkerEnv>,
+    live: Rc<Live>,
+    limit: usize,
+) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                env.log.log(
+                    Level::Alert,
+                    format_args!("accept() failed {}", crate::util::errno_text(&e)),
+                );
+                if matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+                continue;
+            }
+        };
+        metrics::inc(&metrics::ACCEPTS);
+        if live.count.get() >= limit {
+            env.log.log(
+                Level::Alert,
+                format_args!("{limit} worker_connections are not enough"),
+            );
+            drop(stream);
+            continue;
+        }
+        metrics::inc(&metrics::HANDLED);
+        let local = stream.local_addr().unwrap_or(peer);
+        let _ = stream.set_nodelay(true);
+        let conn = ConnInfo {
+            id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
+            peer,
+            local,
+        };
+        live.count.set(live.count.get() + 1);
+        let env2 = env.clone();
+        let live2 = live.clone();
+        tokio::task::spawn_local(async move {
+            let _active = Gauge::new(&metrics::ACTIVE);
+            let mut sd = env2.shutdown.clone();
+            tokio::select! {
+                _ = connection::serve(stream, conn, group, env2.clone()) => {}
+                _ = sd.wait_for(Mode::Fast) => {}
+            }
+            live2.count.set(live2.count.get() - 1);
+            live2.idle.notify_one();
+        });
+    }
+}

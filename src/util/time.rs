@@ -1,0 +1,120 @@
+//! Time strings for headers and logs, cached per thread for the current
+//! second: a busy worker formats each at most once a second.
+
+use std::cell::RefCell;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds and milliseconds since the epoch.
+pub fn now() -> (i64, u32) {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    (d.as_secs() as i64, d.subsec_millis())
+}
+
+struct Cache {
+    secs: i64,
+    http: String,
+    local: String,
+    errlog: String,
+    iso: String,
+}
+
+thread_local! {
+    static CACHE: RefCell<Cache> = const { RefCell::new(Cache {
+        secs: i64::MIN,
+        http: String::new(),
+        local: String::new(),
+        errlog: String::new(),
+        iso: String::new(),
+    }) };
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+fn refresh(c: &mut Cache, secs: i64) {
+    c.secs = secs;
+    c.http =
+        httpdate::fmt_http_date(UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64));
+    // SAFETY: localtime_r only writes into the tm we hand it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let t: libc::time_t = secs as libc::time_t;
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    let off = tm.tm_gmtoff / 60;
+    let (sign, off) = if off < 0 { ('-', -off) } else { ('+', off) };
+    let (y, mo, d, h, mi, s) = (
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+    );
+    c.local = format!(
+        "{d:02}/{}/{y}:{h:02}:{mi:02}:{s:02} {sign}{:02}{:02}",
+        MONTHS[(mo - 1) as usize],
+        off / 60,
+        off % 60
+    );
+    c.errlog = format!("{y}/{mo:02}/{d:02} {h:02}:{mi:02}:{s:02}");
+    c.iso = format!(
+        "{y}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}{sign}{:02}:{:02}",
+        off / 60,
+        off % 60
+    );
+}
+
+fn with<R>(f: impl FnOnce(&Cache) -> R) -> R {
+    let secs = now().0;
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.secs != secs {
+            refresh(&mut c, secs);
+        }
+        f(&c)
+    })
+}
+
+/// `Date:` header value for now.
+pub fn http_date_now(out: &mut String) {
+    with(|c| out.push_str(&c.http));
+}
+
+/// `$time_local` for now.
+pub fn time_local(out: &mut String) {
+    with(|c| out.push_str(&c.local));
+}
+
+/// `$time_iso8601` for now.
+pub fn time_iso8601(out: &mut String) {
+    with(|c| out.push_str(&c.iso));
+}
+
+/// The error log's timestamp for now (`2026/11/22 08:00:00`).
+pub fn error_log_time() -> String {
+    with(|c| c.errlog.clone())
+}
+
+/// Formats an HTTP date (`Last-Modified`).
+pub fn http_date(secs: i64) -> String {
+    httpdate::fmt_http_date(UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_have_nginx_shapes() {
+        let mut s = String::new();
+        http_date_now(&mut s);
+        assert!(s.ends_with(" GMT") && s.len() == 29, "{s}");
+        let mut l = String::new();
+        time_local(&mut l);
+        assert_eq!(l.len(), 26, "{l}");
+        assert_eq!(error_log_time().len(), 19);
+        assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+    }
+}

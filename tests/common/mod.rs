@@ -1,0 +1,337 @@
+//! Shared helpers for integration tests: start the real `porter` binary on
+//! a free loopback port with a config written to a temporary prefix, and
+//! speak raw HTTP/1.1 to it.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_porter");
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A temporary directory (mode 0755, so an unprivileged worker user can
+/// read it), removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// Creates a fresh directory under the system temp dir.
+    pub fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "porter-{tag}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        set_mode(&p, 0o755);
+        TempDir(p)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Writes `rel` (creating parents) with `data`.
+    pub fn write(&self, rel: &str, data: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.0.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// chmod.
+pub fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts on `port`.
+pub fn wait_port(port: u16, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A running porter.
+pub struct Server {
+    /// The child process.
+    pub child: Child,
+    /// The port it listens on.
+    pub port: u16,
+    /// The prefix directory (config, logs, pid).
+    pub prefix: TempDir,
+}
+
+/// Config text with `{PORT}` and `{PREFIX}` substituted; `daemon off`,
+/// a pid file, and error/access logs in the prefix unless the body sets them.
+pub fn config_text(body: &str, port: u16, prefix: &Path) -> String {
+    body.replace("{PORT}", &port.to_string())
+        .replace("{PREFIX}", prefix.to_str().unwrap())
+}
+
+impl Server {
+    /// Starts porter with `conf` (a full config with `{PORT}`/`{PREFIX}`
+    /// placeholders) and waits for it to listen.
+    pub fn start(conf: &str) -> Server {
+        Self::start_in(TempDir::new("srv"), conf, &[])
+    }
+
+    /// Starts porter in an existing prefix with extra arguments.
+    pub fn start_in(prefix: TempDir, conf: &str, extra: &[&str]) -> Server {
+        let port = free_port();
+        std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
+        let text = config_text(conf, port, prefix.path());
+        prefix.write("porter.conf", text);
+        let child = Command::new(BIN)
+            .arg("-p")
+            .arg(prefix.path())
+            .arg("-c")
+            .arg("porter.conf")
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut s = Server { child, port, prefix };
+        if !wait_port(port, Duration::from_secs(10)) {
+            let _ = s.child.kill();
+            let out = s.child.wait_with_output_ref();
+            panic!("porter did not start listening: {out}");
+        }
+        s
+    }
+
+    /// Sends a signal to the server.
+    pub fn signal(&self, sig: i32) {
+        unsafe { libc_kill(self.child.id() as i32, sig) };
+    }
+
+    /// Waits for the process to exit (with a timeout) and returns its status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Contents of a file in the prefix (e.g. `logs/error.log`).
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.prefix.path().join(rel)).unwrap_or_default()
+    }
+
+    /// Polls `logs/<name>` until it contains `needle`.
+    pub fn wait_log(&self, rel: &str, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.read(rel);
+            if s.contains(needle) || Instant::now() >= deadline {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+trait OutputRef {
+    fn wait_with_output_ref(&mut self) -> String;
+}
+
+impl OutputRef for Child {
+    fn wait_with_output_ref(&mut self) -> String {
+        let _ = self.wait();
+        let mut s = String::new();
+        if let Some(e) = self.stderr.as_mut() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.signal(15);
+            if self.wait_exit(Duration::from_secs(5)).is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+/// Runs porter with `args` to completion.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+/// A parsed response.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    /// Status code.
+    pub status: u16,
+    /// Status line.
+    pub status_line: String,
+    /// Headers in order.
+    pub headers: Vec<(String, String)>,
+    /// Body.
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    /// First value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Reads one response from `s`; `head_only` for responses to HEAD.
+pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Option<Resp> {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head_end = loop {
+        if let Some(i) = find(buf, b"\r\n\r\n") {
+            break i + 4;
+        }
+        let mut tmp = [0u8; 65536];
+        let n = s.read(&mut tmp).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next()?.to_string();
+    let status: u16 = status_line.split(' ').nth(1)?.parse().ok()?;
+    let headers: Vec<(String, String)> = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| l.split_once(": ").map(|(a, b)| (a.to_string(), b.to_string())))
+        .collect();
+    buf.drain(..head_end);
+    let len = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok());
+    let body = if head_only || status == 304 || status == 204 {
+        Vec::new()
+    } else if let Some(len) = len {
+        while buf.len() < len {
+            let mut tmp = [0u8; 65536];
+            let n = s.read(&mut tmp).ok()?;
+            if n == 0 {
+                return None;
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        buf.drain(..len).collect()
+    } else {
+        // Until close.
+        let _ = s.read_to_end(buf);
+        std::mem::take(buf)
+    };
+    Some(Resp {
+        status,
+        status_line,
+        headers,
+        body,
+    })
+}
+
+fn find(h: &[u8], n: &[u8]) -> Option<usize> {
+    h.windows(n.len()).position(|w| w == n)
+}
+
+/// Sends raw bytes on a new connection and reads one response.
+pub fn raw(port: u16, req: &[u8]) -> Resp {
+    try_raw(port, req).expect("no response")
+}
+
+/// Like [`raw`], `None` when the server closes without answering.
+pub fn try_raw(port: u16, req: &[u8]) -> Option<Resp> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(req).unwrap();
+    let head_only = req.starts_with(b"HEAD ");
+    let mut buf = Vec::new();
+    read_response(&mut s, &mut buf, head_only)
+}
+
+/// GET `path` with Host `localhost` and `Connection: close`.
+pub fn get(port: u16, path: &str) -> Resp {
+    raw(
+        port,
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// GET with extra header lines (each ending in `\r\n`).
+pub fn get_with(port: u16, path: &str, headers: &str) -> Resp {
+    raw(
+        port,
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}\r\n").as_bytes(),
+    )
+}
+
+/// Reads everything until the peer closes (or 5 s pass).
+pub fn read_all(s: &mut TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut v = Vec::new();
+    let _ = s.read_to_end(&mut v);
+    v
+}
+
+/// A minimal config around a `server { }` body, with logs in the prefix.
+pub fn http_conf(server_body: &str) -> String {
+    format!(
+        "daemon off;\nworker_processes 2;\npid {{PREFIX}}/porter.pid;\nerror_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  include mime.types;\n  default_type application/octet-stream;\n  access_log {{PREFIX}}/logs/access.log;\n\
+           server {{\n    listen 127.0.0.1:{{PORT}};\n{server_body}\n  }}\n}}\n"
+    )
+}
