@@ -188,9 +188,16 @@ pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
 }
 
 /// A redirect response with NGINX's page.
+///
+/// NGINX writes a Location it made absolute itself before `Connection`, and
+/// one configured as a full URL among the other headers after it.
 pub fn redirect(ctx: &RequestCtx, status: u16, target: &str) -> Response {
     let mut r = Response::special(status, ctx.loc.s.server_tokens);
-    r.location = Some(absolute_location(ctx, target));
+    if target.starts_with('/') {
+        r.location = Some(absolute_location(ctx, target));
+    } else {
+        r.headers.push(("Location".into(), target.to_string()));
+    }
     r
 }
 

@@ -173,7 +173,7 @@ mod tests {
         assert_eq!(parse_range("bytes=0-1", 27, None), Partial(vec![0..2]));
         assert_eq!(parse_range("bytes=5-", 27, None), Partial(vec![5..27]));
         assert_eq!(parse_range("bytes=-3", 27, None), Partial(vec![24..27]));
-        assert_eq!(parse_range("bytes=-100", 27, None), Full); // whole entity
+        assert_eq!(parse_range("bytes=-100", 27, None), Partial(vec![0..27])); // 206, as nginx
         assert_eq!(parse_range("bytes=20-100", 27, None), Partial(vec![20..27]));
         assert_eq!(parse_range("Bytes= 1 - 2", 27, None), Partial(vec![1..3]));
     }

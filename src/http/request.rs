@@ -378,7 +378,7 @@ mod tests {
         assert_eq!(r.target, "/a?b");
         assert_eq!(r.host.as_deref(), Some("example.com"));
         assert!(r.keep_alive);
-        assert_eq!(r.head_len, 44);
+        assert_eq!(r.head_len, 47);
         assert_eq!(r.headers[1], ("X".to_string(), "1".to_string()));
     }
 
@@ -394,7 +394,7 @@ mod tests {
         let r = parse(b"\r\n\r\nGET / HTTP/1.1\nHost: x\n\n")
             .unwrap()
             .unwrap();
-        assert_eq!(r.head_len, 4 + 26);
+        assert_eq!(r.head_len, 4 + 24);
     }
 
     #[test]

@@ -79,7 +79,13 @@ pub fn error_page_body(code: u16, server_tokens: bool) -> Option<String> {
     let head = match code {
         494 => "<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n".to_string(),
         301..=303 | 307 | 308 | 400..=416 | 421 | 429 | 500..=505 | 507 if !reason(code).is_empty() => {
-            let title = format!("{code} {}", reason(code));
+            // NGINX's page says "302 Found" although its status line says
+            // "302 Moved Temporarily".
+            let title = if code == 302 {
+                "302 Found".to_string()
+            } else {
+                format!("{code} {}", reason(code))
+            };
             format!("<html>\r\n<head><title>{title}</title></head>\r\n<body>\r\n<center><h1>{title}</h1></center>\r\n")
         }
         _ => return None,

@@ -123,7 +123,11 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut s = Server { child, port, prefix };
+        let mut s = Server {
+            child,
+            port,
+            prefix,
+        };
         if !wait_port(port, Duration::from_secs(10)) {
             let _ = s.child.kill();
             let out = s.child.wait_with_output_ref();
@@ -252,7 +256,10 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
     let status: u16 = status_line.split(' ').nth(1)?.parse().ok()?;
     let headers: Vec<(String, String)> = lines
         .filter(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(": ").map(|(a, b)| (a.to_string(), b.to_string())))
+        .filter_map(|l| {
+            l.split_once(": ")
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+        })
         .collect();
     buf.drain(..head_end);
     let len = headers
@@ -314,7 +321,8 @@ pub fn get(port: u16, path: &str) -> Resp {
 pub fn get_with(port: u16, path: &str, headers: &str) -> Resp {
     raw(
         port,
-        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}\r\n")
+            .as_bytes(),
     )
 }
 
