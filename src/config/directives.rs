@@ -594,7 +594,7 @@ impl Build {
                     _ => prefixes.push(lc),
                 }
             }
-            prefixes.sort_by(|a, b| b.path.len().cmp(&a.path.len()));
+            prefixes.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
             let primary = sb.primary.clone().unwrap_or_default();
             let server = Arc::new(ServerConf {
                 names: sb.names.clone(),

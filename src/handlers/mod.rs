@@ -153,9 +153,8 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         return do_return(ctx, r);
     }
     if let Some(list) = loc.s.try_files.clone() {
-        match static_file::try_files(ctx, env, &list).await {
-            Some(o) => return o,
-            None => {}
+        if let Some(o) = static_file::try_files(ctx, env, &list).await {
+            return o;
         }
     }
     match loc.handler {

@@ -164,6 +164,7 @@ pub fn multipart(
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
     use RangeOutcome::*;

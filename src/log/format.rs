@@ -117,7 +117,7 @@ mod tests {
                 Var::RemoteAddr => out.push_str("127.0.0.1"),
                 Var::Request => out.push_str("GET /a\"b HTTP/1.1"),
                 Var::Status => out.push_str("200"),
-                Var::BodyBytesSent => out.push_str("5"),
+                Var::BodyBytesSent => out.push('5'),
                 Var::TimeLocal => out.push_str("22/Nov/2026:08:00:00 +0000"),
                 Var::Http(h) if h == "user-agent" => out.push_str("curl/8\u{1}"),
                 _ => {}

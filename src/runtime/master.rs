@@ -321,6 +321,9 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
             }
         }
     }
+    // Close the listening sockets first: new connections are refused while
+    // the workers finish what they have.
+    drop(listeners);
     if exit_mode == Mode::Graceful {
         current.stop_and_wait(Mode::Graceful);
     } else {

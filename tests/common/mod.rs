@@ -112,7 +112,7 @@ impl Server {
         let port = free_port();
         std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
         let text = config_text(conf, port, prefix.path());
-        prefix.write("porter.conf", text);
+        prefix.write("porter.conf", &text);
         let child = Command::new(BIN)
             .arg("-p")
             .arg(prefix.path())
