@@ -226,7 +226,7 @@ fn globals_apply_and_conflict_like_nginx() {
     );
     let out = run(&["-p", &p, "-c", "t.conf", "-g", "bogus 1;", "-t"]);
     assert!(
-        stderr(&out).contains("unknown directive \"bogus\" in command line:1"),
+        stderr(&out).contains("unknown directive \"bogus\" in command line"),
         "{}",
         stderr(&out)
     );

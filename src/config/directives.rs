@@ -454,11 +454,7 @@ impl Build {
     }
 
     fn apply(&mut self, dir: &Directive) -> Result<(), ConfError> {
-        let at = |m: String| ConfError {
-            message: m,
-            file: Some(dir.file.clone()),
-            line: dir.line,
-        };
+        let at = |m: String| dir.error(m);
         let spec =
             find(&dir.name).ok_or_else(|| at(format!("unknown directive \"{}\"", dir.name)))?;
         if spec.contexts & self.ctx == 0 {

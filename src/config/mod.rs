@@ -84,7 +84,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfError> {
     let mut parser = parser::Parser::new(conf_dir);
     let mut build = directives::Build::new(opts.prefix.clone());
     if let Some(g) = &opts.globals {
-        let dirs = parser.parse_str(g, Path::new("command line"))?;
+        let dirs = parser.parse_param(g)?;
         build.apply_globals(&dirs)?;
     }
     let (dirs, mut sources) = match &opts.conf_file {
@@ -117,7 +117,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfError> {
         })?;
     }
     for f in parser.files() {
-        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let text = parser.file_text(f).unwrap_or_default().to_string();
         sources.push((f.display().to_string(), text));
     }
     let files = parser.files().to_vec();

@@ -6,6 +6,8 @@
 //! (NGINX's `aio off`); thread pools, the page-cache fast path and io_uring
 //! are added behind the same functions without touching handlers.
 
+pub mod pool;
+
 use std::fs::File;
 use std::io;
 use std::os::fd::AsFd;

@@ -307,11 +307,15 @@ async fn read_head(
                 Err(e) => return ReadHead::Error(e),
             }
         }
-        let idle = buf.is_empty();
+        // Between requests a connection is idle and a graceful shutdown
+        // closes it; a new connection gets to send its first request (as
+        // NGINX only closes keep-alive connections), bounded by
+        // `client_header_timeout`.
+        let idle = buf.is_empty() && requests > 0;
         if idle && shutdown.mode() != Mode::Run {
             return ReadHead::Closed;
         }
-        let wait = if idle && requests > 0 {
+        let wait = if idle {
             keepalive_timeout
         } else {
             header_timeout

@@ -1,0 +1,379 @@
+//! `thread_pool NAME threads=N max_queue=M`: a plain pool, as NGINX's
+//! `ngx_thread_pool.c` is — a mutex, a condition variable, a FIFO and a
+//! count of tasks waiting, checked against `max_queue` when a task is
+//! posted. Completion goes back to the submitting event loop through a
+//! oneshot channel, whose waker unparks that loop: no polling.
+//!
+//! A pool is shared by all workers, so `threads` bounds the concurrency of
+//! the disk it serves (one pool per disk). A task owns everything it
+//! touches (duplicated descriptors, `Arc`ed files), so it stays safe when
+//! the connection that posted it is gone: its result is then dropped.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use crate::log::{ErrorLog, Level};
+use crate::runtime::privileges::Credentials;
+
+/// A task running longer than this is reported (NGINX's 60 s warning).
+const SLOW_TASK: Duration = Duration::from_secs(60);
+
+type Task = Box<dyn FnOnce() + Send + 'static>;
+
+/// A pool's declared shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSpec {
+    /// Pool name.
+    pub name: String,
+    /// Threads (total, shared by all workers).
+    pub threads: usize,
+    /// Tasks allowed to wait for a thread.
+    pub max_queue: usize,
+}
+
+impl PoolSpec {
+    /// NGINX's implicit `default` pool: 32 threads, 65536 waiting tasks.
+    pub fn default_pool() -> PoolSpec {
+        PoolSpec {
+            name: "default".into(),
+            threads: 32,
+            max_queue: 65536,
+        }
+    }
+}
+
+/// Counters of one pool (for metrics).
+#[derive(Debug, Default)]
+pub struct PoolStats {
+    /// Tasks completed.
+    pub done: AtomicU64,
+    /// Tasks rejected because the queue was full.
+    pub overflows: AtomicU64,
+    /// Threads running a task now.
+    pub busy: AtomicUsize,
+    /// Tasks waiting now.
+    pub waiting: AtomicUsize,
+}
+
+struct Queue {
+    tasks: VecDeque<Task>,
+    idle: usize,
+    stopping: bool,
+}
+
+struct Inner {
+    spec: PoolSpec,
+    queue: Mutex<Queue>,
+    ready: Condvar,
+    stats: PoolStats,
+    /// Start time of the task each thread runs (for the slow-task warning).
+    running: Mutex<Vec<Option<(Instant, bool)>>>,
+    log: Mutex<ErrorLog>,
+}
+
+/// A thread pool; dropping the last handle stops its threads once the
+/// queue is drained.
+pub struct ThreadPool {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadPool")
+            .field("spec", &self.inner.spec)
+            .finish()
+    }
+}
+
+/// Why a task was not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PoolError {
+    /// The queue was full: `waiting` tasks were waiting.
+    Overflow {
+        /// Pool name.
+        pool: String,
+        /// Tasks waiting at the time.
+        waiting: usize,
+    },
+    /// The pool is shutting down.
+    Stopped,
+}
+
+impl ThreadPool {
+    /// Starts `spec.threads` threads named `porter-NAME-i`, running as
+    /// `creds` when given.
+    pub fn start(
+        spec: PoolSpec,
+        creds: Option<Credentials>,
+        log: ErrorLog,
+    ) -> std::io::Result<ThreadPool> {
+        let inner = Arc::new(Inner {
+            queue: Mutex::new(Queue {
+                tasks: VecDeque::new(),
+                idle: 0,
+                stopping: false,
+            }),
+            ready: Condvar::new(),
+            stats: PoolStats::default(),
+            running: Mutex::new(vec![None; spec.threads]),
+            log: Mutex::new(log),
+            spec,
+        });
+        for i in 0..inner.spec.threads {
+            let inner2 = inner.clone();
+            let creds = creds.clone();
+            // Thread names are limited to 15 bytes by the kernel.
+            let mut name = format!("porter-{}", inner.spec.name);
+            name.truncate(12);
+            std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    if let Some(c) = &creds {
+                        if let Err(e) = crate::runtime::privileges::drop_thread(c) {
+                            inner2.log.lock().unwrap().log(
+                                Level::Emerg,
+                                format_args!(
+                                    "thread pool \"{}\": setuid failed: {e}",
+                                    inner2.spec.name
+                                ),
+                            );
+                            return;
+                        }
+                    }
+                    run_thread(&inner2, i)
+                })?;
+        }
+        let watchdog = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("porter-watchdog".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let Some(inner) = watchdog.upgrade() else {
+                    return;
+                };
+                if inner.queue.lock().unwrap().stopping {
+                    return;
+                }
+                let mut running = inner.running.lock().unwrap();
+                for slot in running.iter_mut().flatten() {
+                    if !slot.1 && slot.0.elapsed() >= SLOW_TASK {
+                        slot.1 = true;
+                        inner.log.lock().unwrap().log(
+                            Level::Warn,
+                            format_args!(
+                                "thread pool \"{}\": task is running for {} s",
+                                inner.spec.name,
+                                slot.0.elapsed().as_secs()
+                            ),
+                        );
+                    }
+                }
+            })?;
+        Ok(ThreadPool { inner })
+    }
+
+    /// The pool's name.
+    pub fn name(&self) -> &str {
+        &self.inner.spec.name
+    }
+
+    /// The pool's shape.
+    pub fn spec(&self) -> &PoolSpec {
+        &self.inner.spec
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> &PoolStats {
+        &self.inner.stats
+    }
+
+    /// Points the pool's messages at a new error log (after a reload).
+    pub fn set_log(&self, log: ErrorLog) {
+        *self.inner.log.lock().unwrap() = log;
+    }
+
+    /// Posts `f` and returns a receiver for its result. Fails at once when
+    /// the queue is full: a task may wait only if fewer than `max_queue`
+    /// tasks are waiting beyond the idle threads (so `max_queue=0` allows
+    /// `threads` tasks in flight and none waiting).
+    pub fn submit<T, F>(&self, f: F) -> Result<oneshot::Receiver<T>, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let (tx, rx) = oneshot::channel();
+        let task: Task = Box::new(move || {
+            let _ = tx.send(f());
+        });
+        let mut q = self.inner.queue.lock().unwrap();
+        if q.stopping {
+            return Err(PoolError::Stopped);
+        }
+        let waiting_beyond_idle = q.tasks.len().saturating_sub(q.idle);
+        if q.tasks.len() >= q.idle && waiting_beyond_idle >= self.inner.spec.max_queue {
+            let waiting = q.tasks.len();
+            drop(q);
+            self.inner.stats.overflows.fetch_add(1, Ordering::Relaxed);
+            return Err(PoolError::Overflow {
+                pool: self.inner.spec.name.clone(),
+                waiting,
+            });
+        }
+        q.tasks.push_back(task);
+        self.inner
+            .stats
+            .waiting
+            .store(q.tasks.len(), Ordering::Relaxed);
+        drop(q);
+        self.inner.ready.notify_one();
+        Ok(rx)
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.inner.queue.lock().unwrap().stopping = true;
+        self.inner.ready.notify_all();
+    }
+}
+
+fn run_thread(inner: &Inner, index: usize) {
+    loop {
+        let task = {
+            let mut q = inner.queue.lock().unwrap();
+            loop {
+                if let Some(t) = q.tasks.pop_front() {
+                    inner.stats.waiting.store(q.tasks.len(), Ordering::Relaxed);
+                    break t;
+                }
+                if q.stopping {
+                    return;
+                }
+                q.idle += 1;
+                q = inner.ready.wait(q).unwrap();
+                q.idle -= 1;
+            }
+        };
+        inner.stats.busy.fetch_add(1, Ordering::Relaxed);
+        inner.running.lock().unwrap()[index] = Some((Instant::now(), false));
+        task();
+        inner.running.lock().unwrap()[index] = None;
+        inner.stats.busy.fetch_sub(1, Ordering::Relaxed);
+        inner.stats.done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn pool(threads: usize, max_queue: usize) -> ThreadPool {
+        ThreadPool::start(
+            PoolSpec {
+                name: "t".into(),
+                threads,
+                max_queue,
+            },
+            None,
+            ErrorLog::new(Vec::new()),
+        )
+        .unwrap()
+    }
+
+    /// Posts tasks that block until released.
+    fn blockers(
+        p: &ThreadPool,
+        n: usize,
+    ) -> (
+        Vec<Result<oneshot::Receiver<()>, PoolError>>,
+        mpsc::Sender<()>,
+    ) {
+        let (tx, rx) = mpsc::channel::<()>();
+        let rx = Arc::new(Mutex::new(rx));
+        let v = (0..n)
+            .map(|_| {
+                let rx = rx.clone();
+                p.submit(move || {
+                    let _ = rx.lock().unwrap().recv();
+                })
+            })
+            .collect();
+        (v, tx)
+    }
+
+    fn settle(p: &ThreadPool, busy: usize) {
+        let t = Instant::now();
+        while p.stats().busy.load(Ordering::Relaxed) < busy && t.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn runs_tasks_and_returns_results() {
+        let p = pool(2, 10);
+        let rx = p.submit(|| 6 * 7).unwrap();
+        assert_eq!(rx.blocking_recv().unwrap(), 42);
+        assert_eq!(p.stats().done.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn overflow_when_queue_full_then_recovers() {
+        let p = pool(1, 1);
+        // Wait until the thread is idle so the first task is taken at once.
+        std::thread::sleep(Duration::from_millis(50));
+        let (first, release) = blockers(&p, 1);
+        assert!(first[0].is_ok());
+        settle(&p, 1);
+        let (second, release2) = blockers(&p, 1);
+        assert!(second[0].is_ok(), "one may wait");
+        let (third, _r3) = blockers(&p, 1);
+        assert_eq!(
+            third.into_iter().next().unwrap().unwrap_err(),
+            PoolError::Overflow {
+                pool: "t".into(),
+                waiting: 1
+            }
+        );
+        assert_eq!(p.stats().overflows.load(Ordering::Relaxed), 1);
+        release.send(()).unwrap();
+        release2.send(()).unwrap();
+        release2.send(()).ok();
+        for r in first.into_iter().chain(second) {
+            r.unwrap().blocking_recv().unwrap();
+        }
+        assert_eq!(p.submit(|| 1).unwrap().blocking_recv().unwrap(), 1);
+    }
+
+    #[test]
+    fn max_queue_zero_allows_only_idle_threads() {
+        let p = pool(2, 0);
+        std::thread::sleep(Duration::from_millis(50));
+        let (ok, release) = blockers(&p, 2);
+        assert!(ok.iter().all(Result::is_ok));
+        settle(&p, 2);
+        let (more, _r) = blockers(&p, 1);
+        assert!(matches!(more[0], Err(PoolError::Overflow { .. })));
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        for r in ok {
+            r.unwrap().blocking_recv().unwrap();
+        }
+    }
+
+    #[test]
+    fn dropped_receiver_is_fine() {
+        let p = pool(1, 4);
+        let rx = p
+            .submit(|| std::fs::File::open("/dev/null").unwrap())
+            .unwrap();
+        drop(rx);
+        let rx = p.submit(|| 5).unwrap();
+        assert_eq!(rx.blocking_recv().unwrap(), 5);
+    }
+}
