@@ -53,6 +53,9 @@ pub struct MainConf {
     pub pid: Option<PathBuf>,
     /// `error_log` targets.
     pub error_log: Vec<ErrorLogSpec>,
+    /// `thread_pool` declarations (plus the implicit `default` pool when
+    /// `aio threads` uses it without declaring it).
+    pub thread_pools: Vec<crate::disk::pool::PoolSpec>,
 }
 
 /// One distinct listening address and the servers that answer on it.
@@ -185,6 +188,26 @@ pub enum Handler {
     Static,
     /// `stub_status`.
     StubStatus,
+    /// `porter_metrics`: Prometheus text.
+    Metrics,
+}
+
+/// `aio` as written.
+#[derive(Debug, Clone)]
+pub enum AioConf {
+    /// `aio off`.
+    Off,
+    /// `aio threads[=NAME]`: the pool name, possibly with variables.
+    Threads(Template),
+}
+
+/// `open_file_cache max=N inactive=T`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFileCacheConf {
+    /// `max`.
+    pub max: usize,
+    /// `inactive` (default 60 s).
+    pub inactive: Duration,
 }
 
 /// A `location` block (or the server level), fully merged.
@@ -357,4 +380,18 @@ loc_settings! {
     expires: Option<i64> = None;
     /// `try_files` (last entry is the fallback URI or `=code`).
     try_files: Option<Arc<Vec<Template>>> = None;
+    /// `aio off|threads[=NAME]`.
+    aio: AioConf = AioConf::Off;
+    /// `aio_write` (writes of temp files through the pool too).
+    aio_write: bool = false;
+    /// `aio_fast_path`: try cached paths and pages inline first.
+    aio_fast_path: bool = true;
+    /// `open_file_cache` (None = off).
+    open_file_cache: Option<OpenFileCacheConf> = None;
+    /// `open_file_cache_valid`.
+    open_file_cache_valid: Duration = Duration::from_secs(60);
+    /// `open_file_cache_min_uses`.
+    open_file_cache_min_uses: u64 = 1;
+    /// `open_file_cache_errors`.
+    open_file_cache_errors: bool = false;
 }

@@ -9,7 +9,7 @@
 //! touches (duplicated descriptors, `Arc`ed files), so it stays safe when
 //! the connection that posted it is gone: its result is then dropped.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -264,6 +264,53 @@ fn run_thread(inner: &Inner, index: usize) {
         inner.running.lock().unwrap()[index] = None;
         inner.stats.busy.fetch_sub(1, Ordering::Relaxed);
         inner.stats.done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The pools of one configuration generation, by name. Reload builds a
+/// new set that keeps every pool whose name and shape are unchanged, so
+/// tasks in flight and queued carry on; pools no longer configured stop
+/// once the last generation using them is gone.
+#[derive(Debug, Default)]
+pub struct PoolSet {
+    pools: HashMap<String, Arc<ThreadPool>>,
+}
+
+impl PoolSet {
+    /// Starts (or reuses from `old`) a pool for every spec.
+    pub fn build(
+        specs: &[PoolSpec],
+        old: Option<&PoolSet>,
+        creds: Option<Credentials>,
+        log: &ErrorLog,
+    ) -> std::io::Result<PoolSet> {
+        let mut pools = HashMap::new();
+        for spec in specs {
+            let reuse = old
+                .and_then(|o| o.pools.get(&spec.name))
+                .filter(|p| p.spec() == spec);
+            let pool = match reuse {
+                Some(p) => {
+                    p.set_log(log.clone());
+                    p.clone()
+                }
+                None => Arc::new(ThreadPool::start(spec.clone(), creds.clone(), log.clone())?),
+            };
+            pools.insert(spec.name.clone(), pool);
+        }
+        Ok(PoolSet { pools })
+    }
+
+    /// The pool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<ThreadPool>> {
+        self.pools.get(name)
+    }
+
+    /// Every pool, sorted by name (for metrics).
+    pub fn sorted(&self) -> Vec<&Arc<ThreadPool>> {
+        let mut v: Vec<_> = self.pools.values().collect();
+        v.sort_by(|a, b| a.name().cmp(b.name()));
+        v
     }
 }
 

@@ -4,8 +4,9 @@
 //! (`add_header`, `expires`, `charset`). Handlers produce a [`Response`]
 //! description; the connection loop writes it.
 
+pub mod metrics;
 pub mod static_file;
-pub mod stub_status;
+mod stub_status;
 
 use std::sync::Arc;
 
@@ -160,6 +161,7 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     match loc.handler {
         Handler::Static => static_file::serve(ctx, env).await,
         Handler::StubStatus => stub_status::serve(ctx),
+        Handler::Metrics => metrics::serve(ctx, env),
     }
 }
 

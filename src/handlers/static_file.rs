@@ -10,8 +10,10 @@ use std::sync::Arc;
 
 use super::{redirect, Env, Outcome};
 use crate::config::template::Template;
+use crate::config::AioConf;
 use crate::config::{DocRoot, LocationKind};
-use crate::disk::{FileKind, OpenFile, OpenOptions};
+use crate::disk::cache::CacheConf;
+use crate::disk::{disk_error, Aio, DiskError, FileKind, OpenFile, OpenOptions};
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::{Method, RequestCtx};
 use crate::http::range::{self, RangeOutcome};
@@ -40,9 +42,29 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
     }
 }
 
+/// How this request's files are opened: `disable_symlinks`, `aio` (a
+/// variable pool name rendered now), `aio_fast_path`, `open_file_cache`.
 fn open_options(ctx: &RequestCtx) -> OpenOptions {
+    let s = &ctx.loc.s;
     OpenOptions {
-        no_symlinks: ctx.loc.s.disable_symlinks,
+        no_symlinks: s.disable_symlinks,
+        root: if s.disable_symlinks {
+            ctx.document_root.clone()
+        } else {
+            None
+        },
+        aio: match &s.aio {
+            AioConf::Off => Aio::Off,
+            AioConf::Threads(t) => Aio::Threads(t.render(ctx)),
+        },
+        fast_path: s.aio_fast_path,
+        cache: s.open_file_cache.map(|c| CacheConf {
+            max: c.max,
+            inactive: c.inactive,
+            valid: s.open_file_cache_valid,
+            min_uses: s.open_file_cache_min_uses,
+            errors: s.open_file_cache_errors,
+        }),
     }
 }
 
@@ -58,8 +80,26 @@ fn is_not_found(e: &io::Error) -> bool {
     )
 }
 
+/// A thread-pool failure: `aio threads=$var` naming no pool → 500;
+/// a full queue → 503 with `Retry-After`, as the queue drains in moments.
+/// Each logs NGINX's line at `error`.
+pub fn pool_failed(ctx: &RequestCtx, env: &Env<'_>, e: &DiskError) -> Outcome {
+    log(ctx, env, Level::Error, format_args!("{e}"));
+    match e {
+        DiskError::Overflow { .. } | DiskError::Stopped(_) => {
+            let mut r = Response::special(503, ctx.loc.s.server_tokens);
+            r.headers.push(("Retry-After".into(), "1".into()));
+            Outcome::Done(r)
+        }
+        DiskError::PoolNotFound(_) | DiskError::Lost | DiskError::Io { .. } => Outcome::Status(500),
+    }
+}
+
 /// Maps a failed open to NGINX's status and log line.
 fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
+    if let Some(de) = disk_error(e) {
+        return pool_failed(ctx, env, de);
+    }
     let code = e.raw_os_error().unwrap_or(0);
     if is_not_found(e) {
         if ctx.loc.s.log_not_found {
@@ -133,7 +173,63 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Post {
         return Outcome::Status(405);
     }
-    file_response(ctx, file, &uri)
+    let out = file_response(ctx, file, &uri);
+    read_small_body(ctx, env, &path, out).await
+}
+
+/// Bodies up to this size are read here, before the head is written, and
+/// go out in one `send` with it; a failed read can still become a 5xx.
+const SMALL_BODY: u64 = 32 * 1024;
+
+/// Reads a small file body into memory (through the fast path or the
+/// pool, as the location's `aio` says).
+async fn read_small_body(ctx: &RequestCtx, env: &Env<'_>, path: &str, out: Outcome) -> Outcome {
+    let Outcome::Done(mut resp) = out else {
+        return out;
+    };
+    let Body::File { file, start, len } = &resp.body else {
+        return Outcome::Done(resp);
+    };
+    if *len > SMALL_BODY || ctx.method == Method::Head || ctx.head.method == "HEAD" {
+        return Outcome::Done(resp);
+    }
+    let mut buf = vec![0u8; *len as usize];
+    match env.disk.read_at(file, &mut buf, *start).await {
+        Ok(n) if n as u64 == *len => {
+            resp.body = Body::Bytes(buf);
+            Outcome::Done(resp)
+        }
+        Ok(n) => {
+            log(
+                ctx,
+                env,
+                Level::Crit,
+                format_args!("pread() read only {n} of {len} from \"{path}\""),
+            );
+            Outcome::Status(500)
+        }
+        Err(e) => match disk_error(&e) {
+            Some(DiskError::Io { op, text }) => {
+                log(
+                    ctx,
+                    env,
+                    Level::Crit,
+                    format_args!("{op}() \"{path}\" failed {text}"),
+                );
+                Outcome::Status(500)
+            }
+            Some(de) => pool_failed(ctx, env, de),
+            None => {
+                log(
+                    ctx,
+                    env,
+                    Level::Crit,
+                    format_args!("pread() \"{path}\" failed {}", errno_text(&e)),
+                );
+                Outcome::Status(500)
+            }
+        },
+    }
 }
 
 fn escape_uri(uri: &str) -> String {
@@ -291,7 +387,11 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             Err(e) => return open_failed(ctx, env, &path, &e),
         }
     }
-    match env.disk.stat(PathBuf::from(&dir).as_path()).await {
+    match env
+        .disk
+        .stat(PathBuf::from(&dir).as_path(), open_options(ctx))
+        .await
+    {
         Ok(m) if m.kind == FileKind::Directory => {
             log(
                 ctx,
@@ -330,7 +430,11 @@ pub async fn try_files(
         let value = t.render(ctx);
         let want_dir = value.ends_with('/');
         let (path, _) = map_path(ctx, &value);
-        let ok = match env.disk.stat(PathBuf::from(&path).as_path()).await {
+        let ok = match env
+            .disk
+            .stat(PathBuf::from(&path).as_path(), open_options(ctx))
+            .await
+        {
             Ok(m) => {
                 if want_dir {
                     m.kind == FileKind::Directory
@@ -338,7 +442,10 @@ pub async fn try_files(
                     m.kind != FileKind::Directory
                 }
             }
-            Err(_) => false,
+            Err(e) => match disk_error(&e) {
+                Some(de) => return Some(pool_failed(ctx, env, de)),
+                None => false,
+            },
         };
         if ok {
             ctx.uri = value;

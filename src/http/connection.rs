@@ -51,6 +51,8 @@ pub struct WorkerEnv {
     pub disk: Disk,
     /// Graceful / fast shutdown.
     pub shutdown: ShutdownSignal,
+    /// This worker's figures (TTFB).
+    pub figures: Arc<crate::metrics::WorkerMetrics>,
 }
 
 enum ReadHead {
@@ -223,6 +225,7 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         write_head(&resp, &opts, &mut out);
         ctx.sent_headers = sent_headers(&resp);
         let head_len = out.len() as u64;
+        w.figures.ttfb.observe(ctx.start.elapsed());
         let sent = send(&stream, &w.disk, &resp, head_only, &mut out, s).await;
         ctx.status = resp.status;
         match sent {
@@ -232,15 +235,36 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
             }
             Err(e) => {
                 ctx.body_bytes_sent = 0;
-                w.log.log_conn(
-                    Level::Info,
-                    Some(conn.id),
-                    format_args!(
-                        "writev() failed {} while sending response to client",
-                        crate::util::errno_text(&e)
+                let file = ctx.request_filename.as_deref().unwrap_or("");
+                match crate::disk::disk_error(&e) {
+                    Some(crate::disk::DiskError::Io { op, text }) => w.log.log_conn(
+                        Level::Crit,
+                        Some(conn.id),
+                        format_args!("{op}() \"{file}\" failed {text}"),
+                        &ctx.log_context(),
                     ),
-                    &ctx.log_context(),
-                );
+                    Some(pool) => w.log.log_conn(
+                        Level::Error,
+                        Some(conn.id),
+                        format_args!("{pool}"),
+                        &ctx.log_context(),
+                    ),
+                    None if e.kind() == io::ErrorKind::UnexpectedEof => w.log.log_conn(
+                        Level::Crit,
+                        Some(conn.id),
+                        format_args!("file \"{file}\" was truncated while sending it"),
+                        &ctx.log_context(),
+                    ),
+                    None => w.log.log_conn(
+                        Level::Info,
+                        Some(conn.id),
+                        format_args!(
+                            "writev() failed {} while sending response to client",
+                            crate::util::errno_text(&e)
+                        ),
+                        &ctx.log_context(),
+                    ),
+                }
                 access_log(&ctx);
                 return;
             }
@@ -516,9 +540,7 @@ async fn send_file_range(
     if s.sendfile {
         while offset < end {
             let want = (end - offset).min(max_chunk - since_yield) as usize;
-            match stream.try_io(Interest::WRITABLE, || {
-                disk.sendfile(stream, file, &mut offset, want)
-            }) {
+            match disk.sendfile(stream, file, &mut offset, want).await {
                 Ok(0) => return Err(truncated()),
                 Ok(n) => {
                     since_yield += n as u64;

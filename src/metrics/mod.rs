@@ -48,3 +48,81 @@ impl Drop for Gauge {
         dec(self.0);
     }
 }
+
+/// Histogram bucket upper bounds, in seconds: from 50 µs (an event-loop
+/// iteration that did real work) to 10 s (a loop stuck on a dead disk).
+pub const BUCKETS: [f64; 17] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
+];
+
+/// A fixed-bucket histogram of durations, lock-free.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    counts: [AtomicU64; 18],
+    sum_ns: AtomicU64,
+    max_ns: AtomicU64,
+}
+
+impl Histogram {
+    /// Records one observation.
+    pub fn observe(&self, d: std::time::Duration) {
+        let s = d.as_secs_f64();
+        let i = BUCKETS
+            .iter()
+            .position(|&b| s <= b)
+            .unwrap_or(BUCKETS.len());
+        self.counts[i].fetch_add(1, Ordering::Relaxed);
+        let ns = d.as_nanos().min(u64::MAX as u128) as u64;
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// Cumulative counts per bucket (the last is +Inf), sum in seconds and
+    /// the largest observation in seconds.
+    pub fn snapshot(&self) -> (Vec<u64>, f64, f64) {
+        let mut acc = 0;
+        let cum = self
+            .counts
+            .iter()
+            .map(|c| {
+                acc += c.load(Ordering::Relaxed);
+                acc
+            })
+            .collect();
+        (
+            cum,
+            self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9,
+            self.max_ns.load(Ordering::Relaxed) as f64 / 1e9,
+        )
+    }
+}
+
+/// Per-worker figures: how long each event-loop iteration ran before it
+/// could wait for events again ("event loop blocked"), and time to first
+/// byte of each response.
+#[derive(Debug, Default)]
+pub struct WorkerMetrics {
+    /// Busy time per loop iteration (unpark to park).
+    pub loop_busy: Histogram,
+    /// From a complete request head to the response head ready to send.
+    pub ttfb: Histogram,
+}
+
+static WORKERS: std::sync::Mutex<Vec<std::sync::Arc<WorkerMetrics>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The figures of worker `index`; a reload's new worker with the same index
+/// carries on the same counters, as Prometheus counters must.
+pub fn worker(index: usize) -> std::sync::Arc<WorkerMetrics> {
+    let mut w = WORKERS.lock().unwrap();
+    while w.len() <= index {
+        w.push(Default::default());
+    }
+    w[index].clone()
+}
+
+/// Every worker's figures, by index.
+pub fn workers() -> Vec<std::sync::Arc<WorkerMetrics>> {
+    WORKERS.lock().unwrap().clone()
+}

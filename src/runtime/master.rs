@@ -17,23 +17,32 @@ use super::privileges::{self, Credentials};
 use super::shutdown::{self, Mode, ShutdownTrigger};
 use super::worker::{self, WorkerStart};
 use crate::config::{self, Config, LoadOptions};
+use crate::disk::fastpath;
+use crate::disk::pool::PoolSet;
 use crate::log::{self, ErrorLog, Level};
 use crate::util::errno_text;
 
 /// A running set of workers on one config.
 struct Generation {
     config: Arc<Config>,
+    pools: Arc<PoolSet>,
     trigger: ShutdownTrigger,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Generation {
+    /// Starts the workers of `config`, with its thread pools (reusing the
+    /// unchanged pools of `previous`).
     fn start(
         config: Arc<Config>,
         listeners: &Listeners,
         creds: &Option<Credentials>,
         log: &ErrorLog,
+        previous: Option<&PoolSet>,
     ) -> Result<Generation, String> {
+        let pools = PoolSet::build(&config.main.thread_pools, previous, creds.clone(), log)
+            .map(Arc::new)
+            .map_err(|e| format!("cannot start thread pool: {e}"))?;
         let (trigger, signal) = shutdown::channel();
         let mut threads = Vec::new();
         for i in 0..config.main.worker_processes {
@@ -47,6 +56,7 @@ impl Generation {
                 listeners: socks,
                 credentials: creds.clone(),
                 shutdown: signal.clone(),
+                pools: pools.clone(),
             });
             match t {
                 Ok(t) => threads.push(t),
@@ -59,6 +69,7 @@ impl Generation {
         drop(signal);
         Ok(Generation {
             config,
+            pools,
             trigger,
             threads,
         })
@@ -237,7 +248,10 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
             return fail(&log, e);
         }
     }
-    let mut current = match Generation::start(cfg.clone(), &listeners, &creds, &log) {
+    for m in fastpath::probe() {
+        log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
+    }
+    let mut current = match Generation::start(cfg.clone(), &listeners, &creds, &log, None) {
         Ok(g) => g,
         Err(e) => {
             remove_pid(&pid_path);
@@ -268,6 +282,7 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
                             &listeners,
                             &new_creds,
                             &new_log,
+                            Some(&current.pools),
                         ) {
                             Ok(next) => {
                                 let old = std::mem::replace(&mut current, next);

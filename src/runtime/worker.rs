@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use super::privileges::{self, Credentials};
 use super::shutdown::{Mode, ShutdownSignal};
 use crate::config::Config;
+use crate::disk::pool::PoolSet;
 use crate::disk::Disk;
 use crate::http::connection::{self, WorkerEnv};
 use crate::http::context::ConnInfo;
@@ -42,6 +43,8 @@ pub struct WorkerStart {
     pub credentials: Option<Credentials>,
     /// Shutdown signal of its generation.
     pub shutdown: ShutdownSignal,
+    /// The thread pools of its generation.
+    pub pools: Arc<PoolSet>,
 }
 
 /// Starts a worker thread.
@@ -61,8 +64,21 @@ fn run(start: WorkerStart) {
             return;
         }
     }
+    // "Event loop blocked" time: from the moment the loop wakes with work
+    // to the moment it waits for events again.
+    let figures = metrics::worker(start.index);
+    let woke = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    let (w1, w2) = (woke.clone(), woke);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_unpark(move || {
+            *w1.lock().unwrap() = Some(Instant::now());
+        })
+        .on_thread_park(move || {
+            if let Some(t) = w2.lock().unwrap().take() {
+                figures.loop_busy.observe(t.elapsed());
+            }
+        })
         .build()
     {
         Ok(rt) => rt,
@@ -86,7 +102,8 @@ async fn worker_main(start: WorkerStart) {
     let env = Rc::new(WorkerEnv {
         config: start.config.clone(),
         log: start.log.clone(),
-        disk: Disk::inline(),
+        disk: Disk::new(start.pools.clone()),
+        figures: metrics::worker(start.index),
         shutdown: start.shutdown.clone(),
     });
     let live = Rc::new(Live {

@@ -1,0 +1,395 @@
+//! The page-cache fast path: system calls that either finish at once from
+//! memory or say they would block, so the event loop can try them inline
+//! and hand only the misses to a thread pool.
+//!
+//! - `openat2(RESOLVE_CACHED)`: the path walk uses only the dentry cache;
+//!   `EAGAIN` when any component would need the disk.
+//! - `preadv2(RWF_NOWAIT)`: copies only pages already in the page cache;
+//!   a short read or `EAGAIN` says where the cache stops.
+//! - `cachestat()` (Linux 6.5, syscall 451): how many pages of a range are
+//!   resident, asked before an inline `sendfile`, which has no NOWAIT flag.
+//!
+//! rustix wraps the first two; `cachestat` has no wrapper in rustix or libc
+//! yet, so it is called by number here.
+//!
+//! Support is probed once at start ([`probe`]); anything missing falls back
+//! to "always offload" and is logged once at `notice`.
+
+use std::fs::File;
+use std::io::{self, IoSliceMut};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+use rustix::io::ReadWriteFlags;
+
+/// `cachestat` on every Linux architecture (the generic syscall table).
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Which fast-path calls this kernel supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// `openat2` with `RESOLVE_CACHED`.
+    pub open_cached: bool,
+    /// `preadv2` with `RWF_NOWAIT`.
+    pub read_nowait: bool,
+    /// `cachestat`.
+    pub cachestat: bool,
+}
+
+static FEATURES: OnceLock<Features> = OnceLock::new();
+
+/// What [`probe`] found (all false before it ran).
+pub fn features() -> Features {
+    FEATURES.get().copied().unwrap_or(Features {
+        open_cached: false,
+        read_nowait: false,
+        cachestat: false,
+    })
+}
+
+fn unsupported(e: rustix::io::Errno) -> bool {
+    matches!(
+        e,
+        rustix::io::Errno::NOSYS | rustix::io::Errno::INVAL | rustix::io::Errno::OPNOTSUPP
+    )
+}
+
+/// Probes the kernel once; returns a line for each missing feature (for
+/// the caller to log at `notice`).
+pub fn probe() -> Vec<String> {
+    let mut missing = Vec::new();
+    let open_cached = match rustix::fs::openat2(
+        rustix::fs::CWD,
+        "/",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::CACHED,
+    ) {
+        Ok(_) => true,
+        Err(rustix::io::Errno::AGAIN) => true,
+        Err(e) => {
+            missing.push(format!(
+                "openat2(RESOLVE_CACHED) is not supported ({}: {}), every open() is offloaded",
+                e.raw_os_error(),
+                crate::util::errno_text(&io::Error::from(e))
+            ));
+            false
+        }
+    };
+    let exe = std::env::current_exe().and_then(File::open);
+    let (read_nowait, cachestat) = match exe {
+        Ok(f) => {
+            let mut b = [0u8; 1];
+            let read_nowait = match rustix::io::preadv2(
+                &f,
+                &mut [IoSliceMut::new(&mut b)],
+                0,
+                ReadWriteFlags::NOWAIT,
+            ) {
+                Ok(_) | Err(rustix::io::Errno::AGAIN) => true,
+                Err(e) if unsupported(e) => {
+                    missing.push(format!(
+                        "preadv2(RWF_NOWAIT) is not supported ({}), every read is offloaded",
+                        crate::util::errno_text(&io::Error::from(e))
+                    ));
+                    false
+                }
+                Err(_) => true,
+            };
+            let cachestat = match cachestat_raw(f.as_fd(), 0, 1) {
+                Ok(_) => true,
+                Err(e) => {
+                    missing.push(format!(
+                        "cachestat() is not supported ({}), every sendfile() is offloaded",
+                        crate::util::errno_text(&e)
+                    ));
+                    false
+                }
+            };
+            (read_nowait, cachestat)
+        }
+        Err(e) => {
+            missing.push(format!(
+                "cannot probe preadv2(RWF_NOWAIT) and cachestat(): {e}; reads are offloaded"
+            ));
+            (false, false)
+        }
+    };
+    let _ = FEATURES.set(Features {
+        open_cached,
+        read_nowait,
+        cachestat,
+    });
+    missing
+}
+
+/// Operations the fast path counts, for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `open` + `fstat`.
+    Open,
+    /// `stat` of a path.
+    Stat,
+    /// `pread`.
+    Read,
+    /// `sendfile`.
+    Sendfile,
+}
+
+impl Op {
+    /// Every operation, in metrics order.
+    pub const ALL: [Op; 4] = [Op::Open, Op::Stat, Op::Read, Op::Sendfile];
+
+    /// Its metrics label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Open => "open",
+            Op::Stat => "stat",
+            Op::Read => "read",
+            Op::Sendfile => "sendfile",
+        }
+    }
+}
+
+static HITS: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+static MISSES: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
+
+/// Counts a fast-path hit (served inline) or miss (offloaded).
+pub fn count(op: Op, hit: bool) {
+    let slot = if hit { &HITS } else { &MISSES };
+    slot[op as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// (hits, misses) of `op` since start.
+pub fn counts(op: Op) -> (u64, u64) {
+    (
+        HITS[op as usize].load(Ordering::Relaxed),
+        MISSES[op as usize].load(Ordering::Relaxed),
+    )
+}
+
+/// Resolution flags for a path under a document root.
+pub fn resolve_flags(no_symlinks: bool) -> ResolveFlags {
+    if no_symlinks {
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
+    } else {
+        ResolveFlags::empty()
+    }
+}
+
+/// `openat2` relative to `dir` with `resolve`, adding `RESOLVE_CACHED` when
+/// `cached_only`. `Err(WouldBlock)` means the walk needs the disk.
+pub fn openat2(
+    dir: BorrowedFd<'_>,
+    rel: &Path,
+    flags: OFlags,
+    resolve: ResolveFlags,
+    cached_only: bool,
+) -> io::Result<OwnedFd> {
+    let resolve = if cached_only {
+        resolve | ResolveFlags::CACHED
+    } else {
+        resolve
+    };
+    // An empty relative path names the directory itself.
+    let rel: &Path = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    loop {
+        match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+            Ok(fd) => return Ok(fd),
+            Err(rustix::io::Errno::INTR) => continue,
+            // openat2 returns EAGAIN also when a rename raced the walk
+            // (RESOLVE_BENEATH without CACHED); retry only that case.
+            Err(rustix::io::Errno::AGAIN) if !cached_only => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Reads into `buf` at `offset` only from the page cache. Returns the bytes
+/// copied: fewer than `buf.len()` when the cache stops there (or at end of
+/// file, which the caller tells by a second attempt returning 0).
+pub fn read_nowait(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match rustix::io::preadv2(
+            f,
+            &mut [IoSliceMut::new(&mut buf[done..])],
+            offset + done as u64,
+            ReadWriteFlags::NOWAIT,
+        ) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => break,
+            // Some file systems (FUSE, NFS) refuse the flag: a miss.
+            Err(e) if unsupported(e) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(done)
+}
+
+#[repr(C)]
+struct CachestatRange {
+    off: u64,
+    len: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct Cachestat {
+    nr_cache: u64,
+    nr_dirty: u64,
+    nr_writeback: u64,
+    nr_evicted: u64,
+    nr_recently_evicted: u64,
+}
+
+fn cachestat_raw(fd: BorrowedFd<'_>, off: u64, len: u64) -> io::Result<u64> {
+    let range = CachestatRange { off, len };
+    let mut st = Cachestat::default();
+    // SAFETY: cachestat reads `range` and writes `st`, both live, properly
+    // sized repr(C) structs matching the kernel's ABI; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd() as libc::c_uint,
+            &range as *const CachestatRange,
+            &mut st as *mut Cachestat,
+            0 as libc::c_uint,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.nr_cache)
+}
+
+fn page_size() -> u64 {
+    static PAGE: OnceLock<u64> = OnceLock::new();
+    *PAGE.get_or_init(|| rustix::param::page_size() as u64)
+}
+
+/// What `cachestat` says about a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Residency {
+    /// Every page is resident (`true`) or not.
+    Known(bool),
+    /// `EPERM`: since Linux 6.14 `cachestat` answers only for files the
+    /// caller owns or may write; workers that dropped privileges to serve
+    /// root's files are refused.
+    Denied,
+}
+
+/// Whether every page of `[offset, offset + len)` is in the page cache
+/// (`len` already clipped to the file size). Errors other than `EPERM`
+/// count as "no".
+pub fn range_cached(f: &File, offset: u64, len: u64) -> Residency {
+    if len == 0 {
+        return Residency::Known(true);
+    }
+    let page = page_size();
+    let first = offset / page;
+    let last = (offset + len - 1) / page;
+    let pages = last - first + 1;
+    match cachestat_raw(f.as_fd(), first * page, pages * page) {
+        Ok(n) => Residency::Known(n >= pages),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Residency::Denied,
+        Err(_) => Residency::Known(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn temp_file(len: usize) -> (std::path::PathBuf, File) {
+        let dir = std::env::temp_dir().join(format!("porter-fp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(format!("f{len}"));
+        let mut f = File::create(&p).unwrap();
+        f.write_all(&vec![7u8; len]).unwrap();
+        drop(f);
+        let f = File::open(&p).unwrap();
+        (p, f)
+    }
+
+    #[test]
+    fn probe_finds_the_features_of_this_kernel() {
+        let missing = probe();
+        // Linux 6.5+ has all three; the message list says what is missing.
+        let f = features();
+        assert_eq!(
+            missing.is_empty(),
+            f.open_cached && f.read_nowait && f.cachestat,
+            "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn freshly_written_file_is_cached_and_read_inline() {
+        probe();
+        if !features().cachestat || !features().read_nowait {
+            return;
+        }
+        let (_p, f) = temp_file(20000);
+        assert_eq!(range_cached(&f, 0, 20000), Residency::Known(true));
+        assert_eq!(range_cached(&f, 4095, 2), Residency::Known(true));
+        let mut buf = vec![0u8; 20000];
+        assert_eq!(read_nowait(&f, &mut buf, 0).unwrap(), 20000);
+        assert!(buf.iter().all(|&b| b == 7));
+        // At end of file a read returns what is there.
+        assert_eq!(read_nowait(&f, &mut buf, 19990).unwrap(), 10);
+    }
+
+    #[test]
+    fn evicted_pages_are_reported_missing() {
+        probe();
+        if !features().cachestat {
+            return;
+        }
+        let (_p, f) = temp_file(1 << 20);
+        f.sync_all().unwrap();
+        // Ask the kernel to drop this file's clean pages.
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        assert_eq!(range_cached(&f, 0, 1 << 20), Residency::Known(false));
+        let mut buf = vec![0u8; 4096];
+        assert!(read_nowait(&f, &mut buf, 512 * 1024).unwrap() < 4096);
+    }
+
+    #[test]
+    fn cached_open_of_a_known_path_succeeds() {
+        probe();
+        if !features().open_cached {
+            return;
+        }
+        let (p, _f) = temp_file(10);
+        let dir = File::open(p.parent().unwrap()).unwrap();
+        let fd = openat2(
+            dir.as_fd(),
+            Path::new(p.file_name().unwrap()),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            resolve_flags(true),
+            true,
+        )
+        .unwrap();
+        drop(fd);
+        let e = openat2(
+            dir.as_fd(),
+            Path::new("../../etc/passwd"),
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            resolve_flags(true),
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EXDEV));
+    }
+}

@@ -1,0 +1,205 @@
+//! `porter_metrics`: the server's figures as Prometheus text (exposition
+//! format 0.0.4), for a scraper or `curl`.
+//!
+//! - `porter_loop_busy_seconds{worker}`: histogram of how long each
+//!   event-loop iteration ran before waiting for events again — the
+//!   "event loop blocked" figure; a disk call made inline on a cold disk
+//!   shows up here as a long iteration.
+//! - `porter_ttfb_seconds{worker}`: request head read → response head ready.
+//! - `porter_pool_{threads,busy,queued}{pool}` gauges and
+//!   `porter_pool_{tasks,overflows}_total{pool}` counters.
+//! - `porter_fastpath_total{op,result}`: calls served inline from the page
+//!   cache (`hit`) or offloaded (`miss`).
+//! - The `stub_status` figures as `porter_connections_*` and
+//!   `porter_requests_total`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::{Env, Outcome};
+use crate::disk::fastpath::{self, Op};
+use crate::http::context::{Method, RequestCtx};
+use crate::http::response::Response;
+use crate::metrics::{self, get, Histogram, BUCKETS};
+
+fn histogram(out: &mut String, name: &str, help: &str, series: &[(String, &Histogram)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+    for (labels, h) in series {
+        let (cum, sum, _) = h.snapshot();
+        for (i, c) in cum.iter().enumerate() {
+            let le = BUCKETS
+                .get(i)
+                .map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+            let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{le}\"}} {c}");
+        }
+        let _ = writeln!(out, "{name}_sum{{{labels}}} {sum}");
+        let _ = writeln!(out, "{name}_count{{{labels}}} {}", cum.last().unwrap_or(&0));
+    }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, u64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (labels, v) in rows {
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {v}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        }
+    }
+}
+
+/// Renders every figure.
+pub fn render(env: &Env<'_>) -> String {
+    let mut out = String::with_capacity(8192);
+    let workers = metrics::workers();
+    let busy: Vec<_> = workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_busy))
+        .collect();
+    histogram(
+        &mut out,
+        "porter_loop_busy_seconds",
+        "Busy time of each event-loop iteration (event loop blocked).",
+        &busy,
+    );
+    let max: Vec<_> = workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("worker=\"{i}\""), w.loop_busy.snapshot().2))
+        .collect();
+    let _ = writeln!(
+        out,
+        "# HELP porter_loop_busy_max_seconds Longest event-loop iteration since start.\n# TYPE porter_loop_busy_max_seconds gauge"
+    );
+    for (l, v) in max {
+        let _ = writeln!(out, "porter_loop_busy_max_seconds{{{l}}} {v}");
+    }
+    let ttfb: Vec<_> = workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("worker=\"{i}\""), &w.ttfb))
+        .collect();
+    histogram(
+        &mut out,
+        "porter_ttfb_seconds",
+        "From a complete request head to the response head ready to send.",
+        &ttfb,
+    );
+
+    let pools = env.disk.pools().sorted();
+    let rows = |f: &dyn Fn(&crate::disk::pool::ThreadPool) -> u64| -> Vec<(String, u64)> {
+        pools
+            .iter()
+            .map(|p| (format!("pool=\"{}\"", p.name()), f(p)))
+            .collect()
+    };
+    family(
+        &mut out,
+        "porter_pool_threads",
+        "gauge",
+        "Threads of the pool.",
+        &rows(&|p| p.spec().threads as u64),
+    );
+    family(
+        &mut out,
+        "porter_pool_busy",
+        "gauge",
+        "Threads running a task.",
+        &rows(&|p| p.stats().busy.load(Ordering::Relaxed) as u64),
+    );
+    family(
+        &mut out,
+        "porter_pool_queued",
+        "gauge",
+        "Tasks waiting for a thread.",
+        &rows(&|p| p.stats().waiting.load(Ordering::Relaxed) as u64),
+    );
+    family(
+        &mut out,
+        "porter_pool_max_queue",
+        "gauge",
+        "The pool's max_queue.",
+        &rows(&|p| p.spec().max_queue as u64),
+    );
+    family(
+        &mut out,
+        "porter_pool_tasks_total",
+        "counter",
+        "Tasks completed.",
+        &rows(&|p| p.stats().done.load(Ordering::Relaxed)),
+    );
+    family(
+        &mut out,
+        "porter_pool_overflows_total",
+        "counter",
+        "Tasks rejected because the queue was full.",
+        &rows(&|p| p.stats().overflows.load(Ordering::Relaxed)),
+    );
+
+    let mut fp = Vec::new();
+    for op in Op::ALL {
+        let (hit, miss) = fastpath::counts(op);
+        fp.push((format!("op=\"{}\",result=\"hit\"", op.name()), hit));
+        fp.push((format!("op=\"{}\",result=\"miss\"", op.name()), miss));
+    }
+    family(
+        &mut out,
+        "porter_fastpath_total",
+        "counter",
+        "Disk calls served inline from cache (hit) or offloaded (miss).",
+        &fp,
+    );
+
+    let active = get(&metrics::ACTIVE);
+    let reading = get(&metrics::READING);
+    let writing = get(&metrics::WRITING);
+    family(
+        &mut out,
+        "porter_connections_accepted_total",
+        "counter",
+        "Client connections accepted.",
+        &[(String::new(), get(&metrics::ACCEPTS))],
+    );
+    family(
+        &mut out,
+        "porter_connections_handled_total",
+        "counter",
+        "Client connections handled.",
+        &[(String::new(), get(&metrics::HANDLED))],
+    );
+    family(
+        &mut out,
+        "porter_requests_total",
+        "counter",
+        "Requests read.",
+        &[(String::new(), get(&metrics::REQUESTS))],
+    );
+    family(
+        &mut out,
+        "porter_connections",
+        "gauge",
+        "Open client connections by state.",
+        &[
+            ("state=\"reading\"".into(), reading),
+            ("state=\"writing\"".into(), writing),
+            (
+                "state=\"waiting\"".into(),
+                active.saturating_sub(reading + writing),
+            ),
+        ],
+    );
+    out
+}
+
+/// The content handler.
+pub fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    if !matches!(ctx.method, Method::Get | Method::Head) {
+        return Outcome::Status(405);
+    }
+    Outcome::Done(Response::bytes(
+        200,
+        "text/plain; version=0.0.4",
+        render(env).into_bytes(),
+    ))
+}
