@@ -67,6 +67,51 @@ fn errors_name_file_and_line_and_exit_1() {
         ),
         ("events {}\nhttp {\n}\n}\n", "unexpected \"}\"", 4),
         (
+            "events {}\n\nthread_pool a threads=0;\n",
+            "invalid threads value \"threads=0\"",
+            3,
+        ),
+        (
+            "events {}\nthread_pool a threads=2;\nthread_pool a threads=3;\n",
+            "duplicate thread pool \"a\"",
+            3,
+        ),
+        (
+            "events {}\nthread_pool a max_queue=3;\n",
+            "\"thread_pool\" must have \"threads\" parameter",
+            2,
+        ),
+        (
+            "events {}\nthread_pool a threads=2 max_queue=x;\n",
+            "invalid max_queue value \"max_queue=x\"",
+            2,
+        ),
+        (
+            "events {}\nhttp {\n server {\n  aio threads=nope;\n }\n}\n",
+            "unknown thread pool \"nope\"",
+            4,
+        ),
+        (
+            "events {}\nhttp {\n aio on;\n}\n",
+            "\"aio on\" (io_uring) is not supported yet, use \"aio threads\"",
+            3,
+        ),
+        (
+            "events {}\nhttp {\n aio bogus;\n}\n",
+            "\"aio\" directive invalid value",
+            3,
+        ),
+        (
+            "events {}\nhttp {\n open_file_cache max=0;\n}\n",
+            "invalid \"open_file_cache\" parameter \"max=0\"",
+            3,
+        ),
+        (
+            "events {}\nhttp {\n open_file_cache inactive=3s;\n}\n",
+            "\"open_file_cache\" must have the \"max\" parameter",
+            3,
+        ),
+        (
             "events {}\nhttp {\n server {\n",
             "unexpected end of file, expecting \"}\"",
             4,

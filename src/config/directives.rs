@@ -1283,7 +1283,7 @@ fn set_thread_pool(b: &mut Build, d: &Directive) -> Res {
         }
     }
     if threads == 0 {
-        return Err(format!("\"{name}\" must have \"threads\" parameter"));
+        return Err("\"thread_pool\" must have \"threads\" parameter".to_string());
     }
     if b.pools.iter().any(|p| p.name == name) {
         return Err(format!("duplicate thread pool \"{name}\""));
@@ -1322,7 +1322,7 @@ fn set_aio(b: &mut Build, d: &Directive) -> Res {
                 }
                 AioConf::Threads(t)
             }
-            _ => return Err(format!("invalid value \"{v}\" in \"aio\" directive")),
+            _ => return Err(invalid(d)),
         },
     };
     set_once(&mut b.loc().aio, conf, d)

@@ -126,11 +126,15 @@ impl ThreadPool {
         for i in 0..inner.spec.threads {
             let inner2 = inner.clone();
             let creds = creds.clone();
-            // Thread names are limited to 15 bytes by the kernel.
-            let mut name = format!("porter-{}", inner.spec.name);
-            name.truncate(12);
+            // `top -H` shows "NAME-i"; the kernel keeps 15 bytes, so a long
+            // pool name is cut to leave room for the index.
+            let suffix = format!("-{i}");
+            let mut name: String = inner.spec.name.clone();
+            while name.len() + suffix.len() > 15 {
+                name.pop();
+            }
             std::thread::Builder::new()
-                .name(format!("{name}-{i}"))
+                .name(format!("{name}{suffix}"))
                 .spawn(move || {
                     if let Some(c) = &creds {
                         if let Err(e) = crate::runtime::privileges::drop_thread(c) {

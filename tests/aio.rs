@@ -1,0 +1,245 @@
+//! Thread pools, the fast path, `open_file_cache` and the metrics, on a
+//! normal (fast) disk: what can be shown without slowing a disk down. The
+//! slow-disk proofs are in `slow_disk.rs`.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::*;
+
+/// Parses Prometheus text into `series → value` (series with labels, as
+/// written).
+fn metrics(port: u16) -> HashMap<String, f64> {
+    let r = get(port, "/metrics");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/plain; version=0.0.4"));
+    r.text()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').expect("series value");
+            (k.to_string(), v.parse::<f64>().expect("number"))
+        })
+        .collect()
+}
+
+fn m(all: &HashMap<String, f64>, key: &str) -> f64 {
+    *all.get(key).unwrap_or_else(|| panic!("no series {key}"))
+}
+
+fn docroot() -> TempDir {
+    let d = TempDir::new("aio");
+    d.write("hot.txt", "hot file\n");
+    d.write("big.bin", vec![b'x'; 3 * 1024 * 1024 + 7]);
+    d
+}
+
+fn conf(main: &str, http: &str, server: &str, root: &TempDir) -> String {
+    format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\nerror_log {{PREFIX}}/logs/error.log info;\n{main}\n\
+         events {{ }}\nhttp {{\n  access_log off;\n{http}\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    root {};\n\
+         location = /metrics {{ porter_metrics; }}\n    location = /status {{ stub_status; }}\n{server}\n  }}\n}}\n",
+        root.path().display()
+    )
+}
+
+#[test]
+fn implicit_default_pool_and_named_threads() {
+    let root = docroot();
+    let s = Server::start(&conf("", "  aio threads;", "", &root));
+    assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
+    let all = metrics(s.port);
+    assert_eq!(m(&all, "porter_pool_threads{pool=\"default\"}"), 32.0);
+    assert_eq!(m(&all, "porter_pool_max_queue{pool=\"default\"}"), 65536.0);
+    // Threads are named after the pool (what `top -H` shows).
+    assert_eq!(wait_threads(s.child.id(), "default-", 32), 32);
+}
+
+/// Threads of `pid` whose name starts with `prefix`.
+fn threads_named(pid: u32, prefix: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter(|t| {
+            std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"))
+                .unwrap_or_default()
+                .starts_with(prefix)
+        })
+        .count()
+}
+
+/// A new thread names itself once it runs: waits up to 3 s for `want`.
+fn wait_threads(pid: u32, prefix: &str, want: usize) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while threads_named(pid, prefix) != want && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    threads_named(pid, prefix)
+}
+
+#[test]
+fn cached_files_are_served_by_the_fast_path_not_the_pool() {
+    let root = docroot();
+    let s = Server::start(&conf(
+        "thread_pool disk threads=2;",
+        "  aio threads=disk;\n  sendfile on;",
+        "",
+        &root,
+    ));
+    // Warm the path and pages.
+    assert_eq!(get(s.port, "/hot.txt").status, 200);
+    assert_eq!(get(s.port, "/big.bin").body.len(), 3 * 1024 * 1024 + 7);
+    let before = metrics(s.port);
+    for _ in 0..20 {
+        assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
+    }
+    assert_eq!(get(s.port, "/big.bin").body.len(), 3 * 1024 * 1024 + 7);
+    let after = metrics(s.port);
+    let tasks = "porter_pool_tasks_total{pool=\"disk\"}";
+    assert_eq!(
+        m(&after, tasks),
+        m(&before, tasks),
+        "hot files went to the pool"
+    );
+    let hits = |a: &HashMap<String, f64>, op: &str| {
+        m(
+            a,
+            &format!("porter_fastpath_total{{op=\"{op}\",result=\"hit\"}}"),
+        )
+    };
+    assert!(hits(&after, "open") - hits(&before, "open") >= 21.0);
+    assert!(hits(&after, "read") - hits(&before, "read") >= 20.0);
+    assert!(hits(&after, "sendfile") - hits(&before, "sendfile") >= 1.0);
+    // Event-loop and TTFB histograms count something.
+    assert!(m(&after, "porter_loop_busy_seconds_count{worker=\"0\"}") > 0.0);
+    assert!(m(&after, "porter_ttfb_seconds_count{worker=\"0\"}") >= 22.0);
+}
+
+#[test]
+fn fast_path_off_sends_everything_through_the_pool() {
+    let root = docroot();
+    let s = Server::start(&conf(
+        "thread_pool disk threads=2;",
+        "  aio threads=disk;\n  aio_fast_path off;\n  sendfile on;",
+        "",
+        &root,
+    ));
+    let before = metrics(s.port);
+    for _ in 0..5 {
+        assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
+    }
+    let body = get(s.port, "/big.bin").body;
+    assert!(body.len() == 3 * 1024 * 1024 + 7 && body.iter().all(|&b| b == b'x'));
+    let after = metrics(s.port);
+    let tasks = "porter_pool_tasks_total{pool=\"disk\"}";
+    // open + read per small file, open + at least one sendfile for the big one.
+    assert!(m(&after, tasks) - m(&before, tasks) >= 12.0);
+}
+
+#[test]
+fn variable_pool_names_resolve_per_request() {
+    let root = docroot();
+    let s = Server::start(&conf(
+        "thread_pool pool_a threads=1;\nthread_pool pool_b threads=1;",
+        "  aio threads=pool_$arg_p;\n  aio_fast_path off;",
+        "",
+        &root,
+    ));
+    let before = metrics(s.port);
+    assert_eq!(get(s.port, "/hot.txt?p=a").status, 200);
+    assert_eq!(get(s.port, "/hot.txt?p=b").status, 200);
+    assert_eq!(get(s.port, "/hot.txt?p=b").status, 200);
+    let after = metrics(s.port);
+    let d = |p: &str| {
+        let k = format!("porter_pool_tasks_total{{pool=\"{p}\"}}");
+        m(&after, &k) - m(&before, &k)
+    };
+    assert_eq!((d("pool_a"), d("pool_b")), (2.0, 4.0));
+    assert_eq!(get(s.port, "/hot.txt?p=zzz").status, 500);
+    s.wait_log(
+        "logs/error.log",
+        "thread pool \"pool_zzz\" not found",
+        Duration::from_secs(3),
+    );
+}
+
+#[test]
+fn open_file_cache_keeps_descriptors_and_revalidates() {
+    let root = docroot();
+    let s = Server::start(&conf(
+        "",
+        "  open_file_cache max=10 inactive=60s;\n  open_file_cache_valid 1s;\n  open_file_cache_errors on;",
+        "",
+        &root,
+    ));
+    assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
+    assert_eq!(get(s.port, "/later.txt").status, 404);
+    // Replace the file (new inode) and create the missing one: within
+    // `valid` the cached answers stand, after it they are rechecked.
+    std::fs::remove_file(root.path().join("hot.txt")).unwrap();
+    root.write("hot.txt", "replaced\n");
+    root.write("later.txt", "now here\n");
+    assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
+    assert_eq!(get(s.port, "/later.txt").status, 404);
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(get(s.port, "/hot.txt").text(), "replaced\n");
+    assert_eq!(get(s.port, "/later.txt").text(), "now here\n");
+}
+
+#[test]
+fn stub_status_has_nginx_layout() {
+    let root = docroot();
+    let s = Server::start(&conf("", "", "", &root));
+    let t = get(s.port, "/status").text();
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 4, "{t}");
+    assert!(lines[0].starts_with("Active connections: "), "{t}");
+    assert_eq!(lines[1], "server accepts handled requests");
+    assert_eq!(lines[2].split_whitespace().count(), 3, "{t}");
+    assert!(lines[3].starts_with("Reading: ") && lines[3].contains(" Writing: "));
+}
+
+#[test]
+fn reload_keeps_unchanged_pools() {
+    let root = docroot();
+    let body = conf(
+        "thread_pool disk threads=2;",
+        "  aio threads=disk;\n  aio_fast_path off;",
+        "",
+        &root,
+    );
+    let s = Server::start(&body);
+    for _ in 0..3 {
+        assert_eq!(get(s.port, "/hot.txt").status, 200);
+    }
+    let before = metrics(s.port);
+    let pid = s.child.id();
+    assert_eq!(wait_threads(pid, "disk-", 2), 2);
+    // Reload with the same pool and a new location.
+    let text = config_text(
+        &body.replace(
+            "location = /status",
+            "location = /v { return 200 \"v2\"; }\n    location = /status",
+        ),
+        s.port,
+        s.prefix.path(),
+    );
+    s.prefix.write("porter.conf", text);
+    s.signal(libc_sighup());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while get(s.port, "/v").text() != "v2" {
+        assert!(std::time::Instant::now() < deadline, "reload did not apply");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Same threads, counters carried on.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(threads_named(pid, "disk-"), 2);
+    let after = metrics(s.port);
+    let tasks = "porter_pool_tasks_total{pool=\"disk\"}";
+    assert!(m(&after, tasks) >= m(&before, tasks));
+}
+
+fn libc_sighup() -> i32 {
+    1
+}
