@@ -10,6 +10,7 @@
 //!   `porter_pool_{tasks,overflows}_total{pool}` counters.
 //! - `porter_fastpath_total{op,result}`: calls served inline from the page
 //!   cache (`hit`) or offloaded (`miss`).
+//! - `porter_log_dropped_lines_total`: log lines dropped, never waited for.
 //! - The `stub_status` figures as `porter_connections_*` and
 //!   `porter_requests_total`.
 
@@ -149,6 +150,14 @@ pub fn render(env: &Env<'_>) -> String {
         "counter",
         "Disk calls served inline from cache (hit) or offloaded (miss).",
         &fp,
+    );
+
+    family(
+        &mut out,
+        "porter_log_dropped_lines_total",
+        "counter",
+        "Log lines dropped because the log thread could not keep up.",
+        &[(String::new(), crate::log::dropped_lines())],
     );
 
     let active = get(&metrics::ACTIVE);
