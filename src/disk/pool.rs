@@ -22,7 +22,10 @@ use crate::runtime::privileges::Credentials;
 /// A task running longer than this is reported (NGINX's 60 s warning).
 const SLOW_TASK: Duration = Duration::from_secs(60);
 
-type Task = Box<dyn FnOnce() + Send + 'static>;
+/// A task computes its result and returns the step that delivers it, so
+/// the thread can count itself free before the submitter is woken.
+type Deliver = Box<dyn FnOnce() + Send + 'static>;
+type Task = Box<dyn FnOnce() -> Deliver + Send + 'static>;
 
 /// A pool's declared shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +65,8 @@ pub struct PoolStats {
 struct Queue {
     tasks: VecDeque<Task>,
     idle: usize,
+    /// Tasks taken by a thread and not yet delivered.
+    running: usize,
     stopping: bool,
 }
 
@@ -115,6 +120,7 @@ impl ThreadPool {
             queue: Mutex::new(Queue {
                 tasks: VecDeque::new(),
                 idle: 0,
+                running: 0,
                 stopping: false,
             }),
             ready: Condvar::new(),
@@ -201,9 +207,11 @@ impl ThreadPool {
     }
 
     /// Posts `f` and returns a receiver for its result. Fails at once when
-    /// the queue is full: a task may wait only if fewer than `max_queue`
-    /// tasks are waiting beyond the idle threads (so `max_queue=0` allows
-    /// `threads` tasks in flight and none waiting).
+    /// the pool is full: `threads + max_queue` tasks already queued or
+    /// running (so `max_queue=0` allows `threads` tasks in flight and none
+    /// waiting). A thread counts as free again before its result wakes the
+    /// submitter, so a request's next task is never refused for its own
+    /// previous one.
     pub fn submit<T, F>(&self, f: F) -> Result<oneshot::Receiver<T>, PoolError>
     where
         T: Send + 'static,
@@ -211,14 +219,17 @@ impl ThreadPool {
     {
         let (tx, rx) = oneshot::channel();
         let task: Task = Box::new(move || {
-            let _ = tx.send(f());
+            let v = f();
+            Box::new(move || {
+                let _ = tx.send(v);
+            })
         });
         let mut q = self.inner.queue.lock().unwrap();
         if q.stopping {
             return Err(PoolError::Stopped);
         }
-        let waiting_beyond_idle = q.tasks.len().saturating_sub(q.idle);
-        if q.tasks.len() >= q.idle && waiting_beyond_idle >= self.inner.spec.max_queue {
+        let spec = &self.inner.spec;
+        if q.tasks.len() + q.running >= spec.threads + spec.max_queue {
             let waiting = q.tasks.len();
             drop(q);
             self.inner.stats.overflows.fetch_add(1, Ordering::Relaxed);
@@ -251,6 +262,7 @@ fn run_thread(inner: &Inner, index: usize) {
             let mut q = inner.queue.lock().unwrap();
             loop {
                 if let Some(t) = q.tasks.pop_front() {
+                    q.running += 1;
                     inner.stats.waiting.store(q.tasks.len(), Ordering::Relaxed);
                     break t;
                 }
@@ -264,10 +276,16 @@ fn run_thread(inner: &Inner, index: usize) {
         };
         inner.stats.busy.fetch_add(1, Ordering::Relaxed);
         inner.running.lock().unwrap()[index] = Some((Instant::now(), false));
-        task();
+        // A panicking task drops its sender (the submitter sees the task
+        // as lost) and leaves the thread serving.
+        let deliver = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).ok();
+        inner.queue.lock().unwrap().running -= 1;
         inner.running.lock().unwrap()[index] = None;
         inner.stats.busy.fetch_sub(1, Ordering::Relaxed);
         inner.stats.done.fetch_add(1, Ordering::Relaxed);
+        if let Some(deliver) = deliver {
+            deliver();
+        }
     }
 }
 
@@ -399,6 +417,18 @@ mod tests {
             r.unwrap().blocking_recv().unwrap();
         }
         assert_eq!(p.submit(|| 1).unwrap().blocking_recv().unwrap(), 1);
+    }
+
+    #[test]
+    fn a_thread_is_free_before_its_result_arrives() {
+        // With one thread and no queue, a submitter that posts its next task
+        // as soon as the previous result arrives is never refused.
+        let p = pool(1, 0);
+        for i in 0..500 {
+            let rx = p.submit(move || i).expect("thread free");
+            assert_eq!(rx.blocking_recv().unwrap(), i);
+        }
+        assert_eq!(p.stats().overflows.load(Ordering::Relaxed), 0);
     }
 
     #[test]
