@@ -312,6 +312,31 @@ fn sendfile_some(sock: impl AsFd, f: &File, offset: &mut u64, count: usize) -> i
     Ok(sent)
 }
 
+/// A call on a path (`open_and_stat`, `stat_path`): with the fast path,
+/// first inline with `RESOLVE_CACHED`; a walk that would need the disk, or
+/// any call without the fast path, runs as [`run`] says.
+async fn path_call<T: Send + 'static>(
+    op: Op,
+    call: fn(&Path, Option<&str>, bool, bool) -> io::Result<T>,
+    path: &Path,
+    opts: &OpenOptions,
+    io: &Io,
+) -> io::Result<T> {
+    let no_symlinks = opts.no_symlinks;
+    if io.pool.is_some() && io.fast && fastpath::features().open_cached {
+        match call(path, opts.root.as_deref(), no_symlinks, true) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => fastpath::count(op, false),
+            r => {
+                fastpath::count(op, true);
+                return r;
+            }
+        }
+    }
+    let path = path.to_path_buf();
+    let root = opts.root.clone();
+    run(io, move || call(&path, root.as_deref(), no_symlinks, false)).await
+}
+
 /// Runs `f` on `pool` and awaits its result.
 async fn offload<T, F>(pool: &ThreadPool, f: F) -> io::Result<T>
 where
@@ -447,41 +472,11 @@ impl Disk {
         opts: &OpenOptions,
         io: &Io,
     ) -> io::Result<(File, FileMeta)> {
-        let no_symlinks = opts.no_symlinks;
-        if io.pool.is_some() && io.fast && fastpath::features().open_cached {
-            match open_and_stat(path, opts.root.as_deref(), no_symlinks, true) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => fastpath::count(Op::Open, false),
-                r => {
-                    fastpath::count(Op::Open, true);
-                    return r;
-                }
-            }
-        }
-        let path = path.to_path_buf();
-        let root = opts.root.clone();
-        run(io, move || {
-            open_and_stat(&path, root.as_deref(), no_symlinks, false)
-        })
-        .await
+        path_call(Op::Open, open_and_stat, path, opts, io).await
     }
 
     async fn stat_inner(&self, path: &Path, opts: &OpenOptions, io: &Io) -> io::Result<FileMeta> {
-        let no_symlinks = opts.no_symlinks;
-        if io.pool.is_some() && io.fast && fastpath::features().open_cached {
-            match stat_path(path, opts.root.as_deref(), no_symlinks, true) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => fastpath::count(Op::Stat, false),
-                r => {
-                    fastpath::count(Op::Stat, true);
-                    return r;
-                }
-            }
-        }
-        let path = path.to_path_buf();
-        let root = opts.root.clone();
-        run(io, move || {
-            stat_path(&path, root.as_deref(), no_symlinks, false)
-        })
-        .await
+        path_call(Op::Stat, stat_path, path, opts, io).await
     }
 
     /// `stat`s `path` (following symlinks unless `disable_symlinks`).
