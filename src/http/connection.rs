@@ -223,7 +223,10 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         }
         out.clear();
         write_head(&resp, &opts, &mut out);
-        ctx.sent_headers = sent_headers(&resp);
+        if !ctx.loc.s.access_log.is_empty() {
+            // Only an access log reads `$sent_http_*`.
+            ctx.sent_headers = sent_headers(&resp);
+        }
         let head_len = out.len() as u64;
         w.figures.ttfb.observe(ctx.start.elapsed());
         let sent = send(&stream, &w.disk, &resp, head_only, &mut out, s).await;

@@ -99,7 +99,22 @@ pub fn error_log_time() -> String {
 
 /// Formats an HTTP date (`Last-Modified`).
 pub fn http_date(secs: i64) -> String {
-    httpdate::fmt_http_date(UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64))
+    // Hot files repeat the same Last-Modified: remember the last one.
+    thread_local! {
+        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+    }
+    LAST.with(|l| {
+        let mut l = l.borrow_mut();
+        if l.0 != secs {
+            *l = (
+                secs,
+                httpdate::fmt_http_date(
+                    UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64),
+                ),
+            );
+        }
+        l.1.clone()
+    })
 }
 
 #[cfg(test)]
