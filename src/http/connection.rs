@@ -79,7 +79,7 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
     let mut shutdown = w.shutdown.clone();
 
     loop {
-        let head = match read_head(
+        let head = match Box::pin(read_head(
             &mut stream,
             &mut buf,
             &limits,
@@ -87,7 +87,7 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
             header_timeout,
             keepalive_timeout,
             &mut shutdown,
-        )
+        ))
         .await
         {
             ReadHead::Head(h) => h,
@@ -124,8 +124,14 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
                 if let Body::Bytes(b) = &resp.body {
                     out.extend_from_slice(b);
                 }
-                let _ = write_all(&stream, &out, false, default_server.base.s.send_timeout).await;
-                lingering_close(stream).await;
+                let _ = Box::pin(write_all(
+                    &stream,
+                    &out,
+                    false,
+                    default_server.base.s.send_timeout,
+                ))
+                .await;
+                Box::pin(lingering_close(stream)).await;
                 return;
             }
         };
@@ -182,7 +188,9 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
                 disk: &w.disk,
                 log: &w.log,
             };
-            handlers::respond(&mut ctx, &env).await
+            // Boxed: the handler's state exists only while a request is in
+            // flight, so an idle keep-alive connection stays small.
+            Box::pin(handlers::respond(&mut ctx, &env)).await
         };
         let Some(mut resp) = resp else {
             // `return 444`: close without a response.
@@ -198,7 +206,9 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
             if resp.status == 413 || resp.close {
                 body_ok = false;
             } else {
-                body_ok = discard_body(&mut stream, &mut buf, kind).await.is_ok();
+                body_ok = Box::pin(discard_body(&mut stream, &mut buf, kind))
+                    .await
+                    .is_ok();
             }
         }
 
@@ -229,7 +239,7 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         }
         let head_len = out.len() as u64;
         w.figures.ttfb.observe(ctx.start.elapsed());
-        let sent = send(&stream, &w.disk, &resp, head_only, &mut out, s).await;
+        let sent = Box::pin(send(&stream, &w.disk, &resp, head_only, &mut out, s)).await;
         ctx.status = resp.status;
         match sent {
             Ok(body_bytes) => {
@@ -278,7 +288,7 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
                 let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
                 return;
             }
-            lingering_close(stream).await;
+            Box::pin(lingering_close(stream)).await;
             return;
         }
     }
@@ -416,7 +426,8 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<()> 
 async fn lingering_close(mut stream: TcpStream) {
     let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
     let deadline = Instant::now() + LINGERING_TIME;
-    let mut junk = [0u8; 4096];
+    // On the heap: an array here would make every connection's future 4 KiB bigger.
+    let mut junk = vec![0u8; 4096];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
