@@ -5,7 +5,8 @@
 //! - [`config`]: NGINX-syntax parser, directive table, typed model;
 //! - [`runtime`]: master thread, workers (one event loop each), listeners;
 //! - [`http`]: parsing, ranges, conditionals, the connection loop;
-//! - [`handlers`]: locations, static files, `return`, `error_page`, status;
+//! - [`handlers`]: locations, static files, `return`, `error_page`, status,
+//!   and the header filter chain;
 //! - [`disk`]: the only place that touches the file system;
 //! - [`log`]: access and error logs, written off the event loops;
 //! - [`metrics`]: server-wide counters.

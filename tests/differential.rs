@@ -4,7 +4,7 @@
 //! after normalising what legitimately differs (the `Server` header and
 //! `Date`, the product/version string in built-in pages, the listening port
 //! in `Location`, multipart boundaries). Deliberate differences (porter is
-//! stricter on some malformed input) are listed in `CASES` as
+//! stricter on some malformed input) are listed in the corpus as
 //! `Expect::PorterStricter` with a reason, and in `docs/differences.md`.
 //!
 //! Skips itself (saying so) when `/usr/sbin/nginx` is not installed.
@@ -514,8 +514,7 @@ impl Conn {
             .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
         let len = r.header("content-length").and_then(|v| v.parse().ok());
         if chunked {
-            loop {
-                let Some(line) = self.read_line() else { break };
+            while let Some(line) = self.read_line() {
                 let line = String::from_utf8_lossy(&line).into_owned();
                 let size = line.split(';').next().unwrap_or("").trim();
                 let n = usize::from_str_radix(size, 16).unwrap_or(0);
@@ -839,6 +838,30 @@ fn corpus(root: &Path) -> Vec<Case> {
     same(
         "HEAD /noindex/ (built-in 403)",
         vec![req("HEAD", "/noindex/", "")],
+    );
+    // msie_padding: built-in error pages are padded for MSIE and Chrome.
+    let chrome = "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 \
+                  (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36\r\n";
+    let firefox = "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 \
+                   Firefox/120.0\r\n";
+    let msie = "User-Agent: Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)\r\n";
+    for (browser, ua) in [("Chrome", chrome), ("Firefox", firefox), ("MSIE", msie)] {
+        same(
+            &format!("built-in 404 for {browser}"),
+            vec![req("GET", "/static/missing.css", ua)],
+        );
+        same(
+            &format!("custom 404 for {browser}"),
+            vec![req("GET", "/missing.txt", ua)],
+        );
+    }
+    same(
+        "built-in 403 for Chrome",
+        vec![req("GET", "/noindex/", chrome)],
+    );
+    same(
+        "301 for Chrome (not padded)",
+        vec![req("GET", "/sub", chrome)],
     );
 
     // --- Locations: exact, ^~, alias, return, try_files, error_page =200.
@@ -1173,6 +1196,85 @@ fn corpus(root: &Path) -> Vec<Case> {
         vec![req("GET", "/e200/missing", "Range: bytes=0-1\r\n")],
     );
 
+    // --- The filter chain on error pages and generated bodies: conditional
+    // requests and ranges apply to any 200 (an error page sent with
+    // `=200` included), not to an error page keeping its error status; a
+    // 416 keeps the 200's add_header lines and adds its own.
+    let page_etag = etag_of(root, "custom404.html");
+    same(
+        "If-None-Match * on error_page =200",
+        vec![req("GET", "/e200/missing", "If-None-Match: *\r\n")],
+    );
+    same(
+        "If-None-Match match on error_page =200",
+        vec![req(
+            "GET",
+            "/e200/missing",
+            &format!("If-None-Match: {page_etag}\r\n"),
+        )],
+    );
+    same(
+        "If-None-Match match on custom 404",
+        vec![req(
+            "GET",
+            "/missing.txt",
+            &format!("If-None-Match: {page_etag}\r\n"),
+        )],
+    );
+    same(
+        "If-Match mismatch on custom 404",
+        vec![req("GET", "/missing.txt", "If-Match: \"nope\"\r\n")],
+    );
+    same(
+        "Range bytes=100- on error_page =200",
+        vec![req("GET", "/e200/missing", "Range: bytes=100-\r\n")],
+    );
+    same(
+        "Range bytes=100- on a directory index",
+        vec![req("GET", "/sub/", "Range: bytes=100-\r\n")],
+    );
+    same(
+        "HEAD with unsatisfiable Range",
+        vec![req("HEAD", a, "Range: bytes=100-\r\n")],
+    );
+    same(
+        "Range bytes=100- with add_header in the location",
+        vec![req("GET", "/static/s.css", "Range: bytes=100-\r\n")],
+    );
+    same(
+        "keep-alive after 416",
+        vec![
+            req_ka("GET", a, "Range: bytes=100-\r\n"),
+            req("GET", "/one.txt", ""),
+        ],
+    );
+    for (label, h) in [
+        ("If-Match *", "If-Match: *\r\n".to_string()),
+        ("If-Match mismatch", "If-Match: \"nope\"\r\n".to_string()),
+        (
+            "If-None-Match mismatch",
+            "If-None-Match: \"nope\"\r\n".to_string(),
+        ),
+        ("If-Modified-Since", format!("If-Modified-Since: {lm}\r\n")),
+        (
+            "If-Unmodified-Since",
+            format!("If-Unmodified-Since: {LATER}\r\n"),
+        ),
+    ] {
+        same(
+            &format!("{label} on return 200"),
+            vec![req("GET", "/exact", &h)],
+        );
+    }
+    same(
+        "HEAD If-None-Match * on return 200",
+        vec![req("HEAD", "/exact", "If-None-Match: *\r\n")],
+    );
+    same(
+        "try_files directory redirect keeps the arguments",
+        vec![req("GET", "/tf/dir?x=1", "")],
+    );
+
     // --- URI normalisation.
     for t in [
         "/txt/%61.txt",
@@ -1196,6 +1298,9 @@ fn corpus(root: &Path) -> Vec<Case> {
         "/sub/%69ndex.html",
         "/space name.txt",
     ] {
+        same(&format!("URI {t}"), vec![req("GET", t, "")]);
+    }
+    for t in ["/exact?x=1#frag", "/exact#frag?x=1", "/exact?x=a#b#c"] {
         same(&format!("URI {t}"), vec![req("GET", t, "")]);
     }
     same(
@@ -1299,6 +1404,36 @@ fn corpus(root: &Path) -> Vec<Case> {
             req("GET", "/txt/a.txt", ""),
         ],
     );
+    // Expect: 100-continue is answered when a handler that reads or
+    // discards the body runs, not for error pages. Each case sends a second
+    // request so that both the interim and the final response are read.
+    for (t, extra) in [
+        ("/one.txt", ""),
+        ("/exact", ""),
+        ("/moved", ""),
+        ("/missing.txt", ""),
+        ("/e200/missing", ""),
+        ("/sub", ""),
+        ("/sub/", ""),
+        ("/one.txt", "Range: bytes=5-\r\n"),
+        ("/one.txt", "If-Match: \"x\"\r\n"),
+    ] {
+        same(
+            &format!("Expect: 100-continue on {t} {}", extra.trim_end()),
+            vec![
+                req_ka("GET", t, &format!("Expect: 100-continue\r\n{extra}")),
+                req("GET", "/one.txt", ""),
+            ],
+        );
+    }
+    same(
+        "Expect: 100-continue on HTTP/1.0",
+        vec![
+            b"GET /one.txt HTTP/1.0\r\nConnection: keep-alive\r\nExpect: 100-continue\r\n\r\n"
+                .to_vec(),
+            b"GET /one.txt HTTP/1.0\r\n\r\n".to_vec(),
+        ],
+    );
     same(
         "Connection: keep-alive on HTTP/1.1 with Range",
         vec![
@@ -1379,6 +1514,8 @@ fn corpus(root: &Path) -> Vec<Case> {
         .map(|i| format!("X-Big-{i}: {}\r\n", "c".repeat(5000)))
         .collect();
     same("head over 32k", vec![req("GET", a, &many)]);
+    let lots: String = (0..500).map(|i| format!("X-H{i}: v\r\n")).collect();
+    same("500 short header lines", vec![req("GET", a, &lots)]);
     same(
         "leading empty lines",
         raw("\r\n\r\nGET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
@@ -1399,6 +1536,47 @@ fn corpus(root: &Path) -> Vec<Case> {
         "Host with port",
         raw("GET /sub HTTP/1.1\r\nHost: localhost:1234\r\nConnection: close\r\n\r\n"),
     );
+    for host in [
+        ".localhost",
+        "localhost.",
+        "LOCALHOST",
+        "a\\b",
+        "x:y:z",
+        "[::1]:80",
+        "a..b",
+        "a b",
+        ".",
+    ] {
+        same(
+            &format!("Host {host:?}"),
+            vec![
+                format!("GET /sub HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                    .into_bytes(),
+            ],
+        );
+    }
+    same(
+        "empty Host on HTTP/1.0",
+        raw("GET /txt/a.txt HTTP/1.0\r\nHost:\r\n\r\n"),
+    );
+    for v in [
+        "HTTP/1.00",
+        "HTTP/1.999",
+        "HTTP/1.1000",
+        "HTTP/01.1",
+        "HTTP/0.9",
+        "HTTP/1.",
+        "HTTP/2",
+        "HTTP/10.0",
+    ] {
+        same(
+            &format!("version {v}"),
+            vec![
+                format!("GET /txt/a.txt {v}\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                    .into_bytes(),
+            ],
+        );
+    }
 
     // --- Deliberate differences: porter refuses what nginx tolerates.
     let mut stricter = |name: &str, reqs: Vec<Vec<u8>>, reason: &'static str| {
@@ -1430,6 +1608,18 @@ fn corpus(root: &Path) -> Vec<Case> {
         "HTTP/0.9 request",
         raw("GET /txt/a.txt\r\n"),
         "porter does not speak HTTP/0.9; nginx answers with a bare body",
+    );
+    stricter(
+        "URI not UTF-8 after percent-decoding",
+        raw("GET /txt/%ff.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+        "porter keeps URIs as UTF-8 text; nginx maps any bytes to a file name",
+    );
+    stricter(
+        "raw non-UTF-8 byte in the URI",
+        vec![
+            b"GET /txt/\xff.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".to_vec(),
+        ],
+        "porter keeps URIs as UTF-8 text; nginx maps any bytes to a file name",
     );
 
     v

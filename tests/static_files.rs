@@ -356,6 +356,69 @@ fn conditional_requests() {
 }
 
 #[test]
+fn filter_chain_order_as_nginx() {
+    let root = docroot();
+    let s = start(
+        &root,
+        "    add_header X-A a always;\n\
+         location /keep/ { error_page 404 /errors/404.html; }\n\
+         location /ok/ { error_page 404 =200 /errors/404.html; }\n\
+         location = /r.json { return 200 \"{}\"; }\n\
+         location /dir { try_files $uri $uri/ =404; }\n",
+    );
+    let count = |r: &Resp, name: &str| r.headers.iter().filter(|(n, _)| n == name).count();
+    // A 416 keeps the 200's add_header lines and adds its own pass's.
+    let r = get_with(s.port, "/a.txt", "Range: bytes=100-\r\n");
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("Content-Range"), Some("bytes */27"));
+    assert_eq!(count(&r, "X-A"), 2);
+    assert!(r.header("ETag").is_none() && r.header("Last-Modified").is_none());
+    // An error page keeping its status: ETag, no Last-Modified, no
+    // conditionals or ranges.
+    let r = get_with(
+        s.port,
+        "/keep/missing",
+        "If-None-Match: *\r\nRange: bytes=0-1\r\n",
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(r.text(), "custom not found\n");
+    assert!(r.header("ETag").is_some() && r.header("Last-Modified").is_none());
+    // One sent with 200: conditionals and ranges apply.
+    assert_eq!(
+        get_with(s.port, "/ok/missing", "If-None-Match: *\r\n").status,
+        304
+    );
+    let r = get_with(s.port, "/ok/missing", "Range: bytes=0-1\r\n");
+    assert_eq!((r.status, r.text().as_str()), (206, "cu"));
+    // `return` text: typed by extension, conditionals without validators.
+    let r = get(s.port, "/r.json");
+    assert_eq!(r.header("Content-Type"), Some("application/json"));
+    assert_eq!(
+        get_with(s.port, "/r.json", "If-None-Match: *\r\n").status,
+        304
+    );
+    assert_eq!(
+        get_with(s.port, "/r.json", "If-Match: \"x\"\r\n").status,
+        412
+    );
+    // try_files `$uri/` finds the directory; the handler adds the slash.
+    let r = get(s.port, "/dir");
+    assert_eq!(r.status, 301);
+    assert!(r.header("Location").unwrap().ends_with("/dir/"));
+    // Malformed requests get the server's `always` headers.
+    let r = raw(
+        s.port,
+        b"GET /a.txt HTTP/1.1\r\nHost: x\r\nContent-Length: x\r\n\r\n",
+    );
+    assert_eq!((r.status, r.header("X-A")), (400, Some("a")));
+    let r = raw(
+        s.port,
+        b"GET /a.txt HTTP/1.2\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+}
+
+#[test]
 fn ranges() {
     let root = docroot();
     let s = start(

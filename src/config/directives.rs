@@ -288,6 +288,7 @@ pub static TABLE: &[Spec] = &[
     }),
     d("etag", HSL, Arity::N(1), loc_flag!(etag)),
     d("server_tokens", HSL, Arity::N(1), loc_flag!(server_tokens)),
+    d("msie_padding", HSL, Arity::N(1), loc_flag!(msie_padding)),
     d(
         "absolute_redirect",
         HSL,
@@ -1126,18 +1127,32 @@ fn set_index(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_try_files(b: &mut Build, d: &Directive) -> Res {
-    let list = d
-        .args
+    let (last, files) = d.args.split_last().unwrap();
+    let candidates = files
         .iter()
-        .map(|a| template(a))
-        .collect::<Result<Vec<_>, _>>()?;
-    if let Some(code) = d.args.last().unwrap().strip_prefix('=') {
-        match code.parse::<u16>() {
-            Ok(c) if (100..=999).contains(&c) => {}
+        .map(|a| {
+            // A trailing `/` asks for a directory and is not part of the
+            // URI tested, as in NGINX.
+            let dir = a.len() > 1 && a.ends_with('/');
+            let name = if dir { &a[..a.len() - 1] } else { a.as_str() };
+            Ok(TryFile {
+                name: template(name)?,
+                dir,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let fallback = match last.strip_prefix('=') {
+        Some(code) => match code.parse::<u16>() {
+            Ok(c) if (100..=999).contains(&c) => TryFallback::Code(c),
             _ => return Err(format!("invalid code \"{code}\"")),
-        }
-    }
-    set_once(&mut b.loc().try_files, Some(Arc::new(list)), d)
+        },
+        None => TryFallback::Uri(template(last)?),
+    };
+    let tf = TryFiles {
+        candidates,
+        fallback,
+    };
+    set_once(&mut b.loc().try_files, Some(Arc::new(tf)), d)
 }
 
 fn set_return(b: &mut Build, d: &Directive) -> Res {

@@ -268,6 +268,33 @@ pub struct Return {
     pub text: Option<Template>,
 }
 
+/// `try_files file ... uri|=code`.
+#[derive(Debug, Clone)]
+pub struct TryFiles {
+    /// The files (or directories) to test, in order.
+    pub candidates: Vec<TryFile>,
+    /// What to do when none exists.
+    pub fallback: TryFallback,
+}
+
+/// One `try_files` candidate.
+#[derive(Debug, Clone)]
+pub struct TryFile {
+    /// The URI to test, with a trailing `/` removed (as NGINX does).
+    pub name: Template,
+    /// Written with a trailing `/`: only a directory matches.
+    pub dir: bool,
+}
+
+/// The last `try_files` parameter.
+#[derive(Debug, Clone)]
+pub enum TryFallback {
+    /// An internal redirect to this URI (with optional arguments).
+    Uri(Template),
+    /// `=code`.
+    Code(u16),
+}
+
 /// `if_modified_since off|exact|before`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImsMode {
@@ -366,6 +393,8 @@ loc_settings! {
     etag: bool = true;
     /// `server_tokens`.
     server_tokens: bool = true;
+    /// `msie_padding`: pad error pages for MSIE and Chrome.
+    msie_padding: bool = true;
     /// `absolute_redirect`.
     absolute_redirect: bool = true;
     /// `port_in_redirect`.
@@ -378,8 +407,8 @@ loc_settings! {
     charset: Option<String> = None;
     /// `expires` (None = off): seconds to add to the current time.
     expires: Option<i64> = None;
-    /// `try_files` (last entry is the fallback URI or `=code`).
-    try_files: Option<Arc<Vec<Template>>> = None;
+    /// `try_files`.
+    try_files: Option<Arc<TryFiles>> = None;
     /// `aio off|threads[=NAME]`.
     aio: AioConf = AioConf::Off;
     /// `aio_write` (writes of temp files through the pool too).

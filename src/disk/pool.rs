@@ -388,6 +388,11 @@ mod tests {
         let p = pool(2, 10);
         let rx = p.submit(|| 6 * 7).unwrap();
         assert_eq!(rx.blocking_recv().unwrap(), 42);
+        // The worker counts the task after it has sent the result.
+        let t = Instant::now();
+        while p.stats().done.load(Ordering::Relaxed) < 1 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(p.stats().done.load(Ordering::Relaxed), 1);
     }
 

@@ -206,7 +206,7 @@ pub fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if !matches!(ctx.method, Method::Get | Method::Head) {
         return Outcome::Status(405);
     }
-    Outcome::Done(Response::bytes(
+    Outcome::Send(Response::bytes(
         200,
         "text/plain; version=0.0.4",
         render(env).into_bytes(),

@@ -1,25 +1,32 @@
 //! Request processing after the head is parsed: server-level `return`,
 //! location selection, `internal`, `return`, `try_files`, the content
-//! handler, `error_page` and internal redirects, then the header filters
-//! (`add_header`, `expires`, `charset`). Handlers produce a [`Response`]
-//! description; the connection loop writes it.
+//! handler, `error_page` and internal redirects, then the header filter
+//! chain ([`filters`]: conditional requests, `add_header`, `expires`,
+//! `charset`, ranges). Handlers produce a [`Response`] description; the
+//! connection loop writes it.
 
+pub mod filters;
 pub mod metrics;
 pub mod static_file;
 mod stub_status;
 
 use std::sync::Arc;
 
-use crate::config::{Handler, ImsMode, LocSettings, Return};
+use crate::config::{Handler, Return};
 use crate::disk::Disk;
 use crate::http::context::{Method, RequestCtx};
-use crate::http::response::Response;
+use crate::http::response::{Body, Response};
+use crate::http::status;
 use crate::log::{ErrorLog, Level};
 
 /// What one pass through a location produced.
 pub enum Outcome {
-    /// A response to send.
-    Done(Response),
+    /// A response the handler sends itself (a file, `return` text): an
+    /// `error_page` status replaces its own, as NGINX's `err_status` does.
+    Send(Response),
+    /// A response built like NGINX's special responses (a redirect): its
+    /// status stands.
+    Special(Response),
     /// An error status to turn into a page (after `error_page`).
     Status(u16),
     /// Restart location selection with a new URI.
@@ -41,24 +48,41 @@ pub struct Env<'a> {
 
 /// Produces the response for `ctx`; `None` means close without answering.
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
-    let mut redirects = 0;
-    let mut page_status: Option<u16> = None;
-    let mut outcome = match ctx.server.server_return.clone() {
+    let first = match ctx.server.server_return.clone() {
         Some(r) => do_return(ctx, &r),
         None => run_location(ctx, env).await,
     };
+    finish(ctx, env, first).await
+}
+
+/// The response for a request refused before location selection (a
+/// malformed head or URI): the status's page, after `error_page` and the
+/// header filters of the level `ctx.loc` names (the server level).
+pub async fn respond_status(ctx: &mut RequestCtx, env: &Env<'_>, code: u16) -> Option<Response> {
+    finish(ctx, env, Outcome::Status(code)).await
+}
+
+/// Follows internal redirects and error pages from `outcome` to the
+/// response, and runs the filter chain on it.
+async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Option<Response> {
+    let mut redirects = 0;
+    // The status an error page's response is sent with (NGINX's err_status).
+    let mut page_status: Option<u16> = None;
+    // What earlier passes through the filters left on the request.
+    let mut carried = filters::Carried::default();
     loop {
-        match outcome {
+        let mut resp = match outcome {
             Outcome::Close => return None,
-            Outcome::Done(mut resp) => {
+            Outcome::Send(mut resp) => {
                 if let Some(code) = page_status {
-                    if resp.status == 200 {
-                        resp.status = code;
-                        resp.accept_ranges = false;
-                    }
+                    resp.status = code;
                 }
-                finalize(ctx, &mut resp);
-                return Some(resp);
+                carried.apply(&mut resp, false);
+                resp
+            }
+            Outcome::Special(mut resp) => {
+                carried.apply(&mut resp, true);
+                resp
             }
             Outcome::Internal(uri, args) => {
                 redirects += 1;
@@ -78,51 +102,86 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
                 ctx.args = args;
                 ctx.internal = true;
                 outcome = run_location(ctx, env).await;
+                continue;
             }
-            Outcome::Status(code) => {
-                let page = if ctx.error_page {
-                    None
-                } else {
-                    ctx.loc
-                        .s
-                        .error_pages
-                        .iter()
-                        .find(|p| p.codes.contains(&code))
-                        .cloned()
-                };
-                let Some(page) = page else {
-                    let mut resp = Response::special(code, ctx.loc.s.server_tokens);
-                    if let Some(c) = page_status {
-                        if resp.status < 400 {
-                            resp.status = c;
-                        }
-                    }
-                    finalize(ctx, &mut resp);
-                    return Some(resp);
-                };
-                ctx.error_page = true;
-                let target = page.target.render(ctx);
-                if target.starts_with('/') {
-                    page_status = match page.status {
-                        None => Some(code),
-                        Some(None) => None,
-                        Some(Some(c)) => Some(c),
-                    };
-                    if ctx.method != Method::Head {
-                        ctx.method = Method::Get;
-                    }
-                    let (uri, args) = split_args(&target);
-                    outcome = Outcome::Internal(uri, args);
-                } else {
-                    let status = match page.status {
-                        Some(Some(c)) if (301..=308).contains(&c) => c,
-                        _ => 302,
-                    };
-                    outcome = Outcome::Done(redirect(ctx, status, &target));
+            Outcome::Status(code) => match error_page(ctx, code, &mut page_status) {
+                Some(o) => {
+                    outcome = o;
+                    continue;
                 }
-            }
+                None => {
+                    ctx.expect_tested = true;
+                    let mut resp = special_page(ctx, code);
+                    carried.apply(&mut resp, true);
+                    resp
+                }
+            },
+        };
+        match filters::run(ctx, &mut resp, &mut carried) {
+            Ok(()) => match static_file::read_small_body(ctx, env, &mut resp).await {
+                Ok(()) => return Some(resp),
+                Err(o) => outcome = o,
+            },
+            Err(code) => outcome = Outcome::Status(code),
         }
     }
+}
+
+/// The `error_page` for `code` in the current location, once per request:
+/// an internal redirect (setting the status its response is sent with) or
+/// a redirect to a URL.
+fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) -> Option<Outcome> {
+    if ctx.error_page {
+        return None;
+    }
+    let page = ctx
+        .loc
+        .s
+        .error_pages
+        .iter()
+        .find(|p| p.codes.contains(&code))
+        .cloned()?;
+    ctx.error_page = true;
+    let target = page.target.render(ctx);
+    if target.starts_with('/') {
+        *page_status = match page.status {
+            None => Some(code),
+            Some(None) => None,
+            Some(Some(c)) => Some(c),
+        };
+        // A page sent with an error status does not ask for the body.
+        if page_status.is_some_and(|c| c != 200) {
+            ctx.expect_tested = true;
+        }
+        if ctx.method != Method::Head {
+            ctx.method = Method::Get;
+        }
+        let (uri, args) = split_args(&target);
+        Some(Outcome::Internal(uri, args))
+    } else {
+        ctx.expect_tested = true;
+        let status = match page.status {
+            Some(Some(c)) if (301..=308).contains(&c) => c,
+            _ => 302,
+        };
+        Some(Outcome::Special(redirect(ctx, status, &target)))
+    }
+}
+
+/// NGINX's built-in page for `code`; a 4xx/5xx page is padded for the
+/// browsers that would hide a short one (`msie_padding`).
+fn special_page(ctx: &RequestCtx, code: u16) -> Response {
+    let mut resp = Response::special(code, ctx.loc.s.server_tokens);
+    let pad = code >= 400
+        && ctx.loc.s.msie_padding
+        && ctx
+            .header("user-agent")
+            .is_some_and(status::wants_page_padding);
+    if let (true, Body::Bytes(page)) = (pad, &mut resp.body) {
+        page.extend_from_slice(status::FRIENDLY_PAGE_PADDING.as_bytes());
+        resp.content_length = Some(page.len() as u64);
+    }
+    resp
 }
 
 fn split_args(target: &str) -> (String, Option<String>) {
@@ -207,90 +266,20 @@ fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
         return Outcome::Close;
     }
     let text = r.text.as_ref().map(|t| t.render(ctx));
+    // NGINX's send_response discards the body first.
+    if r.code < 400 || text.is_some() {
+        ctx.test_expect();
+    }
     match (r.code, text) {
-        (301 | 302 | 303 | 307 | 308, Some(url)) => Outcome::Done(redirect(ctx, r.code, &url)),
-        (code, Some(body)) => {
-            let ct = ctx.loc.s.default_type.clone();
-            Outcome::Done(Response::bytes(code, &ct, body.into_bytes()))
-        }
-        (code, None) if code >= 400 => Outcome::Status(code),
-        (code, None) => Outcome::Done(Response::special(code, ctx.loc.s.server_tokens)),
-    }
-}
-
-/// Statuses `add_header` and `expires` apply to without `always`.
-fn header_filter_applies(status: u16) -> bool {
-    matches!(
-        status,
-        200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
-    )
-}
-
-/// NGINX's default `charset_types`.
-fn charset_type(ct: &str) -> bool {
-    matches!(
-        ct,
-        "text/html"
-            | "text/xml"
-            | "text/plain"
-            | "text/vnd.wap.wml"
-            | "application/javascript"
-            | "application/rss+xml"
-    )
-}
-
-/// The header filters: `charset`, `expires`, `add_header`.
-fn finalize(ctx: &mut RequestCtx, resp: &mut Response) {
-    ctx.status = resp.status;
-    let s: &LocSettings = &ctx.loc.s;
-    if let (Some(cs), Some(ct)) = (&s.charset, &mut resp.content_type) {
-        if charset_type(ct) {
-            ct.push_str("; charset=");
-            ct.push_str(cs);
+        (301 | 302 | 303 | 307 | 308, Some(url)) => Outcome::Special(redirect(ctx, r.code, &url)),
+        (301 | 302 | 303 | 307 | 308 | 400.., None) => Outcome::Status(r.code),
+        // A body (possibly empty), typed by the URI's extension as NGINX's
+        // send_response does.
+        (code, body) => {
+            let s = &ctx.loc.s;
+            let ct = static_file::content_type(&s.types, &s.default_type, &ctx.uri);
+            let body = body.unwrap_or_default().into_bytes();
+            Outcome::Send(Response::bytes(code, &ct, body))
         }
     }
-    let applies = header_filter_applies(resp.status);
-    if applies {
-        if let Some(secs) = s.expires {
-            expires_headers(secs, resp);
-        }
-    }
-    let loc = Arc::clone(&ctx.loc);
-    for h in loc.s.add_headers.iter() {
-        if applies || h.always {
-            let v = h.value.render(ctx);
-            if !v.is_empty() {
-                resp.headers.push((h.name.clone(), v));
-            }
-        }
-    }
-}
-
-fn expires_headers(secs: i64, resp: &mut Response) {
-    let (expires, cc) = match secs {
-        i64::MIN => (
-            "Thu, 01 Jan 1970 00:00:01 GMT".to_string(),
-            "no-cache".to_string(),
-        ),
-        i64::MAX => (
-            "Thu, 31 Dec 2037 23:55:55 GMT".to_string(),
-            "max-age=315360000".to_string(),
-        ),
-        s => {
-            let now = crate::util::time::now().0;
-            let cc = if s < 0 {
-                "no-cache".to_string()
-            } else {
-                format!("max-age={s}")
-            };
-            (crate::util::time::http_date(now + s), cc)
-        }
-    };
-    resp.headers.push(("Expires".into(), expires));
-    resp.headers.push(("Cache-Control".into(), cc));
-}
-
-/// `if_modified_since` as the conditional evaluator needs it.
-pub fn ims_mode(s: &LocSettings) -> ImsMode {
-    s.if_modified_since
 }

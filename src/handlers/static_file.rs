@@ -1,5 +1,7 @@
 //! Files from `root` / `alias`: NGINX's static, index and try_files
-//! modules, plus its not-modified and range filters for file responses.
+//! modules. A file's response carries its validators and allows ranges;
+//! conditional requests and ranges are the filter chain's work
+//! ([`super::filters`]), so they apply to error pages sent with 200 too.
 //!
 //! Every file-system call goes through [`crate::disk::Disk`].
 
@@ -10,13 +12,11 @@ use std::sync::Arc;
 
 use super::{redirect, Env, Outcome};
 use crate::config::template::Template;
-use crate::config::AioConf;
-use crate::config::{DocRoot, LocationKind};
+use crate::config::{AioConf, DocRoot, LocationKind, TryFallback, TryFiles};
 use crate::disk::cache::CacheConf;
 use crate::disk::{disk_error, Aio, DiskError, FileKind, OpenFile, OpenOptions};
-use crate::http::conditional::{self, Precondition};
+use crate::http::conditional;
 use crate::http::context::{Method, RequestCtx};
-use crate::http::range::{self, RangeOutcome};
 use crate::http::response::{Body, Response};
 use crate::log::Level;
 use crate::util::errno_text;
@@ -89,7 +89,7 @@ pub fn pool_failed(ctx: &RequestCtx, env: &Env<'_>, e: &DiskError) -> Outcome {
         DiskError::Overflow { .. } | DiskError::Stopped(_) => {
             let mut r = Response::special(503, ctx.loc.s.server_tokens);
             r.headers.push(("Retry-After".into(), "1".into()));
-            Outcome::Done(r)
+            Outcome::Special(r)
         }
         DiskError::PoolNotFound(_) | DiskError::Lost | DiskError::Io { .. } => Outcome::Status(500),
     }
@@ -157,7 +157,7 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
                 target.push('?');
                 target.push_str(a);
             }
-            return Outcome::Done(redirect(ctx, 301, &target));
+            return Outcome::Special(redirect(ctx, 301, &target));
         }
         FileKind::Other => {
             log(
@@ -173,165 +173,30 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Post {
         return Outcome::Status(405);
     }
-    let out = file_response(ctx, file, &uri);
-    read_small_body(ctx, env, &path, out).await
-}
-
-/// Bodies up to this size are read here, before the head is written, and
-/// go out in one `send` with it; a failed read can still become a 5xx.
-const SMALL_BODY: u64 = 32 * 1024;
-
-/// Reads a small file body into memory (through the fast path or the
-/// pool, as the location's `aio` says).
-async fn read_small_body(ctx: &RequestCtx, env: &Env<'_>, path: &str, out: Outcome) -> Outcome {
-    let Outcome::Done(mut resp) = out else {
-        return out;
-    };
-    let Body::File { file, start, len } = &resp.body else {
-        return Outcome::Done(resp);
-    };
-    if *len > SMALL_BODY || ctx.method == Method::Head || ctx.head.method == "HEAD" {
-        return Outcome::Done(resp);
-    }
-    let mut buf = vec![0u8; *len as usize];
-    match env.disk.read_at(file, &mut buf, *start).await {
-        Ok(n) if n as u64 == *len => {
-            resp.body = Body::Bytes(buf);
-            Outcome::Done(resp)
-        }
-        Ok(n) => {
-            log(
-                ctx,
-                env,
-                Level::Crit,
-                format_args!("pread() read only {n} of {len} from \"{path}\""),
-            );
-            Outcome::Status(500)
-        }
-        Err(e) => match disk_error(&e) {
-            Some(DiskError::Io { op, text }) => {
-                log(
-                    ctx,
-                    env,
-                    Level::Crit,
-                    format_args!("{op}() \"{path}\" failed {text}"),
-                );
-                Outcome::Status(500)
-            }
-            Some(de) => pool_failed(ctx, env, de),
-            None => {
-                log(
-                    ctx,
-                    env,
-                    Level::Crit,
-                    format_args!("pread() \"{path}\" failed {}", errno_text(&e)),
-                );
-                Outcome::Status(500)
-            }
-        },
-    }
+    ctx.test_expect();
+    file_response(ctx, file, &uri)
 }
 
 fn escape_uri(uri: &str) -> String {
     crate::http::uri::escape_for_location(uri)
 }
 
-/// Builds the 200/206/304/412/416 answer for an open regular file.
-fn file_response(ctx: &mut RequestCtx, file: OpenFile, uri: &str) -> Outcome {
+/// The 200 answer for an open regular file.
+fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outcome {
     let s = &ctx.loc.s;
     let meta = file.meta;
-    let content_type = content_type(&s.types, &s.default_type, uri);
-    let etag = conditional::etag(meta.mtime, meta.size);
     let mut resp = Response::new(200);
-    resp.content_type = Some(content_type.clone());
+    resp.content_type = Some(content_type(&s.types, &s.default_type, uri));
     resp.content_length = Some(meta.size);
     resp.last_modified = Some(meta.mtime);
-    resp.etag = s.etag.then(|| etag.clone());
-    resp.accept_ranges = true;
-    let file = Rc::new(file);
-    if !ctx.error_page {
-        let validator = s.etag.then_some(etag.as_str());
-        match conditional::evaluate(
-            &ctx.head.headers,
-            validator,
-            meta.mtime,
-            s.if_modified_since,
-        ) {
-            Precondition::Failed => return Outcome::Status(412),
-            Precondition::NotModified => {
-                resp.status = 304;
-                resp.content_type = None;
-                resp.content_length = None;
-                resp.accept_ranges = false;
-                return Outcome::Done(resp);
-            }
-            Precondition::Proceed => {}
-        }
-        if let Some(range_hdr) = ctx.header("range") {
-            let if_range_ok = match ctx.header("if-range") {
-                Some(v) => conditional::if_range_matches(v, validator, meta.mtime),
-                None => true,
-            };
-            if if_range_ok {
-                match range::parse_range(range_hdr, meta.size, s.max_ranges) {
-                    RangeOutcome::Full => {}
-                    RangeOutcome::Unsatisfiable => {
-                        let mut r = Response::special(416, s.server_tokens);
-                        r.headers
-                            .push(("Content-Range".into(), format!("bytes */{}", meta.size)));
-                        return Outcome::Done(r);
-                    }
-                    RangeOutcome::Partial(ranges) => {
-                        resp.status = 206;
-                        resp.accept_ranges = false;
-                        if ranges.len() == 1 {
-                            let r = &ranges[0];
-                            resp.headers.push((
-                                "Content-Range".into(),
-                                format!("bytes {}-{}/{}", r.start, r.end - 1, meta.size),
-                            ));
-                            resp.content_length = Some(r.end - r.start);
-                            resp.body = Body::File {
-                                file,
-                                start: r.start,
-                                len: r.end - r.start,
-                            };
-                        } else {
-                            let parts = range::multipart(
-                                &ranges,
-                                meta.size,
-                                &content_type,
-                                next_boundary(),
-                            );
-                            resp.content_type = Some(parts.content_type_header());
-                            resp.content_length = Some(parts.content_length());
-                            resp.body = Body::Multipart { file, parts };
-                        }
-                        return Outcome::Done(resp);
-                    }
-                }
-            }
-        }
-    }
+    resp.etag = s.etag.then(|| conditional::etag(meta.mtime, meta.size));
+    resp.allow_ranges = true;
     resp.body = Body::File {
-        file,
+        file: Rc::new(file),
         start: 0,
         len: meta.size,
     };
-    Outcome::Done(resp)
-}
-
-thread_local! {
-    static BOUNDARY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// NGINX numbers multipart boundaries with a process-wide counter.
-fn next_boundary() -> u64 {
-    BOUNDARY.with(|b| {
-        let n = b.get() + 1;
-        b.set(n);
-        n
-    })
+    Outcome::Send(resp)
 }
 
 /// `Content-Type` from the URI's extension (lowercased, after the last dot
@@ -418,44 +283,98 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
 }
 
-/// `try_files file ... uri|=code`: `None` lets the content handler serve
-/// the (possibly rewritten) URI.
-pub async fn try_files(
-    ctx: &mut RequestCtx,
-    env: &Env<'_>,
-    list: &Arc<Vec<Template>>,
-) -> Option<Outcome> {
-    let (candidates, last) = list.split_at(list.len() - 1);
-    for t in candidates {
-        let value = t.render(ctx);
-        let want_dir = value.ends_with('/');
+/// `try_files file ... uri|=code`: the first candidate that exists (a
+/// directory for one written with a trailing `/`) becomes the URI, and
+/// `None` lets the content handler serve it; else the fallback. A
+/// directory found by `$uri/` keeps the URI without its slash, so the
+/// handler redirects to the slashed form, as NGINX does.
+pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) -> Option<Outcome> {
+    for c in &tf.candidates {
+        let value = c.name.render(ctx);
         let (path, _) = map_path(ctx, &value);
-        let ok = match env
+        let found = match env
             .disk
             .stat(PathBuf::from(&path).as_path(), open_options(ctx))
             .await
         {
-            Ok(m) => {
-                if want_dir {
-                    m.kind == FileKind::Directory
-                } else {
-                    m.kind != FileKind::Directory
-                }
-            }
+            Ok(m) => (m.kind == FileKind::Directory) == c.dir,
             Err(e) => match disk_error(&e) {
                 Some(de) => return Some(pool_failed(ctx, env, de)),
                 None => false,
             },
         };
-        if ok {
+        if found {
             ctx.uri = value;
             return None;
         }
     }
-    let fallback = last[0].render(ctx);
-    if let Some(code) = fallback.strip_prefix('=') {
-        return Some(Outcome::Status(code.parse().unwrap_or(500)));
+    match &tf.fallback {
+        TryFallback::Code(code) => Some(Outcome::Status(*code)),
+        TryFallback::Uri(t) => {
+            // The request's arguments pass only if the URI names them
+            // (`/index.php?$args`), as in NGINX.
+            let (u, a) = super::split_args(&t.render(ctx));
+            Some(Outcome::Internal(u, a))
+        }
     }
-    let (u, a) = super::split_args(&fallback);
-    Some(Outcome::Internal(u, a.or_else(|| ctx.args.clone())))
+}
+
+/// Bodies up to this size are read after the filters, before the head is
+/// written, and go out in one `send` with it; a failed read can still
+/// become a 5xx.
+const SMALL_BODY: u64 = 32 * 1024;
+
+/// Reads a small file body into memory (through the fast path or the
+/// pool, as the location's `aio` says). `Err` carries what to answer
+/// instead when the read fails.
+pub async fn read_small_body(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    resp: &mut Response,
+) -> Result<(), Outcome> {
+    let Body::File { file, start, len } = &resp.body else {
+        return Ok(());
+    };
+    if *len > SMALL_BODY || ctx.method == Method::Head || ctx.head.method == "HEAD" {
+        return Ok(());
+    }
+    let path = ctx.request_filename.as_deref().unwrap_or("");
+    let mut buf = vec![0u8; *len as usize];
+    let e = match env.disk.read_at(file, &mut buf, *start).await {
+        Ok(n) if n as u64 == *len => {
+            resp.body = Body::Bytes(buf);
+            return Ok(());
+        }
+        Ok(n) => {
+            log(
+                ctx,
+                env,
+                Level::Crit,
+                format_args!("pread() read only {n} of {len} from \"{path}\""),
+            );
+            return Err(Outcome::Status(500));
+        }
+        Err(e) => e,
+    };
+    Err(match disk_error(&e) {
+        Some(DiskError::Io { op, text }) => {
+            log(
+                ctx,
+                env,
+                Level::Crit,
+                format_args!("{op}() \"{path}\" failed {text}"),
+            );
+            Outcome::Status(500)
+        }
+        Some(de) => pool_failed(ctx, env, de),
+        None => {
+            log(
+                ctx,
+                env,
+                Level::Crit,
+                format_args!("pread() \"{path}\" failed {}", errno_text(&e)),
+            );
+            Outcome::Status(500)
+        }
+    })
 }

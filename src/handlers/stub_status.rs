@@ -11,6 +11,7 @@ pub fn serve(ctx: &mut RequestCtx) -> Outcome {
     if !matches!(ctx.method, Method::Get | Method::Head) {
         return Outcome::Status(405);
     }
+    ctx.test_expect();
     let active = get(&metrics::ACTIVE);
     let reading = get(&metrics::READING);
     let writing = get(&metrics::WRITING);
@@ -21,5 +22,5 @@ pub fn serve(ctx: &mut RequestCtx) -> Outcome {
         get(&metrics::HANDLED),
         get(&metrics::REQUESTS),
     );
-    Outcome::Done(Response::bytes(200, "text/plain", body.into_bytes()))
+    Outcome::Send(Response::bytes(200, "text/plain", body.into_bytes()))
 }

@@ -1,7 +1,9 @@
 //! Conditional requests, with the order and comparisons of NGINX's
 //! not-modified filter: If-Unmodified-Since, then If-Match (412 on
 //! failure), then If-Modified-Since / If-None-Match (304 only when every one
-//! present says "not modified"). Also If-Range and the ETag format.
+//! present says "not modified"). A response without `Last-Modified` or
+//! `ETag` (`return 200 text`, `etag off`) is still evaluated: `*` matches
+//! any entity, a date or tag cannot. Also If-Range and the ETag format.
 
 use std::time::UNIX_EPOCH;
 
@@ -37,14 +39,15 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 }
 
 /// NGINX's list match of `etag` in an If-Match / If-None-Match value;
-/// `weak` allows a `W/` prefix on the listed tags.
+/// `weak` allows a `W/` prefix on the listed tags. `*` matches even a
+/// response without an ETag.
 fn etag_matches(value: &str, etag: Option<&str>, weak: bool) -> bool {
-    let Some(etag) = etag else {
-        return false;
-    };
     if value == "*" {
         return true;
     }
+    let Some(etag) = etag else {
+        return false;
+    };
     value.split(',').any(|item| {
         let mut t = item.trim_matches([' ', '\t']);
         if weak {
@@ -55,17 +58,19 @@ fn etag_matches(value: &str, etag: Option<&str>, weak: bool) -> bool {
 }
 
 /// Evaluates the preconditions for a 200 response with validators `etag`
-/// (None under `etag off`) and `mtime`.
+/// (None under `etag off` or for a generated body) and `mtime` (None when
+/// the response has no `Last-Modified`).
 pub fn evaluate(
     headers: &[(String, String)],
     etag: Option<&str>,
-    mtime: i64,
+    mtime: Option<i64>,
     ims_mode: ImsMode,
 ) -> Precondition {
     if let Some(v) = header(headers, "if-unmodified-since") {
-        // An unparsable date fails the test, as in NGINX.
-        match parse_http_date(v) {
-            Some(t) if t >= mtime => {}
+        // An unparsable date, or no date to compare with, fails the test,
+        // as in NGINX.
+        match (parse_http_date(v), mtime) {
+            (Some(t), Some(m)) if t >= m => {}
             _ => return Precondition::Failed,
         }
     }
@@ -80,10 +85,10 @@ pub fn evaluate(
         return Precondition::Proceed;
     }
     if let Some(v) = ims {
-        let modified = match ims_mode {
-            ImsMode::Off => true,
-            ImsMode::Exact => parse_http_date(v) != Some(mtime),
-            ImsMode::Before => !matches!(parse_http_date(v), Some(t) if t >= mtime),
+        let modified = match (ims_mode, mtime) {
+            (ImsMode::Off, _) | (_, None) => true,
+            (ImsMode::Exact, Some(m)) => parse_http_date(v) != Some(m),
+            (ImsMode::Before, Some(m)) => !matches!(parse_http_date(v), Some(t) if t >= m),
         };
         if modified {
             return Precondition::Proceed;
@@ -98,12 +103,13 @@ pub fn evaluate(
 }
 
 /// Whether an If-Range value still matches the entity (a quoted value is
-/// an ETag compared exactly, anything else a date compared exactly).
-pub fn if_range_matches(value: &str, etag: Option<&str>, mtime: i64) -> bool {
+/// an ETag compared exactly, anything else a date compared exactly; without
+/// the validator nothing matches).
+pub fn if_range_matches(value: &str, etag: Option<&str>, mtime: Option<i64>) -> bool {
     if value.len() >= 2 && value.ends_with('"') {
         return etag == Some(value);
     }
-    parse_http_date(value) == Some(mtime)
+    mtime.is_some() && parse_http_date(value) == mtime
 }
 
 #[cfg(test)]
@@ -121,7 +127,7 @@ mod tests {
 
     fn eval(pairs: &[(&str, &str)]) -> Precondition {
         let e = etag(MTIME, 27);
-        evaluate(&h(pairs), Some(&e), MTIME, ImsMode::Exact)
+        evaluate(&h(pairs), Some(&e), Some(MTIME), ImsMode::Exact)
     }
 
     #[test]
@@ -158,7 +164,7 @@ mod tests {
             evaluate(
                 &h(&[("If-Modified-Since", &later)]),
                 Some(&e2),
-                MTIME,
+                Some(MTIME),
                 ImsMode::Before
             ),
             Precondition::NotModified
@@ -193,27 +199,49 @@ mod tests {
             eval(&[("If-Unmodified-Since", &same)]),
             Precondition::Proceed
         );
-        // etag off: If-Match always fails.
+        // etag off: If-Match fails, except `*`.
         assert_eq!(
-            evaluate(&h(&[("If-Match", "*")]), None, MTIME, ImsMode::Exact),
+            evaluate(
+                &h(&[("If-Match", "\"x\"")]),
+                None,
+                Some(MTIME),
+                ImsMode::Exact
+            ),
             Precondition::Failed
         );
+        assert_eq!(
+            evaluate(&h(&[("If-Match", "*")]), None, Some(MTIME), ImsMode::Exact),
+            Precondition::Proceed
+        );
+    }
+
+    #[test]
+    fn without_validators() {
+        // `return 200 text`: no Last-Modified, no ETag.
+        let ev = |pairs: &[(&str, &str)]| evaluate(&h(pairs), None, None, ImsMode::Exact);
+        assert_eq!(ev(&[("If-None-Match", "*")]), Precondition::NotModified);
+        assert_eq!(ev(&[("If-None-Match", "\"x\"")]), Precondition::Proceed);
+        let date = crate::util::time::http_date(MTIME);
+        assert_eq!(ev(&[("If-Modified-Since", &date)]), Precondition::Proceed);
+        assert_eq!(ev(&[("If-Unmodified-Since", &date)]), Precondition::Failed);
+        assert_eq!(ev(&[("If-Match", "*")]), Precondition::Proceed);
+        assert!(!if_range_matches(&date, None, None));
     }
 
     #[test]
     fn if_range() {
         let e = etag(MTIME, 27);
-        assert!(if_range_matches(&e, Some(&e), MTIME));
-        assert!(!if_range_matches("\"zz\"", Some(&e), MTIME));
+        assert!(if_range_matches(&e, Some(&e), Some(MTIME)));
+        assert!(!if_range_matches("\"zz\"", Some(&e), Some(MTIME)));
         assert!(if_range_matches(
             &crate::util::time::http_date(MTIME),
             Some(&e),
-            MTIME
+            Some(MTIME)
         ));
         assert!(!if_range_matches(
             &crate::util::time::http_date(MTIME + 1),
             Some(&e),
-            MTIME
+            Some(MTIME)
         ));
     }
 }

@@ -1,7 +1,10 @@
 //! The HTTP/1.1 connection loop: owns the socket, reads and parses request
 //! heads (pipelined requests stay in the buffer), discards request bodies,
 //! hands each request to the handlers, writes the response they describe,
-//! logs it, and decides whether the connection lives on.
+//! logs it, and decides whether the connection lives on. A head or URI that
+//! cannot be parsed is answered through the handlers too, at the server
+//! level (its `error_page` and `add_header ... always` apply, as in NGINX),
+//! and the connection closes.
 //!
 //! Timeouts follow NGINX: `client_header_timeout` while a head is being
 //! read, `keepalive_timeout` while idle between requests, `send_timeout`
@@ -20,10 +23,10 @@ use tokio::net::TcpStream;
 
 use super::chunked::ChunkedDecoder;
 use super::context::{ConnInfo, Method, RequestCtx};
-use super::request::{parse_head, HeadError, HeadLimits, RequestHead};
+use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
 use super::response::{write_head, Body, HeadOptions, Response};
 use super::uri;
-use crate::config::{Config, ListenGroup};
+use crate::config::{Config, ListenGroup, ServerConf};
 use crate::disk::{Disk, OpenFile};
 use crate::handlers::{self, Env};
 use crate::log::{ErrorLog, Level};
@@ -58,7 +61,7 @@ pub struct WorkerEnv {
 enum ReadHead {
     Head(RequestHead),
     Closed,
-    Error(HeadError),
+    Error(BadHead),
 }
 
 /// Serves one client connection until it closes.
@@ -69,7 +72,6 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         max_request_line: default_server.limits.max_line,
         max_header_line: default_server.limits.max_line,
         max_head: default_server.limits.max_head,
-        max_headers: 100,
     };
     let header_timeout = default_server.limits.header_timeout;
     let mut keepalive_timeout = default_server.base.s.keepalive_timeout;
@@ -92,23 +94,36 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         {
             ReadHead::Head(h) => h,
             ReadHead::Closed => return,
-            ReadHead::Error(e) => {
-                let status = e.status();
+            ReadHead::Error(bad) => {
+                requests += 1;
+                metrics::inc(&metrics::REQUESTS);
+                let line = request::raw_request_line(&buf);
+                let server = group.find_server(bad.host.as_deref().map(super::context::strip_port));
+                let mut ctx = request_ctx(&conn, requests, unparsed_head(line, bad.host), server);
                 w.log.log_conn(
                     Level::Info,
                     Some(conn.id),
-                    format_args!(
-                        "client sent invalid request ({e:?}) while reading client request line"
-                    ),
-                    &format!(", client: {}", conn.peer.ip()),
+                    format_args!("{} while reading client request", bad.error),
+                    &ctx.log_context(),
                 );
-                let code = if matches!(e, HeadError::HeaderTooLarge) {
+                let code = if matches!(bad.error, HeadError::HeaderTooLarge) {
                     494
                 } else {
-                    status
+                    bad.error.status()
                 };
-                let mut resp = Response::special(code, default_server.base.s.server_tokens);
+                let env = Env {
+                    disk: &w.disk,
+                    log: &w.log,
+                };
+                let Some(mut resp) = handlers::respond_status(&mut ctx, &env, code).await else {
+                    ctx.status = 444;
+                    access_log(&ctx);
+                    return;
+                };
                 resp.close = true;
+                ctx.sent_headers = sent_headers(&resp);
+                let head_only = ctx.method == Method::Head;
+                let s = &ctx.loc.s;
                 let date = date_now();
                 out.clear();
                 write_head(
@@ -116,21 +131,18 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
                     &HeadOptions {
                         keep_alive: false,
                         keep_alive_header: None,
-                        server_tokens: default_server.base.s.server_tokens,
+                        server_tokens: s.server_tokens,
                         date: &date,
                     },
                     &mut out,
                 );
-                if let Body::Bytes(b) = &resp.body {
-                    out.extend_from_slice(b);
+                let head_len = out.len() as u64;
+                if let Ok(body) = send(&stream, &w.disk, &resp, head_only, &mut out, s).await {
+                    ctx.body_bytes_sent = body;
+                    ctx.bytes_sent = head_len + body;
                 }
-                let _ = Box::pin(write_all(
-                    &stream,
-                    &out,
-                    false,
-                    default_server.base.s.send_timeout,
-                ))
-                .await;
+                ctx.status = resp.status;
+                access_log(&ctx);
                 Box::pin(lingering_close(stream)).await;
                 return;
             }
@@ -142,37 +154,30 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         let consumed = head.head_len;
         let (path, args) = uri::split_target(&head.target);
         let normalized = uri::normalize(path);
-        let args = args.map(str::to_string);
-        let server =
-            Arc::clone(group.find_server(head.host.as_deref().map(super::context::strip_port)));
-        let method = Method::from_token(&head.method);
-        let base = Arc::clone(&server.base);
-        let body_kind = if head.chunked {
+        let (path, args) = (path.to_string(), args.map(str::to_string));
+        // A URI NGINX cannot normalise is refused while it parses the
+        // request line, before Host picks a server: the default server
+        // answers.
+        let server = if normalized.is_ok() {
+            group.find_server(head.host.as_deref().map(super::context::strip_port))
+        } else {
+            &default_server
+        };
+        let mut ctx = request_ctx(&conn, requests, head, server);
+        ctx.start = start;
+        ctx.uri = normalized.clone().unwrap_or(path);
+        ctx.args = args;
+        let body_kind = if ctx.head.chunked {
             Some(None)
         } else {
-            head.content_length.filter(|&n| n > 0).map(Some)
-        };
-        let mut ctx = RequestCtx {
-            conn: conn.clone(),
-            conn_requests: requests,
-            method,
-            uri: normalized.clone().unwrap_or_else(|_| path.to_string()),
-            args,
-            server,
-            loc: base,
-            internal: false,
-            error_page: false,
-            start,
-            status: 0,
-            body_bytes_sent: 0,
-            bytes_sent: 0,
-            sent_headers: Vec::new(),
-            document_root: None,
-            request_filename: None,
-            head,
+            ctx.head.content_length.filter(|&n| n > 0).map(Some)
         };
         buf.drain(..consumed);
 
+        let env = Env {
+            disk: &w.disk,
+            log: &w.log,
+        };
         let resp = if normalized.is_err() {
             w.log.log_conn(
                 Level::Info,
@@ -180,14 +185,13 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
                 format_args!("client sent invalid request"),
                 &ctx.log_context(),
             );
-            let mut r = Response::special(400, ctx.loc.s.server_tokens);
-            r.close = true;
-            Some(r)
+            handlers::respond_status(&mut ctx, &env, 400)
+                .await
+                .map(|mut r| {
+                    r.close = true;
+                    r
+                })
         } else {
-            let env = Env {
-                disk: &w.disk,
-                log: &w.log,
-            };
             // Boxed: the handler's state exists only while a request is in
             // flight, so an idle keep-alive connection stays small.
             Box::pin(handlers::respond(&mut ctx, &env)).await
@@ -198,6 +202,15 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
             access_log(&ctx);
             return;
         };
+        if ctx.send_continue {
+            let t = ctx.loc.s.send_timeout;
+            if write_all(&stream, b"HTTP/1.1 100 Continue\r\n\r\n", false, t)
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
 
         // Discard the request body so the next request parses; on a body we
         // refuse (413) or cannot read, close after the response.
@@ -291,6 +304,54 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
             Box::pin(lingering_close(stream)).await;
             return;
         }
+    }
+}
+
+/// A request's state at the start of processing, at `server`'s level.
+fn request_ctx(
+    conn: &ConnInfo,
+    requests: u64,
+    head: RequestHead,
+    server: &Arc<ServerConf>,
+) -> RequestCtx {
+    RequestCtx {
+        conn: conn.clone(),
+        conn_requests: requests,
+        method: Method::from_token(&head.method),
+        uri: String::new(),
+        args: None,
+        server: Arc::clone(server),
+        loc: Arc::clone(&server.base),
+        internal: false,
+        error_page: false,
+        expect_tested: false,
+        send_continue: false,
+        start: Instant::now(),
+        status: 0,
+        body_bytes_sent: 0,
+        bytes_sent: 0,
+        sent_headers: Vec::new(),
+        document_root: None,
+        request_filename: None,
+        head,
+    }
+}
+
+/// The head of a request refused before it was parsed: nothing known but
+/// the request line as received, its method if that much is valid, and the
+/// host, if one came before the fault.
+fn unparsed_head(line: String, host: Option<String>) -> RequestHead {
+    RequestHead {
+        method: request::method_token(&line).unwrap_or_default().to_string(),
+        line,
+        target: String::new(),
+        version: Version::Http11,
+        headers: Vec::new(),
+        host,
+        content_length: None,
+        chunked: false,
+        keep_alive: false,
+        head_len: 0,
     }
 }
 

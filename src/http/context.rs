@@ -65,9 +65,14 @@ pub struct RequestCtx {
     pub loc: Arc<LocationConf>,
     /// True after an internal redirect (`internal` locations allow it).
     pub internal: bool,
-    /// True once an `error_page` redirect happened (no second one, and no
-    /// conditional or range processing of the page).
+    /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// `Expect: 100-continue` was dealt with, or an error response made it
+    /// moot (NGINX's `expect_tested`).
+    pub expect_tested: bool,
+    /// Send `100 Continue` before the response: a handler that reads or
+    /// discards the body ran before any error response.
+    pub send_continue: bool,
     /// When the head was complete.
     pub start: Instant,
     /// Final status (for logs).
@@ -103,12 +108,21 @@ impl RequestCtx {
     }
 
     /// The request line as sent, without the CRLF.
-    pub fn request_line(&self) -> String {
-        let v = match self.head.version {
-            Version::Http10 => "HTTP/1.0",
-            Version::Http11 => "HTTP/1.1",
-        };
-        format!("{} {} {}", self.head.method, self.head.target, v)
+    pub fn request_line(&self) -> &str {
+        &self.head.line
+    }
+
+    /// A handler is about to read or discard the body: answer `Expect:
+    /// 100-continue` unless that was already decided (NGINX's test_expect).
+    pub fn test_expect(&mut self) {
+        if self.expect_tested {
+            return;
+        }
+        self.expect_tested = true;
+        self.send_continue = self.head.version == Version::Http11
+            && self
+                .header("expect")
+                .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
     }
 
     /// NGINX's error-log tail: `, client: A, server: S, request: "R", host: "H"`.
@@ -126,18 +140,10 @@ impl RequestCtx {
     }
 }
 
-/// Strips `:port` from a Host value (IPv6 literals keep their brackets).
+/// Strips `:port` (everything from the first `:`) from a Host value; IPv6
+/// literals keep their brackets.
 pub fn strip_port(h: &str) -> &str {
-    if h.starts_with('[') {
-        return match h.find(']') {
-            Some(i) => &h[..=i],
-            None => h,
-        };
-    }
-    match h.rfind(':') {
-        Some(i) => &h[..i],
-        None => h,
-    }
+    &h[..super::request::host_name_len(h)]
 }
 
 fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
@@ -180,13 +186,19 @@ impl VarSource for RequestCtx {
                 let _ = write!(out, "{}", self.conn.local.port());
             }
             Var::ServerName => out.push_str(&self.server.primary_name),
-            Var::ServerProtocol => out.push_str(match self.head.version {
-                Version::Http10 => "HTTP/1.0",
-                Version::Http11 => "HTTP/1.1",
-            }),
+            Var::ServerProtocol => {
+                // The version as sent (`HTTP/1.2` stays so).
+                match self.head.line.rsplit_once(' ') {
+                    Some((_, v)) if v.starts_with("HTTP/") => out.push_str(v),
+                    _ => out.push_str(match self.head.version {
+                        Version::Http10 => "HTTP/1.0",
+                        Version::Http11 => "HTTP/1.1",
+                    }),
+                }
+            }
             Var::Scheme => out.push_str("http"),
             Var::RequestMethod => out.push_str(&self.head.method),
-            Var::Request => out.push_str(&self.request_line()),
+            Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);
             }

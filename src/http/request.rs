@@ -1,12 +1,18 @@
 //! Request heads: httparse does the tokenising; this module adds what an
 //! HTTP server must enforce on top, at least as strictly as NGINX 1.22
-//! (checked against Debian's nginx, see `docs/design.md`, "HTTP parsing"):
-//! length limits detected even before the head is complete (414 for a long
-//! request line, 400 "Request Header Or Cookie Too Large" for a long header
-//! line or head), NUL bytes, obs-fold, lowercase methods, HTTP/2+ in the
-//! request line (505), missing or duplicate Host, duplicate or invalid
-//! Content-Length, Content-Length together with Transfer-Encoding,
-//! Transfer-Encoding other than `chunked` (501).
+//! (checked against Debian's nginx; where porter is stricter, see
+//! `docs/differences.md`): length limits detected even before the head is
+//! complete (414 for a long request line, 400 "Request Header Or Cookie Too
+//! Large" for a long header line or head), HTTP/0.9 request lines, NUL
+//! bytes, obs-fold, lowercase methods, NGINX's version rules (HTTP/1.x for
+//! any minor up to 999 is served as 1.1, HTTP/2+ is 505), missing, empty,
+//! invalid or duplicate Host, duplicate or invalid Content-Length,
+//! Content-Length together with Transfer-Encoding, Transfer-Encoding other
+//! than `chunked` (501).
+//!
+//! A refused head names the Host it carried before the fault, if any: NGINX
+//! picks the virtual server (whose settings shape the error response) as
+//! soon as it has read a valid Host.
 
 use std::fmt;
 
@@ -15,13 +21,15 @@ use std::fmt;
 pub enum Version {
     /// HTTP/1.0.
     Http10,
-    /// HTTP/1.1 (and 1.x with x > 1, as NGINX accepts).
+    /// HTTP/1.1 (and 1.x with x > 1, as NGINX and RFC 9110 2.5 accept).
     Http11,
 }
 
 /// A parsed request head.
 #[derive(Debug, Clone)]
 pub struct RequestHead {
+    /// The request line as sent, without its line end (`$request`).
+    pub line: String,
     /// Method as sent.
     pub method: String,
     /// Request target as sent.
@@ -50,10 +58,9 @@ pub struct HeadLimits {
     pub max_request_line: usize,
     /// Longest header line (400 beyond).
     pub max_header_line: usize,
-    /// Longest head (400 beyond).
+    /// Longest head (400 beyond). As in NGINX, this also bounds the number
+    /// of header lines; there is no separate count limit.
     pub max_head: usize,
-    /// Most header lines.
-    pub max_headers: usize,
 }
 
 impl Default for HeadLimits {
@@ -62,7 +69,6 @@ impl Default for HeadLimits {
             max_request_line: 8192,
             max_header_line: 8192,
             max_head: 32768,
-            max_headers: 100,
         }
     }
 }
@@ -94,6 +100,29 @@ impl HeadError {
     }
 }
 
+/// A refused head: the error, and the Host (or absolute-form host) that
+/// came before it, which selects the server answering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadHead {
+    /// What was wrong.
+    pub error: HeadError,
+    /// The valid host named before the fault (port kept).
+    pub host: Option<String>,
+}
+
+impl BadHead {
+    /// The status sent for this error.
+    pub fn status(&self) -> u16 {
+        self.error.status()
+    }
+}
+
+impl From<HeadError> for BadHead {
+    fn from(error: HeadError) -> BadHead {
+        BadHead { error, host: None }
+    }
+}
+
 impl fmt::Display for HeadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -108,7 +137,7 @@ impl fmt::Display for HeadError {
 
 /// Parses a head from the start of `buf`: `Ok(None)` means more bytes are
 /// needed.
-pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>, HeadError> {
+pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>, BadHead> {
     // NGINX skips empty lines before the request line.
     let skip = buf
         .iter()
@@ -121,65 +150,85 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     let line_end = memchr::memchr(b'\n', data);
     let req_line_len = line_end.unwrap_or(data.len());
     if req_line_len > limits.max_request_line {
-        return Err(HeadError::UriTooLong);
+        return Err(HeadError::UriTooLong.into());
     }
     let Some(line_end) = line_end else {
         return Ok(None);
     };
-    check_version(&data[..line_end])?;
+    let request_line = data[..line_end]
+        .strip_suffix(b"\r")
+        .unwrap_or(&data[..line_end]);
+    let (version, version_at) = request_version(request_line)?;
     // Header lines: length limits apply before the head is complete.
     let mut pos = line_end + 1;
     let mut complete = None;
+    let mut lines = 0;
     loop {
         match memchr::memchr(b'\n', &data[pos..]) {
             Some(i) => {
                 let line = &data[pos..pos + i];
                 if line.len() > limits.max_header_line {
-                    return Err(HeadError::HeaderTooLarge);
+                    return Err(HeadError::HeaderTooLarge.into());
                 }
                 pos += i + 1;
                 if line.is_empty() || line == b"\r" {
                     complete = Some(pos);
                     break;
                 }
+                lines += 1;
             }
             None => {
                 if data.len() - pos > limits.max_header_line {
-                    return Err(HeadError::HeaderTooLarge);
+                    return Err(HeadError::HeaderTooLarge.into());
                 }
                 break;
             }
         }
         if pos > limits.max_head {
-            return Err(HeadError::HeaderTooLarge);
+            return Err(HeadError::HeaderTooLarge.into());
         }
     }
     let Some(end) = complete else {
         if data.len() > limits.max_head {
-            return Err(HeadError::HeaderTooLarge);
+            return Err(HeadError::HeaderTooLarge.into());
         }
         return Ok(None);
     };
     if end > limits.max_head + line_end + 1 {
-        return Err(HeadError::HeaderTooLarge);
+        return Err(HeadError::HeaderTooLarge.into());
     }
-    let head = &data[..end];
+    let mut head = &data[..end];
     if memchr::memchr(0, head).is_some() {
-        return Err(HeadError::Invalid("NUL byte in request head"));
+        return Err(HeadError::Invalid("NUL byte in request head").into());
     }
-    let mut hdrs = vec![httparse::EMPTY_HEADER; limits.max_headers];
+    // httparse knows only HTTP/1.0 and 1.1: give it the version served.
+    let patched;
+    if &request_line[version_at..] != version.token() {
+        let mut p = Vec::with_capacity(head.len());
+        p.extend_from_slice(&request_line[..version_at]);
+        p.extend_from_slice(version.token());
+        p.extend_from_slice(&head[request_line.len()..]);
+        patched = p;
+        head = &patched;
+    }
+    let mut hdrs = vec![httparse::EMPTY_HEADER; lines];
     let mut req = httparse::Request::new(&mut hdrs);
     match req.parse(head) {
         Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => return Err(HeadError::Invalid("malformed request head")),
-        Err(httparse::Error::TooManyHeaders) => return Err(HeadError::HeaderTooLarge),
-        Err(httparse::Error::Version) => return Err(HeadError::Invalid("invalid HTTP version")),
-        Err(httparse::Error::Token) => return Err(HeadError::Invalid("invalid method")),
-        Err(httparse::Error::HeaderName) => return Err(HeadError::Invalid("invalid header name")),
-        Err(httparse::Error::HeaderValue) => {
-            return Err(HeadError::Invalid("invalid header value"))
+        Ok(httparse::Status::Partial) => {
+            return Err(HeadError::Invalid("malformed request head").into())
         }
-        Err(_) => return Err(HeadError::Invalid("malformed request line")),
+        Err(httparse::Error::Version) => {
+            return Err(HeadError::Invalid("invalid HTTP version").into())
+        }
+        Err(httparse::Error::Token) => return Err(HeadError::Invalid("invalid method").into()),
+        Err(httparse::Error::HeaderName) => {
+            return Err(HeadError::Invalid("invalid header name").into())
+        }
+        Err(httparse::Error::HeaderValue) => {
+            return Err(HeadError::Invalid("invalid header value").into())
+        }
+        Err(_) => return Err(HeadError::Invalid("malformed request line").into()),
     }
     let method = req.method.unwrap_or_default();
     if method.is_empty()
@@ -187,21 +236,25 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
     {
-        return Err(HeadError::Invalid("invalid method"));
+        return Err(HeadError::Invalid("invalid method").into());
     }
     let target = req.path.unwrap_or_default();
-    let absolute_host = absolute_form_host(target)?;
-    if !target.starts_with('/') && absolute_host.is_none() {
-        return Err(HeadError::Invalid("invalid request target"));
-    }
-    let version = if req.version == Some(0) {
-        Version::Http10
-    } else {
-        Version::Http11
+    let absolute_host = match absolute_form_host(target)? {
+        Some(h) => Some(validate_host(&h)?),
+        None => None,
     };
+    if !target.starts_with('/') && absolute_host.is_none() {
+        return Err(HeadError::Invalid("invalid request target").into());
+    }
 
     let mut headers = Vec::with_capacity(req.headers.len());
     let mut host: Option<String> = None;
+    // The host that picks the server once known: the request line's, else
+    // the first Host header's.
+    let fail = |error: HeadError, host: &Option<String>| BadHead {
+        error,
+        host: absolute_host.clone().or_else(|| host.clone()),
+    };
     let mut content_length: Option<u64> = None;
     let mut transfer_encoding: Option<String> = None;
     let mut conn_close = false;
@@ -211,24 +264,27 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
         let name = h.name;
         if name.eq_ignore_ascii_case("host") {
             if host.is_some() {
-                return Err(HeadError::Invalid("duplicate Host header"));
+                return Err(fail(HeadError::Invalid("duplicate Host header"), &host));
             }
-            host = Some(validate_host(&value)?);
+            host = Some(validate_host(&value).map_err(|e| fail(e, &host))?);
         } else if name.eq_ignore_ascii_case("content-length") {
+            let invalid = HeadError::Invalid("invalid Content-Length header");
             if content_length.is_some() {
-                return Err(HeadError::Invalid("duplicate Content-Length header"));
+                return Err(fail(
+                    HeadError::Invalid("duplicate Content-Length header"),
+                    &host,
+                ));
             }
             if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(HeadError::Invalid("invalid Content-Length header"));
+                return Err(fail(invalid, &host));
             }
-            content_length = Some(
-                value
-                    .parse()
-                    .map_err(|_| HeadError::Invalid("invalid Content-Length header"))?,
-            );
+            content_length = Some(value.parse().map_err(|_| fail(invalid, &host))?);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             if transfer_encoding.is_some() {
-                return Err(HeadError::Invalid("duplicate Transfer-Encoding header"));
+                return Err(fail(
+                    HeadError::Invalid("duplicate Transfer-Encoding header"),
+                    &host,
+                ));
             }
             transfer_encoding = Some(value.clone());
         } else if name.eq_ignore_ascii_case("connection") {
@@ -243,36 +299,43 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
         }
         headers.push((name.to_string(), value));
     }
-    if let Some(h) = absolute_host {
-        host = Some(validate_host(&h)?);
-    }
-    if version == Version::Http11 && host.is_none() {
-        return Err(HeadError::Invalid(
-            "client sent HTTP/1.1 request without \"Host\" header",
-        ));
+    if version == Version::Http11 && host.is_none() && absolute_host.is_none() {
+        return Err(
+            HeadError::Invalid("client sent HTTP/1.1 request without \"Host\" header").into(),
+        );
     }
     let mut chunked = false;
     if let Some(te) = transfer_encoding {
         if version == Version::Http10 {
-            return Err(HeadError::Invalid(
-                "client sent HTTP/1.0 request with \"Transfer-Encoding\" header",
+            return Err(fail(
+                HeadError::Invalid(
+                    "client sent HTTP/1.0 request with \"Transfer-Encoding\" header",
+                ),
+                &host,
             ));
         }
         if content_length.is_some() {
-            return Err(HeadError::Invalid(
-                "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
+            return Err(fail(
+                HeadError::Invalid(
+                    "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
+                ),
+                &host,
             ));
         }
         if !te.eq_ignore_ascii_case("chunked") {
-            return Err(HeadError::NotImplemented);
+            return Err(fail(HeadError::NotImplemented, &host));
         }
         chunked = true;
+    }
+    if absolute_host.is_some() {
+        host = absolute_host;
     }
     let keep_alive = match version {
         Version::Http11 => !conn_close,
         Version::Http10 => conn_keep_alive && !conn_close,
     };
     Ok(Some(RequestHead {
+        line: String::from_utf8_lossy(request_line).into_owned(),
         method: method.to_string(),
         target: target.to_string(),
         version,
@@ -285,30 +348,79 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     }))
 }
 
-/// 505 for HTTP/2 and later in the request line, as NGINX answers; other
-/// malformed versions are left to httparse (400).
-fn check_version(line: &[u8]) -> Result<(), HeadError> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if let Some(i) = line.iter().rposition(|&b| b == b' ') {
-        let v = &line[i + 1..];
-        if let Some(rest) = v.strip_prefix(b"HTTP/") {
-            let major: Vec<u8> = rest
-                .iter()
-                .copied()
-                .take_while(u8::is_ascii_digit)
-                .collect();
-            if !major.is_empty() && rest.get(major.len()) == Some(&b'.') {
-                let n: u64 = std::str::from_utf8(&major)
-                    .ok()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(u64::MAX);
-                if n >= 2 {
-                    return Err(HeadError::VersionNotSupported);
-                }
-            }
+/// The request line at the start of `buf`, as far as it was received
+/// (NGINX logs and reports a refused request with what it read of it).
+pub fn raw_request_line(buf: &[u8]) -> String {
+    let skip = buf
+        .iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count();
+    let line = &buf[skip..];
+    let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
+    String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line)).into_owned()
+}
+
+/// The method of a request line that may be malformed or incomplete, once
+/// its token is complete (NGINX knows a HEAD request, and sends its error
+/// page without a body, as soon as it has read the method).
+pub fn method_token(line: &str) -> Option<&str> {
+    let (m, _) = line.split_once(' ')?;
+    let valid = !m.is_empty()
+        && m.bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-');
+    valid.then_some(m)
+}
+
+impl Version {
+    /// The version as httparse accepts it.
+    fn token(self) -> &'static [u8] {
+        match self {
+            Version::Http10 => b"HTTP/1.0",
+            Version::Http11 => b"HTTP/1.1",
         }
     }
-    Ok(())
+}
+
+/// The version at the end of a complete request line, by NGINX's rules:
+/// `HTTP/` (uppercase), a major version starting with 1-9 (above 1: 505),
+/// `.`, a minor version up to 999 (1.0 is HTTP/1.0, any other 1.x is
+/// served as HTTP/1.1). Also where the version token starts.
+/// A line with no version is HTTP/0.9, which porter refuses (400) rather
+/// than waiting for headers that will not come.
+fn request_version(line: &[u8]) -> Result<(Version, usize), HeadError> {
+    let bad = HeadError::Invalid("invalid HTTP version");
+    let at = match line.iter().rposition(|&b| b == b' ') {
+        Some(i) if line[..i].contains(&b' ') => i + 1,
+        _ => return Err(HeadError::Invalid("HTTP/0.9 request")),
+    };
+    let Some(rest) = line[at..].strip_prefix(b"HTTP/") else {
+        return Err(bad);
+    };
+    match rest.first() {
+        Some(b'1') => {}
+        Some(b'2'..=b'9') => return Err(HeadError::VersionNotSupported),
+        _ => return Err(bad),
+    }
+    let minor = match &rest[1..] {
+        [b'0'..=b'9', ..] => return Err(HeadError::VersionNotSupported),
+        [b'.', minor @ ..] if !minor.is_empty() => minor,
+        _ => return Err(bad),
+    };
+    // NGINX refuses a minor version only once it exceeds 99 before another
+    // digit, so leading zeros are allowed.
+    let mut n: u32 = 0;
+    for &b in minor {
+        if !b.is_ascii_digit() || n > 99 {
+            return Err(bad);
+        }
+        n = n * 10 + u32::from(b - b'0');
+    }
+    let version = if n == 0 {
+        Version::Http10
+    } else {
+        Version::Http11
+    };
+    Ok((version, at))
 }
 
 /// The host of an absolute-form target (`http://host:port/path`).
@@ -331,37 +443,42 @@ fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
     Ok(Some(rest[..end].to_string()))
 }
 
-/// NGINX's host validation: lowercase, no `/`, `\`, NUL or `..`, a
-/// trailing dot dropped.
+/// NGINX's host validation: no NUL, `/`, space, control character or
+/// `..`; the name (before `:port`) lowercased and one trailing dot dropped,
+/// leaving a name that is not empty. The port part is kept as sent.
 fn validate_host(h: &str) -> Result<String, HeadError> {
     let bad = HeadError::Invalid("client sent invalid host header");
-    if h.is_empty() {
-        // An empty Host is allowed by NGINX on HTTP/1.0; treat like absent.
-        return Ok(String::new());
-    }
-    if h.contains(['/', '\\', '\0']) || h.contains("..") || h.starts_with('.') {
+    if h.bytes().any(|b| b == b'/' || b <= b' ' || b == 0x7f) || h.contains("..") {
         return Err(bad);
     }
-    let mut s = h.to_ascii_lowercase();
-    if let Some(stripped) = strip_trailing_dot(&s) {
-        s = stripped;
+    let (name, port) = h.split_at(host_name_len(h));
+    let name = name.strip_suffix('.').unwrap_or(name);
+    if name.is_empty() {
+        return Err(bad);
     }
-    Ok(s)
+    Ok(format!("{}{port}", name.to_ascii_lowercase()))
 }
 
-fn strip_trailing_dot(s: &str) -> Option<String> {
-    let (host, port) = match s.rfind(':') {
-        Some(i) if !s.starts_with('[') || s[..i].ends_with(']') => (&s[..i], &s[i..]),
-        _ => (s, ""),
-    };
-    host.strip_suffix('.').map(|h| format!("{h}{port}"))
+/// The length of the name in a Host value: up to the first `:`, or through
+/// the `]` of an IPv6 literal (NGINX's rule).
+pub fn host_name_len(h: &str) -> usize {
+    let mut literal = false;
+    for (i, b) in h.bytes().enumerate() {
+        match b {
+            b'[' if i == 0 => literal = true,
+            b']' if literal => return i + 1,
+            b':' if !literal => return i,
+            _ => {}
+        }
+    }
+    h.len()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(s: &[u8]) -> Result<Option<RequestHead>, HeadError> {
+    fn parse(s: &[u8]) -> Result<Option<RequestHead>, BadHead> {
         parse_head(s, &HeadLimits::default())
     }
 
@@ -445,10 +562,78 @@ mod tests {
     fn versions() {
         assert_eq!(status(b"GET / HTTP/2.0\r\nHost: x\r\n\r\n"), 505);
         assert_eq!(status(b"GET / HTTP/3.0\r\nHost: x\r\n\r\n"), 505);
-        assert_eq!(
-            parse(b"GET / HTTP/1.0\r\n\r\n").unwrap().unwrap().version,
-            Version::Http10
-        );
+        assert_eq!(status(b"GET / HTTP/2\r\nHost: x\r\n\r\n"), 505);
+        assert_eq!(status(b"GET / HTTP/10.0\r\nHost: x\r\n\r\n"), 505);
+        let version = |v: &str| {
+            let req = format!("GET / {v}\r\nHost: x\r\n\r\n");
+            parse(req.as_bytes()).map(|h| h.unwrap().version)
+        };
+        assert_eq!(version("HTTP/1.0"), Ok(Version::Http10));
+        assert_eq!(version("HTTP/1.00"), Ok(Version::Http10));
+        // Later 1.x minors are served as 1.1, as nginx does.
+        assert_eq!(version("HTTP/1.2"), Ok(Version::Http11));
+        assert_eq!(version("HTTP/1.999"), Ok(Version::Http11));
+        assert_eq!(version("HTTP/1.0999"), Ok(Version::Http11));
+        for bad in [
+            "HTTP/1.1000",
+            "HTTP/01.1",
+            "HTTP/0.9",
+            "HTTP/1.",
+            "HTTP/1",
+            "HTTP/1.1x",
+            "http/1.1",
+            "HTTX/1.1",
+        ] {
+            assert_eq!(version(bad).unwrap_err().status(), 400, "{bad}");
+        }
+    }
+
+    #[test]
+    fn method_of_a_bad_request() {
+        let line = raw_request_line(b"\r\nHEAD /x HTTP/9\r\nHost: a\r\n");
+        assert_eq!(line, "HEAD /x HTTP/9");
+        assert_eq!(method_token(&line), Some("HEAD"));
+        assert_eq!(method_token("head /x HTTP/1.1"), None);
+        assert_eq!(method_token("GET"), None);
+        assert_eq!(raw_request_line(b"GET /aaa"), "GET /aaa");
+    }
+
+    #[test]
+    fn http09_is_refused_without_waiting_for_headers() {
+        assert_eq!(parse(b"GET /a.txt\r\n").unwrap_err().status(), 400);
+        assert_eq!(parse(b"GET\r\n").unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn hosts_as_nginx_validates_them() {
+        let host = |h: &str| {
+            let req = format!("GET / HTTP/1.1\r\nHost: {h}\r\n\r\n");
+            parse(req.as_bytes()).map(|r| r.unwrap().host.unwrap())
+        };
+        assert_eq!(host("Example.COM.:8080"), Ok("example.com:8080".into()));
+        assert_eq!(host(".example.com"), Ok(".example.com".into()));
+        assert_eq!(host("a\\b"), Ok("a\\b".into()));
+        assert_eq!(host("[::1]:80"), Ok("[::1]:80".into()));
+        for bad in ["", ".", "a..b", "a b", "a\x01b", "a\x7fb", "a/b"] {
+            assert_eq!(host(bad).unwrap_err().status(), 400, "{bad:?}");
+        }
+        assert_eq!(&"x:y:z"[..host_name_len("x:y:z")], "x");
+        assert_eq!(&"[::1]:80"[..host_name_len("[::1]:80")], "[::1]");
+    }
+
+    #[test]
+    fn errors_name_the_host_read_before_them() {
+        let e =
+            parse(b"GET / HTTP/1.1\r\nHost: A.example\r\nContent-Length: x\r\n\r\n").unwrap_err();
+        assert_eq!(e.host.as_deref(), Some("a.example"));
+        let e = parse(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").unwrap_err();
+        assert_eq!(e.host.as_deref(), Some("a"));
+        let e = parse(b"GET http://h/ HTTP/1.1\r\nContent-Length: x\r\n\r\n").unwrap_err();
+        assert_eq!(e.host.as_deref(), Some("h"));
+        let e = parse(b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n").unwrap_err();
+        assert_eq!(e.host, None);
+        let e = parse(b"GET / HTTP/1.1\r\n\r\n").unwrap_err();
+        assert_eq!(e.host, None);
     }
 
     #[test]
@@ -487,15 +672,22 @@ mod tests {
     fn limits_apply_before_completion() {
         let mut long = b"GET /".to_vec();
         long.extend(std::iter::repeat_n(b'a', 9000));
-        assert_eq!(parse(&long).unwrap_err(), HeadError::UriTooLong);
+        assert_eq!(parse(&long).unwrap_err().error, HeadError::UriTooLong);
         let mut hdr = b"GET / HTTP/1.1\r\nHost: x\r\nX: ".to_vec();
         hdr.extend(std::iter::repeat_n(b'a', 9000));
-        assert_eq!(parse(&hdr).unwrap_err(), HeadError::HeaderTooLarge);
+        assert_eq!(parse(&hdr).unwrap_err().error, HeadError::HeaderTooLarge);
         let mut many = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
         for i in 0..5000 {
             many.extend(format!("X{i}: yyyyyyy\r\n").bytes());
         }
-        assert_eq!(parse(&many).unwrap_err(), HeadError::HeaderTooLarge);
+        assert_eq!(parse(&many).unwrap_err().error, HeadError::HeaderTooLarge);
+        // Only the size counts, as in nginx: many short lines are fine.
+        let mut lots = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+        for i in 0..1000 {
+            lots.extend(format!("X{i}: y\r\n").bytes());
+        }
+        lots.extend(b"\r\n");
+        assert_eq!(parse(&lots).unwrap().unwrap().headers.len(), 1001);
     }
 
     #[test]

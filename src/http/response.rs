@@ -67,7 +67,9 @@ pub struct Response {
     pub etag: Option<String>,
     /// Other headers, in order (`Expires`, `add_header`, `Content-Range`…).
     pub headers: Vec<(String, String)>,
-    /// Whether to send `Accept-Ranges: bytes`.
+    /// The body may be served in ranges (a file); the range filter decides.
+    pub allow_ranges: bool,
+    /// Whether to send `Accept-Ranges: bytes` (set by the range filter).
     pub accept_ranges: bool,
     /// The body.
     pub body: Body,
@@ -86,6 +88,7 @@ impl Response {
             location: None,
             etag: None,
             headers: Vec::new(),
+            allow_ranges: false,
             accept_ranges: false,
             body: Body::Empty,
             close: false,

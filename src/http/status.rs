@@ -93,6 +93,30 @@ pub fn error_page_body(code: u16, server_tokens: bool) -> Option<String> {
     Some(head + tail)
 }
 
+/// What NGINX appends to a 4xx/5xx page for MSIE and Chrome
+/// (`msie_padding`), which would otherwise show their own "friendly" page
+/// in place of a short one.
+pub const FRIENDLY_PAGE_PADDING: &str = concat!(
+    "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n",
+    "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n",
+    "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n",
+    "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n",
+    "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n",
+    "<!-- a padding to disable MSIE and Chrome friendly error page -->\r\n",
+);
+
+/// Whether a `User-Agent` is one NGINX pads error pages for: MSIE (not
+/// Opera posing as it) or Chrome (not a Gecko browser), by NGINX's tests.
+pub fn wants_page_padding(user_agent: &str) -> bool {
+    let msie = user_agent
+        .find("MSIE ")
+        .is_some_and(|i| i + 7 < user_agent.len());
+    if user_agent.contains("Opera") {
+        return false;
+    }
+    msie || (!user_agent.contains("Gecko/") && user_agent.contains("Chrome/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +133,28 @@ mod tests {
         assert!(error_page_body(494, true)
             .unwrap()
             .contains("Request Header Or Cookie Too Large"));
+    }
+
+    #[test]
+    fn padding_as_nginx() {
+        // nginx sends 555 bytes for its 404 page to these browsers.
+        let page = error_page_body(404, true).unwrap();
+        assert_eq!(
+            page.len() - "porter/".len() - env!("CARGO_PKG_VERSION").len()
+                + "nginx/1.22.1".len()
+                + FRIENDLY_PAGE_PADDING.len(),
+            555
+        );
+        assert!(wants_page_padding("Mozilla/4.0 (compatible; MSIE 6.0)"));
+        assert!(wants_page_padding(
+            "Mozilla/5.0 (X11) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"
+        ));
+        assert!(!wants_page_padding(
+            "Mozilla/5.0 (X11; rv:120.0) Gecko/20100101 Firefox/120.0"
+        ));
+        assert!(!wants_page_padding("Opera/9.80 (compatible; MSIE 6.0)"));
+        assert!(!wants_page_padding("MSIE 6"));
+        assert!(!wants_page_padding("curl/8.0"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Request-target handling: splitting off the query, and NGINX's URI
-//! normalisation (percent-decoding, duplicate slashes merged, `.` and `..`
+//! Request-target handling: splitting off the query (and a fragment, which
+//! NGINX drops with everything after it), and NGINX's URI normalisation (percent-decoding, duplicate slashes merged, `.` and `..`
 //! resolved). A URI that would climb above `/` is refused (400), so a file
 //! path built from root + URI can never leave the root.
 
@@ -19,8 +19,9 @@ pub enum UriError {
 }
 
 /// Splits a target into path and arguments; absolute-form targets
-/// (`http://host/p`) yield their path.
+/// (`http://host/p`) yield their path. A `#` ends both.
 pub fn split_target(target: &str) -> (&str, Option<&str>) {
+    let target = target.split('#').next().unwrap_or(target);
     let mut t = target;
     for scheme in ["http://", "https://"] {
         if t.len() >= scheme.len() && t[..scheme.len()].eq_ignore_ascii_case(scheme) {
@@ -134,6 +135,9 @@ mod tests {
         assert_eq!(split_target("/a"), ("/a", None));
         assert_eq!(split_target("http://h:1/x?y"), ("/x", Some("y")));
         assert_eq!(split_target("HTTP://h"), ("/", None));
+        assert_eq!(split_target("/a.txt#frag"), ("/a.txt", None));
+        assert_eq!(split_target("/a?x=1#frag"), ("/a", Some("x=1")));
+        assert_eq!(split_target("/a#f?x=1"), ("/a", None));
     }
 
     #[test]

@@ -100,6 +100,13 @@ pub fn config_text(body: &str, port: u16, prefix: &Path) -> String {
         .replace("{PREFIX}", prefix.to_str().unwrap())
 }
 
+/// The `pid` file a config names, if any.
+fn pid_file(conf: &str) -> Option<PathBuf> {
+    conf.split([';', '{', '}'])
+        .find_map(|d| d.trim().strip_prefix("pid "))
+        .map(|p| PathBuf::from(p.trim()))
+}
+
 impl Server {
     /// Starts porter with `conf` (a full config with `{PORT}`/`{PREFIX}`
     /// placeholders) and waits for it to listen.
@@ -132,6 +139,17 @@ impl Server {
             let _ = s.child.kill();
             let out = s.child.wait_with_output_ref();
             panic!("porter did not start listening: {out}");
+        }
+        // The master binds before it installs its signal handlers and
+        // writes the pid file; a test that signals it or reads the pid file
+        // must wait for the latter.
+        if let Some(pid) = pid_file(&text).map(|p| s.prefix.path().join(p)) {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while std::fs::read_to_string(&pid).map_or(true, |t| !t.ends_with('\n'))
+                && Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
         s
     }

@@ -1,0 +1,265 @@
+//! NGINX's header filter chain, in its order, run on every response before
+//! it is written: the not-modified filter (conditional requests, 200 only),
+//! the headers filter (`expires`, `add_header`), the charset filter, the
+//! range filter (200 responses whose handler allows ranges), and the header
+//! writer's rule that only 200, 206 and 304 carry `Last-Modified`.
+//!
+//! A filter can turn the response into an error (412 from the not-modified
+//! filter, 416 from the range filter), which the caller answers like any
+//! other error status, `error_page` included. What a pass set stays with
+//! the request through a 416 ([`Carried`]; NGINX keeps it in the request's
+//! `headers_out`): the 416 page carries the 200's `add_header` lines plus
+//! its own pass's `always` ones, so such a header appears twice, and an
+//! error page served for the 416 also keeps the file's ETag and charset.
+
+use std::rc::Rc;
+
+use crate::http::conditional::{self, Precondition};
+use crate::http::context::RequestCtx;
+use crate::http::range::{self, RangeOutcome};
+use crate::http::response::{Body, Response};
+
+/// What earlier passes through the chain left on the request for the
+/// response that replaces theirs.
+#[derive(Debug, Default)]
+pub struct Carried {
+    /// Header lines, the replaced response's ETag first.
+    headers: Vec<(String, String)>,
+    /// The charset chosen.
+    charset: Option<String>,
+}
+
+impl Carried {
+    /// Puts the carried header lines before `resp`'s own. A response NGINX
+    /// builds itself (`special`) drops the carried ETag, as NGINX clears
+    /// the ETag of its special responses; another keeps it, and its own
+    /// ETag follows it in the header lines (NGINX sends both, in order).
+    pub fn apply(&mut self, resp: &mut Response, special: bool) {
+        let mut own = std::mem::take(&mut resp.headers);
+        resp.headers = std::mem::take(&mut self.headers);
+        let carried_etag = resp.headers.iter().any(|(n, _)| n == "ETag");
+        if special {
+            resp.headers.retain(|(n, _)| n != "ETag");
+        } else if carried_etag {
+            if let Some(e) = resp.etag.take() {
+                resp.headers.push(("ETag".into(), e));
+            }
+        }
+        resp.headers.append(&mut own);
+    }
+}
+
+/// The response's ETag: its own, or the last one among its header lines
+/// (NGINX's `headers_out.etag` is the last one set).
+fn etag(resp: &Response) -> Option<&str> {
+    resp.etag.as_deref().or_else(|| {
+        resp.headers
+            .iter()
+            .rev()
+            .find(|(n, _)| n == "ETag")
+            .map(|(_, v)| v.as_str())
+    })
+}
+
+/// Runs the chain on `resp`, after [`Carried::apply`]. `Err(code)` means
+/// answer with `code` instead; `carried` then holds what stays with the
+/// request (nothing after a 412: NGINX clears the response's headers
+/// before sending that page).
+pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> Result<(), u16> {
+    if resp.status == 200 {
+        if let Err(code) = not_modified(ctx, resp) {
+            *carried = Carried::default();
+            return Err(code);
+        }
+    }
+    ctx.status = resp.status;
+    headers(ctx, resp);
+    let charset = charset(ctx, resp, carried.charset.take());
+    if let Err(code) = ranges(ctx, resp) {
+        carried.headers = resp
+            .etag
+            .take()
+            .map(|e| ("ETag".to_string(), e))
+            .into_iter()
+            .collect();
+        carried.headers.append(&mut resp.headers);
+        carried.charset = charset;
+        return Err(code);
+    }
+    // The header writer's rules.
+    if resp.status == 204 {
+        resp.content_type = None;
+        resp.content_length = None;
+        resp.body = Body::Empty;
+    }
+    if !matches!(resp.status, 200 | 206 | 304) {
+        resp.last_modified = None;
+    }
+    ctx.status = resp.status;
+    Ok(())
+}
+
+/// The not-modified filter: 412 or 304 from the request's preconditions
+/// against the response's validators.
+fn not_modified(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
+    match conditional::evaluate(
+        &ctx.head.headers,
+        etag(resp),
+        resp.last_modified,
+        ctx.loc.s.if_modified_since,
+    ) {
+        Precondition::Proceed => Ok(()),
+        Precondition::Failed => Err(412),
+        Precondition::NotModified => {
+            resp.status = 304;
+            resp.content_type = None;
+            resp.content_length = None;
+            resp.accept_ranges = false;
+            resp.body = Body::Empty;
+            Ok(())
+        }
+    }
+}
+
+/// Statuses `add_header` and `expires` apply to without `always`.
+fn header_filter_applies(status: u16) -> bool {
+    matches!(
+        status,
+        200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+    )
+}
+
+/// The headers filter: `expires` and `add_header`.
+fn headers(ctx: &RequestCtx, resp: &mut Response) {
+    let s = &ctx.loc.s;
+    let applies = header_filter_applies(resp.status);
+    if applies {
+        if let Some(secs) = s.expires {
+            expires_headers(secs, resp);
+        }
+    }
+    for h in s.add_headers.iter() {
+        if applies || h.always {
+            let v = h.value.render(ctx);
+            if !v.is_empty() {
+                resp.headers.push((h.name.clone(), v));
+            }
+        }
+    }
+}
+
+fn expires_headers(secs: i64, resp: &mut Response) {
+    let (expires, cc) = match secs {
+        i64::MIN => (
+            "Thu, 01 Jan 1970 00:00:01 GMT".to_string(),
+            "no-cache".to_string(),
+        ),
+        i64::MAX => (
+            "Thu, 31 Dec 2037 23:55:55 GMT".to_string(),
+            "max-age=315360000".to_string(),
+        ),
+        s => {
+            let now = crate::util::time::now().0;
+            let cc = if s < 0 {
+                "no-cache".to_string()
+            } else {
+                format!("max-age={s}")
+            };
+            (crate::util::time::http_date(now + s), cc)
+        }
+    };
+    resp.headers.push(("Expires".into(), expires));
+    resp.headers.push(("Cache-Control".into(), cc));
+}
+
+/// NGINX's default `charset_types`.
+fn charset_type(ct: &str) -> bool {
+    matches!(
+        ct,
+        "text/html"
+            | "text/xml"
+            | "text/plain"
+            | "text/vnd.wap.wml"
+            | "application/javascript"
+            | "application/rss+xml"
+    )
+}
+
+/// The charset filter: `; charset=X` on the `charset_types`, or on any
+/// type when an earlier pass chose the charset. Returns the charset used.
+fn charset(ctx: &RequestCtx, resp: &mut Response, carried: Option<String>) -> Option<String> {
+    let ct = resp.content_type.as_mut()?;
+    let cs = match &ctx.loc.s.charset {
+        Some(cs) if charset_type(ct) => cs.clone(),
+        _ => carried?,
+    };
+    ct.push_str("; charset=");
+    ct.push_str(&cs);
+    Some(cs)
+}
+
+/// The range filter, for a 200 whose whole-file body allows ranges: 206
+/// (one part or `multipart/byteranges`), `Err(416)` with `Content-Range:
+/// bytes */LEN` pushed, or the full body with `Accept-Ranges: bytes`.
+fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
+    let s = &ctx.loc.s;
+    if resp.status != 200 || !resp.allow_ranges || s.max_ranges == Some(0) {
+        return Ok(());
+    }
+    let (Some(len), Body::File { file, start: 0, .. }) = (resp.content_length, &resp.body) else {
+        return Ok(());
+    };
+    let file = Rc::clone(file);
+    let wanted = match (ctx.header("range"), ctx.header("if-range")) {
+        (Some(r), Some(ir)) => {
+            conditional::if_range_matches(ir, etag(resp), resp.last_modified).then_some(r)
+        }
+        (r, _) => r,
+    };
+    let outcome = wanted.map_or(RangeOutcome::Full, |r| {
+        range::parse_range(r, len, s.max_ranges)
+    });
+    match outcome {
+        RangeOutcome::Full => resp.accept_ranges = true,
+        RangeOutcome::Unsatisfiable => {
+            resp.headers
+                .push(("Content-Range".into(), format!("bytes */{len}")));
+            return Err(416);
+        }
+        RangeOutcome::Partial(ranges) => {
+            resp.status = 206;
+            if let [r] = ranges.as_slice() {
+                resp.headers.push((
+                    "Content-Range".into(),
+                    format!("bytes {}-{}/{len}", r.start, r.end - 1),
+                ));
+                resp.content_length = Some(r.end - r.start);
+                resp.body = Body::File {
+                    file,
+                    start: r.start,
+                    len: r.end - r.start,
+                };
+            } else {
+                let ct = resp.content_type.clone().unwrap_or_default();
+                let parts = range::multipart(&ranges, len, &ct, next_boundary());
+                resp.content_type = Some(parts.content_type_header());
+                resp.content_length = Some(parts.content_length());
+                resp.body = Body::Multipart { file, parts };
+            }
+        }
+    }
+    Ok(())
+}
+
+thread_local! {
+    static BOUNDARY: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// NGINX numbers multipart boundaries with a process-wide counter.
+fn next_boundary() -> u64 {
+    BOUNDARY.with(|b| {
+        let n = b.get() + 1;
+        b.set(n);
+        n
+    })
+}
