@@ -84,6 +84,7 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
         let head = match Box::pin(read_head(
             &mut stream,
             &mut buf,
+            &mut out,
             &limits,
             requests,
             header_timeout,
@@ -95,216 +96,300 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
             ReadHead::Head(h) => h,
             ReadHead::Closed => return,
             ReadHead::Error(bad) => {
-                requests += 1;
-                metrics::inc(&metrics::REQUESTS);
-                let line = request::raw_request_line(&buf);
-                let server = group.find_server(bad.host.as_deref().map(super::context::strip_port));
-                let mut ctx = request_ctx(&conn, requests, unparsed_head(line, bad.host), server);
-                w.log.log_conn(
-                    Level::Info,
-                    Some(conn.id),
-                    format_args!("{} while reading client request", bad.error),
-                    &ctx.log_context(),
-                );
-                let code = if matches!(bad.error, HeadError::HeaderTooLarge) {
-                    494
-                } else {
-                    bad.error.status()
-                };
-                let env = Env {
-                    disk: &w.disk,
-                    log: &w.log,
-                };
-                let Some(mut resp) = handlers::respond_status(&mut ctx, &env, code).await else {
-                    ctx.status = 444;
-                    access_log(&ctx);
-                    return;
-                };
-                resp.close = true;
-                ctx.sent_headers = sent_headers(&resp);
-                let head_only = ctx.method == Method::Head;
-                let s = &ctx.loc.s;
-                let date = date_now();
-                out.clear();
-                write_head(
-                    &resp,
-                    &HeadOptions {
-                        keep_alive: false,
-                        keep_alive_header: None,
-                        server_tokens: s.server_tokens,
-                        date: &date,
-                    },
+                Box::pin(refuse(
+                    stream,
+                    &buf,
                     &mut out,
-                );
-                let head_len = out.len() as u64;
-                if let Ok(body) = send(&stream, &w.disk, &resp, head_only, &mut out, s).await {
-                    ctx.body_bytes_sent = body;
-                    ctx.bytes_sent = head_len + body;
-                }
-                ctx.status = resp.status;
-                access_log(&ctx);
-                Box::pin(lingering_close(stream)).await;
+                    &conn,
+                    requests + 1,
+                    group,
+                    &w,
+                    bad,
+                ))
+                .await;
                 return;
             }
         };
         requests += 1;
-        metrics::inc(&metrics::REQUESTS);
-        let _writing = Gauge::new(&metrics::WRITING);
-        let start = Instant::now();
-        let consumed = head.head_len;
-        let (path, args) = uri::split_target(&head.target);
-        let normalized = uri::normalize(path);
-        let (path, args) = (path.to_string(), args.map(str::to_string));
-        // A URI NGINX cannot normalise is refused while it parses the
-        // request line, before Host picks a server: the default server
-        // answers.
-        let server = if normalized.is_ok() {
-            group.find_server(head.host.as_deref().map(super::context::strip_port))
-        } else {
-            &default_server
-        };
-        let mut ctx = request_ctx(&conn, requests, head, server);
-        ctx.start = start;
-        ctx.uri = normalized.clone().unwrap_or(path);
-        ctx.args = args;
-        let body_kind = if ctx.head.chunked {
-            Some(None)
-        } else {
-            ctx.head.content_length.filter(|&n| n > 0).map(Some)
-        };
-        buf.drain(..consumed);
-
-        let env = Env {
-            disk: &w.disk,
-            log: &w.log,
-        };
-        let resp = if normalized.is_err() {
-            w.log.log_conn(
-                Level::Info,
-                Some(conn.id),
-                format_args!("client sent invalid request"),
-                &ctx.log_context(),
-            );
-            handlers::respond_status(&mut ctx, &env, 400)
-                .await
-                .map(|mut r| {
-                    r.close = true;
-                    r
-                })
-        } else {
-            // Boxed: the handler's state exists only while a request is in
-            // flight, so an idle keep-alive connection stays small.
-            Box::pin(handlers::respond(&mut ctx, &env)).await
-        };
-        let Some(mut resp) = resp else {
-            // `return 444`: close without a response.
-            ctx.status = 444;
-            access_log(&ctx);
-            return;
-        };
-        if ctx.send_continue {
-            let t = ctx.loc.s.send_timeout;
-            if write_all(&stream, b"HTTP/1.1 100 Continue\r\n\r\n", false, t)
-                .await
-                .is_err()
-            {
+        // One exchange, boxed: its state (request context, response,
+        // handler futures) exists only while a request is in flight, so an
+        // idle keep-alive connection stays small.
+        let next = Box::pin(exchange(
+            &mut stream,
+            &mut buf,
+            &mut out,
+            &conn,
+            requests,
+            group,
+            &default_server,
+            &w,
+            &shutdown,
+            head,
+        ))
+        .await;
+        match next {
+            Next::KeepAlive(t) => keepalive_timeout = t,
+            Next::Close => return,
+            Next::Linger => {
+                Box::pin(lingering_close(stream)).await;
                 return;
             }
-        }
-
-        // Discard the request body so the next request parses; on a body we
-        // refuse (413) or cannot read, close after the response.
-        let mut body_ok = true;
-        if let Some(kind) = body_kind {
-            if resp.status == 413 || resp.close {
-                body_ok = false;
-            } else {
-                body_ok = Box::pin(discard_body(&mut stream, &mut buf, kind))
-                    .await
-                    .is_ok();
-            }
-        }
-
-        let s = &ctx.loc.s;
-        keepalive_timeout = s.keepalive_timeout;
-        let keep_alive = ctx.head.keep_alive
-            && body_ok
-            && !resp.close
-            && requests < s.keepalive_requests
-            && !keepalive_timeout.is_zero()
-            && shutdown.mode() == Mode::Run;
-        let head_only = ctx.method == Method::Head || ctx.head.method == "HEAD";
-        let date = date_now();
-        let opts = HeadOptions {
-            keep_alive,
-            keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
-            server_tokens: s.server_tokens,
-            date: &date,
-        };
-        if resp.status == 304 || resp.status == 204 {
-            resp.body = Body::Empty;
-        }
-        out.clear();
-        write_head(&resp, &opts, &mut out);
-        if !ctx.loc.s.access_log.is_empty() {
-            // Only an access log reads `$sent_http_*`.
-            ctx.sent_headers = sent_headers(&resp);
-        }
-        let head_len = out.len() as u64;
-        w.figures.ttfb.observe(ctx.start.elapsed());
-        let sent = Box::pin(send(&stream, &w.disk, &resp, head_only, &mut out, s)).await;
-        ctx.status = resp.status;
-        match sent {
-            Ok(body_bytes) => {
-                ctx.body_bytes_sent = body_bytes;
-                ctx.bytes_sent = head_len + body_bytes;
-            }
-            Err(e) => {
-                ctx.body_bytes_sent = 0;
-                let file = ctx.request_filename.as_deref().unwrap_or("");
-                match crate::disk::disk_error(&e) {
-                    Some(crate::disk::DiskError::Io { op, text }) => w.log.log_conn(
-                        Level::Crit,
-                        Some(conn.id),
-                        format_args!("{op}() \"{file}\" failed {text}"),
-                        &ctx.log_context(),
-                    ),
-                    Some(pool) => w.log.log_conn(
-                        Level::Error,
-                        Some(conn.id),
-                        format_args!("{pool}"),
-                        &ctx.log_context(),
-                    ),
-                    None if e.kind() == io::ErrorKind::UnexpectedEof => w.log.log_conn(
-                        Level::Crit,
-                        Some(conn.id),
-                        format_args!("file \"{file}\" was truncated while sending it"),
-                        &ctx.log_context(),
-                    ),
-                    None => w.log.log_conn(
-                        Level::Info,
-                        Some(conn.id),
-                        format_args!(
-                            "writev() failed {} while sending response to client",
-                            crate::util::errno_text(&e)
-                        ),
-                        &ctx.log_context(),
-                    ),
-                }
-                access_log(&ctx);
-                return;
-            }
-        }
-        access_log(&ctx);
-        if !keep_alive {
-            if buf.is_empty() && body_ok && resp.status < 400 {
-                let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
-                return;
-            }
-            Box::pin(lingering_close(stream)).await;
-            return;
         }
     }
+}
+
+/// Answers a request whose head could not be parsed, then closes.
+#[allow(clippy::too_many_arguments)]
+async fn refuse(
+    stream: TcpStream,
+    buf: &[u8],
+    out: &mut Vec<u8>,
+    conn: &ConnInfo,
+    requests: u64,
+    group: &ListenGroup,
+    w: &WorkerEnv,
+    bad: BadHead,
+) {
+    metrics::inc(&metrics::REQUESTS);
+    let line = request::raw_request_line(buf);
+    let server = group.find_server(bad.host.as_deref().map(super::context::strip_port));
+    let mut ctx = Box::new(request_ctx(
+        conn,
+        requests,
+        unparsed_head(line, bad.host),
+        server,
+    ));
+    w.log.log_conn(
+        Level::Info,
+        Some(conn.id),
+        format_args!("{} while reading client request", bad.error),
+        &ctx.log_context(),
+    );
+    let code = if matches!(bad.error, HeadError::HeaderTooLarge) {
+        494
+    } else {
+        bad.error.status()
+    };
+    let env = Env {
+        disk: &w.disk,
+        log: &w.log,
+    };
+    let Some(mut resp) = Box::pin(handlers::respond_status(&mut ctx, &env, code)).await else {
+        ctx.status = 444;
+        access_log(&ctx);
+        return;
+    };
+    resp.close = true;
+    ctx.sent_headers = sent_headers(&resp);
+    let head_only = ctx.method == Method::Head;
+    let s = &ctx.loc.s;
+    let date = date_now();
+    out.clear();
+    write_head(
+        &resp,
+        &HeadOptions {
+            keep_alive: false,
+            keep_alive_header: None,
+            server_tokens: s.server_tokens,
+            date: &date,
+        },
+        out,
+    );
+    let head_len = out.len() as u64;
+    if let Ok(body) = Box::pin(send(&stream, &w.disk, &resp, head_only, out, s)).await {
+        ctx.body_bytes_sent = body;
+        ctx.bytes_sent = head_len + body;
+    }
+    ctx.status = resp.status;
+    access_log(&ctx);
+    Box::pin(lingering_close(stream)).await;
+}
+
+/// What the connection does after an exchange.
+enum Next {
+    /// Wait for the next request, this long.
+    KeepAlive(Duration),
+    /// Close now.
+    Close,
+    /// Close after draining what the client still sends.
+    Linger,
+}
+
+/// Answers one request whose head has been read.
+#[allow(clippy::too_many_arguments)]
+async fn exchange(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    conn: &ConnInfo,
+    requests: u64,
+    group: &ListenGroup,
+    default_server: &Arc<ServerConf>,
+    w: &WorkerEnv,
+    shutdown: &ShutdownSignal,
+    head: RequestHead,
+) -> Next {
+    metrics::inc(&metrics::REQUESTS);
+    let _writing = Gauge::new(&metrics::WRITING);
+    let start = Instant::now();
+    let consumed = head.head_len;
+    let (path, args) = uri::split_target(&head.target);
+    let normalized = uri::normalize(path);
+    let (path, args) = (path.to_string(), args.map(str::to_string));
+    // A URI NGINX cannot normalise is refused while it parses the
+    // request line, before Host picks a server: the default server
+    // answers.
+    let server = if normalized.is_ok() {
+        group.find_server(head.host.as_deref().map(super::context::strip_port))
+    } else {
+        default_server
+    };
+    // Boxed, like the per-phase futures: an idle connection keeps none
+    // of a request's state.
+    let mut ctx = Box::new(request_ctx(conn, requests, head, server));
+    ctx.start = start;
+    ctx.uri = normalized.clone().unwrap_or(path);
+    ctx.args = args;
+    let body_kind = if ctx.head.chunked {
+        Some(None)
+    } else {
+        ctx.head.content_length.filter(|&n| n > 0).map(Some)
+    };
+    buf.drain(..consumed);
+
+    let env = Env {
+        disk: &w.disk,
+        log: &w.log,
+    };
+    let resp = if normalized.is_err() {
+        w.log.log_conn(
+            Level::Info,
+            Some(conn.id),
+            format_args!("client sent invalid request"),
+            &ctx.log_context(),
+        );
+        Box::pin(handlers::respond_status(&mut ctx, &env, 400))
+            .await
+            .map(|mut r| {
+                r.close = true;
+                r
+            })
+    } else {
+        // Boxed: the handler's state exists only while a request is in
+        // flight, so an idle keep-alive connection stays small.
+        Box::pin(handlers::respond(&mut ctx, &env)).await
+    };
+    let Some(mut resp) = resp else {
+        // `return 444`: close without a response.
+        ctx.status = 444;
+        access_log(&ctx);
+        return Next::Close;
+    };
+    if ctx.send_continue {
+        let t = ctx.loc.s.send_timeout;
+        if Box::pin(write_all(
+            stream,
+            b"HTTP/1.1 100 Continue\r\n\r\n",
+            false,
+            t,
+        ))
+        .await
+        .is_err()
+        {
+            return Next::Close;
+        }
+    }
+
+    // Discard the request body so the next request parses; on a body we
+    // refuse (413) or cannot read, close after the response.
+    let mut body_ok = true;
+    if let Some(kind) = body_kind {
+        if resp.status == 413 || resp.close {
+            body_ok = false;
+        } else {
+            body_ok = Box::pin(discard_body(stream, buf, kind)).await.is_ok();
+        }
+    }
+
+    let s = &ctx.loc.s;
+    let keepalive_timeout = s.keepalive_timeout;
+    let keep_alive = ctx.head.keep_alive
+        && body_ok
+        && !resp.close
+        && requests < s.keepalive_requests
+        && !keepalive_timeout.is_zero()
+        && shutdown.mode() == Mode::Run;
+    let head_only = ctx.method == Method::Head || ctx.head.method == "HEAD";
+    let date = date_now();
+    let opts = HeadOptions {
+        keep_alive,
+        keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
+        server_tokens: s.server_tokens,
+        date: &date,
+    };
+    if resp.status == 304 || resp.status == 204 {
+        resp.body = Body::Empty;
+    }
+    out.clear();
+    write_head(&resp, &opts, out);
+    if !ctx.loc.s.access_log.is_empty() {
+        // Only an access log reads `$sent_http_*`.
+        ctx.sent_headers = sent_headers(&resp);
+    }
+    let head_len = out.len() as u64;
+    w.figures.ttfb.observe(ctx.start.elapsed());
+    let sent = Box::pin(send(stream, &w.disk, &resp, head_only, out, s)).await;
+    ctx.status = resp.status;
+    match sent {
+        Ok(body_bytes) => {
+            ctx.body_bytes_sent = body_bytes;
+            ctx.bytes_sent = head_len + body_bytes;
+        }
+        Err(e) => {
+            ctx.body_bytes_sent = 0;
+            let file = ctx.request_filename.as_deref().unwrap_or("");
+            match crate::disk::disk_error(&e) {
+                Some(crate::disk::DiskError::Io { op, text }) => w.log.log_conn(
+                    Level::Crit,
+                    Some(conn.id),
+                    format_args!("{op}() \"{file}\" failed {text}"),
+                    &ctx.log_context(),
+                ),
+                Some(pool) => w.log.log_conn(
+                    Level::Error,
+                    Some(conn.id),
+                    format_args!("{pool}"),
+                    &ctx.log_context(),
+                ),
+                None if e.kind() == io::ErrorKind::UnexpectedEof => w.log.log_conn(
+                    Level::Crit,
+                    Some(conn.id),
+                    format_args!("file \"{file}\" was truncated while sending it"),
+                    &ctx.log_context(),
+                ),
+                None => w.log.log_conn(
+                    Level::Info,
+                    Some(conn.id),
+                    format_args!(
+                        "writev() failed {} while sending response to client",
+                        crate::util::errno_text(&e)
+                    ),
+                    &ctx.log_context(),
+                ),
+            }
+            access_log(&ctx);
+            return Next::Close;
+        }
+    }
+    access_log(&ctx);
+    if !keep_alive {
+        if buf.is_empty() && body_ok && resp.status < 400 {
+            let _ = socket2::SockRef::from(&*stream).shutdown(SockShutdown::Write);
+            return Next::Close;
+        }
+        return Next::Linger;
+    }
+    Next::KeepAlive(keepalive_timeout)
 }
 
 /// A request's state at the start of processing, at `server`'s level.
@@ -387,6 +472,7 @@ fn sent_headers(r: &Response) -> Vec<(String, String)> {
 async fn read_head(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
+    spare: &mut Vec<u8>,
     limits: &HeadLimits,
     requests: u64,
     header_timeout: Duration,
@@ -419,11 +505,25 @@ async fn read_head(
             header_timeout
         };
         if buf.capacity() - buf.len() < 1024 {
-            buf.reserve(4096);
+            buf.reserve(if buf.is_empty() { 1024 } else { 4096 });
         }
         let read = if idle {
+            // A pipelined or quick next request is read at once.
+            match stream.try_read_buf(buf) {
+                Ok(0) => return ReadHead::Closed,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return ReadHead::Closed,
+            }
+            // Going idle: hand both buffers back while the connection
+            // waits, so an idle keep-alive connection holds no buffers.
+            *buf = Vec::new();
+            *spare = Vec::new();
             tokio::select! {
-                r = tokio::time::timeout(wait, stream.read_buf(buf)) => r,
+                r = tokio::time::timeout(wait, stream.readable()) => match r {
+                    Ok(Ok(())) => continue,
+                    _ => return ReadHead::Closed,
+                },
                 _ = shutdown.wait_for(Mode::Graceful) => return ReadHead::Closed,
             }
         } else {
