@@ -469,6 +469,7 @@ fn sent_headers(r: &Response) -> Vec<(String, String)> {
     v
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn read_head(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
