@@ -277,6 +277,22 @@ fn page_size() -> u64 {
     *PAGE.get_or_init(|| rustix::param::page_size() as u64)
 }
 
+/// True when the bytes at `offset` and at `offset + len - 1` can be read
+/// without waiting. `cachestat` counts a page that readahead has inserted
+/// but not yet filled as cached, and an inline `sendfile` would then sleep
+/// on its page lock; readahead fills a window front to back, so a range
+/// whose first and last bytes are readable now is not in flight.
+pub fn ends_readable(f: &File, offset: u64, len: u64) -> bool {
+    if len == 0 {
+        return true;
+    }
+    let mut b = [0u8; 1];
+    let last = offset + len - 1;
+    [offset, last]
+        .iter()
+        .all(|&at| matches!(read_nowait(f, &mut b, at), Ok(1)))
+}
+
 /// What `cachestat` says about a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Residency {

@@ -551,7 +551,14 @@ impl Disk {
         if f.io.fast {
             let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
             let residency = if features.cachestat && !f.cachestat_denied.get() {
-                fastpath::range_cached(&f.file, *offset, len)
+                match fastpath::range_cached(&f.file, *offset, len) {
+                    // Resident is not enough: pages still being read by
+                    // readahead count too (see `ends_readable`).
+                    Residency::Known(true) if features.read_nowait => {
+                        Residency::Known(fastpath::ends_readable(&f.file, *offset, len))
+                    }
+                    r => r,
+                }
             } else {
                 Residency::Denied
             };
