@@ -1,0 +1,142 @@
+"""Small helpers shared by the benchmark modules: progress log, commands,
+machine description, statistics over repetitions."""
+
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+BENCH_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO_DIR = os.path.dirname(BENCH_DIR)
+LUA_DIR = os.path.join(BENCH_DIR, "lua")
+CGEXEC = os.path.join(BENCH_DIR, "lib", "cgexec")
+
+_t0 = time.monotonic()
+
+
+def log(msg):
+    """Progress line on stderr with the elapsed time."""
+    el = time.monotonic() - _t0
+    sys.stderr.write(f"[{int(el) // 60:3d}:{int(el) % 60:02d}] {msg}\n")
+    sys.stderr.flush()
+
+
+class HarnessError(Exception):
+    """The harness itself cannot go on (not a server failure)."""
+
+
+def run(cmd, check=True, timeout=None, **kw):
+    return subprocess.run(cmd, check=check, timeout=timeout, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def write_file(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def read_file(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        if default is not None:
+            return default
+        raise
+
+
+def sync_and_drop_caches(level=3):
+    """sync, then drop the page cache (1), dentries and inodes (2) or both (3)."""
+    os.sync()
+    write_file("/proc/sys/vm/drop_caches", level)
+
+
+def port_is_free(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+_next_port = [20000 + (os.getpid() * 37) % 9000]
+
+
+def free_port():
+    """A port in 20000–29999 (below the ephemeral range) that nothing has bound."""
+    for _ in range(2000):
+        p = _next_port[0]
+        _next_port[0] = 20000 + (p - 20000 + 1) % 10000
+        if port_is_free(p):
+            return p
+    raise HarnessError("no free port found in 20000-29999")
+
+
+def machine_info(data_dir):
+    info = {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "cores": os.cpu_count(),
+        "cpu_model": "",
+        "mem_total_gib": None,
+    }
+    for line in read_file("/proc/cpuinfo", "").splitlines():
+        if line.startswith("model name"):
+            info["cpu_model"] = line.split(":", 1)[1].strip()
+            break
+    for line in read_file("/proc/meminfo", "").splitlines():
+        if line.startswith("MemTotal:"):
+            info["mem_total_gib"] = round(int(line.split()[1]) / 1048576, 1)
+    try:
+        df = shutil.disk_usage(data_dir)
+        info["data_fs_free_gib"] = round(df.free / 2**30, 1)
+    except OSError:
+        pass
+    for line in read_file("/proc/mounts", "").splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[1] == "/":
+            info["root_fs"] = f"{parts[2]} on {parts[0]}"
+    try:
+        info["nginx"] = run(["nginx", "-v"]).stderr.strip()
+    except (OSError, subprocess.CalledProcessError):
+        info["nginx"] = "not installed"
+    try:
+        out = run(["wrk", "-v"], check=False)
+        info["wrk"] = (out.stdout + out.stderr).splitlines()[0].strip()
+    except OSError:
+        info["wrk"] = "not installed"
+    info["python"] = platform.python_version()
+    return info
+
+
+def porter_revision():
+    try:
+        rev = run(["git", "-C", REPO_DIR, "rev-parse", "--short", "HEAD"]).stdout.strip()
+        dirty = run(["git", "-C", REPO_DIR, "status", "--porcelain", "--", "src", "Cargo.toml",
+                     "Cargo.lock"]).stdout.strip()
+        return rev + ("+uncommitted changes in src/" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def summarize(values):
+    """median, min, max, n of the non-None values (None when there are none)."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals),
+            "n": len(vals), "values": vals}
+
+
+def dump_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2, sort_keys=False, default=str)
+        f.write("\n")

@@ -1,0 +1,521 @@
+"""The scenarios. Each one runs one mode once (one repetition) and returns a
+record: status ("ok" | "failed" | "skipped"), error, notes, metrics (flat
+dict of numbers), verification (did the limits apply), series (per-second
+samples) and latency percentiles for the plots.
+
+Adding a scenario: subclass Scenario, give it id/title/what, implement
+prepare() and run_mode(), and add it to SCENARIOS (report.py then needs its
+table columns in COLUMNS)."""
+
+import os
+import resource
+import shutil
+import time
+
+from . import datasets
+from .cgroups import in_cgroup
+from .common import HarnessError, log, run, sync_and_drop_caches
+from .loadgen import Sampler, Wrk, close_all, cpu_times, idle_connections
+from .servers import ServerSettings, ServerStartError, config_test, process_memory, start, stop
+
+MiB = 1 << 20
+
+
+def resident_fraction(path):
+    """Fraction of the file in the page cache (util-linux fincore), or None."""
+    try:
+        out = run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES,SIZE", path],
+                  check=True, timeout=10).stdout.split()
+        res, size = int(out[0]), int(out[1])
+        return 1.0 if size == 0 else res / size
+    except Exception:
+        return None
+
+
+def cpu_list(spec):
+    """'0', '0-1', '0,2' -> [0], [0, 1], [0, 2]"""
+    out = []
+    for part in str(spec).split(","):
+        a, _, b = part.partition("-")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
+
+
+class Context:
+    """What every scenario needs: parameters, binaries, cgroups, device, paths."""
+
+    def __init__(self, params, bins, server_cg, warm_cg, dev, data_dir, out_dir):
+        self.p = params
+        self.bins = bins
+        self.cg = server_cg
+        self.warm_cg = warm_cg
+        self.dev = dev
+        self.data_dir = data_dir
+        self.out_dir = out_dir
+        self.configs = {}
+        # open-files limit for the servers: as high as this process may go
+        self.nofile = min(65536, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+
+    def settings(self, workers):
+        return ServerSettings(workers=workers, threads_total=self.p["threads"],
+                              nofile=self.nofile, worker_connections=min(20000, self.nofile - 64),
+                              user=self.p["user"])
+
+    def prefix(self, scen, mode):
+        d = os.path.join(self.out_dir, "servers", f"{scen}-{mode.id}")
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def limit_server(self, mem_bytes=None, rbps=None, riops=None):
+        """Set (or clear, with None) the server cgroup's limits, empty leftovers."""
+        self.cg.empty_memory()
+        self.cg.set_memory_limit(mem_bytes)
+        maj, mnr, _ = self.dev
+        self.cg.set_read_throttle(maj, mnr, rbps, riops)
+        self.cg.reset_stats()
+
+    def warm(self, path):
+        """Read `path` from the separate, unlimited 'warm' memory cgroup, so its
+        pages (and dentries) are charged there and the server's limit cannot
+        evict them."""
+        from .common import CGEXEC
+        r = run([CGEXEC] + self.warm_cg.procs_files() + ["--", "sh", "-c", 'cat "$1" >/dev/null',
+                                                          "sh", path], check=False, timeout=120)
+        if r.returncode != 0:
+            raise HarnessError(f"warming {path} failed: {r.stderr.strip()}")
+
+    def start_server(self, scen, mode, workers, pin=None):
+        prefix = self.prefix(scen, mode)
+        srv = start(mode, self.settings(workers), self.data_dir, prefix, self.bins, self.cg,
+                    pin_cpus=pin, nice=self.p["nice"])
+        self.configs[f"{scen}-{mode.id}"] = open(os.path.join(prefix, "server.conf")).read()
+        if not in_cgroup(srv.pid, self.cg):
+            stop(srv)
+            raise HarnessError(f"server pid {srv.pid} is not in cgroup {self.cg.name}")
+        return srv
+
+    def precheck(self, scen, mode, workers):
+        """Config test before the expensive preparation (drop caches ...)."""
+        config_test(mode, self.settings(workers), self.data_dir, self.prefix(scen, mode), self.bins)
+
+
+class Scenario:
+    id = ""
+    title = ""
+    what = ""
+    implemented = True
+
+    def param_keys(self):
+        return [k for k in PARAM_DOC if k.startswith(self.id.lower() + ".")]
+
+    def prepare(self, ctx):
+        pass
+
+    def dataset_info(self):
+        return {}
+
+    def run_mode(self, ctx, mode, rep):
+        raise NotImplementedError
+
+
+def _failed(e):
+    return {"status": "skipped" if getattr(e, "skipped", False) else "failed", "error": str(e)}
+
+
+class ColdHot(Scenario):
+    """S1 and S2: random cold load plus one hot (cached) file, and the hot file alone."""
+
+    drop_level = 3
+
+    def make_dataset(self, ctx):
+        raise NotImplementedError
+
+    def prepare(self, ctx):
+        self.ds = self.make_dataset(ctx)
+
+    def dataset_info(self):
+        return {k: v for k, v in self.ds.items() if k in ("files", "bytes", "hot_uri", "dir")}
+
+    def run_mode(self, ctx, mode, rep):
+        k = self.id.lower()
+        P = ctx.p
+        workers = P["workers"]
+        try:
+            ctx.precheck(self.id, mode, workers)
+        except ServerStartError as e:
+            return _failed(e)
+        mem = P[f"{k}.mem_mb"] * MiB
+        rbps = P[f"{k}.rbps_mb"] * 1_000_000
+        riops = P[f"{k}.riops"]
+        ctx.limit_server(mem, rbps, riops)
+        sync_and_drop_caches(self.drop_level)
+        ctx.warm(self.ds["hot_path"])
+        hot_res_start = resident_fraction(self.ds["hot_path"])
+        ctx.cg.reset_stats()
+        try:
+            srv = ctx.start_server(self.id, mode, workers)
+        except ServerStartError as e:
+            return _failed(e)
+        rec = {"status": "ok", "notes": list(srv.notes)}
+        try:
+            cpu0 = ctx.cg.cpu_ns()
+            alone = Wrk(srv.port, self.ds["hot_uri"], P[f"{k}.hot_conns"], 1, P[f"{k}.alone_s"],
+                        P["wrk_timeout_s"], label="hot alone", nice=P["nice"]).result()
+            cpu_mid = ctx.cg.cpu_ns()
+            ct0 = cpu_times()
+            sampler = Sampler(ctx.cg, ctx.dev).start()
+            cold = Wrk(srv.port, "/", P[f"{k}.cold_conns"], P[f"{k}.cold_threads"], P[f"{k}.load_s"],
+                       P["wrk_timeout_s"], list_file=self.ds["list"], seed=1000 + rep,
+                       label="cold load", nice=P["nice"])
+            hot = Wrk(srv.port, self.ds["hot_uri"], P[f"{k}.hot_conns"], 1, P[f"{k}.load_s"],
+                      P["wrk_timeout_s"], label="hot under load", nice=P["nice"])
+            hot_r = hot.result()
+            cold_r = cold.result()
+            io = sampler.stop(P["steady_skip_s"])
+            ct1 = cpu_times()
+            cpu1 = ctx.cg.cpu_ns()
+            memst = ctx.cg.memory()
+            alive = srv.popen.poll() is None
+        finally:
+            stop(srv)
+        hot_res_end = resident_fraction(self.ds["hot_path"])
+        secs = io["seconds"]
+        m = {
+            "hot_alone_req_s": alone["req_s"],
+            "hot_alone_mean_ms": alone["lat_mean_ms"],
+            "hot_alone_p99_ms": alone["lat_p99_ms"],
+            "hot_alone_p999_ms": alone["lat_p999_ms"],
+            "hot_load_req_s": hot_r["req_s"],
+            "hot_load_mean_ms": hot_r["lat_mean_ms"],
+            "hot_load_p99_ms": hot_r["lat_p99_ms"],
+            "hot_load_p999_ms": hot_r["lat_p999_ms"],
+            "hot_load_max_ms": hot_r["lat_max_ms"],
+            "hot_ratio": hot_r["req_s"] / alone["req_s"] if alone["req_s"] else None,
+            "cold_req_s": cold_r["req_s"],
+            "cold_mb_s": cold_r["mb_s"],
+            "cold_p99_ms": cold_r["lat_p99_ms"],
+            "disk_mb_s": io["cg_read_mb_s"],
+            "disk_iops": io["cg_read_iops"],
+            "device_mb_s": io["disk_read_mb_s"],
+            "mem_peak_mib": memst["max_usage"] / MiB,
+            "server_cpu_s": (cpu1 - cpu0) / 1e9,
+            # CPU used by neither the server nor wrk during the mixed run, in cores
+            "other_cpu_cores": ((ct1["all"] - ct0["all"]) - (cpu1 - cpu_mid) / 1e9
+                                - (ct1["children"] - ct0["children"])) / secs,
+        }
+        errs = {"hot_alone": alone["errors"], "hot_load": hot_r["errors"], "cold": cold_r["errors"]}
+        rec["errors"] = errs
+        for name, e in errs.items():
+            if e["status"] or e["connect"]:
+                rec["notes"].append(f"{name}: {e['status']} non-2xx responses, "
+                                    f"{e['connect']} connect errors")
+        if not alive:
+            rec["status"] = "failed"
+            rec["error"] = "server exited during the run"
+        # Did the emulated slow disk and small memory really apply?
+        ver = {
+            "in_cgroup": True,
+            "memory_limit_mib": mem / MiB,
+            "memory_peak_mib": memst["max_usage"] / MiB,
+            "memory_failcnt": memst["failcnt"],
+            "memory_applied": memst["max_usage"] <= mem,
+            "memory_exercised": memst["failcnt"] > 0 or memst["max_usage"] >= 0.9 * mem,
+            "blkio_limit_mb_s": rbps / 1e6,
+            "blkio_limit_iops": riops,
+            "blkio_read_bytes": io["cg_read_bytes"],
+            "blkio_read_requests": io["cg_read_requests"],
+            "blkio_mb_s": io["cg_read_mb_s"],
+            "blkio_iops": io["cg_read_iops"],
+            "blkio_mb_s_incl_start": io["cg_read_mb_s_all"],
+            "blkio_steady_from_s": io["steady_from_s"],
+            "blkio_seen": io["cg_read_requests"] > 0,
+            # the throttle lets through a little more than set (about +20 %)
+            "blkio_applied": (io["cg_read_requests"] > 0
+                              and io["cg_read_mb_s"] <= rbps / 1e6 * 1.35
+                              and io["cg_read_iops"] <= riops * 1.35),
+            "throttle_files": ctx.cg.read_throttle(),
+            "hot_resident_start": hot_res_start,
+            "hot_resident_end": hot_res_end,
+            "wrk_cmds": [alone["cmd"], cold_r["cmd"], hot_r["cmd"]],
+        }
+        rec.update(metrics=m, verification=ver, series=io["series"],
+                   latency={"hot_load": hot_r["percentiles_ms"], "hot_alone": alone["percentiles_ms"]})
+        return rec
+
+
+class S1(ColdHot):
+    id = "S1"
+    title = "S1 large files: one hot file under random cold load (NGINX thread-pool post)"
+    what = ("Random requests over 4 MB files that do not fit in the server's memory (cold, read "
+            "from the throttled disk) on many connections, plus one hot, cached 4 MB file on fewer "
+            "connections. Measures the hot file's req/s and latency under the cold load and alone, "
+            "the cold throughput and the disk throughput reached.")
+    drop_level = 3
+
+    def make_dataset(self, ctx):
+        P = ctx.p
+        return datasets.s1(ctx.data_dir, P["s1.files"], int(P["s1.file_mb"] * MiB))
+
+
+class S2(ColdHot):
+    id = "S2"
+    title = "S2 small files: hot-file TTFB among cold small files (Cloudflare 2018)"
+    what = ("Random requests over small files (90 % under 60 KB) in a levels=1:2 hashed tree, "
+            "with page cache, dentries and inodes dropped (drop_caches 3, which includes 2), plus "
+            "one hot cached small file. Measures the hot file's p99/p999 latency (wrk measures to "
+            "the last byte; for a small cached file that is the TTFB) under the cold load and alone.")
+    drop_level = 3
+
+    def make_dataset(self, ctx):
+        P = ctx.p
+        return datasets.s2(ctx.data_dir, P["s2.files"], P["s2.small_frac"], P["s2.small_max_kb"] * 1024,
+                           P["s2.large_max_kb"] * 1024, P["s2.hot_kb"] * 1024)
+
+
+def _s3_sizes(P):
+    return {
+        f"{P['s3.small_kb']}k": P["s3.small_kb"] * 1024,
+        f"{P['s3.medium_kb']}k": P["s3.medium_kb"] * 1024,
+        f"{P['s3.large_mb']}m": P["s3.large_mb"] * MiB,
+    }
+
+
+class S3(Scenario):
+    id = "S3"
+    title = "S3 everything cached: req/s, MB/s and CPU per request"
+    what = ("Three files held in the page cache (small, medium, one large). The server runs one "
+            "worker pinned to core 0, wrk one thread pinned to core 1, keep-alive. Measures req/s, "
+            "MB/s, latency and the server's CPU time per request (cpuacct of its cgroup).")
+
+    def prepare(self, ctx):
+        self.files = datasets.s3(ctx.data_dir, _s3_sizes(ctx.p))
+
+    def dataset_info(self):
+        return {k: v["size"] for k, v in self.files.items()}
+
+    def run_mode(self, ctx, mode, rep):
+        P = ctx.p
+        workers = P["s3.workers"]
+        try:
+            ctx.precheck(self.id, mode, workers)
+        except ServerStartError as e:
+            return _failed(e)
+        ctx.limit_server(None, None, None)
+        for f in self.files.values():
+            ctx.warm(f["path"])
+        try:
+            srv = ctx.start_server(self.id, mode, workers, pin=P["s3.server_cpus"])
+        except ServerStartError as e:
+            return _failed(e)
+        rec = {"status": "ok", "notes": list(srv.notes), "metrics": {}, "latency": {}, "errors": {}}
+        ver = {"in_cgroup": True, "resident": {}, "wrk_cmds": []}
+        srv_cpus = cpu_list(P["s3.server_cpus"])
+        cli_cpus = cpu_list(P["s3.client_cpus"])
+        try:
+            for name, f in self.files.items():
+                large = name.endswith("m")
+                conns = P["s3.large_conns"] if large else P["s3.conns"]
+                if P["s3.warmup_s"] > 0:
+                    Wrk(srv.port, f["uri"], conns, 1, P["s3.warmup_s"], P["wrk_timeout_s"],
+                        cpus=P["s3.client_cpus"], label="warm-up", nice=P["nice"]).result()
+                ct0 = cpu_times()
+                cpu0 = ctx.cg.cpu_ns()
+                r = Wrk(srv.port, f["uri"], conns, 1, P["s3.seconds"], P["wrk_timeout_s"],
+                        cpus=P["s3.client_cpus"], label=f"S3 {name}", nice=P["nice"]).result()
+                cpu1 = ctx.cg.cpu_ns()
+                ct1 = cpu_times()
+                cpu_s = (cpu1 - cpu0) / 1e9
+                wrk_s = ct1["children"] - ct0["children"]
+                busy_srv = sum(ct1[c] - ct0[c] for c in srv_cpus)
+                busy_cli = sum(ct1[c] - ct0[c] for c in cli_cpus)
+                m = rec["metrics"]
+                m[f"{name}.req_s"] = r["req_s"]
+                m[f"{name}.mb_s"] = r["mb_s"]
+                m[f"{name}.mean_ms"] = r["lat_mean_ms"]
+                m[f"{name}.p99_ms"] = r["lat_p99_ms"]
+                m[f"{name}.p999_ms"] = r["lat_p999_ms"]
+                m[f"{name}.cpu_us_per_req"] = cpu_s / r["requests"] * 1e6 if r["requests"] else None
+                m[f"{name}.cpu_util_pct"] = cpu_s / r["duration_s"] * 100
+                # busy time on the pinned cores not used by the server / by wrk
+                m[f"{name}.other_server_core_pct"] = max(0.0, busy_srv - cpu_s) / r["duration_s"] * 100
+                m[f"{name}.other_client_core_pct"] = max(0.0, busy_cli - wrk_s) / r["duration_s"] * 100
+                rec["latency"][name] = r["percentiles_ms"]
+                rec["errors"][name] = r["errors"]
+                ver["wrk_cmds"].append(r["cmd"])
+                per_req = r["bytes"] / r["requests"] if r["requests"] else 0
+                if r["errors"]["status"] or per_req < f["size"]:
+                    rec["notes"].append(f"{name}: {r['errors']['status']} non-2xx responses, "
+                                        f"{per_req:.0f} bytes read per request for a "
+                                        f"{f['size']}-byte file")
+                ver["resident"][name] = resident_fraction(f["path"])
+            if srv.popen.poll() is not None:
+                rec["status"] = "failed"
+                rec["error"] = "server exited during the run"
+        finally:
+            stop(srv)
+        ver["affinity"] = P["s3.server_cpus"]
+        rec["verification"] = ver
+        return rec
+
+
+class S4(Scenario):
+    id = "S4"
+    title = "S4 proxy cache hits"
+    what = ("A caching reverse proxy serving cache hits from a levels=1:2 proxy_cache_path, "
+            "against nginx's proxy_cache with the same keys. Not measured yet: porter has no "
+            "proxy_pass/proxy_cache. To add it: generate an upstream + proxy_cache config in "
+            "servers.render_conf, fill the cache once, then run S3-style loads on cache URIs.")
+    implemented = False
+
+    def run_mode(self, ctx, mode, rep):
+        return {"status": "skipped", "error": "not implemented: porter has no proxy cache yet"}
+
+
+class S5(Scenario):
+    id = "S5"
+    title = "S5 memory for idle keep-alive connections"
+    what = ("Opens N connections that each make one keep-alive request for a 1 KB file and then "
+            "stay open; reports the server's total RSS (sum over its processes; PSS too, which "
+            "does not count shared pages twice) before and after, and the growth per connection.")
+
+    def prepare(self, ctx):
+        self.files = datasets.s3(ctx.data_dir, _s3_sizes(ctx.p))
+        self.small = next(iter(self.files.values()))
+
+    def dataset_info(self):
+        return {"uri": self.small["uri"], "size": self.small["size"]}
+
+    def run_mode(self, ctx, mode, rep):
+        P = ctx.p
+        workers = P["workers"]
+        try:
+            ctx.precheck(self.id, mode, workers)
+        except ServerStartError as e:
+            return _failed(e)
+        ctx.limit_server(None, None, None)
+        try:
+            srv = ctx.start_server(self.id, mode, workers)
+        except ServerStartError as e:
+            return _failed(e)
+        rec = {"status": "ok", "notes": list(srv.notes)}
+        socks = []
+        try:
+            time.sleep(0.5)
+            base = process_memory(ctx.cg)
+            n = P["s5.conns"]
+            socks, ok, failed, secs = idle_connections(srv.port, self.small["uri"], n)
+            time.sleep(P["s5.settle_s"])
+            after = process_memory(ctx.cg)
+            memst = ctx.cg.memory()
+            alive = srv.popen.poll() is None
+        finally:
+            close_all(socks)
+            stop(srv)
+        rec["metrics"] = {
+            "conns_ok": ok,
+            "rss_base_mib": base["rss_kb"] / 1024,
+            "rss_mib": after["rss_kb"] / 1024,
+            "pss_mib": after["pss_kb"] / 1024,
+            "kb_per_conn": (after["rss_kb"] - base["rss_kb"]) / ok if ok else None,
+            "cgroup_mem_mib": memst["usage"] / MiB,
+            "open_s": secs,
+        }
+        rec["verification"] = {"in_cgroup": True, "processes": after["processes"],
+                               "connections_requested": n, "connections_failed": failed}
+        if ok < n:
+            rec["notes"].append(f"only {ok} of {n} connections completed their request "
+                                f"({failed} failed)")
+        if ok < 0.9 * n:
+            rec["status"] = "failed"
+            rec["error"] = f"only {ok} of {n} connections completed their request"
+        if not alive:
+            rec["status"] = "failed"
+            rec["error"] = "server exited during the run"
+        return rec
+
+
+SCENARIOS = {s.id: s for s in (S1(), S2(), S3(), S4(), S5())}
+
+# Every parameter: default, --quick value, --smoke value, description.
+PARAM_DOC = {
+    "reps": (2, 1, 1, "repetitions of every scenario and mode (modes interleaved per repetition)"),
+    "threads": (64, 64, 64, "thread-pool threads in total (porter: one pool shared by all workers; "
+                           "nginx: threads/workers per worker)"),
+    "workers": (2, 2, 2, "worker_processes for S1, S2, S5"),
+    "user": ("", "", "", "`user` directive for both servers; empty: their default (nobody when "
+                         "started as root). The data files belong to root, mode 644"),
+    "quiet_wait_s": (5, 2, 0, "before each run, wait up to this long for the machine to be "
+                               "quiet (other work under quiet_pct of all CPUs over 1 s)"),
+    "quiet_pct": (25, 25, 25, "see quiet_wait_s"),
+    "nice": (-10, -10, -10, "niceness of the servers and wrk (same for every mode; lessens the "
+                            "effect of other work on the machine)"),
+    "steady_skip_s": (2, 2, 1, "S1/S2 disk rates leave out the first seconds of the cold load "
+                               "(reads are counted when queued, so the start shows a burst)"),
+    "wrk_timeout_s": (60, 60, 30, "wrk --timeout (responses slower than this are errors)"),
+    "s1.files": (512, 512, 12, "S1 cold files"),
+    "s1.file_mb": (4, 4, 4, "S1 file size, MiB"),
+    "s1.mem_mb": (256, 256, 32, "S1 server memory cgroup limit, MiB (page cache included)"),
+    "s1.rbps_mb": (40, 40, 40, "S1 blkio read throttle, MB/s"),
+    "s1.riops": (1000, 1000, 1000, "S1 blkio read throttle, requests/s"),
+    "s1.cold_conns": (100, 100, 8, "S1 connections of the random cold client"),
+    "s1.cold_threads": (2, 2, 1, "S1 wrk threads of the cold client"),
+    "s1.hot_conns": (25, 25, 4, "S1 connections of the hot-file client"),
+    "s1.alone_s": (5, 2, 1, "S1 seconds of the hot file alone"),
+    "s1.load_s": (20, 8, 3, "S1 seconds of cold load + hot file"),
+    "s2.files": (50000, 50000, 300, "S2 small files"),
+    "s2.small_frac": (0.9, 0.9, 0.9, "S2 fraction of files under s2.small_max_kb"),
+    "s2.small_max_kb": (60, 60, 60, "S2 small-file bound, KiB (log-uniform from 1 KiB)"),
+    "s2.large_max_kb": (1024, 1024, 1024, "S2 largest file, KiB"),
+    "s2.hot_kb": (16, 16, 16, "S2 hot file size, KiB"),
+    "s2.mem_mb": (128, 128, 32, "S2 server memory cgroup limit, MiB"),
+    "s2.rbps_mb": (40, 40, 40, "S2 blkio read throttle, MB/s"),
+    "s2.riops": (2000, 2000, 2000, "S2 blkio read throttle, requests/s"),
+    "s2.cold_conns": (100, 100, 8, "S2 connections of the random cold client"),
+    "s2.cold_threads": (2, 2, 1, "S2 wrk threads of the cold client"),
+    "s2.hot_conns": (10, 10, 4, "S2 connections of the hot-file client"),
+    "s2.alone_s": (5, 2, 1, "S2 seconds of the hot file alone"),
+    "s2.load_s": (20, 8, 3, "S2 seconds of cold load + hot file"),
+    "s3.small_kb": (1, 1, 1, "S3 small file, KiB"),
+    "s3.medium_kb": (64, 64, 64, "S3 medium file, KiB"),
+    "s3.large_mb": (100, 100, 8, "S3 large file, MiB"),
+    "s3.workers": (1, 1, 1, "S3 worker_processes"),
+    "s3.server_cpus": ("0", "0", "0", "S3 CPU list the server is pinned to (taskset -c)"),
+    "s3.client_cpus": ("1", "1", "1", "S3 CPU list wrk is pinned to"),
+    "s3.conns": (50, 50, 10, "S3 wrk connections for the small and medium files"),
+    "s3.large_conns": (16, 16, 4, "S3 wrk connections for the large file"),
+    "s3.seconds": (6, 2, 1, "S3 seconds per file"),
+    "s3.warmup_s": (1, 1, 0, "S3 unrecorded warm-up seconds per file (0: none)"),
+    "s5.conns": (10000, 10000, 500, "S5 idle keep-alive connections"),
+    "s5.settle_s": (1.0, 0.5, 0.2, "S5 seconds between the last response and the RSS reading"),
+}
+
+
+def wait_for_quiet(max_wait_s, quiet_pct):
+    """Waits (up to max_wait_s) until the CPUs are less than quiet_pct busy
+    over one second; returns (last busy %, seconds waited). Our own servers
+    are stopped between runs, so what is busy here is other work."""
+    t0 = time.monotonic()
+    while True:
+        a = cpu_times()
+        time.sleep(1.0)
+        b = cpu_times()
+        ncpu = len([k for k in a if isinstance(k, int)]) or 1
+        busy = (b["all"] - a["all"]) / ncpu * 100
+        waited = time.monotonic() - t0
+        if busy < quiet_pct or waited >= max_wait_s:
+            return busy, waited
+
+
+def default_params(quick=False, smoke=False):
+    col = 2 if smoke else (1 if quick else 0)
+    return {k: v[col] for k, v in PARAM_DOC.items()}
+
+
+def clean_dir(d):
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+
+
+def note_skipped_log(scen, mode, rec):
+    if rec["status"] != "ok":
+        log(f"  {scen} {mode.label}: {rec['status'].upper()} — {rec.get('error')}")
