@@ -75,8 +75,8 @@ pub async fn serve(mut stream: TcpStream, conn: ConnInfo, group: usize, w: Rc<Wo
     };
     let header_timeout = default_server.limits.header_timeout;
     let mut keepalive_timeout = default_server.base.s.keepalive_timeout;
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
-    let mut out: Vec<u8> = Vec::with_capacity(1024);
+    let mut buf: Vec<u8> = take_buffer();
+    let mut out: Vec<u8> = take_buffer();
     let mut requests: u64 = 0;
     let mut shutdown = w.shutdown.clone();
 
@@ -184,6 +184,9 @@ async fn refuse(
     let head_only = ctx.method == Method::Head;
     let s = &ctx.loc.s;
     let date = date_now();
+    if out.capacity() == 0 {
+        *out = take_buffer();
+    }
     out.clear();
     write_head(
         &resp,
@@ -329,6 +332,9 @@ async fn exchange(
     };
     if resp.status == 304 || resp.status == 204 {
         resp.body = Body::Empty;
+    }
+    if out.capacity() == 0 {
+        *out = take_buffer();
     }
     out.clear();
     write_head(&resp, &opts, out);
@@ -505,8 +511,11 @@ async fn read_head(
         } else {
             header_timeout
         };
+        if buf.capacity() == 0 {
+            *buf = take_buffer();
+        }
         if buf.capacity() - buf.len() < 1024 {
-            buf.reserve(if buf.is_empty() { 1024 } else { 4096 });
+            buf.reserve(4096);
         }
         let read = if idle {
             // A pipelined or quick next request is read at once.
@@ -518,8 +527,8 @@ async fn read_head(
             }
             // Going idle: hand both buffers back while the connection
             // waits, so an idle keep-alive connection holds no buffers.
-            *buf = Vec::new();
-            *spare = Vec::new();
+            give_buffer(std::mem::take(buf));
+            give_buffer(std::mem::take(spare));
             tokio::select! {
                 r = tokio::time::timeout(wait, stream.readable()) => match r {
                     Ok(Ok(())) => continue,
@@ -602,6 +611,65 @@ async fn lingering_close(mut stream: TcpStream) {
     }
 }
 
+/// Writes `head` then `body` with vectored writes.
+async fn write_two(
+    stream: &TcpStream,
+    head: &[u8],
+    body: &[u8],
+    send_timeout: Duration,
+) -> io::Result<()> {
+    let mut done = 0;
+    let total = head.len() + body.len();
+    while done < total {
+        let bufs = if done < head.len() {
+            [io::IoSlice::new(&head[done..]), io::IoSlice::new(body)]
+        } else {
+            [
+                io::IoSlice::new(&body[done - head.len()..]),
+                io::IoSlice::new(&[]),
+            ]
+        };
+        match stream.try_write_vectored(&bufs) {
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                wait_writable(stream, send_timeout).await?
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Buffers of idle connections go back to a per-worker free list, so a
+/// busy keep-alive connection reuses one instead of allocating and an idle
+/// one holds none (NGINX frees its buffers on keep-alive the same way).
+const SPARE_BUFFERS: usize = 256;
+/// Larger buffers are freed rather than kept.
+const SPARE_MAX_CAPACITY: usize = 16 * 1024;
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn take_buffer() -> Vec<u8> {
+    SPARE
+        .with(|s| s.borrow_mut().pop())
+        .unwrap_or_else(|| Vec::with_capacity(1024))
+}
+
+fn give_buffer(mut v: Vec<u8>) {
+    if v.capacity() == 0 || v.capacity() > SPARE_MAX_CAPACITY {
+        return;
+    }
+    v.clear();
+    SPARE.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() < SPARE_BUFFERS {
+            s.push(v);
+        }
+    });
+}
+
 /// Writes all of `buf`; `more` sets `MSG_MORE` (a body follows). Each wait
 /// for the socket to drain is bounded by `send_timeout`.
 async fn write_all(
@@ -656,8 +724,8 @@ async fn send(
             Ok(0)
         }
         Body::Bytes(b) => {
-            out.extend_from_slice(b);
-            write_all(stream, out, false, t).await?;
+            // Head and body in one `writev`, without copying the body.
+            write_two(stream, out, b, t).await?;
             Ok(b.len() as u64)
         }
         Body::File { file, start, len } => {
