@@ -811,25 +811,21 @@ mod tests {
         rt().block_on(async {
             // The first open may walk the disk; later ones hit the cache.
             disk.open(&p, threads(true)).await.unwrap();
-            let before = disk
-                .pools()
-                .get("p")
-                .unwrap()
-                .stats()
-                .done
-                .load(std::sync::atomic::Ordering::Relaxed);
+            let done = || {
+                disk.pools()
+                    .get("p")
+                    .unwrap()
+                    .stats()
+                    .done
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            };
+            let before = done();
             for _ in 0..10 {
                 let f = disk.open(&p, threads(true)).await.unwrap();
                 let mut buf = vec![0u8; 10000];
                 assert_eq!(disk.read_at(&f, &mut buf, 0).await.unwrap(), 10000);
             }
-            let after = disk
-                .pools()
-                .get("p")
-                .unwrap()
-                .stats()
-                .done
-                .load(std::sync::atomic::Ordering::Relaxed);
+            let after = done();
             assert_eq!(before, after, "cached opens and reads went to the pool");
         });
     }
