@@ -21,6 +21,13 @@ use crate::http::response::{Body, Response};
 use crate::log::Level;
 use crate::util::errno_text;
 
+fn concat(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + b.len());
+    s.push_str(a);
+    s.push_str(b);
+    s
+}
+
 /// The file-system path for the current URI, and the document root.
 fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
     let loc = &ctx.loc;
@@ -28,7 +35,7 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
         DocRoot::Root(t) => {
             let root = t.render(ctx);
             let root = root.trim_end_matches('/').to_string();
-            (format!("{root}{uri}"), root)
+            (concat(&root, uri), root)
         }
         DocRoot::Alias(t) => {
             let alias = t.render(ctx);
@@ -37,7 +44,7 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
             } else {
                 uri.strip_prefix(loc.path.as_str()).unwrap_or(uri)
             };
-            (format!("{alias}{rest}"), alias)
+            (concat(&alias, rest), alias)
         }
     }
 }

@@ -260,7 +260,10 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     let mut conn_close = false;
     let mut conn_keep_alive = false;
     for h in req.headers.iter() {
-        let value = String::from_utf8_lossy(h.value).trim().to_string();
+        let value = match std::str::from_utf8(h.value) {
+            Ok(v) => v.trim().to_string(),
+            Err(_) => String::from_utf8_lossy(h.value).trim().to_string(),
+        };
         let name = h.name;
         if name.eq_ignore_ascii_case("host") {
             if host.is_some() {
@@ -425,13 +428,13 @@ fn request_version(line: &[u8]) -> Result<(Version, usize), HeadError> {
 
 /// The host of an absolute-form target (`http://host:port/path`).
 fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
-    let lower = target
-        .get(..8)
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    let rest = if lower.starts_with("http://") {
+    if target.starts_with('/') {
+        return Ok(None);
+    }
+    let b = target.as_bytes();
+    let rest = if b.len() >= 7 && b[..7].eq_ignore_ascii_case(b"http://") {
         &target[7..]
-    } else if lower.starts_with("https://") {
+    } else if b.len() >= 8 && b[..8].eq_ignore_ascii_case(b"https://") {
         &target[8..]
     } else {
         return Ok(None);
@@ -456,7 +459,11 @@ fn validate_host(h: &str) -> Result<String, HeadError> {
     if name.is_empty() {
         return Err(bad);
     }
-    Ok(format!("{}{port}", name.to_ascii_lowercase()))
+    let mut out = String::with_capacity(name.len() + port.len());
+    out.push_str(name);
+    out.make_ascii_lowercase();
+    out.push_str(port);
+    Ok(out)
 }
 
 /// The length of the name in a Host value: up to the first `:`, or through

@@ -143,6 +143,21 @@ pub struct HeadOptions<'a> {
     pub date: &'a str,
 }
 
+/// Appends `v` in decimal (no allocation, unlike `to_string`).
+fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// Serialises the head of `r` into `out`, in NGINX's order: Server, Date,
 /// Content-Type, Content-Length, Last-Modified, Location, Connection,
 /// Keep-Alive, ETag, the extra headers, Accept-Ranges.
@@ -158,7 +173,9 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
         header(out, "Content-Type", ct);
     }
     if let Some(len) = r.content_length {
-        header(out, "Content-Length", &len.to_string());
+        out.extend_from_slice(b"Content-Length: ");
+        push_decimal(out, len);
+        out.extend_from_slice(b"\r\n");
     }
     if let Some(lm) = r.last_modified {
         header(out, "Last-Modified", &crate::util::time::http_date(lm));
