@@ -10,11 +10,6 @@ use porter::runtime::master;
 
 const PROG: &str = "porter";
 
-/// mimalloc: per-thread free lists suit one allocating event loop per
-/// thread better than glibc's malloc (measured in `bench/`, S3).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn usage() -> String {
     format!(
         "porter version: porter/{v}
