@@ -327,8 +327,8 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
 }
 
 /// Bodies up to this size are read after the filters, before the head is
-/// written, and go out in one `send` with it; a failed read can still
-/// become a 5xx.
+/// written, and go out in one `writev` with it; a failed read can still
+/// become a 5xx. Larger bodies are sent from the file by the connection.
 const SMALL_BODY: u64 = 32 * 1024;
 
 /// Reads a small file body into memory (through the fast path or the

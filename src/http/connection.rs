@@ -33,9 +33,6 @@ use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge};
 use crate::runtime::shutdown::{Mode, ShutdownSignal};
 
-/// Bodies up to this size are read into the head's buffer and sent with it
-/// in one write, instead of a second `sendfile` call.
-const INLINE_BODY_MAX: u64 = 32 * 1024;
 /// Buffer for `sendfile off` copies.
 const COPY_CHUNK: usize = 64 * 1024;
 /// Lingering close: wait at most this long per read, and in total.
@@ -174,38 +171,62 @@ async fn refuse(
         disk: &w.disk,
         log: &w.log,
     };
-    let Some(mut resp) = Box::pin(handlers::respond_status(&mut ctx, &env, code)).await else {
+    let Some(mut resp) = handlers::respond_status(&mut ctx, &env, code).await else {
         ctx.status = 444;
         access_log(&ctx);
         return;
     };
     resp.close = true;
-    ctx.sent_headers = sent_headers(&resp);
     let head_only = ctx.method == Method::Head;
-    let s = &ctx.loc.s;
+    let _ = write_response(&stream, w, &mut ctx, &resp, false, head_only, out).await;
+    access_log(&ctx);
+    lingering_close(stream).await;
+}
+
+/// Writes `resp` (head, then body) and records in `ctx` what was sent, for
+/// the access log.
+#[allow(clippy::too_many_arguments)]
+async fn write_response(
+    stream: &TcpStream,
+    w: &WorkerEnv,
+    ctx: &mut RequestCtx,
+    resp: &Response,
+    keep_alive: bool,
+    head_only: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
     let date = date_now();
+    let opts = HeadOptions {
+        keep_alive,
+        keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
+        server_tokens: s.server_tokens,
+        date: &date,
+    };
     if out.capacity() == 0 {
         *out = take_buffer();
     }
     out.clear();
-    write_head(
-        &resp,
-        &HeadOptions {
-            keep_alive: false,
-            keep_alive_header: None,
-            server_tokens: s.server_tokens,
-            date: &date,
-        },
-        out,
-    );
-    let head_len = out.len() as u64;
-    if let Ok(body) = Box::pin(send(&stream, &w.disk, &resp, head_only, out, s)).await {
-        ctx.body_bytes_sent = body;
-        ctx.bytes_sent = head_len + body;
+    write_head(resp, &opts, out);
+    if !s.access_log.is_empty() {
+        // Only an access log reads `$sent_http_*`.
+        ctx.sent_headers = sent_headers(resp);
     }
+    let head_len = out.len() as u64;
+    let sent = send(stream, &w.disk, resp, head_only, out, s).await;
     ctx.status = resp.status;
-    access_log(&ctx);
-    Box::pin(lingering_close(stream)).await;
+    match sent {
+        Ok(body_bytes) => {
+            ctx.body_bytes_sent = body_bytes;
+            ctx.bytes_sent = head_len + body_bytes;
+            Ok(())
+        }
+        Err(e) => {
+            ctx.body_bytes_sent = 0;
+            Err(e)
+        }
+    }
 }
 
 /// What the connection does after an exchange.
@@ -271,16 +292,14 @@ async fn exchange(
             format_args!("client sent invalid request"),
             &ctx.log_context(),
         );
-        Box::pin(handlers::respond_status(&mut ctx, &env, 400))
+        handlers::respond_status(&mut ctx, &env, 400)
             .await
             .map(|mut r| {
                 r.close = true;
                 r
             })
     } else {
-        // Boxed: the handler's state exists only while a request is in
-        // flight, so an idle keep-alive connection stays small.
-        Box::pin(handlers::respond(&mut ctx, &env)).await
+        handlers::respond(&mut ctx, &env).await
     };
     let Some(mut resp) = resp else {
         // `return 444`: close without a response.
@@ -290,14 +309,9 @@ async fn exchange(
     };
     if ctx.send_continue {
         let t = ctx.loc.s.send_timeout;
-        if Box::pin(write_all(
-            stream,
-            b"HTTP/1.1 100 Continue\r\n\r\n",
-            false,
-            t,
-        ))
-        .await
-        .is_err()
+        if write_all(stream, b"HTTP/1.1 100 Continue\r\n\r\n", false, t)
+            .await
+            .is_err()
         {
             return Next::Close;
         }
@@ -310,7 +324,7 @@ async fn exchange(
         if resp.status == 413 || resp.close {
             body_ok = false;
         } else {
-            body_ok = Box::pin(discard_body(stream, buf, kind)).await.is_ok();
+            body_ok = discard_body(stream, buf, kind).await.is_ok();
         }
     }
 
@@ -323,69 +337,43 @@ async fn exchange(
         && !keepalive_timeout.is_zero()
         && shutdown.mode() == Mode::Run;
     let head_only = ctx.method == Method::Head || ctx.head.method == "HEAD";
-    let date = date_now();
-    let opts = HeadOptions {
-        keep_alive,
-        keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
-        server_tokens: s.server_tokens,
-        date: &date,
-    };
     if resp.status == 304 || resp.status == 204 {
         resp.body = Body::Empty;
     }
-    if out.capacity() == 0 {
-        *out = take_buffer();
-    }
-    out.clear();
-    write_head(&resp, &opts, out);
-    if !ctx.loc.s.access_log.is_empty() {
-        // Only an access log reads `$sent_http_*`.
-        ctx.sent_headers = sent_headers(&resp);
-    }
-    let head_len = out.len() as u64;
     w.figures.ttfb.observe(ctx.start.elapsed());
-    let sent = Box::pin(send(stream, &w.disk, &resp, head_only, out, s)).await;
-    ctx.status = resp.status;
-    match sent {
-        Ok(body_bytes) => {
-            ctx.body_bytes_sent = body_bytes;
-            ctx.bytes_sent = head_len + body_bytes;
+    if let Err(e) = write_response(stream, w, &mut ctx, &resp, keep_alive, head_only, out).await {
+        let file = ctx.request_filename.as_deref().unwrap_or("");
+        match crate::disk::disk_error(&e) {
+            Some(crate::disk::DiskError::Io { op, text }) => w.log.log_conn(
+                Level::Crit,
+                Some(conn.id),
+                format_args!("{op}() \"{file}\" failed {text}"),
+                &ctx.log_context(),
+            ),
+            Some(pool) => w.log.log_conn(
+                Level::Error,
+                Some(conn.id),
+                format_args!("{pool}"),
+                &ctx.log_context(),
+            ),
+            None if e.kind() == io::ErrorKind::UnexpectedEof => w.log.log_conn(
+                Level::Crit,
+                Some(conn.id),
+                format_args!("file \"{file}\" was truncated while sending it"),
+                &ctx.log_context(),
+            ),
+            None => w.log.log_conn(
+                Level::Info,
+                Some(conn.id),
+                format_args!(
+                    "writev() failed {} while sending response to client",
+                    crate::util::errno_text(&e)
+                ),
+                &ctx.log_context(),
+            ),
         }
-        Err(e) => {
-            ctx.body_bytes_sent = 0;
-            let file = ctx.request_filename.as_deref().unwrap_or("");
-            match crate::disk::disk_error(&e) {
-                Some(crate::disk::DiskError::Io { op, text }) => w.log.log_conn(
-                    Level::Crit,
-                    Some(conn.id),
-                    format_args!("{op}() \"{file}\" failed {text}"),
-                    &ctx.log_context(),
-                ),
-                Some(pool) => w.log.log_conn(
-                    Level::Error,
-                    Some(conn.id),
-                    format_args!("{pool}"),
-                    &ctx.log_context(),
-                ),
-                None if e.kind() == io::ErrorKind::UnexpectedEof => w.log.log_conn(
-                    Level::Crit,
-                    Some(conn.id),
-                    format_args!("file \"{file}\" was truncated while sending it"),
-                    &ctx.log_context(),
-                ),
-                None => w.log.log_conn(
-                    Level::Info,
-                    Some(conn.id),
-                    format_args!(
-                        "writev() failed {} while sending response to client",
-                        crate::util::errno_text(&e)
-                    ),
-                    &ctx.log_context(),
-                ),
-            }
-            access_log(&ctx);
-            return Next::Close;
-        }
+        access_log(&ctx);
+        return Next::Close;
     }
     access_log(&ctx);
     if !keep_alive {
@@ -710,7 +698,7 @@ async fn send(
     disk: &Disk,
     resp: &Response,
     head_only: bool,
-    out: &mut Vec<u8>,
+    out: &[u8],
     s: &crate::config::LocSettings,
 ) -> io::Result<u64> {
     let t = s.send_timeout;
@@ -729,16 +717,6 @@ async fn send(
             Ok(b.len() as u64)
         }
         Body::File { file, start, len } => {
-            if *len <= INLINE_BODY_MAX {
-                let head_len = out.len();
-                out.resize(head_len + *len as usize, 0);
-                let n = disk.read_at(file, &mut out[head_len..], *start).await?;
-                if n as u64 != *len {
-                    return Err(truncated());
-                }
-                write_all(stream, out, false, t).await?;
-                return Ok(*len);
-            }
             write_all(stream, out, true, t).await?;
             send_file_range(stream, disk, file, *start, *len, s).await?;
             Ok(*len)
