@@ -159,11 +159,6 @@ impl Io {
     pub fn inline() -> Io {
         Io::default()
     }
-
-    /// The pool calls go to, if any.
-    pub fn pool(&self) -> Option<&Arc<ThreadPool>> {
-        self.pool.as_ref()
-    }
 }
 
 /// An open file and its metadata, taken from the same descriptor, with the
@@ -372,11 +367,6 @@ where
 }
 
 impl Disk {
-    /// A disk layer with no pools: only `aio off` works.
-    pub fn inline() -> Disk {
-        Disk::default()
-    }
-
     /// A disk layer over the pools of a generation.
     pub fn new(pools: Arc<PoolSet>) -> Disk {
         Disk {
@@ -726,6 +716,16 @@ mod tests {
         Arc::new(PoolSet::build(&[spec], None, None, &ErrorLog::new(Vec::new())).unwrap())
     }
 
+    /// Tasks pool `p` has completed.
+    fn tasks_done(disk: &Disk) -> u64 {
+        disk.pools()
+            .get("p")
+            .unwrap()
+            .stats()
+            .done
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn dir() -> PathBuf {
         let d = std::env::temp_dir().join(format!(
             "porter-disk-{}-{:?}",
@@ -776,15 +776,7 @@ mod tests {
             let e = disk.open(&dst, threads(false)).await.unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
         });
-        assert!(
-            disk.pools()
-                .get("p")
-                .unwrap()
-                .stats()
-                .done
-                .load(std::sync::atomic::Ordering::Relaxed)
-                >= 8
-        );
+        assert!(tasks_done(&disk) >= 8);
     }
 
     #[test]
@@ -811,21 +803,13 @@ mod tests {
         rt().block_on(async {
             // The first open may walk the disk; later ones hit the cache.
             disk.open(&p, threads(true)).await.unwrap();
-            let done = || {
-                disk.pools()
-                    .get("p")
-                    .unwrap()
-                    .stats()
-                    .done
-                    .load(std::sync::atomic::Ordering::Relaxed)
-            };
-            let before = done();
+            let before = tasks_done(&disk);
             for _ in 0..10 {
                 let f = disk.open(&p, threads(true)).await.unwrap();
                 let mut buf = vec![0u8; 10000];
                 assert_eq!(disk.read_at(&f, &mut buf, 0).await.unwrap(), 10000);
             }
-            let after = done();
+            let after = tasks_done(&disk);
             assert_eq!(before, after, "cached opens and reads went to the pool");
         });
     }

@@ -66,16 +66,17 @@ fn run(start: WorkerStart) {
     }
     // "Event loop blocked" time: from the moment the loop wakes with work
     // to the moment it waits for events again.
+    // The hooks run on this worker's own thread: a thread-local holds the
+    // wake-up time.
+    thread_local! {
+        static WOKE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+    }
     let figures = metrics::worker(start.index);
-    let woke = Arc::new(std::sync::Mutex::new(None::<Instant>));
-    let (w1, w2) = (woke.clone(), woke);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .on_thread_unpark(move || {
-            *w1.lock().unwrap() = Some(Instant::now());
-        })
+        .on_thread_unpark(|| WOKE.with(|w| w.set(Some(Instant::now()))))
         .on_thread_park(move || {
-            if let Some(t) = w2.lock().unwrap().take() {
+            if let Some(t) = WOKE.with(|w| w.take()) {
                 figures.loop_busy.observe(t.elapsed());
             }
         })
