@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use super::model::*;
 use super::parser::{ConfError, Directive};
-use super::template::Template;
+use super::split_clients::SplitClients;
+use super::template::{self, Template, Var};
 use super::value::{parse_flag, parse_size, parse_time};
 use crate::disk::pool::PoolSpec;
 use crate::log::format::Escape;
@@ -188,6 +189,7 @@ pub static TABLE: &[Spec] = &[
         b.walk_nested(d, HTTP)
     }),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
+    blk("split_clients", HTTP, Arity::N(2), set_split_clients),
     blk("server", HTTP, Arity::N(0), set_server),
     d("listen", SRV, Arity::Min(1), set_listen),
     d("server_name", SRV, Arity::Min(1), set_server_name),
@@ -419,6 +421,7 @@ struct LocB {
 impl Build {
     /// A new build; `prefix` resolves relative paths.
     pub fn new(prefix: PathBuf) -> Build {
+        template::reset_defined();
         Build {
             prefix,
             is_root: rustix::process::geteuid().is_root(),
@@ -477,10 +480,22 @@ impl Build {
     /// Applies `dirs` in the current context: plain directives first, then
     /// nested blocks that open a new level.
     pub fn walk(&mut self, dirs: &[Directive]) -> Result<(), ConfError> {
-        for pass in 0..2 {
+        // Pass 0 defines variables (`split_clients`), so any directive of
+        // the block may use them wherever the definition is written, as
+        // NGINX resolves variables after parsing; pass 1 applies the plain
+        // directives, pass 2 the blocks that open a new level.
+        for pass in 0..3 {
             for dir in dirs {
                 let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
-                if (pass == 1) != nests {
+                let defines = dir.name == "split_clients";
+                let my_pass = if defines {
+                    0
+                } else if nests {
+                    2
+                } else {
+                    1
+                };
+                if pass != my_pass {
                     continue;
                 }
                 self.apply(dir)?;
@@ -1059,6 +1074,57 @@ fn set_location(b: &mut Build, d: &Directive) -> Res {
     let r = b.walk_nested(d, LOC);
     b.cur_loc = saved;
     r
+}
+
+/// An error about a line inside a block, reported at that line.
+fn inner_error(entry: &Directive, message: String) -> Res {
+    NESTED.with(|n| *n.borrow_mut() = Some(entry.error(message)));
+    Err(String::new())
+}
+
+fn set_split_clients(_: &mut Build, d: &Directive) -> Res {
+    let source = template(&d.args[0])?;
+    let name = match d.args[1].strip_prefix('$') {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(format!("invalid variable name \"{}\"", d.args[1])),
+    };
+    let entries = d.block.as_deref().unwrap_or(&[]);
+    let mut lines = Vec::with_capacity(entries.len());
+    for e in entries {
+        if e.block.is_some() {
+            return inner_error(e, format!("unexpected \"{{\" after \"{}\"", e.name));
+        }
+        // NGINX reads a missing value from stale memory and ignores extra
+        // words; porter wants exactly `PERCENT VALUE;`.
+        if e.args.len() != 1 {
+            return inner_error(
+                e,
+                format!(
+                    "invalid number of arguments in \"split_clients\" entry \"{}\", expected \"PERCENT VALUE;\"",
+                    e.name
+                ),
+            );
+        }
+        lines.push((e.name.as_str(), e.args[0].as_str()));
+    }
+    match SplitClients::new(name, source, &lines) {
+        Ok(sc) => {
+            template::define(name, Var::Split(Arc::new(sc)));
+            Ok(())
+        }
+        // NGINX checks bad percentages per line and the total at the end.
+        Err(m) => match entries
+            .iter()
+            .find(|e| m.contains(&format!("\"{}\"", e.name)))
+        {
+            Some(e) => inner_error(e, m),
+            None => {
+                let mut end = d.clone();
+                end.line = d.end_line;
+                inner_error(&end, m)
+            }
+        },
+    }
 }
 
 fn set_types(b: &mut Build, d: &Directive) -> Res {

@@ -8,6 +8,7 @@ pub mod directives;
 pub mod lexer;
 pub mod model;
 pub mod parser;
+pub mod split_clients;
 pub mod template;
 pub mod value;
 

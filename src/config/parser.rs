@@ -48,6 +48,9 @@ pub struct Directive {
     /// The line of the `;` or `{` ending the statement; nginx reports errors
     /// about a directive at this line, not at the line of its name.
     pub line: u32,
+    /// The line of the closing `}` of a block (`line` for a statement);
+    /// NGINX reports checks made after a block is read at this line.
+    pub end_line: u32,
 }
 
 impl Directive {
@@ -224,6 +227,7 @@ impl Parser {
                         block: None,
                         file: file.clone(),
                         line: tok.line,
+                        end_line: tok.line,
                     });
                 }
                 TokenKind::OpenBrace => {
@@ -264,6 +268,7 @@ impl Parser {
                         block: Some(block),
                         file: file.clone(),
                         line: parent.line,
+                        end_line: tok.line,
                     });
                 }
             }

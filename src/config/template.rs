@@ -5,7 +5,12 @@
 //! NGINX. Values come from whoever renders the template through [`VarSource`]
 //! (the HTTP request context), so this module knows names, not requests.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
+
+use super::split_clients::SplitClients;
 
 /// One NGINX variable porter knows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +87,26 @@ pub enum Var {
     SentHttp(String),
     /// `$cookie_NAME`.
     Cookie(String),
+    /// A variable a `split_clients` block defines.
+    Split(Arc<SplitClients>),
+}
+
+thread_local! {
+    /// Variables the configuration being built defines (`split_clients`),
+    /// by name. A build runs on one thread, so the walker registers them
+    /// here and every template compiled during that build sees them.
+    static DEFINED: RefCell<HashMap<String, Var>> = RefCell::new(HashMap::new());
+}
+
+/// Forgets the variables an earlier build on this thread defined.
+pub fn reset_defined() {
+    DEFINED.with(|d| d.borrow_mut().clear());
+}
+
+/// Defines (or, as NGINX allows, redefines) a variable for templates
+/// compiled after this on this thread.
+pub fn define(name: &str, var: Var) {
+    DEFINED.with(|d| d.borrow_mut().insert(name.to_string(), var));
 }
 
 impl Var {
@@ -133,7 +158,7 @@ impl Var {
             "time_iso8601" => Var::TimeIso8601,
             "pid" => Var::Pid,
             "nginx_version" | "porter_version" => Var::Version,
-            _ => return None,
+            _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
         })
     }
 }
@@ -247,6 +272,7 @@ impl Template {
         for p in &self.parts {
             match p {
                 Part::Lit(s) => out.push_str(s),
+                Part::Var(Var::Split(sc)) => sc.append(src, out),
                 Part::Var(v) => src.append(v, out),
             }
         }
@@ -266,7 +292,10 @@ impl Template {
                 Part::Lit(s) => out.push_str(s),
                 Part::Var(v) => {
                     tmp.clear();
-                    src.append(v, &mut tmp);
+                    match v {
+                        Var::Split(sc) => sc.append(src, &mut tmp),
+                        _ => src.append(v, &mut tmp),
+                    }
                     value(&tmp, out);
                 }
             }

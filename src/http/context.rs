@@ -279,6 +279,7 @@ impl VarSource for RequestCtx {
                     }
                 }
             }
+            Var::Split(sc) => sc.append(self, out),
         }
     }
 }
