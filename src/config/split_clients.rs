@@ -72,7 +72,7 @@ impl SplitClients {
             } else {
                 let n = percent
                     .strip_suffix('%')
-                    .and_then(|p| parse_hundredths(p))
+                    .and_then(parse_hundredths)
                     .filter(|&n| n != 0)
                     .ok_or_else(|| format!("invalid percent value \"{percent}\""))?;
                 Some(n)
