@@ -190,6 +190,90 @@ pub static TABLE: &[Spec] = &[
     }),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
     blk("split_clients", HTTP, Arity::N(2), set_split_clients),
+    // --- proxy cache: what a location caches and how (the zones themselves
+    // are `proxy_cache_path`).
+    d("proxy_cache", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "off" => None,
+            name => Some(template(name)?),
+        };
+        set_once(&mut b.loc().proxy_cache, v, d)
+    }),
+    d("proxy_cache_key", HSL, Arity::N(1), |b, d| {
+        let t = template(&d.args[0])?;
+        set_once(&mut b.loc().proxy_cache_key, Some(t), d)
+    }),
+    d("proxy_cache_methods", HSL, Arity::Min(1), |b, d| {
+        let mut m = CacheMethods::default();
+        for a in &d.args {
+            match a.as_str() {
+                "GET" | "HEAD" => {}
+                "POST" => m.post = true,
+                _ => return Err(format!("invalid value \"{a}\"")),
+            }
+        }
+        set_once(&mut b.loc().proxy_cache_methods, m, d)
+    }),
+    d("proxy_cache_min_uses", HSL, Arity::N(1), |b, d| {
+        let n = d.args[0]
+            .parse::<u64>()
+            .map_err(|_| format!("\"{}\" directive invalid number", d.name))?;
+        set_once(&mut b.loc().proxy_cache_min_uses, n, d)
+    }),
+    d("proxy_cache_bypass", HSL, Arity::Min(1), |b, d| {
+        push_predicates(&mut b.loc().proxy_cache_bypass, d)
+    }),
+    d("proxy_no_cache", HSL, Arity::Min(1), |b, d| {
+        push_predicates(&mut b.loc().proxy_no_cache, d)
+    }),
+    d("proxy_cache_lock", HSL, Arity::N(1), loc_flag!(proxy_cache_lock)),
+    d(
+        "proxy_cache_lock_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_cache_lock_timeout),
+    ),
+    d(
+        "proxy_cache_lock_age",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_cache_lock_age),
+    ),
+    d("proxy_cache_use_stale", HSL, Arity::Min(1), |b, d| {
+        let mut bits = 0u16;
+        for a in &d.args {
+            bits |= match a.as_str() {
+                "off" => 0,
+                "error" => STALE_ERROR,
+                "timeout" => STALE_TIMEOUT,
+                "invalid_header" => STALE_INVALID_HEADER,
+                "updating" => STALE_UPDATING,
+                "http_500" => STALE_500,
+                "http_502" => STALE_502,
+                "http_503" => STALE_503,
+                "http_504" => STALE_504,
+                "http_403" => STALE_403,
+                "http_404" => STALE_404,
+                "http_429" => STALE_429,
+                _ => return Err(format!("invalid value \"{a}\"")),
+            };
+        }
+        set_once(&mut b.loc().proxy_cache_use_stale, bits, d)
+    }),
+    d(
+        "proxy_cache_background_update",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_cache_background_update),
+    ),
+    d(
+        "proxy_cache_revalidate",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_cache_revalidate),
+    ),
+    d("proxy_cache_purge", HSL, Arity::Min(1), set_cache_purge),
+    // --- end of proxy cache policy
     blk("server", HTTP, Arity::N(0), set_server),
     d("listen", SRV, Arity::Min(1), set_listen),
     d("server_name", SRV, Arity::Min(1), set_server_name),
@@ -1074,6 +1158,64 @@ fn set_location(b: &mut Build, d: &Directive) -> Res {
     let r = b.walk_nested(d, LOC);
     b.cur_loc = saved;
     r
+}
+
+/// Appends `proxy_cache_bypass` / `proxy_no_cache` conditions: repeated
+/// directives at one level add up, and a level with none inherits its
+/// parent's, as NGINX's predicate slots do.
+fn push_predicates(slot: &mut Option<Arc<Vec<Template>>>, d: &Directive) -> Res {
+    let mut list: Vec<Template> = slot.as_deref().cloned().unwrap_or_default();
+    for a in &d.args {
+        list.push(template(a)?);
+    }
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+/// `proxy_cache_purge off | METHOD [from all | ADDR[/BITS] ...]`.
+fn set_cache_purge(b: &mut Build, d: &Directive) -> Res {
+    let method = d.args[0].as_str();
+    if method == "off" {
+        if d.args.len() > 1 {
+            return Err(format!("invalid parameter \"{}\"", d.args[1]));
+        }
+        return set_once(&mut b.loc().proxy_cache_purge, None, d);
+    }
+    if method.is_empty() || !method.bytes().all(|c| c.is_ascii_uppercase() || c == b'_') {
+        return Err(format!("invalid method \"{method}\""));
+    }
+    let mut from = Vec::new();
+    match d.args.get(1).map(String::as_str) {
+        None => {}
+        Some("from") if d.args.len() > 2 => {
+            for a in &d.args[2..] {
+                if a == "all" {
+                    from.clear();
+                    break;
+                }
+                let (ip, bits) = match a.split_once('/') {
+                    Some((ip, bits)) => (ip, bits.parse::<u8>().ok()),
+                    None => (a.as_str(), None),
+                };
+                let ip: std::net::IpAddr = ip
+                    .parse()
+                    .map_err(|_| format!("invalid address \"{a}\""))?;
+                let max = if ip.is_ipv4() { 32 } else { 128 };
+                let bits = match bits {
+                    Some(n) if n <= max => n,
+                    None if !a.contains('/') => max,
+                    _ => return Err(format!("invalid address \"{a}\"")),
+                };
+                from.push((ip, bits));
+            }
+        }
+        Some(p) => return Err(format!("invalid parameter \"{p}\"")),
+    }
+    let purge = CachePurge {
+        method: method.to_string(),
+        from,
+    };
+    set_once(&mut b.loc().proxy_cache_purge, Some(Arc::new(purge)), d)
 }
 
 /// An error about a line inside a block, reported at that line.

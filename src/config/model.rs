@@ -295,6 +295,86 @@ pub enum TryFallback {
     Code(u16),
 }
 
+/// `proxy_cache_methods`: which request methods may be answered from and
+/// stored in the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CacheMethods {
+    /// POST (GET and HEAD are always cacheable, as in NGINX).
+    pub post: bool,
+}
+
+/// `proxy_cache_use_stale error`.
+pub const STALE_ERROR: u16 = 1;
+/// `proxy_cache_use_stale timeout`.
+pub const STALE_TIMEOUT: u16 = 1 << 1;
+/// `proxy_cache_use_stale invalid_header`.
+pub const STALE_INVALID_HEADER: u16 = 1 << 2;
+/// `proxy_cache_use_stale updating`.
+pub const STALE_UPDATING: u16 = 1 << 3;
+/// `proxy_cache_use_stale http_500`.
+pub const STALE_500: u16 = 1 << 4;
+/// `proxy_cache_use_stale http_502`.
+pub const STALE_502: u16 = 1 << 5;
+/// `proxy_cache_use_stale http_503`.
+pub const STALE_503: u16 = 1 << 6;
+/// `proxy_cache_use_stale http_504`.
+pub const STALE_504: u16 = 1 << 7;
+/// `proxy_cache_use_stale http_403`.
+pub const STALE_403: u16 = 1 << 8;
+/// `proxy_cache_use_stale http_404`.
+pub const STALE_404: u16 = 1 << 9;
+/// `proxy_cache_use_stale http_429`.
+pub const STALE_429: u16 = 1 << 10;
+
+/// The `STALE_*` bit for an upstream status, if `proxy_cache_use_stale`
+/// can name it.
+pub fn stale_status_bit(status: u16) -> Option<u16> {
+    Some(match status {
+        500 => STALE_500,
+        502 => STALE_502,
+        503 => STALE_503,
+        504 => STALE_504,
+        403 => STALE_403,
+        404 => STALE_404,
+        429 => STALE_429,
+        _ => return None,
+    })
+}
+
+/// `proxy_cache_purge METHOD [from all | ADDR[/BITS] ...]`: a request with
+/// this method removes the entry for its cache key (the same-location
+/// syntax of the widely used ngx_cache_purge module; open-source NGINX has
+/// no purge).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CachePurge {
+    /// The request method that purges (e.g. `PURGE`).
+    pub method: String,
+    /// Client networks allowed to purge (empty = everyone).
+    pub from: Vec<(std::net::IpAddr, u8)>,
+}
+
+impl CachePurge {
+    /// Whether `addr` may purge.
+    pub fn allows(&self, addr: std::net::IpAddr) -> bool {
+        self.from.is_empty() || self.from.iter().any(|&(net, bits)| in_net(addr, net, bits))
+    }
+}
+
+fn in_net(addr: std::net::IpAddr, net: std::net::IpAddr, bits: u8) -> bool {
+    use std::net::IpAddr;
+    match (addr, net) {
+        (IpAddr::V4(a), IpAddr::V4(n)) => {
+            let mask = u32::MAX.checked_shl(32 - bits as u32).unwrap_or(0);
+            u32::from(a) & mask == u32::from(n) & mask
+        }
+        (IpAddr::V6(a), IpAddr::V6(n)) => {
+            let mask = u128::MAX.checked_shl(128 - bits as u32).unwrap_or(0);
+            u128::from(a) & mask == u128::from(n) & mask
+        }
+        _ => false,
+    }
+}
+
 /// `if_modified_since off|exact|before`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImsMode {
@@ -409,6 +489,32 @@ loc_settings! {
     expires: Option<i64> = None;
     /// `try_files`.
     try_files: Option<Arc<TryFiles>> = None;
+    /// `proxy_cache` (None = off): the zone name, possibly with variables.
+    proxy_cache: Option<Template> = None;
+    /// `proxy_cache_key` (None = NGINX's `$scheme$proxy_host$request_uri`).
+    proxy_cache_key: Option<Template> = None;
+    /// `proxy_cache_methods` (GET and HEAD are always in).
+    proxy_cache_methods: CacheMethods = CacheMethods::default();
+    /// `proxy_cache_min_uses`.
+    proxy_cache_min_uses: u64 = 1;
+    /// `proxy_cache_bypass` conditions (any non-empty, non-"0" value).
+    proxy_cache_bypass: Arc<Vec<Template>> = Arc::new(Vec::new());
+    /// `proxy_no_cache` conditions.
+    proxy_no_cache: Arc<Vec<Template>> = Arc::new(Vec::new());
+    /// `proxy_cache_lock`.
+    proxy_cache_lock: bool = false;
+    /// `proxy_cache_lock_timeout`.
+    proxy_cache_lock_timeout: Duration = Duration::from_secs(5);
+    /// `proxy_cache_lock_age`.
+    proxy_cache_lock_age: Duration = Duration::from_secs(5);
+    /// `proxy_cache_use_stale` (a set of `STALE_*` bits).
+    proxy_cache_use_stale: u16 = 0;
+    /// `proxy_cache_background_update`.
+    proxy_cache_background_update: bool = false;
+    /// `proxy_cache_revalidate`.
+    proxy_cache_revalidate: bool = false;
+    /// `proxy_cache_purge METHOD [from ...]` (None = off).
+    proxy_cache_purge: Option<Arc<CachePurge>> = None;
     /// `aio off|threads[=NAME]`.
     aio: AioConf = AioConf::Off;
     /// `aio_write` (writes of temp files through the pool too).
