@@ -207,6 +207,8 @@ pub struct OpenOptions {
 #[derive(Debug, Default)]
 pub struct Disk {
     pools: Arc<PoolSet>,
+    /// The proxy cache zones of this generation (`proxy_cache NAME`).
+    caches: Arc<crate::cache::CacheSet>,
     cache: RefCell<OpenCache>,
     /// Buffer of the copy fast path (used within one synchronous step).
     scratch: RefCell<Vec<u8>>,
@@ -378,6 +380,16 @@ impl Disk {
     /// The pools of this generation.
     pub fn pools(&self) -> &Arc<PoolSet> {
         &self.pools
+    }
+
+    /// The same disk layer with the proxy cache zones of its generation.
+    pub fn with_caches(self, caches: Arc<crate::cache::CacheSet>) -> Disk {
+        Disk { caches, ..self }
+    }
+
+    /// The proxy cache zones of this generation: `caches().get(name)`.
+    pub fn caches(&self) -> &Arc<crate::cache::CacheSet> {
+        &self.caches
     }
 
     /// Resolves `aio` to a pool: [`DiskError::PoolNotFound`] for an unknown
