@@ -341,7 +341,10 @@ mod tests {
         let mut b = a.clone();
         set_body_len(&mut b, u32::MAX as u64 + 7);
         assert_eq!(a.len(), b.len());
-        assert_eq!(decode(&b, None, None).unwrap().body_len, u32::MAX as u64 + 7);
+        assert_eq!(
+            decode(&b, None, None).unwrap().body_len,
+            u32::MAX as u64 + 7
+        );
     }
 
     #[test]
@@ -362,7 +365,11 @@ mod tests {
         for i in [20, 30, 61, 70, good.len() - 1] {
             let mut b = good.clone();
             b[i] ^= 0x40;
-            assert_eq!(decode(&b, key, size), Err(FormatError::Checksum), "byte {i}");
+            assert_eq!(
+                decode(&b, key, size),
+                Err(FormatError::Checksum),
+                "byte {i}"
+            );
         }
 
         assert_eq!(

@@ -501,7 +501,13 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].hash, h(1));
         assert!(ix.updating(&h(0)));
-        assert!(ix.expire(now + Duration::from_secs(100), Duration::from_secs(1), None, 100)
+        assert!(ix
+            .expire(
+                now + Duration::from_secs(100),
+                Duration::from_secs(1),
+                None,
+                100
+            )
             .iter()
             .all(|e| e.hash != h(0)));
         drop(g);

@@ -108,10 +108,7 @@ mod tests {
 
     #[test]
     fn md5_matches_known_vectors() {
-        assert_eq!(
-            KeyHash::of(b"").hex(),
-            "d41d8cd98f00b204e9800998ecf8427e"
-        );
+        assert_eq!(KeyHash::of(b"").hex(), "d41d8cd98f00b204e9800998ecf8427e");
         // The NGINX documentation's example key hash.
         assert_eq!(
             KeyHash::of(b"The quick brown fox jumps over the lazy dog").hex(),
@@ -158,6 +155,9 @@ mod tests {
         assert_eq!(KeyHash::from_hex(&h.hex()), Some(h));
         assert_eq!(KeyHash::from_hex("B7F54B2DF7773722D382F4809D65029C"), None);
         assert_eq!(KeyHash::from_hex("b7f54b2df7773722d382f4809d65029"), None);
-        assert_eq!(KeyHash::from_hex("b7f54b2df7773722d382f4809d65029c.0001"), None);
+        assert_eq!(
+            KeyHash::from_hex("b7f54b2df7773722d382f4809d65029c.0001"),
+            None
+        );
     }
 }

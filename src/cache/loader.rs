@@ -204,8 +204,7 @@ async fn file(
         Ok(h) if KeyHash::of(h.meta.key.as_bytes()) == hash => {
             let size = super::disk_size(f.meta.size);
             let mut ev = Vec::new();
-            if z
-                .index
+            if z.index
                 .loaded(hash, size, h.meta.valid_until, Instant::now(), &mut ev)
             {
                 stats.entries += 1;

@@ -57,7 +57,11 @@ pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Re
                 rt.block_on(drain(&weak, &chores, &disk));
                 let Some(zone) = weak.upgrade() else { return };
                 let more = rt.block_on(pass(&zone, &disk));
-                let sleep = if more { zone.spec().manager_sleep } else { IDLE };
+                let sleep = if more {
+                    zone.spec().manager_sleep
+                } else {
+                    IDLE
+                };
                 drop(zone);
                 let files = chores.files.lock().unwrap();
                 if files.is_empty() {

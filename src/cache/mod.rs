@@ -392,8 +392,13 @@ impl CacheZone {
                     self.index.set_valid(&hash, valid);
                 } else {
                     let mut ev = Vec::new();
-                    self.index
-                        .stored(hash, disk_size(file.meta.size), valid, Instant::now(), &mut ev);
+                    self.index.stored(
+                        hash,
+                        disk_size(file.meta.size),
+                        valid,
+                        Instant::now(),
+                        &mut ev,
+                    );
                     self.discard(ev);
                 }
                 Ok(Lookup::Hit(Entry {
@@ -465,7 +470,9 @@ impl CacheZone {
         let temp_path = match temp.filter(|_| use_temp) {
             Some(t) => {
                 let name = format!("{seq:010}");
-                t.levels.dir_of(&t.path, &name).join(format!(".{hex}.{:x}.{seq}", run_id()))
+                t.levels
+                    .dir_of(&t.path, &name)
+                    .join(format!(".{hex}.{:x}.{seq}", run_id()))
             }
             None => self
                 .levels
@@ -768,7 +775,6 @@ impl CacheSet {
         v
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -83,7 +83,12 @@ fn digits(s: &str) -> Option<i64> {
 
 /// Decides whether a response with `status` and `headers` (as received
 /// from the upstream) is stored, and until when, at unix time `now`.
-pub fn validity(status: u16, headers: &[(String, String)], rules: &[CacheValid], now: i64) -> Validity {
+pub fn validity(
+    status: u16,
+    headers: &[(String, String)],
+    rules: &[CacheValid],
+    now: i64,
+) -> Validity {
     if header(headers, "set-cookie").is_some() {
         return Validity::No(NotCached::SetCookie);
     }
@@ -183,19 +188,30 @@ pub fn vary_names(headers: &[(String, String)]) -> Vec<String> {
 /// The request's values of `names` (`request(name)` gives a header's
 /// value, several lines joined with `, `; absent is empty), as stored in
 /// an entry's header.
-pub fn vary_values(names: &[String], request: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+pub fn vary_values(
+    names: &[String],
+    request: impl Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
     names
         .iter()
-        .map(|n| (n.clone(), request(n).map(|v| v.trim().to_string()).unwrap_or_default()))
+        .map(|n| {
+            (
+                n.clone(),
+                request(n).map(|v| v.trim().to_string()).unwrap_or_default(),
+            )
+        })
         .collect()
 }
 
 /// Whether a stored variant (its `Vary` names and the storing request's
 /// values) answers this request: every value equal.
-pub fn variant_matches(stored: &[(String, String)], request: impl Fn(&str) -> Option<String>) -> bool {
-    stored.iter().all(|(n, v)| {
-        request(n).map(|r| r.trim().to_string()).unwrap_or_default() == *v
-    })
+pub fn variant_matches(
+    stored: &[(String, String)],
+    request: impl Fn(&str) -> Option<String>,
+) -> bool {
+    stored
+        .iter()
+        .all(|(n, v)| request(n).map(|r| r.trim().to_string()).unwrap_or_default() == *v)
 }
 
 /// The key a non-matching variant is stored under, as NGINX keys its
@@ -262,8 +278,14 @@ mod tests {
             codes: vec![],
             time: Duration::ZERO,
         }];
-        assert_eq!(validity(200, &[], &zero, NOW), Validity::No(NotCached::NoRule));
-        assert_eq!(validity(200, &[], &[], NOW), Validity::No(NotCached::NoRule));
+        assert_eq!(
+            validity(200, &[], &zero, NOW),
+            Validity::No(NotCached::NoRule)
+        );
+        assert_eq!(
+            validity(200, &[], &[], NOW),
+            Validity::No(NotCached::NoRule)
+        );
     }
 
     #[test]
@@ -281,7 +303,12 @@ mod tests {
             Validity::Until(1_900_000_000)
         );
         assert_eq!(
-            validity(200, &h(&[("X-Accel-Expires", "0"), ("Cache-Control", "max-age=9")]), &r, NOW),
+            validity(
+                200,
+                &h(&[("X-Accel-Expires", "0"), ("Cache-Control", "max-age=9")]),
+                &r,
+                NOW
+            ),
             Validity::No(NotCached::AccelExpires)
         );
         // s-maxage beats max-age; Cache-Control beats Expires.
@@ -300,7 +327,12 @@ mod tests {
             Validity::Until(NOW + 7)
         );
         assert_eq!(
-            validity(200, &h(&[("Expires", "Thu, 01 Jan 2099 00:00:00 GMT")]), &r, NOW),
+            validity(
+                200,
+                &h(&[("Expires", "Thu, 01 Jan 2099 00:00:00 GMT")]),
+                &r,
+                NOW
+            ),
             Validity::Until(4_070_908_800)
         );
     }
@@ -308,7 +340,14 @@ mod tests {
     #[test]
     fn refusals() {
         let r = default_rules();
-        for cc in ["no-store", "No-Cache", "private", "max-age=10, private", "max-age=0", "no-cache=\"Set-Cookie\""] {
+        for cc in [
+            "no-store",
+            "No-Cache",
+            "private",
+            "max-age=10, private",
+            "max-age=0",
+            "no-cache=\"Set-Cookie\"",
+        ] {
             assert_eq!(
                 validity(200, &h(&[("Cache-Control", cc)]), &r, NOW),
                 Validity::No(NotCached::CacheControl),
@@ -316,7 +355,12 @@ mod tests {
             );
         }
         assert_eq!(
-            validity(200, &h(&[("Set-Cookie", "a=b"), ("Cache-Control", "max-age=60")]), &r, NOW),
+            validity(
+                200,
+                &h(&[("Set-Cookie", "a=b"), ("Cache-Control", "max-age=60")]),
+                &r,
+                NOW
+            ),
             Validity::No(NotCached::SetCookie)
         );
         assert_eq!(
@@ -328,7 +372,12 @@ mod tests {
             Validity::No(NotCached::Vary)
         );
         assert_eq!(
-            validity(200, &h(&[("Expires", "Thu, 01 Jan 1970 00:00:00 GMT")]), &r, NOW),
+            validity(
+                200,
+                &h(&[("Expires", "Thu, 01 Jan 1970 00:00:00 GMT")]),
+                &r,
+                NOW
+            ),
             Validity::No(NotCached::Expires)
         );
         assert_eq!(
@@ -344,7 +393,10 @@ mod tests {
 
     #[test]
     fn vary_variants() {
-        let resp = h(&[("Vary", "Accept-Encoding, accept-language"), ("Vary", "Accept-Encoding")]);
+        let resp = h(&[
+            ("Vary", "Accept-Encoding, accept-language"),
+            ("Vary", "Accept-Encoding"),
+        ]);
         let names = vary_names(&resp);
         assert_eq!(names, vec!["accept-encoding", "accept-language"]);
         let gzip = |n: &str| (n == "accept-encoding").then(|| "gzip".to_string());

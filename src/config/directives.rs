@@ -360,10 +360,25 @@ pub static TABLE: &[Spec] = &[
     d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
     d("reset_timedout_connection", HSL, Arity::N(1), |_, d| {
         flag(d).map(|_| ())
-    }),    // proxy cache store (src/cache): zones, temp path, validity rules.
-    d("proxy_cache_path", HTTP, Arity::Min(2), set_proxy_cache_path),
-    d("proxy_temp_path", HSL, Arity::Range(1, 4), set_proxy_temp_path),
-    d("proxy_cache_valid", HSL, Arity::Min(1), set_proxy_cache_valid),
+    }), // proxy cache store (src/cache): zones, temp path, validity rules.
+    d(
+        "proxy_cache_path",
+        HTTP,
+        Arity::Min(2),
+        set_proxy_cache_path,
+    ),
+    d(
+        "proxy_temp_path",
+        HSL,
+        Arity::Range(1, 4),
+        set_proxy_temp_path,
+    ),
+    d(
+        "proxy_cache_valid",
+        HSL,
+        Arity::Min(1),
+        set_proxy_cache_valid,
+    ),
 ];
 
 /// Looks a directive up by name.
@@ -1471,7 +1486,9 @@ fn set_proxy_cache_path(b: &mut Build, d: &Directive) -> Res {
             "loader_files" => {
                 spec.loader_files = v.parse().map_err(|_| bad("loader_files"))?;
             }
-            "loader_sleep" => spec.loader_sleep = parse_time(v).ok_or_else(|| bad("loader_sleep"))?,
+            "loader_sleep" => {
+                spec.loader_sleep = parse_time(v).ok_or_else(|| bad("loader_sleep"))?
+            }
             "loader_threshold" => {
                 spec.loader_threshold = parse_time(v).ok_or_else(|| bad("loader_threshold"))?;
             }

@@ -50,8 +50,13 @@ impl Generation {
         )
         .map(Arc::new)
         .map_err(|e| format!("cannot start thread pool: {e}"))?;
-        let caches = CacheSet::build(&config.cache_zones, previous.map(|p| p.1), creds.clone(), log)
-            .map(Arc::new)?;
+        let caches = CacheSet::build(
+            &config.cache_zones,
+            previous.map(|p| p.1),
+            creds.clone(),
+            log,
+        )
+        .map(Arc::new)?;
         let (trigger, signal) = shutdown::channel();
         let mut threads = Vec::new();
         for i in 0..config.main.worker_processes {
