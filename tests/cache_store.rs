@@ -261,6 +261,9 @@ fn corrupt_case(tag: &str, f: impl FnOnce(&Path, &Path)) -> (bool, Vec<String>, 
     (miss, lines(&logp), path.exists())
 }
 
+/// Damages an entry file (its path, the test directory).
+type Damage = Box<dyn FnOnce(&Path, &Path)>;
+
 #[test]
 fn every_corruption_is_a_logged_miss_and_the_file_goes() {
     let flip = |at: u64| {
@@ -276,7 +279,7 @@ fn every_corruption_is_a_logged_miss_and_the_file_goes() {
             f.write_all_at(&[b[0] ^ 0x55], at).unwrap();
         }
     };
-    let cases: Vec<(&str, Box<dyn FnOnce(&Path, &Path)>, &str)> = vec![
+    let cases: Vec<(&str, Damage, &str)> = vec![
         ("magic", Box::new(flip(0)), "has bad magic"),
         ("version", Box::new(flip(8)), "version mismatch"),
         ("checksum", Box::new(flip(40)), "has bad header checksum"),
@@ -968,4 +971,74 @@ fn config_errors_match_nginx() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+// ---------------------------------------------------------------------------
+// The real binary: zones start with the server, and a reload keeps an
+// unchanged zone (no second loader) while a changed one starts afresh.
+
+#[test]
+fn server_loads_zones_and_reload_reuses_unchanged_ones() {
+    let prefix = TempDir::new("cache-srv");
+    let cache = prefix.path().join("cache");
+    {
+        let mut s = spec(prefix.path(), false);
+        s.path = cache.clone();
+        let zone = CacheZone::new(s, &ErrorLog::new(Vec::new()));
+        rt().block_on(fill(&zone, &disk(1), "seed", 1000, 1000));
+    }
+    let stale = cache.join(format!("c/.{}.1.1", KeyHash::of(b"x").hex()));
+    std::fs::create_dir_all(stale.parent().unwrap()).unwrap();
+    std::fs::write(&stale, b"partial").unwrap();
+    // Run as root, porter's workers (and cache threads) are `nobody`, as
+    // NGINX's are: the cache tree is theirs, as NGINX's would have to be.
+    if unsafe { libc::geteuid() } == 0 {
+        let ok = Command::new("chown")
+            .arg("-R")
+            .arg("nobody:")
+            .arg(&cache)
+            .status();
+        assert!(ok.unwrap().success());
+    }
+    let conf = |size: &str| {
+        format!(
+            "daemon off; pid {{PREFIX}}/logs/porter.pid; error_log {{PREFIX}}/logs/error.log notice;
+events {{}}
+http {{
+  access_log off;
+  proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=z:{size};
+  server {{ listen 127.0.0.1:{{PORT}}; location / {{ root {{PREFIX}}; }} }}
+}}
+"
+        )
+    };
+    let s = common::Server::start_in(prefix, &conf("1m"), &[]);
+    let log = s.wait_log(
+        "logs/error.log",
+        "http file cache:",
+        Duration::from_secs(10),
+    );
+    assert!(
+        log.contains("1 entries loaded") && log.contains("1 temp files removed"),
+        "{log}"
+    );
+    assert!(!stale.exists());
+    let count = |s: &common::Server| s.read("logs/error.log").matches("http file cache:").count();
+    s.signal(1);
+    s.wait_log("logs/error.log", "reconfigured", Duration::from_secs(10));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(count(&s), 1, "an unchanged zone is reused, not reloaded");
+    let text = common::config_text(&conf("2m"), s.port, s.prefix.path());
+    s.prefix.write("porter.conf", text);
+    s.signal(1);
+    let t = Instant::now();
+    while count(&s) < 2 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        count(&s),
+        2,
+        "a resized keys zone is a new zone with its own loader"
+    );
+    assert_eq!(common::get(s.port, "/nope").status, 404, "still serving");
 }

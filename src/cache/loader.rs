@@ -151,9 +151,12 @@ async fn pace_step(zone: &Weak<CacheZone>, pace: &mut Pace) -> Option<()> {
     Some(())
 }
 
-async fn remove(z: &CacheZone, disk: &Disk, path: &Path) {
-    if let Err(e) = disk.unlink(&Io::inline(), path).await {
-        if e.kind() != io::ErrorKind::NotFound {
+/// Unlinks `path`; `true` when it was removed here.
+async fn remove(z: &CacheZone, disk: &Disk, path: &Path) -> bool {
+    match disk.unlink(&Io::inline(), path).await {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => {
             z.error_log().log(
                 Level::Crit,
                 format_args!(
@@ -162,6 +165,7 @@ async fn remove(z: &CacheZone, disk: &Disk, path: &Path) {
                     crate::util::errno_text(&e)
                 ),
             );
+            false
         }
     }
 }
@@ -175,8 +179,7 @@ async fn file(
     stats: &mut LoadStats,
 ) {
     if super::temp_run(name).is_some() {
-        if !super::is_own_temp(name) {
-            remove(z, disk, path).await;
+        if !super::is_own_temp(name) && remove(z, disk, path).await {
             stats.temps += 1;
         }
         return;
@@ -190,8 +193,9 @@ async fn file(
                     Level::Crit,
                     format_args!("cache file \"{}\" is misplaced, removed", path.display()),
                 );
-                remove(z, disk, path).await;
-                stats.bad += 1;
+                if remove(z, disk, path).await {
+                    stats.bad += 1;
+                }
             }
             return;
         }
@@ -217,16 +221,18 @@ async fn file(
                 Level::Crit,
                 format_args!("cache file \"{}\" has md5 collision", path.display()),
             );
-            remove(z, disk, path).await;
-            stats.bad += 1;
+            if remove(z, disk, path).await {
+                stats.bad += 1;
+            }
         }
         Err(HeaderError::Format(e)) => {
             z.error_log().log(
                 Level::Crit,
                 format_args!("cache file \"{}\" {e}", path.display()),
             );
-            remove(z, disk, path).await;
-            stats.bad += 1;
+            if remove(z, disk, path).await {
+                stats.bad += 1;
+            }
         }
         Err(HeaderError::Io(e)) => {
             z.error_log().log(

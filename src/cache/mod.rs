@@ -168,7 +168,7 @@ impl CacheLog {
 pub enum Lookup {
     /// A complete entry whose header passed every check. It may be stale:
     /// see [`Entry::fresh`].
-    Hit(Entry),
+    Hit(Box<Entry>),
     /// No usable entry. `uses` is how many lookups of the key have missed
     /// so far, this one included (`proxy_cache_min_uses`).
     Miss {
@@ -401,12 +401,12 @@ impl CacheZone {
                     );
                     self.discard(ev);
                 }
-                Ok(Lookup::Hit(Entry {
+                Ok(Lookup::Hit(Box::new(Entry {
                     file,
                     header,
                     path,
                     updating: self.index.updating(&hash),
-                }))
+                })))
             }
             Err(HeaderError::Io(e)) => Err(e),
             Err(HeaderError::Format(f)) => {
