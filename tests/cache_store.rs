@@ -775,6 +775,52 @@ fn enospc_aborts_with_one_line_and_leaves_nothing() {
     );
 }
 
+/// `min_free`: on a 1 MiB tmpfs with 700 KiB of entries, a 600 KiB
+/// `min_free` makes the manager remove least recently used entries until
+/// that much is free.
+#[test]
+fn manager_enforces_min_free() {
+    let dir = TempDir::new("cache-minfree");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mnt)
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("SKIPPED: cannot mount a tmpfs here (needs root and mount)");
+        return;
+    }
+    let _guard = Mount(mnt.clone());
+    let mut s = spec(&mnt, false);
+    s.min_free = Some(600 * 1024);
+    let zone = CacheZone::new(s, &ErrorLog::new(Vec::new()));
+    let d = disk(2);
+    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    rt().block_on(async {
+        for i in 0..7 {
+            fill(&zone, &d, &format!("k{i}"), 100 * 1024 - 200, 50_000).await;
+        }
+        zone.lookup(&d, &pool_opts(), "k0", &log).await.unwrap();
+        manager::pass(&zone, &Disk::default()).await;
+    });
+    let st = rustix::fs::statvfs(&mnt).unwrap();
+    assert!(st.f_bavail * st.f_frsize >= 600 * 1024);
+    let left = files(&mnt);
+    assert!(left.len() < 7 && !left.is_empty(), "{left:?}");
+    assert!(
+        zone.entry_path(&KeyHash::of(b"k0")).exists(),
+        "the recently used entry stays"
+    );
+    assert!(
+        !zone.entry_path(&KeyHash::of(b"k1")).exists(),
+        "the least recently used goes"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Against Debian's nginx.
 

@@ -138,6 +138,9 @@ pub async fn pass(zone: &CacheZone, disk: &Disk) -> bool {
         }
     }
     if let Some(min) = spec.min_free {
+        // One entry at a time, then look again, as NGINX's forced expiry
+        // does: free space is a fact of the file system, not of the index.
+        let mut removed = 0;
         loop {
             let free = match disk.free_space(&Io::inline(), zone.path()).await {
                 Ok(f) => f,
@@ -146,12 +149,13 @@ pub async fn pass(zone: &CacheZone, disk: &Disk) -> bool {
             if free >= min {
                 break;
             }
-            let gone = zone.index.evict_lru(batch);
+            let gone = zone.index.evict_lru(1);
             if gone.is_empty() {
                 break;
             }
             remove_all(zone, disk, gone).await;
-            if started.elapsed() >= spec.manager_threshold {
+            removed += 1;
+            if removed >= batch || started.elapsed() >= spec.manager_threshold {
                 return true;
             }
         }

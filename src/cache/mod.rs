@@ -790,6 +790,76 @@ mod tests {
         assert_eq!(temp_run(&KeyHash::of(b"k").hex()), None);
     }
 
+    /// The parsed configuration: a zone with every parameter, and
+    /// `proxy_cache_valid` / `proxy_temp_path` merged as NGINX merges them.
+    #[test]
+    fn configuration_builds_zones_and_location_settings() {
+        let dir = std::env::temp_dir().join(format!("porter-cache-conf-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("logs")).unwrap();
+        let conf = dir.join("t.conf");
+        std::fs::write(
+            &conf,
+            "events {}\nhttp {\n\
+             proxy_cache_path cache levels=1:2 keys_zone=one:10m inactive=1h max_size=1g \
+             min_free=10m use_temp_path=off loader_files=7 loader_sleep=5ms \
+             loader_threshold=1s manager_files=9 manager_sleep=1s manager_threshold=2s;\n\
+             proxy_cache_path /abs keys_zone=two:1m;\n\
+             proxy_cache_valid 10m;\n\
+             server { listen 127.0.0.1:1;\n\
+               location /a { proxy_cache_valid 404 1m; proxy_cache_valid any 5s; proxy_temp_path t 1 2; }\n\
+               location /b { }\n\
+             }\n}\n",
+        )
+        .unwrap();
+        let opts = crate::config::LoadOptions {
+            prefix: dir.clone(),
+            conf_file: Some(conf),
+            ..Default::default()
+        };
+        let cfg = crate::config::load(&opts).unwrap().config;
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(cfg.cache_zones.len(), 2);
+        let one = &cfg.cache_zones[0];
+        let mut want = ZoneSpec::new("one", &dir.join("cache"), 10 << 20);
+        want.levels = Levels(vec![1, 2]);
+        want.inactive = Duration::from_secs(3600);
+        want.max_size = Some(1 << 30);
+        want.min_free = Some(10 << 20);
+        want.use_temp_path = false;
+        want.loader_files = 7;
+        want.loader_sleep = Duration::from_millis(5);
+        want.loader_threshold = Duration::from_secs(1);
+        want.manager_files = 9;
+        want.manager_sleep = Duration::from_secs(1);
+        want.manager_threshold = Duration::from_secs(2);
+        assert_eq!(one, &want);
+        assert_eq!(
+            cfg.cache_zones[1],
+            ZoneSpec::new("two", Path::new("/abs"), 1 << 20)
+        );
+        let srv = &cfg.servers[0];
+        let rule = |codes: &[u16], secs| policy::CacheValid {
+            codes: codes.to_vec(),
+            time: Duration::from_secs(secs),
+        };
+        let a = &srv.find_location("/a").s;
+        assert_eq!(*a.proxy_cache_valid, vec![rule(&[404], 60), rule(&[], 5)]);
+        assert_eq!(
+            a.proxy_temp_path,
+            Some(TempPath {
+                path: dir.join("t"),
+                levels: Levels(vec![1, 2])
+            })
+        );
+        let b = &srv.find_location("/b").s;
+        assert_eq!(
+            *b.proxy_cache_valid,
+            vec![rule(&[200], 600), rule(&[301], 600), rule(&[302], 600)],
+            "inherited whole from http, NGINX's default codes"
+        );
+        assert_eq!(b.proxy_temp_path, None);
+    }
+
     #[test]
     fn disk_size_is_whole_blocks() {
         assert_eq!(disk_size(0), 0);
