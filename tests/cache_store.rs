@@ -1002,7 +1002,7 @@ fn config_errors_match_nginx() {
     std::fs::write(
         &conf,
         format!(
-            "events{{}}\nhttp{{\nproxy_cache_path {c} levels=2:2:2 keys_zone=x:10m inactive=1h max_size=1g min_free=100m use_temp_path=off loader_files=0 loader_sleep=0 manager_threshold=1s;\nproxy_temp_path {p}/t 1 2;\nproxy_cache_valid 200 302 10m; proxy_cache_valid 404 1m; proxy_cache_valid any 0;\nserver {{ listen 127.0.0.1:1; location / {{ proxy_cache_valid 1h; proxy_temp_path {p}/t 1 2; }} }}\n}}\n"
+            "events{{}}\nhttp{{\nproxy_cache_path {c} levels=2:2:2 keys_zone=x:10m inactive=1h max_size=1g min_free=100m use_temp_path=off loader_files=0 loader_sleep=0 manager_threshold=1s;\nproxy_cache_path {p}/e levels= keys_zone=e:1m;\nproxy_temp_path {p}/t 1 2;\nproxy_cache_valid 200 302 10m; proxy_cache_valid 404 1m; proxy_cache_valid any 0;\nserver {{ listen 127.0.0.1:1; location / {{ proxy_cache_valid 1h; proxy_temp_path {p}/t 1 2; }} }}\n}}\n"
         ),
     )
     .unwrap();
@@ -1017,6 +1017,19 @@ fn config_errors_match_nginx() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    if have_nginx {
+        let out = Command::new(NGINX)
+            .args(["-p", &p, "-e", "/dev/null", "-c"])
+            .arg(&conf)
+            .arg("-t")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "nginx: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -50,9 +50,13 @@ pub struct Levels(pub Vec<u8>);
 impl Levels {
     /// Parses the value of `levels=` as NGINX does: `1`, `2`, `1:2`,
     /// `2:2:1`… (each 1 or 2, at most three).
+    /// An empty value means no levels, as NGINX takes it.
     pub fn parse(v: &str) -> Option<Levels> {
+        if v.is_empty() {
+            return Some(Levels::default());
+        }
         let parts: Vec<&str> = v.split(':').collect();
-        if v.is_empty() || parts.len() > 3 {
+        if parts.len() > 3 {
             return None;
         }
         let mut out = Vec::new();
@@ -142,7 +146,8 @@ mod tests {
 
     #[test]
     fn levels_parse_like_nginx() {
-        for bad in ["", "3", "1:3:2", "1:2:2:2", "1:", ":1", "0", "1:x"] {
+        assert_eq!(Levels::parse(""), Some(Levels::default()));
+        for bad in ["3", "1:3:2", "1:2:2:2", "1:", ":1", "0", "1:x"] {
             assert_eq!(Levels::parse(bad), None, "{bad}");
         }
         assert_eq!(Levels::parse("1:2"), Some(Levels(vec![1, 2])));

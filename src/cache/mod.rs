@@ -368,8 +368,12 @@ impl CacheZone {
             return Ok(Lookup::Miss { uses: node.uses });
         }
         let path = self.entry_path(&hash);
+        // Entries are replaced by rename: never from `open_file_cache`;
+        // and the document root's symlink policy does not apply here.
         let opts = OpenOptions {
             cache: None,
+            no_symlinks: false,
+            root: None,
             ..opts.clone()
         };
         let file = match disk.open(&path, opts.clone()).await {
