@@ -210,6 +210,80 @@ fn fill_then_hit_through_the_pool() {
     });
 }
 
+/// A hit is sent with `sendfile` from the body offset, and once its path
+/// and pages are cached, a lookup and its send never meet the pool.
+#[test]
+fn a_hit_is_sent_with_sendfile_and_cached_hits_stay_off_the_pool() {
+    porter::disk::fastpath::probe();
+    let dir = TempDir::new("cache-send");
+    let d = disk(2);
+    let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
+    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let fast = OpenOptions {
+        fast_path: true,
+        ..pool_opts()
+    };
+    // A header far larger than the first read (two reads of the header).
+    let mut m = meta("big-header");
+    m.headers.push(("X-Pad".into(), "p".repeat(10_000)));
+    rt().block_on(async {
+        let io = pool_io(&d);
+        let mut w = zone
+            .begin(&d, &io, None, m.clone(), log.clone())
+            .await
+            .unwrap();
+        w.write(&d, Arc::from(body("big-header", 100_000)))
+            .await
+            .unwrap();
+        w.finish(&d).await.unwrap();
+        let Lookup::Hit(e) = zone.lookup(&d, &fast, "big-header", &log).await.unwrap() else {
+            panic!("miss")
+        };
+        assert_eq!(e.header.meta, m);
+        assert!(e.header.body_offset > 10_000);
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let (mut c, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            c.read_to_end(&mut got).unwrap();
+            got
+        });
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut off = e.header.body_offset;
+        let end = off + e.header.body_len;
+        while off < end {
+            let want = (end - off) as usize;
+            match d.sendfile(&stream, &e.file, &mut off, want).await {
+                Ok(_) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+                    stream.writable().await.unwrap();
+                }
+                Err(err) => panic!("sendfile: {err}"),
+            }
+        }
+        drop(stream);
+        assert_eq!(reader.join().unwrap(), body("big-header", 100_000));
+
+        let f = porter::disk::fastpath::features();
+        if f.open_cached && f.read_nowait {
+            let before = tasks(&d);
+            for _ in 0..10 {
+                let Lookup::Hit(e) = zone.lookup(&d, &fast, "big-header", &log).await.unwrap()
+                else {
+                    panic!("miss")
+                };
+                assert_eq!(read_body(&d, &e).await, body("big-header", 100_000));
+            }
+            assert_eq!(tasks(&d), before, "cached lookups went to the pool");
+        } else {
+            eprintln!("fast path unavailable here: pool-free hits not checked");
+        }
+    });
+}
+
 #[test]
 fn use_temp_path_writes_in_proxy_temp_path_then_renames() {
     let dir = TempDir::new("cache-temp");

@@ -29,6 +29,28 @@
 //! entry's name. porter does not `fsync` (NGINX does not either): after a
 //! power loss an entry may be short or zeroed, and the reader's checks
 //! (magic, checksum, size) turn it into a miss and remove it.
+//!
+//! How the proxy handler drives it (the store knows nothing of upstreams):
+//!
+//! ```text
+//! zone  = env.disk.caches().get(&rendered_proxy_cache)      // None → log, 500
+//! log   = CacheLog { log, conn: Some(id), ctx: ctx.log_context() }
+//! match zone.lookup(disk, &open_opts, &key, &log).await? {
+//!   Hit(e) if policy::variant_matches(&e.header.meta.vary, req)
+//!          && (e.fresh(now) || use_stale && e.updating) → send e.file from
+//!          e.header.body_offset, e.header.body_len bytes (sendfile)
+//!   Hit(e) (Vary differs) → look up policy::variant_key(&key, values) instead
+//!   Miss { uses } if uses < proxy_cache_min_uses → proxy, don't store
+//!   _ → match zone.claim_fill(&key) {                        // proxy_cache_lock
+//!         Fill::Wait(w) → w.wait(lock_timeout).await, then look up again
+//!         Fill::Owner(guard) → fetch; policy::validity(status, &headers,
+//!           &loc.s.proxy_cache_valid, now) → Until(t):
+//!             w = zone.begin(disk, &io, loc.s.proxy_temp_path.as_ref(), meta, log)
+//!             per chunk: w.write(disk, chunk)  (error → w.abort(disk), keep proxying)
+//!             end: w.finish(disk); drop(guard)   // waiters wake, entry visible
+//!       }
+//! }
+//! ```
 
 pub mod format;
 pub mod index;
