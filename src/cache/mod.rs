@@ -5,7 +5,7 @@
 //!
 //! Split by question, as Pingora's cache is:
 //! - [`key`]: key → MD5 → `PATH/c/29/b7f5…029c` (NGINX's `levels`);
-//! - [`format`]: the entry file (header, then the body at a known offset);
+//! - [`format`](mod@format): the entry file (header, then the body at a known offset);
 //! - [`index`]: the keys zone (sizes, validity, LRU, uses, fill lock);
 //! - this module: [`CacheZone`] (lookup, [`CacheWriter`], purge) and
 //!   [`CacheSet`] (the zones of a configuration generation);
