@@ -1175,3 +1175,45 @@ http {{
     );
     assert_eq!(common::get(s.port, "/nope").status, 404, "still serving");
 }
+
+/// A cache directory that cannot be created stops the start with NGINX's
+/// message, as nginx's does.
+#[test]
+fn uncreatable_cache_directory_fails_the_start() {
+    let dir = TempDir::new("cache-mkdir");
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    dir.write("afile", b"");
+    let p = dir.path().display().to_string();
+    let port = free_port();
+    dir.write(
+        "t.conf",
+        format!(
+            "daemon off; error_log {p}/logs/error.log; pid {p}/p.pid;\nevents {{}}\nhttp {{ access_log off;\nproxy_cache_path {p}/afile/c keys_zone=x:1m;\nserver {{ listen 127.0.0.1:{port}; }}\n}}\n"
+        ),
+    );
+    let mut child = Command::new(BIN)
+        .args(["-p", &p, "-c", "t.conf"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("porter started with an uncreatable cache directory");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(1));
+    let log = std::fs::read_to_string(dir.path().join("logs/error.log")).unwrap();
+    assert!(
+        log.contains(&format!("[emerg] {}#", child.id()))
+            && log.contains(&format!(
+                "mkdir() \"{p}/afile/c\" failed (20: Not a directory)"
+            )),
+        "{log}"
+    );
+}

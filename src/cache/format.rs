@@ -271,7 +271,7 @@ pub fn decode(
         return Err(FormatError::Truncated);
     }
     if let Some(actual) = file_size {
-        let expected = len as u64 + body_len;
+        let expected = (len as u64).saturating_add(body_len);
         if actual != expected {
             return Err(FormatError::Size { actual, expected });
         }
