@@ -440,12 +440,21 @@ impl CacheZone {
                     Level::Crit,
                     format_args!("cache file \"{}\" {f}", path.display()),
                 );
-                self.index.lost(&hash);
-                let io = disk.io(&opts.aio, opts.fast_path)?;
-                match disk.unlink(&io, &path).await {
-                    Ok(()) => {}
-                    Err(e) if enoent(&e) => {}
+                // Remove the file read, not one a writer renamed into
+                // place meanwhile (whose node is then right as it is).
+                let same = match disk.stat(&path, opts.clone()).await {
+                    Ok(now) => now.id == file.meta.id,
+                    Err(e) if enoent(&e) => false,
                     Err(e) => return Err(e),
+                };
+                if same {
+                    self.index.lost(&hash);
+                    let io = disk.io(&opts.aio, opts.fast_path)?;
+                    match disk.unlink(&io, &path).await {
+                        Ok(()) => {}
+                        Err(e) if enoent(&e) => {}
+                        Err(e) => return Err(e),
+                    }
                 }
                 Ok(Lookup::Miss {
                     uses: node.uses.max(1),
