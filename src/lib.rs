@@ -11,6 +11,7 @@
 //! - [`log`]: access and error logs, written off the event loops;
 //! - [`metrics`]: server-wide counters.
 
+pub mod cache;
 pub mod config;
 pub mod disk;
 pub mod handlers;

@@ -18,6 +18,8 @@ use super::parser::{ConfError, Directive};
 use super::split_clients::SplitClients;
 use super::template::{self, Template, Var};
 use super::value::{parse_flag, parse_size, parse_time};
+use crate::cache::policy::CacheValid;
+use crate::cache::{Levels, TempPath, ZoneSpec};
 use crate::disk::pool::PoolSpec;
 use crate::log::format::Escape;
 use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
@@ -444,7 +446,25 @@ pub static TABLE: &[Spec] = &[
     d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
     d("reset_timedout_connection", HSL, Arity::N(1), |_, d| {
         flag(d).map(|_| ())
-    }),
+    }), // proxy cache store (src/cache): zones, temp path, validity rules.
+    d(
+        "proxy_cache_path",
+        HTTP,
+        Arity::Min(2),
+        set_proxy_cache_path,
+    ),
+    d(
+        "proxy_temp_path",
+        HSL,
+        Arity::Range(1, 4),
+        set_proxy_temp_path,
+    ),
+    d(
+        "proxy_cache_valid",
+        HSL,
+        Arity::Min(1),
+        set_proxy_cache_valid,
+    ),
 ];
 
 /// Looks a directive up by name.
@@ -475,6 +495,7 @@ pub struct Build {
     cur_loc: Option<usize>,
     pools: Vec<PoolSpec>,
     default_pool_used: bool,
+    cache: CacheBuild,
 }
 
 struct ListenB {
@@ -528,6 +549,7 @@ impl Build {
             cur_loc: None,
             pools: Vec::new(),
             default_pool_used: false,
+            cache: CacheBuild::default(),
         }
     }
 
@@ -785,8 +807,10 @@ impl Build {
             }
             servers.push(server);
         }
+        let cache_zones = self.cache.finish().map_err(plain)?;
         Ok(Config {
             main,
+            cache_zones,
             servers,
             listens: groups.into_iter().map(|(g, _)| g).collect(),
             files,
@@ -1585,6 +1609,173 @@ fn set_open_file_cache(b: &mut Build, d: &Directive) -> Res {
         Some(OpenFileCacheConf { max, inactive }),
         d,
     )
+}
+
+/// The proxy cache's part of a build: zones and every cache or temp path
+/// with where it was written (NGINX's path registry).
+#[derive(Default)]
+struct CacheBuild {
+    zones: Vec<ZoneSpec>,
+    /// (path, levels, is a cache path, "file:line").
+    paths: Vec<(PathBuf, Levels, bool, String)>,
+}
+
+impl CacheBuild {
+    /// NGINX's path check, made after the whole file as NGINX does (so
+    /// its message carries both places and no trailing location).
+    fn finish(&mut self) -> Result<Vec<ZoneSpec>, String> {
+        for (j, (pj, lj, cj, wj)) in self.paths.iter().enumerate() {
+            for (pi, li, ci, wi) in &self.paths[..j] {
+                if pi != pj {
+                    continue;
+                }
+                if *ci || *cj {
+                    return Err(format!(
+                        "the same path name \"{}\" used in {wi} and in {wj}",
+                        pj.display()
+                    ));
+                }
+                if li != lj {
+                    return Err(format!(
+                        "the same path name \"{}\" in {wj} has the same name as in {wi} with conflicting levels",
+                        pj.display()
+                    ));
+                }
+            }
+        }
+        Ok(std::mem::take(&mut self.zones))
+    }
+}
+
+fn place(d: &Directive) -> String {
+    format!("{}:{}", d.file.display(), d.line)
+}
+
+/// `proxy_cache_path PATH [levels=] keys_zone=NAME:SIZE [inactive=]
+/// [max_size=] [min_free=] [use_temp_path=] [manager_*=] [loader_*=]`,
+/// with NGINX's checks and messages.
+fn set_proxy_cache_path(b: &mut Build, d: &Directive) -> Res {
+    let path = b.full_path(&d.args[0]);
+    let mut spec = ZoneSpec::new("", &path, 0);
+    for a in &d.args[1..] {
+        let (k, v) = a.split_once('=').unwrap_or((a.as_str(), ""));
+        let bad = |what: &str| format!("invalid {what} value \"{a}\"");
+        match k {
+            "levels" => {
+                spec.levels =
+                    Levels::parse(v).ok_or_else(|| format!("invalid \"levels\" \"{a}\""))?;
+            }
+            "use_temp_path" => {
+                spec.use_temp_path = parse_flag(v).ok_or_else(|| {
+                    format!("invalid use_temp_path value \"{a}\", it must be \"on\" or \"off\"")
+                })?;
+            }
+            "keys_zone" => {
+                let (name, sz) = match v.split_once(':') {
+                    Some((n, s)) => (n, s),
+                    None if v.is_empty() => ("", ""),
+                    None => return Err(format!("invalid keys zone size \"{a}\"")),
+                };
+                spec.name = name.to_string();
+                if name.is_empty() {
+                    continue;
+                }
+                let size =
+                    parse_size(sz).ok_or_else(|| format!("invalid keys zone size \"{a}\""))?;
+                // NGINX: two pages at least.
+                if size < 8192 {
+                    return Err(format!("keys zone \"{a}\" is too small"));
+                }
+                spec.keys_size = size;
+            }
+            "inactive" => spec.inactive = parse_time(v).ok_or_else(|| bad("inactive"))?,
+            "max_size" => spec.max_size = Some(parse_size(v).ok_or_else(|| bad("max_size"))?),
+            "min_free" => spec.min_free = Some(parse_size(v).ok_or_else(|| bad("min_free"))?),
+            "loader_files" => {
+                spec.loader_files = v.parse().map_err(|_| bad("loader_files"))?;
+            }
+            "loader_sleep" => {
+                spec.loader_sleep = parse_time(v).ok_or_else(|| bad("loader_sleep"))?
+            }
+            "loader_threshold" => {
+                spec.loader_threshold = parse_time(v).ok_or_else(|| bad("loader_threshold"))?;
+            }
+            "manager_files" => {
+                spec.manager_files = v.parse().map_err(|_| bad("manager_files"))?;
+            }
+            "manager_sleep" => {
+                spec.manager_sleep = parse_time(v).ok_or_else(|| bad("manager_sleep"))?;
+            }
+            "manager_threshold" => {
+                spec.manager_threshold = parse_time(v).ok_or_else(|| bad("manager_threshold"))?;
+            }
+            _ => return Err(format!("invalid parameter \"{a}\"")),
+        }
+    }
+    if spec.name.is_empty() {
+        return Err(format!("\"{}\" must have \"keys_zone\" parameter", d.name));
+    }
+    if b.cache.zones.iter().any(|z| z.name == spec.name) {
+        return Err(format!("duplicate zone \"{}\"", spec.name));
+    }
+    b.cache
+        .paths
+        .push((path, spec.levels.clone(), true, place(d)));
+    b.cache.zones.push(spec);
+    Ok(())
+}
+
+/// `proxy_temp_path PATH [L1 [L2 [L3]]]`.
+fn set_proxy_temp_path(b: &mut Build, d: &Directive) -> Res {
+    let mut levels = Vec::new();
+    for a in &d.args[1..] {
+        match a.parse::<u8>() {
+            Ok(n) if (1..=9).contains(&n) => levels.push(n),
+            _ => return Err(invalid(d)),
+        }
+    }
+    let t = TempPath {
+        path: b.full_path(&d.args[0]),
+        levels: Levels(levels),
+    };
+    set_once(&mut b.loc().proxy_temp_path, Some(t.clone()), d)?;
+    b.cache.paths.push((t.path, t.levels, false, place(d)));
+    Ok(())
+}
+
+/// `proxy_cache_valid [code ...|any] time`; without codes: 200 301 302.
+/// Each code becomes one rule, in order, as NGINX keeps them.
+fn set_proxy_cache_valid(b: &mut Build, d: &Directive) -> Res {
+    let (last, codes) = d.args.split_last().expect("arity");
+    let time = parse_time(last).ok_or_else(|| format!("invalid time value \"{last}\""))?;
+    let mut rules = Vec::new();
+    for c in codes {
+        if c == "any" {
+            rules.push(CacheValid {
+                codes: Vec::new(),
+                time,
+            });
+            continue;
+        }
+        match c.parse::<u16>() {
+            Ok(n) if (100..=599).contains(&n) => rules.push(CacheValid {
+                codes: vec![n],
+                time,
+            }),
+            _ => return Err(format!("invalid status \"{c}\"")),
+        }
+    }
+    if codes.is_empty() {
+        rules.extend([200, 301, 302].map(|c| CacheValid {
+            codes: vec![c],
+            time,
+        }));
+    }
+    let slot = &mut b.loc().proxy_cache_valid;
+    let mut list: Vec<CacheValid> = slot.as_deref().cloned().unwrap_or_default();
+    list.extend(rules);
+    *slot = Some(Arc::new(list));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ use crate::log::{AccessLog, ErrorLogSpec};
 pub struct Config {
     /// Main-context settings (workers, pid, user, error_log, events).
     pub main: MainConf,
+    /// `proxy_cache_path` zones, in file order.
+    pub cache_zones: Vec<crate::cache::ZoneSpec>,
     /// The virtual servers, in file order.
     pub servers: Vec<Arc<ServerConf>>,
     /// Every distinct listening address with the servers on it.
@@ -529,4 +531,10 @@ loc_settings! {
     open_file_cache_min_uses: u64 = 1;
     /// `open_file_cache_errors`.
     open_file_cache_errors: bool = false;
+    /// `proxy_temp_path` (None: `proxy_temp` under the prefix, see
+    /// `cache::TempPath::default_for`).
+    proxy_temp_path: Option<crate::cache::TempPath> = None;
+    /// `proxy_cache_valid` rules, in order (empty: only response headers
+    /// make a response cacheable).
+    proxy_cache_valid: Arc<Vec<crate::cache::policy::CacheValid>> = Arc::new(Vec::new());
 }

@@ -207,6 +207,8 @@ pub struct OpenOptions {
 #[derive(Debug, Default)]
 pub struct Disk {
     pools: Arc<PoolSet>,
+    /// The proxy cache zones of this generation (`proxy_cache NAME`).
+    caches: Arc<crate::cache::CacheSet>,
     cache: RefCell<OpenCache>,
     /// Buffer of the copy fast path (used within one synchronous step).
     scratch: RefCell<Vec<u8>>,
@@ -378,6 +380,16 @@ impl Disk {
     /// The pools of this generation.
     pub fn pools(&self) -> &Arc<PoolSet> {
         &self.pools
+    }
+
+    /// The same disk layer with the proxy cache zones of its generation.
+    pub fn with_caches(self, caches: Arc<crate::cache::CacheSet>) -> Disk {
+        Disk { caches, ..self }
+    }
+
+    /// The proxy cache zones of this generation: `caches().get(name)`.
+    pub fn caches(&self) -> &Arc<crate::cache::CacheSet> {
+        &self.caches
     }
 
     /// Resolves `aio` to a pool: [`DiskError::PoolNotFound`] for an unknown
@@ -656,6 +668,9 @@ impl Disk {
     }
 
     /// `mkdir -p` with mode 0700.
+    ///
+    /// Several requests may create one directory at once: a component that
+    /// appears meanwhile is not an error.
     pub async fn mkdir_all(&self, io: &Io, path: &Path) -> io::Result<()> {
         let path = path.to_path_buf();
         run(io, move || {
@@ -679,6 +694,62 @@ impl Disk {
         let path = path.to_path_buf();
         run(io, move || std::fs::remove_file(&path)).await
     }
+
+    // Calls of the proxy cache's loader and manager (src/cache), which run
+    // on their own threads with `Io::inline()`.
+
+    /// The entries of directory `path`: (name, kind) without `.` and `..`;
+    /// the kind comes from `d_type`, or from `lstat` where the file system
+    /// does not fill it in.
+    pub async fn read_dir(&self, io: &Io, path: &Path) -> io::Result<Vec<(String, FileKind)>> {
+        let path = path.to_path_buf();
+        run(io, move || {
+            let mut out = Vec::new();
+            for e in std::fs::read_dir(&path)? {
+                let e = e?;
+                let Ok(name) = e.file_name().into_string() else {
+                    continue;
+                };
+                let ft = e.file_type()?;
+                let kind = if ft.is_file() {
+                    FileKind::Regular
+                } else if ft.is_dir() {
+                    FileKind::Directory
+                } else {
+                    FileKind::Other
+                };
+                out.push((name, kind));
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Bytes available to unprivileged users on the file system holding
+    /// `path` (`statvfs`), for `min_free`.
+    pub async fn free_space(&self, io: &Io, path: &Path) -> io::Result<u64> {
+        let path = path.to_path_buf();
+        run(io, move || {
+            let st = rustix::fs::statvfs(&path)?;
+            Ok(st.f_bavail.saturating_mul(st.f_frsize))
+        })
+        .await
+    }
+}
+
+/// Creates a cache directory at start-up (on the master thread, before
+/// any event loop runs) and gives it to the workers' user, as NGINX's
+/// master does for `proxy_cache_path`.
+pub fn make_dir_owned(path: &Path, owner: Option<(u32, u32)>) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))?;
+    }
+    Ok(())
 }
 
 /// `Ok` when the socket has room now, else `WouldBlock` (a zero-timeout

@@ -16,6 +16,7 @@ use super::listen::Listeners;
 use super::privileges::{self, Credentials};
 use super::shutdown::{self, Mode, ShutdownTrigger};
 use super::worker::{self, WorkerStart};
+use crate::cache::CacheSet;
 use crate::config::{self, Config, LoadOptions};
 use crate::disk::fastpath;
 use crate::disk::pool::PoolSet;
@@ -26,6 +27,7 @@ use crate::util::errno_text;
 struct Generation {
     config: Arc<Config>,
     pools: Arc<PoolSet>,
+    caches: Arc<CacheSet>,
     trigger: ShutdownTrigger,
     threads: Vec<JoinHandle<()>>,
 }
@@ -38,11 +40,23 @@ impl Generation {
         listeners: &Listeners,
         creds: &Option<Credentials>,
         log: &ErrorLog,
-        previous: Option<&PoolSet>,
+        previous: Option<(&PoolSet, &CacheSet)>,
     ) -> Result<Generation, String> {
-        let pools = PoolSet::build(&config.main.thread_pools, previous, creds.clone(), log)
-            .map(Arc::new)
-            .map_err(|e| format!("cannot start thread pool: {e}"))?;
+        let pools = PoolSet::build(
+            &config.main.thread_pools,
+            previous.map(|p| p.0),
+            creds.clone(),
+            log,
+        )
+        .map(Arc::new)
+        .map_err(|e| format!("cannot start thread pool: {e}"))?;
+        let caches = CacheSet::build(
+            &config.cache_zones,
+            previous.map(|p| p.1),
+            creds.clone(),
+            log,
+        )
+        .map(Arc::new)?;
         let (trigger, signal) = shutdown::channel();
         let mut threads = Vec::new();
         for i in 0..config.main.worker_processes {
@@ -57,6 +71,7 @@ impl Generation {
                 credentials: creds.clone(),
                 shutdown: signal.clone(),
                 pools: pools.clone(),
+                caches: caches.clone(),
             });
             match t {
                 Ok(t) => threads.push(t),
@@ -70,6 +85,7 @@ impl Generation {
         Ok(Generation {
             config,
             pools,
+            caches,
             trigger,
             threads,
         })
@@ -282,7 +298,7 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
                             &listeners,
                             &new_creds,
                             &new_log,
-                            Some(&current.pools),
+                            Some((&current.pools, &current.caches)),
                         ) {
                             Ok(next) => {
                                 let old = std::mem::replace(&mut current, next);

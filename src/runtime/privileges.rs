@@ -20,6 +20,13 @@ pub struct Credentials {
     groups: Vec<Gid>,
 }
 
+impl Credentials {
+    /// (uid, gid), for `chown` of directories the workers write to.
+    pub fn ids(&self) -> (u32, u32) {
+        (self.uid.as_raw(), self.gid.as_raw())
+    }
+}
+
 /// Looks up `user [group]` (group defaults to the user's primary group).
 pub fn resolve(user: &str, group: Option<&str>) -> Result<Credentials, String> {
     let u = User::from_name(user)

@@ -45,6 +45,8 @@ pub struct WorkerStart {
     pub shutdown: ShutdownSignal,
     /// The thread pools of its generation.
     pub pools: Arc<PoolSet>,
+    /// The proxy cache zones of its generation.
+    pub caches: Arc<crate::cache::CacheSet>,
 }
 
 /// Starts a worker thread.
@@ -103,7 +105,7 @@ async fn worker_main(start: WorkerStart) {
     let env = Rc::new(WorkerEnv {
         config: start.config.clone(),
         log: start.log.clone(),
-        disk: Disk::new(start.pools.clone()),
+        disk: Disk::new(start.pools.clone()).with_caches(start.caches.clone()),
         figures: metrics::worker(start.index),
         shutdown: start.shutdown.clone(),
     });

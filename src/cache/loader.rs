@@ -1,0 +1,248 @@
+//! The cache loader: on start, rebuilds a zone's index from its directory
+//! on a dedicated thread (NGINX's cache loader process) while the server
+//! already serves. Until it is done, a lookup of a key the index does not
+//! know still looks on disk, so no valid entry is lost.
+//!
+//! The walk is paced like NGINX's: `loader_files` files per batch, and a
+//! batch also ends after `loader_threshold`; then it sleeps `loader_sleep`.
+//! Each entry's header is read and checked (magic, version, checksum, size,
+//! and that the key hashes to the file name); a bad entry is removed and
+//! logged. Temp files left by an earlier run (a crash mid-fill) are
+//! removed; temp files of this run belong to writers and are left alone.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use super::{read_header, CacheZone, HeaderError, KeyHash};
+use crate::disk::{Disk, FileKind, Io, OpenOptions};
+use crate::log::Level;
+use crate::runtime::privileges::Credentials;
+
+/// What a load found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Entries added to the index.
+    pub entries: u64,
+    /// Their size on disk.
+    pub bytes: u64,
+    /// Bad entries removed.
+    pub bad: u64,
+    /// Leftover temp files removed.
+    pub temps: u64,
+}
+
+/// A thread name within the kernel's 15 bytes.
+pub(crate) fn thread_name(prefix: &str, zone: &str) -> String {
+    let mut n = format!("{prefix}{zone}");
+    while n.len() > 15 {
+        n.pop();
+    }
+    n
+}
+
+/// Starts the loader thread of `zone`.
+pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Result<()> {
+    let weak = Arc::downgrade(zone);
+    std::thread::Builder::new()
+        .name(thread_name("cl-", zone.name()))
+        .spawn(move || {
+            if let Some(c) = &creds {
+                if let Err(e) = crate::runtime::privileges::drop_thread(c) {
+                    if let Some(z) = weak.upgrade() {
+                        z.error_log().log(
+                            Level::Emerg,
+                            format_args!("cache loader: setuid({}) failed: {e}", c.name),
+                        );
+                        z.set_loaded();
+                    }
+                    return;
+                }
+            }
+            run(&weak);
+        })?;
+    Ok(())
+}
+
+/// Loads `zone` on the calling thread (which may block: it is the loader
+/// thread, or a test). `None` when the zone went away meanwhile.
+pub fn run(zone: &Weak<CacheZone>) -> Option<LoadStats> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    let disk = Disk::default();
+    let stats = rt.block_on(load(zone, &disk))?;
+    let z = zone.upgrade()?;
+    z.set_loaded();
+    z.error_log().log(
+        Level::Notice,
+        format_args!(
+            "http file cache: \"{}\" {:.3}M, {} entries loaded, {} bad removed, {} temp files removed",
+            z.path().display(),
+            stats.bytes as f64 / (1024.0 * 1024.0),
+            stats.entries,
+            stats.bad,
+            stats.temps
+        ),
+    );
+    Some(stats)
+}
+
+struct Pace {
+    batch: usize,
+    started: Instant,
+}
+
+async fn load(zone: &Weak<CacheZone>, disk: &Disk) -> Option<LoadStats> {
+    let (root, depth) = {
+        let z = zone.upgrade()?;
+        (z.path().to_path_buf(), z.levels.0.len())
+    };
+    let mut stats = LoadStats::default();
+    let mut pace = Pace {
+        batch: 0,
+        started: Instant::now(),
+    };
+    let mut stack: Vec<(PathBuf, usize)> = vec![(root, 0)];
+    while let Some((dir, level)) = stack.pop() {
+        let names = match disk.read_dir(&Io::inline(), &dir).await {
+            Ok(n) => n,
+            Err(e) => {
+                let z = zone.upgrade()?;
+                z.error_log().log(
+                    Level::Crit,
+                    format_args!(
+                        "opendir() \"{}\" failed {}",
+                        dir.display(),
+                        crate::util::errno_text(&e)
+                    ),
+                );
+                continue;
+            }
+        };
+        for (name, kind) in names {
+            let path = dir.join(&name);
+            match kind {
+                FileKind::Directory if level < depth => stack.push((path, level + 1)),
+                FileKind::Regular => {
+                    let z = zone.upgrade()?;
+                    file(&z, disk, &path, &name, level == depth, &mut stats).await;
+                    drop(z);
+                    pace_step(zone, &mut pace).await?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(stats)
+}
+
+/// Sleeps `loader_sleep` after `loader_files` files or `loader_threshold`.
+async fn pace_step(zone: &Weak<CacheZone>, pace: &mut Pace) -> Option<()> {
+    pace.batch += 1;
+    let spec = zone.upgrade()?.spec();
+    if pace.batch >= spec.loader_files.max(1) || pace.started.elapsed() >= spec.loader_threshold {
+        tokio::time::sleep(spec.loader_sleep).await;
+        pace.batch = 0;
+        pace.started = Instant::now();
+    }
+    Some(())
+}
+
+/// Unlinks `path`; `true` when it was removed here.
+async fn remove(z: &CacheZone, disk: &Disk, path: &Path) -> bool {
+    match disk.unlink(&Io::inline(), path).await {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => {
+            z.error_log().log(
+                Level::Crit,
+                format_args!(
+                    "unlink() \"{}\" failed {}",
+                    path.display(),
+                    crate::util::errno_text(&e)
+                ),
+            );
+            false
+        }
+    }
+}
+
+async fn file(
+    z: &CacheZone,
+    disk: &Disk,
+    path: &Path,
+    name: &str,
+    at_depth: bool,
+    stats: &mut LoadStats,
+) {
+    if super::temp_run(name).is_some() {
+        if !super::is_own_temp(name) && remove(z, disk, path).await {
+            stats.temps += 1;
+        }
+        return;
+    }
+    let hash = match KeyHash::from_hex(name) {
+        Some(h) if at_depth && z.entry_path(&h) == path => h,
+        // Not an entry where an entry belongs (NGINX removes these too).
+        _ => {
+            if at_depth {
+                z.error_log().log(
+                    Level::Crit,
+                    format_args!("cache file \"{}\" is misplaced, removed", path.display()),
+                );
+                if remove(z, disk, path).await {
+                    stats.bad += 1;
+                }
+            }
+            return;
+        }
+    };
+    let f = match disk.open(path, OpenOptions::default()).await {
+        Ok(f) => f,
+        Err(_) => return, // removed meanwhile
+    };
+    match read_header(disk, &f, None).await {
+        Ok(h) if KeyHash::of(h.meta.key.as_bytes()) == hash => {
+            let size = super::disk_size(f.meta.size);
+            let mut ev = Vec::new();
+            if z.index
+                .loaded(hash, size, h.meta.valid_until, Instant::now(), &mut ev)
+            {
+                stats.entries += 1;
+                stats.bytes += size;
+            }
+            z.discard(ev);
+        }
+        Ok(_) => {
+            z.error_log().log(
+                Level::Crit,
+                format_args!("cache file \"{}\" has md5 collision", path.display()),
+            );
+            if remove(z, disk, path).await {
+                stats.bad += 1;
+            }
+        }
+        Err(HeaderError::Format(e)) => {
+            z.error_log().log(
+                Level::Crit,
+                format_args!("cache file \"{}\" {e}", path.display()),
+            );
+            if remove(z, disk, path).await {
+                stats.bad += 1;
+            }
+        }
+        Err(HeaderError::Io(e)) => {
+            z.error_log().log(
+                Level::Crit,
+                format_args!(
+                    "pread() \"{}\" failed {}",
+                    path.display(),
+                    crate::util::errno_text(&e)
+                ),
+            );
+        }
+    }
+}
