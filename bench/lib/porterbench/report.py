@@ -376,7 +376,10 @@ def _s4_verification(v):
                      + f"; {fi['bad_responses']} bad), {fi['cache_files_expected_found']} cache "
                      f"files at their levels=1:2 md5 paths, cache on disk {fi['cache_mib']:.0f} MiB "
                      f"vs limit {fi['memory_limit_mib']:.0f} MiB → "
-                     + ("larger ✓" if fi["cache_larger_than_limit"] else "NOT larger ✗"))
+                     + ("larger ✓" if fi["cache_larger_than_limit"] else "NOT larger ✗")
+                     + (f"; sync {fi['sync_s']:.1f} s" if fi.get("sync_s") is not None else "")
+                     + (f", cache resident after eviction {fi['resident_after_evict_mib']:.1f} MiB"
+                        if fi.get("resident_after_evict_mib") is not None else ""))
     if "memory_limit_mib" in v:
         parts.append("C: " + _limits_text(v))
         if v.get("origin_requests_phase_c") is not None:
