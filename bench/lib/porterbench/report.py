@@ -382,6 +382,9 @@ def _s4_verification(v):
                         if fi.get("resident_after_evict_mib") is not None else ""))
     if "memory_limit_mib" in v:
         parts.append("C: " + _limits_text(v))
+        if "hot_x_cache" in v:
+            parts.append(f"C: hot key X-Cache before the loads {v.get('hot_x_cache')}"
+                         + (" ✓" if v.get("hot_x_cache") == "HIT" else " ✗"))
         if v.get("origin_requests_phase_c") is not None:
             parts.append(f"C: origin requests during the loads {v['origin_requests_phase_c']}")
     return "; ".join(parts)

@@ -7,6 +7,7 @@ Adding a scenario: subclass Scenario, give it id/title/what, implement
 prepare() and run_mode(), and add it to SCENARIOS (report.py then needs its
 table columns in COLUMNS)."""
 
+import http.client
 import os
 import pwd
 import resource
@@ -78,15 +79,15 @@ class Context:
         self.cg.set_read_throttle(maj, mnr, rbps, riops)
         self.cg.reset_stats()
 
-    def warm(self, path):
-        """Read `path` from the separate, unlimited 'warm' memory cgroup, so its
-        pages (and dentries) are charged there and the server's limit cannot
-        evict them."""
+    def warm(self, *paths):
+        """Read the files from the separate, unlimited 'warm' memory cgroup, so
+        their pages (and dentries) are charged there and the server's limit
+        cannot evict them."""
         from .common import CGEXEC
-        r = run([CGEXEC] + self.warm_cg.procs_files() + ["--", "sh", "-c", 'cat "$1" >/dev/null',
-                                                          "sh", path], check=False, timeout=120)
+        r = run([CGEXEC] + self.warm_cg.procs_files() + ["--", "sh", "-c", 'cat "$@" >/dev/null',
+                                                          "sh", *paths], check=False, timeout=120)
         if r.returncode != 0:
-            raise HarnessError(f"warming {path} failed: {r.stderr.strip()}")
+            raise HarnessError(f"warming {' '.join(paths)[:200]} failed: {r.stderr.strip()}")
 
     def start_server(self, scen, mode, workers, pin=None, proxy=None, tag=""):
         """`proxy`: servers.ProxySettings (S4); `tag` names the saved config
@@ -402,6 +403,17 @@ def _tree_bytes(d):
     return total, n
 
 
+def _get(client, uri):
+    """client.get(), with a failed request (connection refused or reset, bad
+    response) as status None instead of an exception: the server's failure,
+    not the harness's."""
+    try:
+        return client.get(uri)
+    except (OSError, http.client.HTTPException) as e:
+        client.close()
+        return {"status": None, "x_cache": None, "bytes": 0, "seconds": 0.0, "error": str(e)}
+
+
 def _evict_tree(d):
     """Drops the (clean, synced) page cache of every file under d
     (POSIX_FADV_DONTNEED); returns the paths."""
@@ -540,6 +552,9 @@ class S4(Scenario):
                 return r
         finally:
             clean_dir(cache_dir)
+        if rec["status"] == "ok" and not rec["metrics"]:
+            rec["status"] = "failed"
+            rec["error"] = "nothing measured: " + "; ".join(rec["notes"][:3])
         return rec
 
     # -------------------------------------------------------- phases A, B
@@ -547,10 +562,8 @@ class S4(Scenario):
         P = ctx.p
         ver = rec["verification"]
         ctx.limit_server(None, None, None)
-        for f in self.objs["hit"].values():
-            ctx.warm(f["path"])          # the origin's files: cached, outside the server's cgroup
-        for path in self.objs["miss_paths"]:
-            ctx.warm(path)
+        # the origin's files in the page cache (charged outside the server's cgroup)
+        ctx.warm(*[f["path"] for f in self.objs["hit"].values()], *self.objs["miss_paths"])
         try:
             srv = ctx.start_server(self.id, mode, P["s4.workers"], pin=P["s4.server_cpus"],
                                    proxy=proxy)
@@ -566,8 +579,8 @@ class S4(Scenario):
             # A: HIT throughput
             for name, f in self.objs["hit"].items():
                 key = f"hit.{name}"
-                first = client.get(f["uri"])
-                second = client.get(f["uri"])
+                first = _get(client, f["uri"])
+                second = _get(client, f["uri"])
                 ok = (second["status"] == 200 and second["x_cache"] == "HIT"
                       and second["bytes"] == f["size"])
                 ver["hit"][name] = {"first_status": first["status"], "first_x_cache": first["x_cache"],
@@ -622,8 +635,8 @@ class S4(Scenario):
             o0 = origin_requests(self.origin)
             try:
                 os.sched_setaffinity(0, cli_cpus)
-                miss = [client.get(u) for u in self.objs["miss_uris"]]
-                again = [client.get(u) for u in self.objs["miss_uris"]]
+                miss = [_get(client, u) for u in self.objs["miss_uris"]]
+                again = [_get(client, u) for u in self.objs["miss_uris"]]
             finally:
                 os.sched_setaffinity(0, old_aff)
                 client.close()
@@ -643,16 +656,17 @@ class S4(Scenario):
                                     f"{len(good)} were complete 200s")
             lat = [x["seconds"] for x in miss]
             lat2 = [x["seconds"] for x in again]
-            m = rec["metrics"]
-            m["miss_mean_ms"] = statistics.mean(lat) * 1000
-            m["miss_p50_ms"] = statistics.median(lat) * 1000
-            pm = percentiles_ms(lat)
-            m["miss_p99_ms"] = pm.get("99")
-            m["miss_max_ms"] = max(lat) * 1000
-            m["miss_hit_mean_ms"] = statistics.mean(lat2) * 1000
-            m["miss_hit_p50_ms"] = statistics.median(lat2) * 1000
-            rec["latency"]["miss"] = pm
-            rec["latency"]["miss_hit"] = percentiles_ms(lat2)
+            if n and len(good) == n:      # error responses: no figures
+                m = rec["metrics"]
+                m["miss_mean_ms"] = statistics.mean(lat) * 1000
+                m["miss_p50_ms"] = statistics.median(lat) * 1000
+                pm = percentiles_ms(lat)
+                m["miss_p99_ms"] = pm.get("99")
+                m["miss_max_ms"] = max(lat) * 1000
+                m["miss_hit_mean_ms"] = statistics.mean(lat2) * 1000
+                m["miss_hit_p50_ms"] = statistics.median(lat2) * 1000
+                rec["latency"]["miss"] = pm
+                rec["latency"]["miss_hit"] = percentiles_ms(lat2)
             if srv.popen.poll() is not None:
                 rec["status"] = "failed"
                 rec["error"] = "server exited during phases A/B"
@@ -684,7 +698,7 @@ class S4(Scenario):
             bad, xc = 0, {}
             try:
                 for u in self.cold_uris + [hot_uri]:
-                    r = client.get(u)
+                    r = _get(client, u)
                     xc[str(r["x_cache"])] = xc.get(str(r["x_cache"]), 0) + 1
                     if r["status"] != 200 or r["bytes"] != size:
                         bad += 1
@@ -710,7 +724,9 @@ class S4(Scenario):
                            "cache_larger_than_limit": cache_bytes > mem}
             if bad:
                 rec["notes"].append(f"phase C fill: {bad} of {len(want)} responses were not "
-                                    f"complete 200s")
+                                    f"complete 200s: phase C not measured")
+                stop(srv)
+                return None
             if cache_bytes <= mem:
                 rec["notes"].append(f"phase C: the cache on disk ({cache_bytes / MiB:.0f} MiB) is "
                                     f"not larger than the memory limit ({mem / MiB:.0f} MiB)")
@@ -730,6 +746,11 @@ class S4(Scenario):
             if hot_path:
                 ctx.warm(hot_path)
             hot_res_start = resident_fraction(hot_path) if hot_path else None
+            client = HttpClient(srv.port)
+            try:
+                ver["hot_x_cache"] = _get(client, hot_uri)["x_cache"]
+            finally:
+                client.close()
             ctx.cg.reset_stats()
             o0 = origin_requests(self.origin)
         except BaseException:
