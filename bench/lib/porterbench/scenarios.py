@@ -4,8 +4,9 @@ dict of numbers), verification (did the limits apply), series (per-second
 samples) and latency percentiles for the plots.
 
 Adding a scenario: subclass Scenario, give it id/title/what, implement
-prepare() and run_mode(), and add it to SCENARIOS (report.py then needs its
-table columns in COLUMNS)."""
+prepare() and run_mode() (and finish() if prepare() starts helpers, like S4's
+origin), and add it to SCENARIOS (report.py then needs its table columns in
+COLUMNS, and scenario_tables() when it has more than one table)."""
 
 import http.client
 import os
@@ -890,7 +891,7 @@ PARAM_DOC = {
     "s4.conns": (50, 50, 10, "S4 A: wrk connections on a cached object"),
     "s4.seconds": (3, 2, 1, "S4 A: seconds per object"),
     "s4.warmup_s": (1, 1, 0, "S4 A: unrecorded warm-up seconds per object (0: none)"),
-    "s4.misses": (200, 100, 20, "S4 B: distinct objects each requested once (MISS), sequentially"),
+    "s4.misses": (200, 200, 20, "S4 B: distinct objects each requested once (MISS), sequentially"),
     "s4.miss_kb": (16, 16, 16, "S4 B: size of the MISS objects, KiB"),
     "s4.files": (192, 128, 12, "S4 C: how many of S1's files (s1.file_mb each) are filled into "
                               "the cache and requested at random (capped at s1.files)"),
