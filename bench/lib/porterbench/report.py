@@ -346,6 +346,9 @@ def _limits_text(v):
     if v.get("hot_resident_start") is not None:
         hot = (f"; hot file resident {v['hot_resident_start'] * 100:.0f} % → "
                f"{(v.get('hot_resident_end') or 0) * 100:.0f} %")
+    if v.get("foreign_drop_caches"):
+        hot += (f"; **the page cache was dropped {v['foreign_drop_caches']}× by another process "
+                "during the loads** (hot file evicted: figures disturbed)")
     return f"{mem}; {blk}{hot}"
 
 
@@ -357,7 +360,8 @@ def _s4_verification(v):
     for name, h in (v.get("hit") or {}).items():
         o = (v.get("origin_requests_hit_runs") or {}).get(name)
         parts.append(f"A {name}: first response {h['first_status']} X-Cache {h['first_x_cache']}, "
-                     f"second {h['second_status']} X-Cache {h['second_x_cache']} "
+                     f"{'second' if h.get('tries', 1) == 1 else 'request %d after it' % h['tries']} "
+                     f"{h['second_status']} X-Cache {h['second_x_cache']} "
                      + ("→ HIT ✓" if h["ok"] else "→ NOT a HIT ✗")
                      + (f", origin requests during the timed run: {o}" if o is not None else ""))
     if v.get("affinity") is not None:
