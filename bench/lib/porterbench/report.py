@@ -462,8 +462,8 @@ def render(meta, params, param_doc, scenarios, runs, agg, plots, plot_note):
              f"threads={params['threads']}/workers` per worker (same total). Each server runs "
              "in its own cgroup v1 (memory, blkio, cpuacct), entered by the exec wrapper "
              "`bench/lib/cgexec` before exec, so every worker and pool thread inherits it. "
-             "Caches are dropped (sync; drop_caches 3) before each S1/S2 run (S4: after "
-             "filling its cache, before phase C); the hot file is "
+             "Caches are dropped (sync; drop_caches 3) before each S1/S2 run (S4 phase C: "
+             "after the fill, sync, the cache files' pages evicted, drop_caches 2); the hot file is "
              "then read once from a separate, unlimited memory cgroup so that the server's "
              "limit cannot evict it.")
     L.append("")
