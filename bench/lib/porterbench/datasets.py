@@ -11,6 +11,9 @@ Layout (the servers' root is the data dir, URIs are the paths below it):
   s2/list.txt                        URIs of the cold files
   s2/hot.txt                         URI of the hot file (in the tree, not in the list)
   s3/1k.bin s3/64k.bin s3/100m.bin   S3 files (sizes are parameters)
+  s4/hit/1k.bin s4/hit/64k.bin       S4 objects for the HIT loads (the origin serves them)
+  s4/miss/00000.bin ...              S4 objects each requested once (MISS latency)
+  (S4's large-object phase uses the S1 files through the proxy)
 """
 
 import hashlib
@@ -105,7 +108,9 @@ def _s2_size(rng, small_frac, small_max, large_max):
     return int(math.exp(rng.uniform(math.log(lo), math.log(hi))))
 
 
-def _levels_path(key):
+def levels_path(key):
+    """Where NGINX's proxy cache keeps `key` with levels=1:2: md5 hex h as
+    h[-1]/h[-3:-1]/h (S2's tree uses the same layout)."""
     h = hashlib.md5(key.encode()).hexdigest()
     return f"{h[-1]}/{h[-3:-1]}/{h}"
 
@@ -114,7 +119,7 @@ def s2(data_dir, files, small_frac, small_max, large_max, hot_size):
     d = os.path.join(data_dir, "s2")
     params = {"files": files, "small_frac": small_frac, "small_max": small_max,
               "large_max": large_max, "hot_size": hot_size}
-    hot_rel = _levels_path("hot")
+    hot_rel = levels_path("hot")
     if not _stamped(d, params):
         log(f"generating S2 dataset: {files} small files in a levels=1:2 tree in {d}")
         rng = random.Random(2018)
@@ -123,7 +128,7 @@ def s2(data_dir, files, small_frac, small_max, large_max, hot_size):
         total = 0
         made = set()
         for i in range(files):
-            rel = _levels_path(f"file-{i}")
+            rel = levels_path(f"file-{i}")
             sub = os.path.dirname(rel)
             if sub not in made:
                 os.makedirs(os.path.join(tree, sub), exist_ok=True)
@@ -160,3 +165,27 @@ def s3(data_dir, sizes):
         _stamp(d, params)
     return {name: {"uri": f"/s3/{name}.bin", "path": os.path.join(d, f"{name}.bin"), "size": size}
             for name, size in sizes.items()}
+
+
+def s4(data_dir, sizes, miss_count, miss_size):
+    """sizes: dict name -> bytes for the HIT objects; miss_count objects of
+    miss_size bytes, each requested once through the proxy."""
+    d = os.path.join(data_dir, "s4")
+    params = {"sizes": sizes, "miss_count": miss_count, "miss_size": miss_size}
+    if not _stamped(d, params):
+        log(f"generating S4 dataset in {d}: " + ", ".join(f"{k}={v}" for k, v in sizes.items())
+            + f", {miss_count} MISS objects of {miss_size} bytes")
+        os.makedirs(os.path.join(d, "hit"))
+        os.makedirs(os.path.join(d, "miss"))
+        for i, (name, size) in enumerate(sizes.items()):
+            _write(os.path.join(d, "hit", f"{name}.bin"), size, 31 + i)
+        for i in range(miss_count):
+            _write(os.path.join(d, "miss", f"{i:05d}.bin"), miss_size, 5000 + i)
+        _stamp(d, params)
+    return {
+        "hit": {name: {"uri": f"/s4/hit/{name}.bin", "path": os.path.join(d, "hit", f"{name}.bin"),
+                       "size": size} for name, size in sizes.items()},
+        "miss_uris": [f"/s4/miss/{i:05d}.bin" for i in range(miss_count)],
+        "miss_paths": [os.path.join(d, "miss", f"{i:05d}.bin") for i in range(miss_count)],
+        "miss_size": miss_size,
+    }

@@ -3,7 +3,9 @@ keep-alive connection client for S5, and a 1-second sampler of disk and
 loopback throughput."""
 
 import errno
+import http.client
 import json
+import math
 import os
 import resource
 import selectors
@@ -251,3 +253,61 @@ def close_all(socks):
             s.close()
         except OSError:
             pass
+
+
+class HttpClient:
+    """One keep-alive HTTP/1.1 connection for sequential requests (S4: cache
+    fills and MISS latency). get() returns status, the X-Cache header, the body
+    length and the seconds from sending the request to the last body byte."""
+
+    def __init__(self, port, timeout=60.0):
+        self.port, self.timeout = port, timeout
+        self.c = None
+
+    def get(self, uri):
+        for attempt in (0, 1):
+            if self.c is None:
+                self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+            try:
+                t0 = time.perf_counter()
+                self.c.request("GET", uri, headers={"Host": "bench"})
+                r = self.c.getresponse()
+                n = 0
+                while True:
+                    chunk = r.read(1 << 20)
+                    if not chunk:
+                        break
+                    n += len(chunk)
+                dt = time.perf_counter() - t0
+                if r.will_close:
+                    self.close()
+                return {"status": r.status, "x_cache": r.getheader("X-Cache"), "bytes": n,
+                        "seconds": dt}
+            except (OSError, http.client.HTTPException):
+                # a keep-alive connection the server closed: retry once on a new one
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self):
+        if self.c is not None:
+            self.c.close()
+            self.c = None
+
+
+PCTS = (1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 85, 90, 95, 97.5, 99, 99.5, 99.9)
+
+
+def percentiles_ms(seconds):
+    """Latency percentiles (nearest rank, ms) of a list of durations in seconds,
+    keyed like summary.lua's, up to what the sample size supports."""
+    xs = sorted(seconds)
+    n = len(xs)
+    out = {}
+    for q in PCTS:
+        if n < 100 / (100 - q):     # p99 needs ≥ 100 samples, p99.9 ≥ 1000
+            continue
+        i = min(n - 1, max(0, int(math.ceil(q / 100 * n)) - 1))
+        out[f"{q:g}"] = xs[i] * 1000
+    return out

@@ -63,21 +63,41 @@ def make(runs, out_dir):
     plt = _plt()
     made = {}
 
-    for scen in ("S1", "S2"):
+    for scen in ("S1", "S2", "S4"):
         recs = _ok(runs, scen)
         if not recs:
             continue
         files = []
-        fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
-        _latency_axes(axes[0], recs, "hot_load", f"{scen}: hot file under cold load")
-        _latency_axes(axes[1], recs, "hot_alone", f"{scen}: hot file alone")
+        if scen == "S4":
+            panels = []
+            for r in recs:
+                for k in r.get("latency", {}):
+                    if k.startswith("hit.") and (k, f"S4 A: {k[4:]} object, cache HIT") not in panels:
+                        panels.append((k, f"S4 A: {k[4:]} object, cache HIT"))
+            panels += [("miss", "S4 B: MISS, one request at a time"),
+                       ("hot_load", "S4 C: hot key under cold load"),
+                       ("hot_alone", "S4 C: hot key alone")]
+            cols = 3
+            rows = (len(panels) + cols - 1) // cols
+            fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 5 * rows), squeeze=False)
+            for ax, (k, title) in zip(axes.flat, panels):
+                _latency_axes(ax, recs, k, title)
+            for ax in list(axes.flat)[len(panels):]:
+                ax.axis("off")
+        else:
+            fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
+            _latency_axes(axes[0], recs, "hot_load", f"{scen}: hot file under cold load")
+            _latency_axes(axes[1], recs, "hot_alone", f"{scen}: hot file alone")
         fig.tight_layout()
         fn = f"{scen.lower()}-latency.png"
         fig.savefig(os.path.join(out_dir, fn), dpi=90)
         plt.close(fig)
         files.append(fn)
 
-        modes = [m for m in MODES if any(r["mode"] == m.id for r in recs)]
+        modes = [m for m in MODES if any(r["mode"] == m.id and r.get("series") for r in recs)]
+        if not modes:
+            made[scen] = files
+            continue
         fig, axes = plt.subplots(len(modes), 1, figsize=(11, 2.4 * len(modes) + 0.6), sharex=True,
                                  squeeze=False)
         for ax, m in zip(axes[:, 0], modes):

@@ -46,6 +46,45 @@ COLUMNS = {
         ("other_server_core_pct", "other load on server core %", True),
         ("other_client_core_pct", "other load on wrk core %", True),
     ],
+    "S4": {  # three tables, one per phase
+        # A, per object: the key is prefixed with "hit.<object>."
+        "hit": [
+            ("req_s", "HIT req/s", False),
+            ("mb_s", "MB/s", False),
+            ("mean_ms", "mean ms", True),
+            ("p99_ms", "p99 ms", True),
+            ("p999_ms", "p999 ms", True),
+            ("cpu_us_per_req", "server CPU µs/req", True),
+            ("cpu_util_pct", "server CPU %", True),
+            ("other_server_core_pct", "other load on server core %", True),
+            ("other_client_core_pct", "other load on wrk core %", True),
+        ],
+        "miss": [
+            ("miss_mean_ms", "MISS mean ms", True),
+            ("miss_p50_ms", "MISS p50 ms", True),
+            ("miss_p99_ms", "MISS p99 ms", True),
+            ("miss_max_ms", "MISS max ms", True),
+            ("miss_hit_mean_ms", "same keys again (HIT) mean ms", True),
+            ("miss_hit_p50_ms", "HIT p50 ms", True),
+        ],
+        "large": [
+            ("hot_alone_req_s", "hot alone req/s", False),
+            ("hot_load_req_s", "hot under load req/s", False),
+            ("hot_ratio", "under load ÷ alone", False),
+            ("hot_load_mean_ms", "hot mean ms", True),
+            ("hot_load_p99_ms", "hot p99 ms", True),
+            ("hot_load_p999_ms", "hot p999 ms", True),
+            ("cold_req_s", "cold req/s", False),
+            ("cold_mb_s", "cold MB/s", False),
+            ("disk_mb_s", "disk MB/s", False),
+            ("disk_iops", "disk IOPS", False),
+            ("mem_peak_mib", "mem peak MiB", True),
+            ("cache_mib", "cache on disk MiB", False),
+            ("fill_s", "fill s", True),
+            ("server_cpu_s", "server CPU s", True),
+            ("other_cpu_cores", "other CPU (cores)", True),
+        ],
+    },
     "S5": [
         ("conns_ok", "connections", False),
         ("rss_base_mib", "RSS idle MiB", True),
@@ -61,8 +100,18 @@ RATIO_KEYS = {
     "S1": [("hot_load_req_s", "hot req/s under load"), ("cold_mb_s", "cold MB/s")],
     "S2": [("hot_load_p99_ms", "hot p99 under load (lower is better)"),
            ("hot_load_req_s", "hot req/s under load")],
+    "S4": [("miss_mean_ms", "MISS mean (lower is better)"),
+           ("miss_p99_ms", "MISS p99 (lower is better)"),
+           ("hot_load_req_s", "C: hot req/s under load"),
+           ("hot_load_p99_ms", "C: hot p99 under load (lower is better)"),
+           ("hot_ratio", "C: hot under load ÷ alone"),
+           ("cold_mb_s", "C: cold MB/s")],  # + HIT req/s and CPU/req per object (s4_objects)
     "S5": [("rss_mib", "RSS (lower is better)")],
 }
+
+S4_PHASES = {"miss": "B — MISS latency (one request at a time)",
+             "large": "C — large objects through the cache, cache > memory limit, throttled disk: "
+                      "hot key under random cold load"}
 
 PAIRS = [("porter-off", "nginx-off"), ("porter-threads-nofast", "nginx-threads"),
          ("porter-threads", "nginx-threads"), ("porter-threads", "nginx-off"),
@@ -177,6 +226,49 @@ def s3_files(agg):
     return files
 
 
+def s4_objects(agg):
+    """The HIT objects of S4's phase A ("1k", "64k"), from the metric keys."""
+    objs = []
+    for mode in agg.get("S4", {}).values():
+        for k in mode["metrics"]:
+            if k.startswith("hit."):
+                f = k.split(".")[1]
+                if f not in objs:
+                    objs.append(f)
+    return objs
+
+
+def scenario_tables(agg, sid):
+    """[(heading, Markdown table)] for a scenario ("" heading: just one table)."""
+    if sid == "S3":
+        return [(f"{f} file", mode_table(agg, sid, COLUMNS["S3"], prefix=f + "."))
+                for f in s3_files(agg)]
+    if sid == "S4":
+        out = [(f"A — cache HIT, {f} object", mode_table(agg, sid, COLUMNS["S4"]["hit"],
+                                                         prefix=f"hit.{f}."))
+               for f in s4_objects(agg)]
+        have = {k for m in agg.get("S4", {}).values() for k in m["metrics"]}
+        for phase in ("miss", "large"):
+            if any(c[0] in have for c in COLUMNS["S4"][phase]) or not out:
+                out.append((S4_PHASES[phase], mode_table(agg, sid, COLUMNS["S4"][phase])))
+        return out
+    return [("", mode_table(agg, sid, COLUMNS[sid]))]
+
+
+def scenario_ratio_keys(agg, sid):
+    if sid == "S3":
+        keys = [(f + (".mb_s" if f.endswith("m") else ".req_s"),
+                 f"{f} {'MB/s' if f.endswith('m') else 'req/s'}") for f in s3_files(agg)]
+        return keys + [(f + ".cpu_us_per_req", f"{f} CPU/req (lower is better)")
+                       for f in s3_files(agg)]
+    if sid == "S4":
+        objs = s4_objects(agg)
+        return ([(f"hit.{f}.req_s", f"HIT {f} req/s") for f in objs]
+                + [(f"hit.{f}.cpu_us_per_req", f"HIT {f} CPU/req (lower is better)") for f in objs]
+                + RATIO_KEYS["S4"])
+    return RATIO_KEYS.get(sid, [])
+
+
 # ---------------------------------------------------------------- targets
 def targets(agg):
     """Each target: (scenario, text, status, detail)."""
@@ -208,6 +300,12 @@ def targets(agg):
                      "porter-threads", "porter-threads-nofast", key, 1.2)
         ratio_target("S3", f"S3 {f} (all cached): porter fast path on ≥ 1.3× nginx aio threads ({unit})",
                      "porter-threads", "nginx-threads", key, 1.3)
+    if "S4" in agg:
+        for f in s4_objects(agg) or ["1k", "64k"]:
+            ratio_target("S4", f"S4 {f}: porter aio off cache HIT req/s ≥ 1.2× nginx aio off",
+                         "porter-off", "nginx-off", f"hit.{f}.req_s", 1.2)
+            ratio_target("S4", f"S4 {f}: porter aio threads cache HIT req/s ≥ 1.2× nginx aio "
+                         "threads", "porter-threads", "nginx-threads", f"hit.{f}.req_s", 1.2)
     ratio_target("S5", "S5: porter aio off RSS ≤ nginx aio off RSS", "porter-off", "nginx-off",
                  "rss_mib", 1.0, lower_better=True)
     ratio_target("S5", "S5: porter aio threads RSS ≤ nginx aio threads RSS", "porter-threads",
@@ -231,6 +329,71 @@ def targets(agg):
 
 
 # ---------------------------------------------------------------- report
+def _limits_text(v):
+    """S1/S2/S4 C: did the memory limit and the disk throttle apply."""
+    mem = (f"memory peak {v['memory_peak_mib']:.1f} MiB of {v['memory_limit_mib']:.0f} MiB "
+           f"limit, limit reached {v['memory_failcnt']}× → "
+           + ("applied" if v["memory_applied"] else "NOT applied")
+           + ("" if v["memory_exercised"] else " (not exercised: usage stayed under 90 %)"))
+    blk = (f"disk reads from the server's cgroup {v['blkio_mb_s']:.1f} MB/s, "
+           f"{v['blkio_iops']:.0f} IOPS after the first {v.get('blkio_steady_from_s', 0):.0f} s "
+           f"({v.get('blkio_mb_s_incl_start', 0):.1f} MB/s including them; "
+           f"{v['blkio_read_requests']} requests) under a "
+           f"throttle of {v['blkio_limit_mb_s']:.0f} MB/s, {v['blkio_limit_iops']} IOPS → "
+           + ("throttled" if v["blkio_applied"] else
+              "no disk reads seen" if not v["blkio_seen"] else "OVER the limit"))
+    hot = ""
+    if v.get("hot_resident_start") is not None:
+        hot = (f"; hot file resident {v['hot_resident_start'] * 100:.0f} % → "
+               f"{(v.get('hot_resident_end') or 0) * 100:.0f} %")
+    if v.get("foreign_drop_caches"):
+        hot += (f"; **the page cache was dropped {v['foreign_drop_caches']}× by another process "
+                "during the loads** (hot file evicted: figures disturbed)")
+    return f"{mem}; {blk}{hot}"
+
+
+def _s4_verification(v):
+    parts = ["in cgroup ✓"]
+    origin = (f"origin nginx pid {v.get('origin_pid')} on :{v.get('origin_port')} outside the "
+              "server's cgroup")
+    parts.append(origin)
+    for name, h in (v.get("hit") or {}).items():
+        o = (v.get("origin_requests_hit_runs") or {}).get(name)
+        parts.append(f"A {name}: first response {h['first_status']} X-Cache {h['first_x_cache']}, "
+                     f"{'second' if h.get('tries', 1) == 1 else 'request %d after it' % h['tries']} "
+                     f"{h['second_status']} X-Cache {h['second_x_cache']} "
+                     + ("→ HIT ✓" if h["ok"] else "→ NOT a HIT ✗")
+                     + (f", origin requests during the timed run: {o}" if o is not None else ""))
+    if v.get("affinity") is not None:
+        parts.append(f"A/B server pinned to CPU {v['affinity']}")
+    mi = v.get("miss")
+    if mi:
+        parts.append(f"B: {mi['x_cache_miss']} of {mi['requests']} X-Cache MISS "
+                     f"({mi['ok_200_full']} complete 200s), again: {mi['again_x_cache_hit']} HIT"
+                     + (f", origin requests {mi['origin_requests']}"
+                        if mi.get("origin_requests") is not None else "")
+                     + (" ✓" if mi["ok"] else " ✗"))
+    fi = v.get("fill")
+    if fi:
+        parts.append(f"C fill: {fi['keys']} keys in {fi['seconds']:.1f} s (X-Cache "
+                     + ", ".join(f"{k} {n}" for k, n in fi["x_cache"].items())
+                     + f"; {fi['bad_responses']} bad), {fi['cache_files_expected_found']} cache "
+                     f"files at their levels=1:2 md5 paths, cache on disk {fi['cache_mib']:.0f} MiB "
+                     f"vs limit {fi['memory_limit_mib']:.0f} MiB → "
+                     + ("larger ✓" if fi["cache_larger_than_limit"] else "NOT larger ✗")
+                     + (f"; sync {fi['sync_s']:.1f} s" if fi.get("sync_s") is not None else "")
+                     + (f", cache resident after eviction {fi['resident_after_evict_mib']:.1f} MiB"
+                        if fi.get("resident_after_evict_mib") is not None else ""))
+    if "memory_limit_mib" in v:
+        parts.append("C: " + _limits_text(v))
+        if "hot_x_cache" in v:
+            parts.append(f"C: hot key X-Cache before the loads {v.get('hot_x_cache')}"
+                         + (" ✓" if v.get("hot_x_cache") == "HIT" else " ✗"))
+        if v.get("origin_requests_phase_c") is not None:
+            parts.append(f"C: origin requests during the loads {v['origin_requests_phase_c']}")
+    return "; ".join(parts)
+
+
 def verification_lines(runs):
     lines = []
     for r in runs:
@@ -238,23 +401,10 @@ def verification_lines(runs):
         if not v or r["status"] == "skipped":
             continue
         tag = f"{r['scenario']} rep {r['rep']} {MODE_BY_ID[r['mode']].label}"
-        if "memory_limit_mib" in v:
-            mem = (f"memory peak {v['memory_peak_mib']:.1f} MiB of {v['memory_limit_mib']:.0f} MiB "
-                   f"limit, limit reached {v['memory_failcnt']}× → "
-                   + ("applied" if v["memory_applied"] else "NOT applied")
-                   + ("" if v["memory_exercised"] else " (not exercised: usage stayed under 90 %)"))
-            blk = (f"disk reads from the server's cgroup {v['blkio_mb_s']:.1f} MB/s, "
-                   f"{v['blkio_iops']:.0f} IOPS after the first {v.get('blkio_steady_from_s', 0):.0f} s "
-                   f"({v.get('blkio_mb_s_incl_start', 0):.1f} MB/s including them; "
-                   f"{v['blkio_read_requests']} requests) under a "
-                   f"throttle of {v['blkio_limit_mb_s']:.0f} MB/s, {v['blkio_limit_iops']} IOPS → "
-                   + ("throttled" if v["blkio_applied"] else
-                      "no disk reads seen" if not v["blkio_seen"] else "OVER the limit"))
-            hot = ""
-            if v.get("hot_resident_start") is not None:
-                hot = (f"; hot file resident {v['hot_resident_start'] * 100:.0f} % → "
-                       f"{(v.get('hot_resident_end') or 0) * 100:.0f} %")
-            lines.append(f"- {tag}: in cgroup ✓; {mem}; {blk}{hot}")
+        if r["scenario"] == "S4":
+            lines.append(f"- {tag}: " + _s4_verification(v))
+        elif "memory_limit_mib" in v:
+            lines.append(f"- {tag}: in cgroup ✓; {_limits_text(v)}")
         elif "resident" in v:
             res = ", ".join(f"{k} {x * 100:.0f} %" if x is not None else f"{k} ?"
                             for k, x in v["resident"].items())
@@ -312,7 +462,8 @@ def render(meta, params, param_doc, scenarios, runs, agg, plots, plot_note):
              f"threads={params['threads']}/workers` per worker (same total). Each server runs "
              "in its own cgroup v1 (memory, blkio, cpuacct), entered by the exec wrapper "
              "`bench/lib/cgexec` before exec, so every worker and pool thread inherits it. "
-             "Caches are dropped (sync; drop_caches 3) before each S1/S2 run; the hot file is "
+             "Caches are dropped (sync; drop_caches 3) before each S1/S2 run (S4 phase C: "
+             "after the fill, sync, the cache files' pages evicted, drop_caches 2); the hot file is "
              "then read once from a separate, unlimited memory cgroup so that the server's "
              "limit cannot evict it.")
     L.append("")
@@ -344,24 +495,17 @@ def render(meta, params, param_doc, scenarios, runs, agg, plots, plot_note):
             L.append("")
             continue
         if not sc.implemented:
-            L.append("**Skipped: not implemented** (porter has no proxy cache yet); every mode: "
+            L.append("**Skipped: not implemented**; every mode: "
                      + ", ".join(f"{m} {a['status']}" for m, a in agg[sid].items()))
             L.append("")
             continue
-        if sid == "S3":
-            for f in s3_files(agg):
-                L.append(f"### {f} file")
+        for heading, table in scenario_tables(agg, sid):
+            if heading:
+                L.append(f"### {heading}")
                 L.append("")
-                L.append(mode_table(agg, sid, COLUMNS["S3"], prefix=f + "."))
-                L.append("")
-            keys = [(f + (".mb_s" if f.endswith("m") else ".req_s"),
-                     f"{f} {'MB/s' if f.endswith('m') else 'req/s'}") for f in s3_files(agg)]
-            keys += [(f + ".cpu_us_per_req", f"{f} CPU/req (lower is better)") for f in s3_files(agg)]
-        else:
-            L.append(mode_table(agg, sid, COLUMNS[sid]))
+            L.append(table)
             L.append("")
-            keys = RATIO_KEYS.get(sid, [])
-        rt = ratio_table(agg, sid, keys)
+        rt = ratio_table(agg, sid, scenario_ratio_keys(agg, sid))
         if rt:
             L.append("Ratios of medians, porter ÷ nginx:")
             L.append("")

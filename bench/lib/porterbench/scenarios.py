@@ -4,19 +4,25 @@ dict of numbers), verification (did the limits apply), series (per-second
 samples) and latency percentiles for the plots.
 
 Adding a scenario: subclass Scenario, give it id/title/what, implement
-prepare() and run_mode(), and add it to SCENARIOS (report.py then needs its
-table columns in COLUMNS)."""
+prepare() and run_mode() (and finish() if prepare() starts helpers, like S4's
+origin), and add it to SCENARIOS (report.py then needs its table columns in
+COLUMNS, and scenario_tables() when it has more than one table)."""
 
+import http.client
 import os
+import pwd
 import resource
 import shutil
+import statistics
 import time
 
 from . import datasets
-from .cgroups import in_cgroup
+from .cgroups import block_device_of, in_cgroup
 from .common import HarnessError, log, run, sync_and_drop_caches
-from .loadgen import Sampler, Wrk, close_all, cpu_times, idle_connections
-from .servers import ServerSettings, ServerStartError, config_test, process_memory, start, stop
+from .loadgen import (HttpClient, Sampler, Wrk, close_all, cpu_times, idle_connections,
+                      percentiles_ms)
+from .servers import (ProxySettings, ServerSettings, ServerStartError, config_test,
+                      origin_requests, process_memory, start, start_origin, stop, stop_origin)
 
 MiB = 1 << 20
 
@@ -30,6 +36,19 @@ def resident_fraction(path):
         return 1.0 if size == 0 else res / size
     except Exception:
         return None
+
+
+def drop_caches_count():
+    """How many times the page cache was dropped (drop_caches 1 or 3) since
+    boot, from /proc/vmstat; None when the kernel does not say."""
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("drop_pagecache "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 
 def cpu_list(spec):
@@ -74,29 +93,32 @@ class Context:
         self.cg.set_read_throttle(maj, mnr, rbps, riops)
         self.cg.reset_stats()
 
-    def warm(self, path):
-        """Read `path` from the separate, unlimited 'warm' memory cgroup, so its
-        pages (and dentries) are charged there and the server's limit cannot
-        evict them."""
+    def warm(self, *paths):
+        """Read the files from the separate, unlimited 'warm' memory cgroup, so
+        their pages (and dentries) are charged there and the server's limit
+        cannot evict them."""
         from .common import CGEXEC
-        r = run([CGEXEC] + self.warm_cg.procs_files() + ["--", "sh", "-c", 'cat "$1" >/dev/null',
-                                                          "sh", path], check=False, timeout=120)
+        r = run([CGEXEC] + self.warm_cg.procs_files() + ["--", "sh", "-c", 'cat "$@" >/dev/null',
+                                                          "sh", *paths], check=False, timeout=120)
         if r.returncode != 0:
-            raise HarnessError(f"warming {path} failed: {r.stderr.strip()}")
+            raise HarnessError(f"warming {' '.join(paths)[:200]} failed: {r.stderr.strip()}")
 
-    def start_server(self, scen, mode, workers, pin=None):
+    def start_server(self, scen, mode, workers, pin=None, proxy=None, tag=""):
+        """`proxy`: servers.ProxySettings (S4); `tag` names the saved config
+        when a scenario starts the same mode more than once."""
         prefix = self.prefix(scen, mode)
         srv = start(mode, self.settings(workers), self.data_dir, prefix, self.bins, self.cg,
-                    pin_cpus=pin, nice=self.p["nice"])
-        self.configs[f"{scen}-{mode.id}"] = open(os.path.join(prefix, "server.conf")).read()
+                    pin_cpus=pin, nice=self.p["nice"], proxy=proxy)
+        self.configs[f"{scen}-{mode.id}{tag}"] = open(os.path.join(prefix, "server.conf")).read()
         if not in_cgroup(srv.pid, self.cg):
             stop(srv)
             raise HarnessError(f"server pid {srv.pid} is not in cgroup {self.cg.name}")
         return srv
 
-    def precheck(self, scen, mode, workers):
+    def precheck(self, scen, mode, workers, proxy=None):
         """Config test before the expensive preparation (drop caches ...)."""
-        config_test(mode, self.settings(workers), self.data_dir, self.prefix(scen, mode), self.bins)
+        config_test(mode, self.settings(workers), self.data_dir, self.prefix(scen, mode), self.bins,
+                    proxy=proxy)
 
 
 class Scenario:
@@ -116,6 +138,9 @@ class Scenario:
 
     def run_mode(self, ctx, mode, rep):
         raise NotImplementedError
+
+    def finish(self, ctx):
+        """After all repetitions and modes (also on errors): stop helpers."""
 
 
 def _failed(e):
@@ -157,90 +182,112 @@ class ColdHot(Scenario):
         except ServerStartError as e:
             return _failed(e)
         rec = {"status": "ok", "notes": list(srv.notes)}
-        try:
-            cpu0 = ctx.cg.cpu_ns()
-            alone = Wrk(srv.port, self.ds["hot_uri"], P[f"{k}.hot_conns"], 1, P[f"{k}.alone_s"],
-                        P["wrk_timeout_s"], label="hot alone", nice=P["nice"]).result()
-            cpu_mid = ctx.cg.cpu_ns()
-            ct0 = cpu_times()
-            sampler = Sampler(ctx.cg, ctx.dev).start()
-            cold = Wrk(srv.port, "/", P[f"{k}.cold_conns"], P[f"{k}.cold_threads"], P[f"{k}.load_s"],
-                       P["wrk_timeout_s"], list_file=self.ds["list"], seed=1000 + rep,
-                       label="cold load", nice=P["nice"])
-            hot = Wrk(srv.port, self.ds["hot_uri"], P[f"{k}.hot_conns"], 1, P[f"{k}.load_s"],
-                      P["wrk_timeout_s"], label="hot under load", nice=P["nice"])
-            hot_r = hot.result()
-            cold_r = cold.result()
-            io = sampler.stop(P["steady_skip_s"])
-            ct1 = cpu_times()
-            cpu1 = ctx.cg.cpu_ns()
-            memst = ctx.cg.memory()
-            alive = srv.popen.poll() is None
-        finally:
-            stop(srv)
-        hot_res_end = resident_fraction(self.ds["hot_path"])
-        secs = io["seconds"]
-        m = {
-            "hot_alone_req_s": alone["req_s"],
-            "hot_alone_mean_ms": alone["lat_mean_ms"],
-            "hot_alone_p99_ms": alone["lat_p99_ms"],
-            "hot_alone_p999_ms": alone["lat_p999_ms"],
-            "hot_load_req_s": hot_r["req_s"],
-            "hot_load_mean_ms": hot_r["lat_mean_ms"],
-            "hot_load_p99_ms": hot_r["lat_p99_ms"],
-            "hot_load_p999_ms": hot_r["lat_p999_ms"],
-            "hot_load_max_ms": hot_r["lat_max_ms"],
-            "hot_ratio": hot_r["req_s"] / alone["req_s"] if alone["req_s"] else None,
-            "cold_req_s": cold_r["req_s"],
-            "cold_mb_s": cold_r["mb_s"],
-            "cold_p99_ms": cold_r["lat_p99_ms"],
-            "disk_mb_s": io["cg_read_mb_s"],
-            "disk_iops": io["cg_read_iops"],
-            "device_mb_s": io["disk_read_mb_s"],
-            "mem_peak_mib": memst["max_usage"] / MiB,
-            "server_cpu_s": (cpu1 - cpu0) / 1e9,
-            # CPU used by neither the server nor wrk during the mixed run, in cores
-            "other_cpu_cores": ((ct1["all"] - ct0["all"]) - (cpu1 - cpu_mid) / 1e9
-                                - (ct1["children"] - ct0["children"])) / secs,
-        }
-        errs = {"hot_alone": alone["errors"], "hot_load": hot_r["errors"], "cold": cold_r["errors"]}
-        rec["errors"] = errs
-        for name, e in errs.items():
-            if e["status"] or e["connect"]:
-                rec["notes"].append(f"{name}: {e['status']} non-2xx responses, "
-                                    f"{e['connect']} connect errors")
-        if not alive:
-            rec["status"] = "failed"
-            rec["error"] = "server exited during the run"
-        # Did the emulated slow disk and small memory really apply?
-        ver = {
-            "in_cgroup": True,
-            "memory_limit_mib": mem / MiB,
-            "memory_peak_mib": memst["max_usage"] / MiB,
-            "memory_failcnt": memst["failcnt"],
-            "memory_applied": memst["max_usage"] <= mem,
-            "memory_exercised": memst["failcnt"] > 0 or memst["max_usage"] >= 0.9 * mem,
-            "blkio_limit_mb_s": rbps / 1e6,
-            "blkio_limit_iops": riops,
-            "blkio_read_bytes": io["cg_read_bytes"],
-            "blkio_read_requests": io["cg_read_requests"],
-            "blkio_mb_s": io["cg_read_mb_s"],
-            "blkio_iops": io["cg_read_iops"],
-            "blkio_mb_s_incl_start": io["cg_read_mb_s_all"],
-            "blkio_steady_from_s": io["steady_from_s"],
-            "blkio_seen": io["cg_read_requests"] > 0,
-            # the throttle lets through a little more than set (about +20 %)
-            "blkio_applied": (io["cg_read_requests"] > 0
-                              and io["cg_read_mb_s"] <= rbps / 1e6 * 1.35
-                              and io["cg_read_iops"] <= riops * 1.35),
-            "throttle_files": ctx.cg.read_throttle(),
-            "hot_resident_start": hot_res_start,
-            "hot_resident_end": hot_res_end,
-            "wrk_cmds": [alone["cmd"], cold_r["cmd"], hot_r["cmd"]],
-        }
-        rec.update(metrics=m, verification=ver, series=io["series"],
-                   latency={"hot_load": hot_r["percentiles_ms"], "hot_alone": alone["percentiles_ms"]})
+        measure_cold_hot(ctx, srv, rec, k, self.ds["list"], self.ds["hot_uri"], self.ds["hot_path"],
+                         mem, rbps, riops, rep, hot_res_start)
         return rec
+
+
+def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, riops, rep,
+                     hot_res_start):
+    """S1/S2 (and S4's phase C): the hot URI alone, then a random cold client
+    over `list_file` plus the hot URI at once; stops `srv`. Fills rec's
+    metrics, errors, verification, series and latency (parameters `k`.*)."""
+    P = ctx.p
+    drops0 = drop_caches_count()
+    try:
+        cpu0 = ctx.cg.cpu_ns()
+        alone = Wrk(srv.port, hot_uri, P[f"{k}.hot_conns"], 1, P[f"{k}.alone_s"],
+                    P["wrk_timeout_s"], label="hot alone", nice=P["nice"]).result()
+        cpu_mid = ctx.cg.cpu_ns()
+        ct0 = cpu_times()
+        sampler = Sampler(ctx.cg, ctx.dev).start()
+        cold = Wrk(srv.port, "/", P[f"{k}.cold_conns"], P[f"{k}.cold_threads"], P[f"{k}.load_s"],
+                   P["wrk_timeout_s"], list_file=list_file, seed=1000 + rep,
+                   label="cold load", nice=P["nice"])
+        hot = Wrk(srv.port, hot_uri, P[f"{k}.hot_conns"], 1, P[f"{k}.load_s"],
+                  P["wrk_timeout_s"], label="hot under load", nice=P["nice"])
+        hot_r = hot.result()
+        cold_r = cold.result()
+        io = sampler.stop(P["steady_skip_s"])
+        ct1 = cpu_times()
+        cpu1 = ctx.cg.cpu_ns()
+        memst = ctx.cg.memory()
+        alive = srv.popen.poll() is None
+        drops1 = drop_caches_count()
+    finally:
+        stop(srv)
+    hot_res_end = resident_fraction(hot_path) if hot_path else None
+    secs = io["seconds"]
+    m = {
+        "hot_alone_req_s": alone["req_s"],
+        "hot_alone_mean_ms": alone["lat_mean_ms"],
+        "hot_alone_p99_ms": alone["lat_p99_ms"],
+        "hot_alone_p999_ms": alone["lat_p999_ms"],
+        "hot_load_req_s": hot_r["req_s"],
+        "hot_load_mean_ms": hot_r["lat_mean_ms"],
+        "hot_load_p99_ms": hot_r["lat_p99_ms"],
+        "hot_load_p999_ms": hot_r["lat_p999_ms"],
+        "hot_load_max_ms": hot_r["lat_max_ms"],
+        "hot_ratio": hot_r["req_s"] / alone["req_s"] if alone["req_s"] else None,
+        "cold_req_s": cold_r["req_s"],
+        "cold_mb_s": cold_r["mb_s"],
+        "cold_p99_ms": cold_r["lat_p99_ms"],
+        "disk_mb_s": io["cg_read_mb_s"],
+        "disk_iops": io["cg_read_iops"],
+        "device_mb_s": io["disk_read_mb_s"],
+        "mem_peak_mib": memst["max_usage"] / MiB,
+        "server_cpu_s": (cpu1 - cpu0) / 1e9,
+        # CPU used by neither the server nor wrk during the mixed run, in cores
+        "other_cpu_cores": ((ct1["all"] - ct0["all"]) - (cpu1 - cpu_mid) / 1e9
+                            - (ct1["children"] - ct0["children"])) / secs,
+    }
+    errs = {"hot_alone": alone["errors"], "hot_load": hot_r["errors"], "cold": cold_r["errors"]}
+    rec.setdefault("errors", {}).update(errs)
+    for name, e in errs.items():
+        if e["status"] or e["connect"]:
+            rec["notes"].append(f"{name}: {e['status']} non-2xx responses, "
+                                f"{e['connect']} connect errors")
+    if not alive:
+        rec["status"] = "failed"
+        rec["error"] = "server exited during the run"
+    # Did the emulated slow disk and small memory really apply?
+    ver = {
+        "in_cgroup": True,
+        "memory_limit_mib": mem / MiB,
+        "memory_peak_mib": memst["max_usage"] / MiB,
+        "memory_failcnt": memst["failcnt"],
+        "memory_applied": memst["max_usage"] <= mem,
+        "memory_exercised": memst["failcnt"] > 0 or memst["max_usage"] >= 0.9 * mem,
+        "blkio_limit_mb_s": rbps / 1e6,
+        "blkio_limit_iops": riops,
+        "blkio_read_bytes": io["cg_read_bytes"],
+        "blkio_read_requests": io["cg_read_requests"],
+        "blkio_mb_s": io["cg_read_mb_s"],
+        "blkio_iops": io["cg_read_iops"],
+        "blkio_mb_s_incl_start": io["cg_read_mb_s_all"],
+        "blkio_steady_from_s": io["steady_from_s"],
+        "blkio_seen": io["cg_read_requests"] > 0,
+        # the throttle lets through a little more than set (about +20 %)
+        "blkio_applied": (io["cg_read_requests"] > 0
+                          and io["cg_read_mb_s"] <= rbps / 1e6 * 1.35
+                          and io["cg_read_iops"] <= riops * 1.35),
+        "throttle_files": ctx.cg.read_throttle(),
+        "hot_resident_start": hot_res_start,
+        "hot_resident_end": hot_res_end,
+        # page-cache drops (drop_caches) by other processes on the machine
+        # during the loads: they evict the hot file too
+        "foreign_drop_caches": (drops1 - drops0 if drops0 is not None and drops1 is not None
+                                else None),
+        "wrk_cmds": [alone["cmd"], cold_r["cmd"], hot_r["cmd"]],
+    }
+    rec.setdefault("metrics", {}).update(m)
+    rec.setdefault("verification", {}).update(ver)
+    rec.setdefault("latency", {}).update(hot_load=hot_r["percentiles_ms"],
+                                         hot_alone=alone["percentiles_ms"])
+    rec["series"] = io["series"]
+    return rec
+
+
 
 
 class S1(ColdHot):
@@ -358,17 +405,394 @@ class S3(Scenario):
         return rec
 
 
+def _s4_sizes(P):
+    return {f"{P['s4.small_kb']}k": P["s4.small_kb"] * 1024,
+            f"{P['s4.medium_kb']}k": P["s4.medium_kb"] * 1024}
+
+
+def _tree_bytes(d):
+    """Bytes allocated on disk under d (st_blocks), and the number of files."""
+    total = n = 0
+    for root, _, files in os.walk(d):
+        for fn in files:
+            try:
+                total += os.lstat(os.path.join(root, fn)).st_blocks * 512
+                n += 1
+            except OSError:
+                pass
+    return total, n
+
+
+def _get(client, uri):
+    """client.get(), with a failed request (connection refused or reset, bad
+    response) as status None instead of an exception: the server's failure,
+    not the harness's."""
+    try:
+        return client.get(uri)
+    except (OSError, http.client.HTTPException) as e:
+        client.close()
+        return {"status": None, "x_cache": None, "bytes": 0, "seconds": 0.0, "error": str(e)}
+
+
+def _evict_tree(d):
+    """Drops the (clean, synced) page cache of every file under d
+    (POSIX_FADV_DONTNEED); returns the paths."""
+    paths = []
+    for root, _, files in os.walk(d):
+        for fn in files:
+            p = os.path.join(root, fn)
+            try:
+                fd = os.open(p, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+            paths.append(p)
+    return paths
+
+
+def _resident_bytes(paths):
+    """Bytes of these files in the page cache (fincore), None if unknown."""
+    total = 0
+    for i in range(0, len(paths), 200):
+        try:
+            out = run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES"]
+                      + paths[i:i + 200], check=True, timeout=30).stdout.split()
+            total += sum(int(x) for x in out)
+        except Exception:
+            return None
+    return total
+
+
 class S4(Scenario):
     id = "S4"
-    title = "S4 proxy cache hits"
-    what = ("A caching reverse proxy serving cache hits from a levels=1:2 proxy_cache_path, "
-            "against nginx's proxy_cache with the same keys. Not measured yet: porter has no "
-            "proxy_pass/proxy_cache. To add it: generate an upstream + proxy_cache config in "
-            "servers.render_conf, fill the cache once, then run S3-style loads on cache URIs.")
-    implemented = False
+    title = "S4 proxy cache: HIT throughput, MISS latency, hot key under cold load"
+    what = ("The server as a caching reverse proxy (`proxy_pass` to an upstream with keepalive, "
+            "`proxy_cache_path levels=1:2 use_temp_path=off`, `proxy_cache_key $request_uri`) in "
+            "front of one origin for every mode: a plain nginx on the same data, started by the "
+            "harness outside the server's cgroup. **A** — HIT throughput: a small and a medium "
+            "object, filled once and checked to come back with `X-Cache: HIT`, then S3-style "
+            "loads (1 worker pinned to s4.server_cpus, wrk 1 thread pinned to s4.client_cpus, "
+            "keep-alive): req/s, latency, server CPU per request. **B** — MISS latency: "
+            "s4.misses distinct objects requested once each, one at a time on one keep-alive "
+            "connection (checked `X-Cache: MISS`), then once more (HIT) for comparison. **C** — "
+            "the large-file case of S1 through the cache: s4.files of S1's 4 MiB files plus its "
+            "hot file filled into the cache (more than the memory limit), then sync, the cache "
+            "files evicted from the page cache (fadvise DONTNEED; the origin's files stay "
+            "cached), drop_caches 2, the memory limit and the disk throttle on the running "
+            "server, the hot key's cache file kept resident, and S1's loads: hot key alone, then "
+            "hot key + random cold keys; the same figures as S1.")
+
+    def prepare(self, ctx):
+        P = ctx.p
+        self.objs = datasets.s4(ctx.data_dir, _s4_sizes(P), P["s4.misses"], P["s4.miss_kb"] * 1024)
+        # phase C uses S1's files (with S1's parameters: the same dataset, not a rebuild)
+        self.s1 = datasets.s1(ctx.data_dir, P["s1.files"], int(P["s1.file_mb"] * MiB))
+        self.nfiles = max(1, min(P["s4.files"], P["s1.files"]))
+        with open(self.s1["list"]) as f:
+            self.cold_uris = [ln.strip() for ln in f if ln.strip()][:self.nfiles]
+        self.list_file = os.path.join(ctx.out_dir, "s4-cold-list.txt")
+        with open(self.list_file, "w") as f:
+            f.write("\n".join(self.cold_uris) + "\n")
+        self.origin = None
+        self._start_origin(ctx)
+
+    def _start_origin(self, ctx):
+        prefix = os.path.join(ctx.out_dir, "servers", "S4-origin")
+        try:
+            self.origin = start_origin(ctx.bins["nginx"], ctx.data_dir, prefix, ctx.nofile,
+                                       ctx.p["user"], nice=ctx.p["nice"])
+        except ServerStartError as e:
+            raise HarnessError(f"S4 origin: {e}") from e
+        ctx.configs["S4-origin"] = open(os.path.join(prefix, "origin.conf")).read()
+        log(f"  S4 origin: nginx pid {self.origin.pid} on 127.0.0.1:{self.origin.port} "
+            "(outside the server's cgroup)")
+
+    def finish(self, ctx):
+        if getattr(self, "origin", None) is not None:
+            stop_origin(self.origin)
+            log(f"  S4 origin stopped (pid {self.origin.pid})")
+            self.origin = None
+
+    def dataset_info(self):
+        return {**{f"hit {k}": v["size"] for k, v in self.objs["hit"].items()},
+                "miss objects": len(self.objs["miss_uris"]), "miss bytes": self.objs["miss_size"],
+                "phase C keys": f"{self.nfiles} of S1's files + its hot file",
+                "phase C bytes": (self.nfiles + 1) * int(self.s1["bytes"] / (self.s1["files"] + 1)),
+                "origin": f"nginx on 127.0.0.1:{self.origin.port}" if self.origin else "?"}
+
+    def _cache_dir(self, ctx, prefix):
+        """PREFIX/cache when it is on the throttled device, else under the data
+        dir; made beforehand (empty) for the worker user, as nginx would."""
+        d = os.path.join(prefix, "cache")
+        try:
+            if block_device_of(prefix)[:2] != ctx.dev[:2]:
+                d = os.path.join(ctx.data_dir, f"s4-cache-{os.getpid()}")
+        except HarnessError:
+            d = os.path.join(ctx.data_dir, f"s4-cache-{os.getpid()}")
+        clean_dir(d)
+        os.makedirs(d, mode=0o700)
+        try:
+            pw = pwd.getpwnam(ctx.p["user"] or "nobody")
+            os.chown(d, pw.pw_uid, pw.pw_gid)
+        except (KeyError, OSError):
+            pass
+        return d
+
+    def cache_file(self, cache_dir, uri):
+        """The cache file of `uri` (key $request_uri, levels=1:2)."""
+        return os.path.join(cache_dir, datasets.levels_path(uri))
 
     def run_mode(self, ctx, mode, rep):
-        return {"status": "skipped", "error": "not implemented: porter has no proxy cache yet"}
+        P = ctx.p
+        prefix = ctx.prefix(self.id, mode)
+        if self.origin is None or self.origin.popen.poll() is not None:
+            log("  S4 origin is not running: starting it again")
+            self._start_origin(ctx)
+        cache_dir = self._cache_dir(ctx, prefix)
+        size_c = int(self.s1["bytes"] / (self.s1["files"] + 1))
+        proxy = ProxySettings(self.origin.port, cache_dir,
+                              max_size=f"{max(1024, 4 * (self.nfiles + 64) * size_c // MiB)}m")
+        try:
+            ctx.precheck(self.id, mode, P["s4.workers"], proxy=proxy)
+        except ServerStartError as e:
+            clean_dir(cache_dir)
+            return _failed(e)
+        rec = {"status": "ok", "notes": [], "metrics": {}, "latency": {}, "errors": {},
+               "verification": {"in_cgroup": True, "cache_dir": cache_dir,
+                                "origin_pid": self.origin.pid, "origin_port": self.origin.port}}
+        try:
+            r = self._hit_and_miss(ctx, mode, proxy, rec)
+            if r is not None:
+                return r
+            r = self._large(ctx, mode, rep, proxy, rec)
+            if r is not None:
+                return r
+        finally:
+            clean_dir(cache_dir)
+        if rec["status"] == "ok" and not rec["metrics"]:
+            rec["status"] = "failed"
+            rec["error"] = "nothing measured: " + "; ".join(rec["notes"][:3])
+        return rec
+
+    # -------------------------------------------------------- phases A, B
+    def _hit_and_miss(self, ctx, mode, proxy, rec):
+        P = ctx.p
+        ver = rec["verification"]
+        ctx.limit_server(None, None, None)
+        # the origin's files in the page cache (charged outside the server's cgroup)
+        ctx.warm(*[f["path"] for f in self.objs["hit"].values()], *self.objs["miss_paths"])
+        try:
+            srv = ctx.start_server(self.id, mode, P["s4.workers"], pin=P["s4.server_cpus"],
+                                   proxy=proxy)
+        except ServerStartError as e:
+            return _failed(e)
+        rec["notes"] += srv.notes
+        srv_cpus = cpu_list(P["s4.server_cpus"])
+        cli_cpus = cpu_list(P["s4.client_cpus"])
+        ver["hit"], ver["origin_requests_hit_runs"], ver["wrk_cmds"] = {}, {}, []
+        ver["affinity"] = P["s4.server_cpus"]
+        client = HttpClient(srv.port)
+        try:
+            # A: HIT throughput
+            for name, f in self.objs["hit"].items():
+                key = f"hit.{name}"
+                first = _get(client, f["uri"])
+                # a cache may commit the entry just after the response: up to
+                # 5 tries over 0.4 s (nginx: the first one; the count is recorded)
+                for tries in range(1, 6):
+                    second = _get(client, f["uri"])
+                    ok = (second["status"] == 200 and second["x_cache"] == "HIT"
+                          and second["bytes"] == f["size"])
+                    if ok or second["status"] != 200:
+                        break
+                    time.sleep(0.1)
+                ver["hit"][name] = {"first_status": first["status"], "first_x_cache": first["x_cache"],
+                                    "second_status": second["status"],
+                                    "second_x_cache": second["x_cache"],
+                                    "second_bytes": second["bytes"], "size": f["size"], "ok": ok,
+                                    "tries": tries}
+                if not ok:
+                    rec["notes"].append(
+                        f"{name}: no cache HIT (second response {second['status']}, X-Cache "
+                        f"{second['x_cache']!r}, {second['bytes']} of {f['size']} bytes): "
+                        "HIT throughput not measured")
+                    continue
+                client.close()
+                if P["s4.warmup_s"] > 0:
+                    Wrk(srv.port, f["uri"], P["s4.conns"], 1, P["s4.warmup_s"], P["wrk_timeout_s"],
+                        cpus=P["s4.client_cpus"], label="S4 warm-up", nice=P["nice"]).result()
+                o0 = origin_requests(self.origin)
+                ct0 = cpu_times()
+                cpu0 = ctx.cg.cpu_ns()
+                r = Wrk(srv.port, f["uri"], P["s4.conns"], 1, P["s4.seconds"], P["wrk_timeout_s"],
+                        cpus=P["s4.client_cpus"], label=f"S4 HIT {name}", nice=P["nice"]).result()
+                cpu1 = ctx.cg.cpu_ns()
+                ct1 = cpu_times()
+                o1 = origin_requests(self.origin)
+                ver["origin_requests_hit_runs"][name] = (o1 - o0 if o0 is not None and o1 is not None
+                                                         else None)
+                cpu_s = (cpu1 - cpu0) / 1e9
+                busy_srv = sum(ct1[c] - ct0[c] for c in srv_cpus)
+                busy_cli = sum(ct1[c] - ct0[c] for c in cli_cpus)
+                wrk_s = ct1["children"] - ct0["children"]
+                m = rec["metrics"]
+                m[f"{key}.req_s"] = r["req_s"]
+                m[f"{key}.mb_s"] = r["mb_s"]
+                m[f"{key}.mean_ms"] = r["lat_mean_ms"]
+                m[f"{key}.p99_ms"] = r["lat_p99_ms"]
+                m[f"{key}.p999_ms"] = r["lat_p999_ms"]
+                m[f"{key}.cpu_us_per_req"] = cpu_s / r["requests"] * 1e6 if r["requests"] else None
+                m[f"{key}.cpu_util_pct"] = cpu_s / r["duration_s"] * 100
+                m[f"{key}.other_server_core_pct"] = max(0.0, busy_srv - cpu_s) / r["duration_s"] * 100
+                m[f"{key}.other_client_core_pct"] = max(0.0, busy_cli - wrk_s) / r["duration_s"] * 100
+                rec["latency"][key] = r["percentiles_ms"]
+                rec["errors"][key] = r["errors"]
+                ver["wrk_cmds"].append(r["cmd"])
+                per_req = r["bytes"] / r["requests"] if r["requests"] else 0
+                if r["errors"]["status"] or per_req < f["size"]:
+                    rec["notes"].append(f"HIT {name}: {r['errors']['status']} non-2xx responses, "
+                                        f"{per_req:.0f} bytes read per request for a "
+                                        f"{f['size']}-byte object")
+
+            # B: MISS latency, one request at a time, the client on the client CPUs
+            old_aff = os.sched_getaffinity(0)
+            o0 = origin_requests(self.origin)
+            try:
+                os.sched_setaffinity(0, cli_cpus)
+                miss = [_get(client, u) for u in self.objs["miss_uris"]]
+                again = [_get(client, u) for u in self.objs["miss_uris"]]
+            finally:
+                os.sched_setaffinity(0, old_aff)
+                client.close()
+            o1 = origin_requests(self.origin)
+            size = self.objs["miss_size"]
+            n = len(miss)
+            good = [x for x in miss if x["status"] == 200 and x["bytes"] == size]
+            n_miss = sum(1 for x in miss if x["x_cache"] == "MISS")
+            n_hit = sum(1 for x in again if x["x_cache"] == "HIT")
+            ver["miss"] = {"requests": n, "ok_200_full": len(good), "x_cache_miss": n_miss,
+                           "again_x_cache_hit": n_hit,
+                           "x_cache_values": sorted({str(x["x_cache"]) for x in miss}),
+                           "origin_requests": o1 - o0 if o0 is not None and o1 is not None else None,
+                           "ok": n_miss == n and len(good) == n}
+            if not ver["miss"]["ok"]:
+                rec["notes"].append(f"MISS: {n_miss} of {n} responses had X-Cache: MISS, "
+                                    f"{len(good)} were complete 200s")
+            lat = [x["seconds"] for x in miss]
+            lat2 = [x["seconds"] for x in again]
+            if n and len(good) == n:      # error responses: no figures
+                m = rec["metrics"]
+                m["miss_mean_ms"] = statistics.mean(lat) * 1000
+                m["miss_p50_ms"] = statistics.median(lat) * 1000
+                pm = percentiles_ms(lat)
+                m["miss_p99_ms"] = pm.get("99")
+                m["miss_max_ms"] = max(lat) * 1000
+                m["miss_hit_mean_ms"] = statistics.mean(lat2) * 1000
+                m["miss_hit_p50_ms"] = statistics.median(lat2) * 1000
+                rec["latency"]["miss"] = pm
+                rec["latency"]["miss_hit"] = percentiles_ms(lat2)
+            if srv.popen.poll() is not None:
+                rec["status"] = "failed"
+                rec["error"] = "server exited during phases A/B"
+        finally:
+            client.close()
+            stop(srv)
+        return None
+
+    # -------------------------------------------------------- phase C
+    def _large(self, ctx, mode, rep, proxy, rec):
+        if rec["status"] != "ok":
+            return None
+        P = ctx.p
+        ver = rec["verification"]
+        mem = P["s4.mem_mb"] * MiB
+        rbps = P["s4.rbps_mb"] * 1_000_000
+        riops = P["s4.riops"]
+        hot_uri = self.s1["hot_uri"]
+        ctx.limit_server(None, None, None)   # no limits while filling; leftovers freed
+        try:
+            srv = ctx.start_server(self.id, mode, P["workers"], proxy=proxy, tag="-phaseC")
+        except ServerStartError as e:
+            return _failed(e)
+        try:
+            # fill: every key once through the proxy (the origin reads S1's files)
+            t0 = time.monotonic()
+            client = HttpClient(srv.port)
+            size = int(self.s1["bytes"] / (self.s1["files"] + 1))
+            bad, xc = 0, {}
+            try:
+                for u in self.cold_uris + [hot_uri]:
+                    r = _get(client, u)
+                    xc[str(r["x_cache"])] = xc.get(str(r["x_cache"]), 0) + 1
+                    if r["status"] != 200 or r["bytes"] != size:
+                        bad += 1
+            finally:
+                client.close()
+            fill_s = time.monotonic() - t0
+            # the cache files where NGINX's layout puts them (the hot one is warmed below)
+            want = [self.cache_file(proxy.cache_dir, u) for u in self.cold_uris + [hot_uri]]
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not all(os.path.exists(p) for p in want):
+                time.sleep(0.1)
+            found = sum(1 for p in want if os.path.exists(p))
+            cache_bytes, cache_files = _tree_bytes(proxy.cache_dir)
+            hot_path = self.cache_file(proxy.cache_dir, hot_uri)
+            if not os.path.exists(hot_path):
+                rec["notes"].append(f"phase C: the hot key's cache file is not at {hot_path} "
+                                    "(levels=1:2, md5 of $request_uri): not kept resident")
+                hot_path = None
+            ver["fill"] = {"keys": len(want), "bad_responses": bad, "x_cache": xc,
+                           "seconds": round(fill_s, 2), "cache_files_expected_found": found,
+                           "cache_files": cache_files, "cache_mib": cache_bytes / MiB,
+                           "memory_limit_mib": mem / MiB,
+                           "cache_larger_than_limit": cache_bytes > mem}
+            if bad:
+                rec["notes"].append(f"phase C fill: {bad} of {len(want)} responses were not "
+                                    f"complete 200s: phase C not measured")
+                stop(srv)
+                return None
+            if cache_bytes <= mem:
+                rec["notes"].append(f"phase C: the cache on disk ({cache_bytes / MiB:.0f} MiB) is "
+                                    f"not larger than the memory limit ({mem / MiB:.0f} MiB)")
+            # cold start on the running server: write the cache out, evict its
+            # pages (only the cache's: the origin's files stay cached, so the
+            # next mode's fill does not read them from the disk again), drop
+            # dentries and inodes; then the limits
+            t1 = time.monotonic()
+            os.sync()
+            sync_s = time.monotonic() - t1
+            cache_paths = _evict_tree(proxy.cache_dir)
+            sync_and_drop_caches(2)
+            ctx.limit_server(mem, rbps, riops)
+            res_bytes = _resident_bytes(cache_paths)
+            ver["fill"].update(sync_s=round(sync_s, 2), resident_after_evict_mib=(
+                res_bytes / MiB if res_bytes is not None else None))
+            if hot_path:
+                ctx.warm(hot_path)
+            hot_res_start = resident_fraction(hot_path) if hot_path else None
+            client = HttpClient(srv.port)
+            try:
+                ver["hot_x_cache"] = _get(client, hot_uri)["x_cache"]
+            finally:
+                client.close()
+            ctx.cg.reset_stats()
+            o0 = origin_requests(self.origin)
+        except BaseException:
+            stop(srv)
+            raise
+        wrk_a = ver.pop("wrk_cmds", [])
+        measure_cold_hot(ctx, srv, rec, "s4", self.list_file, hot_uri, hot_path, mem, rbps, riops,
+                         rep, hot_res_start)
+        o1 = origin_requests(self.origin)
+        ver["origin_requests_phase_c"] = o1 - o0 if o0 is not None and o1 is not None else None
+        ver["wrk_cmds"] = wrk_a + ver.get("wrk_cmds", [])
+        rec["metrics"]["fill_s"] = fill_s
+        rec["metrics"]["cache_mib"] = cache_bytes / MiB
+        ctx.limit_server(None, None, None)
+        return None
 
 
 class S5(Scenario):
@@ -485,6 +909,27 @@ PARAM_DOC = {
     "s3.large_conns": (16, 16, 4, "S3 wrk connections for the large file"),
     "s3.seconds": (6, 2, 1, "S3 seconds per file"),
     "s3.warmup_s": (1, 1, 0, "S3 unrecorded warm-up seconds per file (0: none)"),
+    "s4.small_kb": (1, 1, 1, "S4 A: small cached object, KiB"),
+    "s4.medium_kb": (64, 64, 64, "S4 A: medium cached object, KiB"),
+    "s4.workers": (1, 1, 1, "S4 A/B: worker_processes (C uses `workers`)"),
+    "s4.server_cpus": ("0", "0", "0", "S4 A/B: CPU list the server is pinned to"),
+    "s4.client_cpus": ("1", "1", "1", "S4 A/B: CPU list wrk and the MISS client are pinned to"),
+    "s4.conns": (50, 50, 10, "S4 A: wrk connections on a cached object"),
+    "s4.seconds": (3, 2, 1, "S4 A: seconds per object"),
+    "s4.warmup_s": (1, 1, 0, "S4 A: unrecorded warm-up seconds per object (0: none)"),
+    "s4.misses": (200, 200, 20, "S4 B: distinct objects each requested once (MISS), sequentially"),
+    "s4.miss_kb": (16, 16, 16, "S4 B: size of the MISS objects, KiB"),
+    "s4.files": (192, 128, 12, "S4 C: how many of S1's files (s1.file_mb each) are filled into "
+                              "the cache and requested at random (capped at s1.files)"),
+    "s4.mem_mb": (256, 256, 32, "S4 C: server memory cgroup limit, MiB (keep it well under "
+                                "s4.files × s1.file_mb)"),
+    "s4.rbps_mb": (40, 40, 40, "S4 C: blkio read throttle on the cache's device, MB/s"),
+    "s4.riops": (1000, 1000, 1000, "S4 C: blkio read throttle, requests/s"),
+    "s4.cold_conns": (100, 100, 8, "S4 C: connections of the random cold client"),
+    "s4.cold_threads": (2, 2, 1, "S4 C: wrk threads of the cold client"),
+    "s4.hot_conns": (25, 25, 4, "S4 C: connections of the hot-key client"),
+    "s4.alone_s": (2, 2, 1, "S4 C: seconds of the hot key alone"),
+    "s4.load_s": (10, 6, 3, "S4 C: seconds of cold load + hot key"),
     "s5.conns": (10000, 10000, 500, "S5 idle keep-alive connections"),
     "s5.settle_s": (1.0, 0.5, 0.2, "S5 seconds between the last response and the RSS reading"),
 }

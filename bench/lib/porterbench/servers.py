@@ -55,6 +55,27 @@ class ServerSettings:
 
 
 @dataclass
+class ProxySettings:
+    """S4: the server under test as a caching reverse proxy in front of
+    127.0.0.1:origin_port. Everything else (workers, pools, sendfile,
+    keep-alive) stays as for the other scenarios."""
+    origin_port: int
+    cache_dir: str
+    keys_zone: str = "bench:64m"
+    max_size: str = "10g"
+    inactive: str = "1d"
+    upstream_keepalive: int = 32
+    valid: str = "200 1d"
+    # explicit, so that the harness can compute a key's cache file
+    # (levels=1:2: <md5[-1]>/<md5[-3:-1]>/<md5>)
+    key: str = "$request_uri"
+
+    @property
+    def zone_name(self):
+        return self.keys_zone.split(":")[0]
+
+
+@dataclass
 class Directive:
     text: str
     # if the server says "unknown directive" for it, drop it and note why
@@ -94,11 +115,47 @@ def _lines(mode, s, port, root, prefix):
     return main, loc
 
 
-def render_conf(mode, s, port, root, prefix, dropped=()):
+def _http_extra(proxy):
+    """Lines at http{} level and the body of `location /` (without the aio
+    lines): serve files from the root, or proxy and cache when `proxy`."""
+    if proxy is None:
+        return [], None
+    http = [
+        "upstream origin {",
+        f"    server 127.0.0.1:{proxy.origin_port};",
+        f"    keepalive {proxy.upstream_keepalive};",
+        "}",
+        f"proxy_cache_path {proxy.cache_dir} levels=1:2 keys_zone={proxy.keys_zone} "
+        f"max_size={proxy.max_size} inactive={proxy.inactive} use_temp_path=off;",
+        "",
+    ]
+    loc = [
+        "proxy_pass http://origin;",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+        f"proxy_cache {proxy.zone_name};",
+        f"proxy_cache_key {proxy.key};",
+        f"proxy_cache_valid {proxy.valid};",
+        "add_header X-Cache $upstream_cache_status;",
+    ]
+    return http, loc
+
+
+def render_conf(mode, s, port, root, prefix, dropped=(), proxy=None):
+    """The server's configuration. With `proxy` (ProxySettings), `location /`
+    proxies to the origin through the cache instead of serving `root`; the
+    readiness probe /ready.txt is still served from `root` (exact location),
+    so it never touches the cache."""
     main, loc = _lines(mode, s, port, root, prefix)
     main = [d.text for d in main if d.text not in dropped]
     loc = [d.text for d in loc if d.text not in dropped]
     reuse = " reuseport" if (mode.server == "porter" or s.nginx_reuseport) else ""
+    http_extra, proxy_loc = _http_extra(proxy)
+    if proxy is None:
+        loc_body, ready = [f"root {root};"], []
+    else:
+        loc_body = proxy_loc
+        ready = ["        location = /ready.txt {", f"            root {root};", "        }"]
     server_specific = ""
     if mode.server == "nginx":
         server_specific = "master_process on;\n"
@@ -125,10 +182,12 @@ def render_conf(mode, s, port, root, prefix, dropped=()):
         f"    keepalive_timeout {s.keepalive_timeout};",
         f"    keepalive_requests {s.keepalive_requests};",
         "",
+        *[f"    {x}" if x else "" for x in http_extra],
         "    server {",
         f"        listen 127.0.0.1:{port}{reuse};",
+        *ready,
         "        location / {",
-        f"            root {root};",
+        *[f"            {x}" for x in loc_body],
         *[f"            {x}" for x in loc],
         "        }",
         "    }",
@@ -165,7 +224,7 @@ def _cmd(mode, binary, prefix, conf):
     return [binary, "-p", prefix + "/", "-c", conf]
 
 
-def config_test(mode, s, root, prefix, bins, port=None):
+def config_test(mode, s, root, prefix, bins, port=None, proxy=None):
     """Writes the config and runs `-t`. Returns (config text, dropped directives,
     notes). Raises ServerStartError when the config is rejected."""
     binary = binary_of(mode, bins)
@@ -178,7 +237,7 @@ def config_test(mode, s, root, prefix, bins, port=None):
     main, loc = _lines(mode, s, port, root, prefix)
     droppable = {d.text: d.droppable_note for d in main + loc if d.droppable_note}
     for _ in range(4):
-        text = render_conf(mode, s, port, root, prefix, dropped)
+        text = render_conf(mode, s, port, root, prefix, dropped, proxy=proxy)
         with open(conf, "w") as f:
             f.write(text)
         r = run(_cmd(mode, binary, prefix, conf) + ["-t"], check=False, timeout=30)
@@ -202,14 +261,16 @@ def config_test(mode, s, root, prefix, bins, port=None):
     raise ServerStartError("config rejected repeatedly")
 
 
-def start(mode, s, root, prefix, bins, cgroup, pin_cpus=None, ready_uri="/ready.txt", nice=0):
-    """Start the server inside `cgroup`; returns a ready Server or raises ServerStartError."""
+def start(mode, s, root, prefix, bins, cgroup, pin_cpus=None, ready_uri="/ready.txt", nice=0,
+          proxy=None):
+    """Start the server inside `cgroup`; returns a ready Server or raises ServerStartError.
+    `proxy` (ProxySettings): a caching reverse proxy instead of a file server."""
     port = free_port()
-    text, dropped, notes = config_test(mode, s, root, prefix, bins, port)
+    text, dropped, notes = config_test(mode, s, root, prefix, bins, port, proxy=proxy)
     conf = os.path.join(prefix, "server.conf")
     if not port_is_free(port):
         port = free_port()
-        text, dropped, notes = config_test(mode, s, root, prefix, bins, port)
+        text, dropped, notes = config_test(mode, s, root, prefix, bins, port, proxy=proxy)
     for stale in ("error.log", "server.pid"):
         try:
             os.unlink(os.path.join(prefix, stale))
@@ -298,3 +359,143 @@ def process_memory(cgroup):
         if m:
             pss += int(m.group(1))
     return {"rss_kb": rss, "pss_kb": pss, "processes": nproc}
+
+
+# ---------------------------------------------------------------- origin
+@dataclass
+class Origin:
+    """S4's origin: a plain nginx serving the data dir, started by the harness
+    outside the server's cgroup (no limits, not counted in its CPU/memory)."""
+    popen: subprocess.Popen
+    port: int
+    prefix: str
+    status_uri: str = ""        # stub_status location, "" when not available
+    workers: list = field(default_factory=list)
+
+    @property
+    def pid(self):
+        return self.popen.pid
+
+
+def render_origin_conf(root, prefix, port, nofile, user="", status_uri="/origin-status"):
+    status = ([f"        location = {status_uri} {{", "            stub_status;", "        }"]
+              if status_uri else [])
+    out = [
+        "# S4 origin (plain nginx, outside the server's cgroup) — generated by bench/run",
+        "daemon off;",
+        "master_process on;",
+        f"user {user};" if user else None,
+        "worker_processes 1;",
+        f"worker_rlimit_nofile {nofile};",
+        f"pid {prefix}/origin.pid;",
+        f"error_log {prefix}/error.log warn;",
+        "events {",
+        "    worker_connections 4096;",
+        "}",
+        "http {",
+        "    access_log off;",
+        "    default_type application/octet-stream;",
+        "    sendfile on;",
+        "    sendfile_max_chunk 512k;",
+        "    keepalive_timeout 300;",
+        "    keepalive_requests 100000;",
+        "    server {",
+        f"        listen 127.0.0.1:{port};",
+        *status,
+        "        location / {",
+        f"            root {root};",
+        "        }",
+        "    }",
+        "}",
+    ]
+    return "\n".join(line for line in out if line is not None) + "\n"
+
+
+def _children(pid):
+    out = []
+    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+        out += [int(x) for x in read_file(f"/proc/{pid}/task/{tid}/children", "").split()]
+    return out
+
+
+def start_origin(nginx_bin, root, prefix, nofile=65536, user="", nice=0):
+    """Starts the origin nginx (as its own session, in the harness's cgroup);
+    returns a ready Origin or raises ServerStartError."""
+    if isinstance(nginx_bin, Exception):
+        raise ServerStartError(f"nginx unavailable for the origin: {nginx_bin}")
+    os.makedirs(prefix, exist_ok=True)
+    conf = os.path.join(prefix, "origin.conf")
+    port = free_port()
+    status_uri = "/origin-status"
+    for _ in range(2):
+        with open(conf, "w") as f:
+            f.write(render_origin_conf(root, prefix, port, nofile, user, status_uri))
+        r = run([nginx_bin, "-p", prefix + "/", "-c", conf, "-t"], check=False, timeout=30)
+        if r.returncode == 0:
+            break
+        if status_uri and "stub_status" in r.stderr:
+            status_uri = ""     # nginx built without the stub_status module
+            continue
+        raise ServerStartError(f"origin config rejected: {r.stderr.strip()[:300]}")
+    wrapper = [CGEXEC, "-n", str(nofile)] + (["-p", str(nice)] if nice else []) + ["--"]
+    out = open(os.path.join(prefix, "stdout-stderr.log"), "w")
+    p = subprocess.Popen(wrapper + [nginx_bin, "-p", prefix + "/", "-c", conf], stdout=out,
+                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    out.close()
+    o = Origin(p, port, prefix, status_uri)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise ServerStartError(f"origin exited with status {p.returncode} at start: {_tail(prefix)}")
+        if http_ok(port, "/ready.txt"):
+            o.workers = _children(p.pid)
+            return o
+        time.sleep(0.05)
+    stop_origin(o)
+    raise ServerStartError(f"origin not answering on 127.0.0.1:{port} after 20 s: {_tail(prefix)}")
+
+
+def origin_requests(o):
+    """Requests the origin has handled so far (stub_status), minus the status
+    requests themselves; None without stub_status."""
+    if not o.status_uri:
+        return None
+    try:
+        with socket.create_connection(("127.0.0.1", o.port), timeout=5) as c:
+            c.sendall(f"GET {o.status_uri} HTTP/1.1\r\nHost: origin\r\nConnection: close\r\n\r\n"
+                      .encode())
+            data = b""
+            while True:
+                chunk = c.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        m = re.search(rb"\n\s*(\d+)\s+(\d+)\s+(\d+)\s*\n", data)
+        if not m:
+            return None
+        o.status_calls = getattr(o, "status_calls", 0) + 1
+        return int(m.group(3)) - o.status_calls
+    except OSError:
+        return None
+
+
+def stop_origin(o, grace=10.0):
+    """SIGTERM to the origin's master (which we started); SIGKILL it and the
+    workers it had at start if it does not exit."""
+    p = o.popen
+    if p.poll() is None:
+        try:
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=grace)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            log("  origin: still running after SIGTERM, sending SIGKILL")
+            p.kill()
+            p.wait(timeout=10)
+            for pid in o.workers:   # its workers, if they are still nginx processes
+                if "nginx" in read_file(f"/proc/{pid}/cmdline", ""):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
