@@ -18,4 +18,5 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod runtime;
+pub mod upstream;
 pub mod util;

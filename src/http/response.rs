@@ -2,6 +2,10 @@
 //! NGINX's header order. Handlers never touch the socket: the connection
 //! loop writes the head and then the body source.
 
+use std::cell::RefCell;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use super::range::Multipart;
@@ -31,6 +35,119 @@ pub enum Body {
         /// Part headers and ranges.
         parts: Multipart,
     },
+    /// A body produced while it is sent (a proxied response), `len` bytes
+    /// when known.
+    Stream(StreamBody),
+}
+
+/// A future a [`BodyStream`] returns.
+pub type ChunkFuture<'a> = Pin<Box<dyn Future<Output = io::Result<bool>> + 'a>>;
+
+/// A body whose bytes arrive while it is being sent: the connection loop
+/// asks for one bounded piece at a time and writes it before asking for
+/// the next, so a slow client slows the source (backpressure) instead of
+/// filling memory.
+pub trait BodyStream {
+    /// Appends the next piece of the body to `out` (cleared by the
+    /// caller); `Ok(false)` at the end of the body. An error means the body
+    /// is truncated; the stream has logged why when
+    /// [`is_logged`] says so.
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a>;
+}
+
+/// Receives a copy of every piece of a body as it is sent (a cache
+/// writer), and at the end whether the body was complete.
+pub trait BodySink {
+    /// One piece, in order.
+    fn chunk(&mut self, data: &[u8]);
+    /// The body ended: `complete` is false when it was truncated.
+    fn finish(&mut self, complete: bool);
+}
+
+/// A [`BodyStream`] that also feeds every piece to a [`BodySink`].
+pub struct Tee {
+    inner: Box<dyn BodyStream>,
+    sink: Box<dyn BodySink>,
+    finished: bool,
+}
+
+impl Tee {
+    /// Tees `inner` into `sink`.
+    pub fn new(inner: Box<dyn BodyStream>, sink: Box<dyn BodySink>) -> Tee {
+        Tee {
+            inner,
+            sink,
+            finished: false,
+        }
+    }
+}
+
+impl BodyStream for Tee {
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(async move {
+            let r = self.inner.read_chunk(out).await;
+            match &r {
+                Ok(true) => self.sink.chunk(out),
+                Ok(false) => {
+                    self.finished = true;
+                    self.sink.finish(true);
+                }
+                Err(_) => {
+                    self.finished = true;
+                    self.sink.finish(false);
+                }
+            }
+            r
+        })
+    }
+}
+
+impl Drop for Tee {
+    fn drop(&mut self) {
+        // Dropped before its end: the client went away mid-body.
+        if !self.finished {
+            self.sink.finish(false);
+        }
+    }
+}
+
+/// The streaming body of a response (a `RefCell` because the connection
+/// loop writes a response it holds by shared reference).
+pub struct StreamBody(pub RefCell<Box<dyn BodyStream>>);
+
+impl StreamBody {
+    /// Wraps `s`.
+    pub fn new(s: Box<dyn BodyStream>) -> StreamBody {
+        StreamBody(RefCell::new(s))
+    }
+}
+
+impl std::fmt::Debug for StreamBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamBody")
+    }
+}
+
+/// An error whose cause a body stream already wrote to the error log.
+#[derive(Debug)]
+struct Logged;
+
+impl std::fmt::Display for Logged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("body truncated (logged)")
+    }
+}
+
+impl std::error::Error for Logged {}
+
+/// The error a body stream returns after logging why it stopped.
+pub fn logged_error() -> io::Error {
+    io::Error::other(Logged)
+}
+
+/// Whether `e` came from [`logged_error`].
+pub fn is_logged(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|r| r.is::<Logged>())
 }
 
 impl Body {
@@ -41,6 +158,7 @@ impl Body {
             Body::Bytes(b) => b.len() as u64,
             Body::File { len, .. } => *len,
             Body::Multipart { parts, .. } => parts.content_length(),
+            Body::Stream(_) => 0,
         }
     }
 
@@ -75,6 +193,9 @@ pub struct Response {
     pub body: Body,
     /// Close the connection after this response.
     pub close: bool,
+    /// Send the body with chunked transfer coding (a streamed body of
+    /// unknown length to an HTTP/1.1 client).
+    pub chunked: bool,
 }
 
 impl Response {
@@ -92,6 +213,7 @@ impl Response {
             accept_ranges: false,
             body: Body::Empty,
             close: false,
+            chunked: false,
         }
     }
 
@@ -159,7 +281,8 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Serialises the head of `r` into `out`, in NGINX's order: Server, Date,
-/// Content-Type, Content-Length, Last-Modified, Location, Connection,
+/// Content-Type, Content-Length, Last-Modified, Location,
+/// Transfer-Encoding, Connection,
 /// Keep-Alive, ETag, the extra headers, Accept-Ranges.
 pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     status::status_line(r.status, out);
@@ -182,6 +305,9 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     }
     if let Some(loc) = &r.location {
         header(out, "Location", loc);
+    }
+    if r.chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
     header(
         out,
