@@ -929,3 +929,112 @@ fn config_errors_name_file_and_line() {
     let line = text.lines().position(|l| l.contains("weight=0")).unwrap() + 1;
     assert!(err.contains(&format!("bad2.conf:{line}")), "{err}");
 }
+
+/// nginx, stopped on drop.
+struct Nginx {
+    child: std::process::Child,
+    port: u16,
+    _prefix: TempDir,
+}
+
+impl Nginx {
+    fn start(http_body: &str) -> Option<Nginx> {
+        const NGINX: &str = "/usr/sbin/nginx";
+        if !std::path::Path::new(NGINX).exists() {
+            return None;
+        }
+        let prefix = TempDir::new("nginx");
+        std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
+        let port = free_port();
+        let p = prefix.path().display().to_string();
+        let text = format!(
+            "worker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/logs/error.log info;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {p}/cb;\n  proxy_temp_path {p}/pt;\n\
+             {}\n}}\n",
+            http_body.replace("{PORT}", &port.to_string())
+        );
+        let conf = prefix.write("nginx.conf", text);
+        let child = std::process::Command::new(NGINX)
+            .arg("-p")
+            .arg(prefix.path())
+            .arg("-e")
+            .arg(prefix.path().join("logs/error.log"))
+            .arg("-c")
+            .arg(&conf)
+            .arg("-g")
+            .arg("daemon off;")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_port(port, Duration::from_secs(10)),
+            "nginx did not start"
+        );
+        Some(Nginx {
+            child,
+            port,
+            _prefix: prefix,
+        })
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn hash_balancing_maps_keys_like_nginx() {
+    let origins = [
+        named_origin("a"),
+        named_origin("b"),
+        named_origin("c"),
+        named_origin("d"),
+    ];
+    let servers = format!(
+        "server 127.0.0.1:{}; server 127.0.0.1:{} weight=2; server 127.0.0.1:{}; server 127.0.0.1:{} weight=3;",
+        origins[0].port, origins[1].port, origins[2].port, origins[3].port
+    );
+    let upstreams = format!(
+        "upstream c {{ hash $arg_k consistent; {servers} }}\nupstream h {{ hash $arg_k; {servers} }}"
+    );
+    let locations =
+        "location /c/ { proxy_pass http://c; }\n    location /h/ { proxy_pass http://h; }";
+    let Some(ngx) = Nginx::start(&format!(
+        "{upstreams}\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    {locations}\n  }}"
+    )) else {
+        eprintln!("nginx not installed: skipping the hash comparison");
+        return;
+    };
+    let s = Server::start(&conf(&upstreams, &format!("    {locations}")));
+    for kind in ["c", "h"] {
+        let mut spread = std::collections::HashMap::new();
+        for i in 0..200 {
+            let path = format!("/{kind}/?k=key{i}");
+            let theirs = get1(ngx.port, &path).header("X-Origin").map(str::to_string);
+            let ours = get1(s.port, &path).header("X-Origin").map(str::to_string);
+            assert!(theirs.is_some(), "nginx answered {path} without an origin");
+            assert_eq!(ours, theirs, "{path}");
+            *spread.entry(ours.unwrap()).or_insert(0) += 1;
+        }
+        // Every server got some keys (the comparison is not vacuous).
+        assert_eq!(spread.len(), 4, "{kind}: {spread:?}");
+    }
+}
