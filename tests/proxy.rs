@@ -856,7 +856,7 @@ fn slow_client_holds_back_the_origin() {
             Err(e) => panic!("read: {e}"),
         }
         n_reads += 1;
-        if n_reads % 200 == 0 {
+        if n_reads.is_multiple_of(200) {
             peak = peak.max(rss_kib(s.child.id()));
         }
     }
