@@ -1038,3 +1038,50 @@ fn hash_balancing_maps_keys_like_nginx() {
         assert_eq!(spread.len(), 4, "{kind}: {spread:?}");
     }
 }
+
+#[test]
+fn continue_heads_and_upstream_connection_close() {
+    let o = Origin::start(|r| match r.target.as_str() {
+        "/1xx" => Reply::ok(b"").framing(Framing::Raw(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+        )),
+        "/closing" => {
+            let mut r = echo(r);
+            r.close = true;
+            r
+        }
+        _ => echo(r),
+    });
+    let p = o.port;
+    let s = Server::start(&conf(
+        &format!("upstream ka {{ server 127.0.0.1:{p}; keepalive 8; }}"),
+        &format!(
+            "    location / {{ proxy_pass http://127.0.0.1:{p}; }}\n\
+             location /closing {{ proxy_pass http://ka; proxy_http_version 1.1; proxy_set_header Connection \"\"; }}"
+        ),
+    ));
+    // A 100 Continue from the upstream is skipped.
+    let r = get1(s.port, "/1xx");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+    // The client's Expect: 100-continue is answered by porter before it
+    // reads the body; the upstream never sees the Expect header.
+    let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.write_all(b"POST /e HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 5\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut interim = [0u8; 25];
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    c.write_all(b"hello").unwrap();
+    let mut buf = Vec::new();
+    let r = read_chunked_aware(&mut c, &mut buf, false).unwrap();
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
+    let req = o.requests().last().unwrap().clone();
+    assert_eq!(req.header("Expect"), None);
+    // An upstream answering `Connection: close` is not pooled.
+    let before = o.conns();
+    for _ in 0..4 {
+        assert_eq!(get1(s.port, "/closing").status, 200);
+    }
+    assert_eq!(o.conns(), before + 4);
+}

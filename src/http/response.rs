@@ -306,7 +306,9 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     if let Some(loc) = &r.location {
         header(out, "Location", loc);
     }
-    if r.chunked {
+    // Only a streamed body is chunked: a filter that turned the response
+    // into a 304 left none.
+    if r.chunked && matches!(r.body, Body::Stream(_)) {
         out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
     header(
@@ -341,6 +343,83 @@ fn header(out: &mut Vec<u8>, name: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    /// Three pieces, then the end or a failure.
+    struct Pieces(Vec<&'static [u8]>, bool);
+
+    impl BodyStream for Pieces {
+        fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+            Box::pin(async move {
+                if self.0.is_empty() {
+                    return if self.1 {
+                        Ok(false)
+                    } else {
+                        Err(logged_error())
+                    };
+                }
+                out.extend_from_slice(self.0.remove(0));
+                Ok(true)
+            })
+        }
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        bytes: Vec<u8>,
+        end: Option<bool>,
+    }
+
+    struct Sink(Rc<RefCell<Seen>>);
+
+    impl BodySink for Sink {
+        fn chunk(&mut self, data: &[u8]) {
+            self.0.borrow_mut().bytes.extend_from_slice(data);
+        }
+        fn finish(&mut self, complete: bool) {
+            self.0.borrow_mut().end = Some(complete);
+        }
+    }
+
+    fn drain(t: &mut Tee) -> std::io::Result<Vec<u8>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut all = Vec::new();
+            let mut piece = Vec::new();
+            loop {
+                piece.clear();
+                if !t.read_chunk(&mut piece).await? {
+                    return Ok(all);
+                }
+                all.extend_from_slice(&piece);
+            }
+        })
+    }
+
+    #[test]
+    fn tee_copies_every_piece_and_reports_completeness() {
+        for complete in [true, false] {
+            let seen = Rc::new(RefCell::new(Seen::default()));
+            let mut t = Tee::new(
+                Box::new(Pieces(vec![b"ab", b"", b"cd"], complete)),
+                Box::new(Sink(seen.clone())),
+            );
+            let r = drain(&mut t);
+            assert_eq!(r.is_ok(), complete);
+            assert!(r.as_ref().map_or_else(is_logged, |_| true));
+            assert_eq!(seen.borrow().bytes, b"abcd");
+            assert_eq!(seen.borrow().end, Some(complete));
+        }
+        // Dropped half-way (the client left): told it is incomplete.
+        let seen = Rc::new(RefCell::new(Seen::default()));
+        drop(Tee::new(
+            Box::new(Pieces(vec![b"ab"], true)),
+            Box::new(Sink(seen.clone())),
+        ));
+        assert_eq!(seen.borrow().end, Some(false));
+    }
 
     #[test]
     fn head_order_follows_nginx() {
