@@ -94,6 +94,8 @@ struct Origin {
     conns: Arc<AtomicUsize>,
     reqs: Arc<Mutex<Vec<Req>>>,
     written: Arc<AtomicU64>,
+    /// Connections that ended (the peer closed, or the script did).
+    closed: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
 
@@ -107,13 +109,15 @@ impl Origin {
             conns: Arc::default(),
             reqs: Arc::default(),
             written: Arc::default(),
+            closed: Arc::default(),
             stop: Arc::default(),
         };
         let script: Script = Arc::new(script);
-        let (conns, reqs, written, stop) = (
+        let (conns, reqs, written, closed, stop) = (
             o.conns.clone(),
             o.reqs.clone(),
             o.written.clone(),
+            o.closed.clone(),
             o.stop.clone(),
         );
         std::thread::spawn(move || {
@@ -121,9 +125,16 @@ impl Origin {
                 match l.accept() {
                     Ok((s, _)) => {
                         conns.fetch_add(1, Ordering::SeqCst);
-                        let (script, reqs, written) =
-                            (script.clone(), reqs.clone(), written.clone());
-                        std::thread::spawn(move || serve_conn(s, script, reqs, written));
+                        let (script, reqs, written, closed) = (
+                            script.clone(),
+                            reqs.clone(),
+                            written.clone(),
+                            closed.clone(),
+                        );
+                        std::thread::spawn(move || {
+                            serve_conn(s, script, reqs, written);
+                            closed.fetch_add(1, Ordering::SeqCst);
+                        });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
@@ -1084,4 +1095,63 @@ fn continue_heads_and_upstream_connection_close() {
         assert_eq!(get1(s.port, "/closing").status, 200);
     }
     assert_eq!(o.conns(), before + 4);
+}
+
+#[test]
+fn idle_upstream_connections_close_after_keepalive_timeout() {
+    let o = Origin::start(echo);
+    let s = Server::start(&conf(
+        &format!(
+            "upstream ka {{ server 127.0.0.1:{}; keepalive 4; keepalive_timeout 1s; }}",
+            o.port
+        ),
+        "    location / { proxy_pass http://ka; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+    ));
+    assert_eq!(get1(s.port, "/").status, 200);
+    assert_eq!(o.conns(), 1);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        o.closed.load(Ordering::SeqCst),
+        0,
+        "closed before keepalive_timeout"
+    );
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while o.closed.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        o.closed.load(Ordering::SeqCst),
+        1,
+        "idle connection outlived keepalive_timeout"
+    );
+}
+
+#[test]
+fn idle_upstream_connection_closed_by_peer_is_dropped() {
+    // The origin closes each connection right after answering, without
+    // saying so: porter must drop it from the pool (its watcher sees the
+    // close) and use a new one, with no error.
+    let o = Origin::start(|r| {
+        let mut reply = echo(r);
+        reply.framing = Framing::Raw(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nX-Target: {}\r\n\r\n",
+                0, r.target
+            )
+            .into_bytes(),
+        );
+        reply
+    });
+    let s = Server::start(&conf(
+        &format!("upstream ka {{ server 127.0.0.1:{}; keepalive 4; }}", o.port),
+        "    location / { proxy_pass http://ka; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+    ));
+    for i in 0..3 {
+        let r = get1(s.port, &format!("/{i}"));
+        assert_eq!(r.status, 200, "request {i}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(o.conns(), 3);
+    let log = s.read("logs/error.log");
+    assert!(!log.contains("[error]"), "{log}");
 }

@@ -538,7 +538,7 @@ async fn attempt(
             Some(c) => c,
             None => match upstream::connect(addr, s.proxy_connect_timeout).await {
                 Ok(stream) => UpstreamConn {
-                    stream,
+                    stream: std::rc::Rc::new(stream),
                     addr,
                     requests: 0,
                     reused: false,
