@@ -734,18 +734,32 @@ fn next_upstream_retries_only_listed_conditions() {
         &format!(
             "upstream u {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
              upstream u2 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
-             upstream u3 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}",
+             upstream u3 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
+             upstream u4 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}",
             f = failing.port,
             g = good.port
         ),
         "    location /retry/ { proxy_pass http://u; proxy_next_upstream error http_502; }\n\
              location /plain/ { proxy_pass http://u2; }\n\
-             location /post/ { proxy_pass http://u3; proxy_next_upstream error http_502; }",
+             location /post/ { proxy_pass http://u3; proxy_next_upstream error http_502; }\n\
+             location /put/ { proxy_pass http://u4; proxy_next_upstream error http_502; }",
     ));
     for _ in 0..4 {
         let r = get1(s.port, "/retry/");
         assert_eq!((r.status, r.header("X-Origin")), (200, Some("g")));
     }
+    // A small body is kept, so an idempotent request with one is retried
+    // with its body (the fresh group asks the failing peer first).
+    let before = failing.requests().len();
+    let r = request(
+        s.port,
+        b"PUT /put/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+    );
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"abc"[..]));
+    assert_eq!(r.header("X-Origin"), Some("g"));
+    let tried = failing.requests();
+    assert_eq!(tried.len(), before + 1);
+    assert_eq!(tried.last().unwrap().body, b"abc");
     // Without http_502, the 502 is the answer (on whichever turn).
     let statuses: Vec<u16> = (0..4).map(|_| get1(s.port, "/plain/").status).collect();
     assert!(statuses.contains(&502), "{statuses:?}");

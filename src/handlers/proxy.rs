@@ -14,9 +14,10 @@
 //!    as a [`Body::Stream`] the connection loop pulls piece by piece. A
 //!    cache wraps that stream in a `Tee` to store what it sends.
 //!
-//! What NGINX does that porter does not (yet): buffering of request bodies
-//! (a body that was streamed to a failing peer cannot be replayed, so such
-//! a request is not retried), `proxy_redirect`, `proxy_cookie_*`.
+//! What NGINX does that porter does not (yet): buffering of large request
+//! bodies to a temp file (a body over 64 KiB streams, so once it went to a
+//! failing peer the request is not retried), `proxy_redirect`,
+//! `proxy_cookie_*`.
 
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -35,6 +36,12 @@ use crate::upstream::{
     ProxyTarget, TryRecord, UpstreamBody, UpstreamConn, UpstreamGroup, UpstreamResponse,
     UpstreamVars,
 };
+
+/// A request body up to this long is read whole before the upstream is
+/// asked (like NGINX's `client_body_buffer_size`, in memory): it can then
+/// be sent again to the next peer, or on a fresh connection when a pooled
+/// one turns out dead. Longer bodies stream.
+const SMALL_BODY: u64 = 64 * 1024;
 
 /// Why [`fetch`] produced no response (already logged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -353,7 +360,8 @@ pub async fn fetch(
                 }
             }
             let chunked = b.borrow().is_chunked();
-            if chunked && !s.proxy_http11 {
+            let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
+            if (chunked && !s.proxy_http11) || small {
                 ReqBody::Buffered(read_whole_body(ctx, env, b).await?)
             } else {
                 ReqBody::Stream { chunked }

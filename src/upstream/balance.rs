@@ -95,12 +95,12 @@ impl PeerSet {
     }
 
     /// Smooth weighted round-robin among the peers not in `tried` (and, if
-    /// `only` is given, among those whose `server` equals it).
-    fn pick_rr(&self, tried: &[bool], only: Option<&str>) -> Option<usize> {
+    /// `only` is given, among those whose `server` equals it). `single`: the
+    /// group's only peer, never marked unavailable (NGINX's `single`).
+    fn pick_rr(&self, tried: &[bool], only: Option<&str>, single: bool) -> Option<usize> {
         let now = Instant::now();
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        // A lone peer is never marked unavailable (NGINX's `single`).
-        if self.peers.len() == 1 && only.is_none() {
+        if single && self.peers.len() == 1 && only.is_none() {
             return (!self.peers[0].down && !tried[0]).then_some(0);
         }
         let mut best: Option<(usize, i64)> = None;
@@ -319,7 +319,10 @@ impl UpstreamGroup {
             }
             _ => None,
         };
-        let picked = picked.or_else(|| self.primary.pick_rr(&sel.tried, None));
+        let picked = picked.or_else(|| {
+            self.primary
+                .pick_rr(&sel.tried, None, self.backup.peers.is_empty())
+        });
         if let Some(i) = picked {
             sel.tried[i] = true;
             return Some(PeerRef {
@@ -330,7 +333,7 @@ impl UpstreamGroup {
         // Backups only when the hash balancer is not in use, as in NGINX
         // (its hash module ignores `backup`).
         if self.hash.is_none() && !self.backup.peers.is_empty() {
-            if let Some(i) = self.backup.pick_rr(&sel.tried_backup, None) {
+            if let Some(i) = self.backup.pick_rr(&sel.tried_backup, None, false) {
                 sel.tried_backup[i] = true;
                 return Some(PeerRef {
                     backup: true,
@@ -385,7 +388,7 @@ impl UpstreamGroup {
             let live: Vec<bool> = (0..set.peers.len())
                 .map(|i| sel.tried[i] || !set.available(i))
                 .collect();
-            if let Some(i) = set.pick_rr(&live, Some(server)) {
+            if let Some(i) = set.pick_rr(&live, Some(server), false) {
                 return Some(i);
             }
             sel.hash += 1;
@@ -479,6 +482,25 @@ mod tests {
         assert!(r.backup);
         // Within one request, once every peer was tried, none is left.
         assert!(g.select(&mut s).is_none());
+    }
+
+    #[test]
+    fn lone_peer_is_never_down_unless_backups_exist() {
+        let g = group(vec![peer("10.0.0.1:80", 1)], vec![], None);
+        let mut s = g.selection(None);
+        let r = g.select(&mut s).unwrap();
+        g.release(r, true);
+        assert_eq!(pick(&g), 0);
+        let g = group(
+            vec![peer("10.0.0.1:80", 1)],
+            vec![peer("10.0.0.2:80", 1)],
+            None,
+        );
+        let mut s = g.selection(None);
+        let r = g.select(&mut s).unwrap();
+        g.release(r, true);
+        let mut s = g.selection(None);
+        assert!(g.select(&mut s).unwrap().backup);
     }
 
     #[test]
