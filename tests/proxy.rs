@@ -20,6 +20,8 @@ struct Req {
     line: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
+    /// Requests before this one on its connection.
+    nth: usize,
 }
 
 impl Req {
@@ -195,6 +197,7 @@ fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Req> {
         line,
         headers,
         body: Vec::new(),
+        nth: 0,
     };
     let mut fill = |buf: &mut Vec<u8>| -> Option<()> {
         let n = s.read(&mut tmp).ok()?;
@@ -253,7 +256,10 @@ fn serve_conn(
     written: Arc<AtomicU64>,
 ) {
     let mut buf = Vec::new();
-    while let Some(req) = read_request(&mut s, &mut buf) {
+    let mut nth = 0;
+    while let Some(mut req) = read_request(&mut s, &mut buf) {
+        req.nth = nth;
+        nth += 1;
         reqs.lock().unwrap().push(req.clone());
         let r = script(&req);
         std::thread::sleep(r.delay);
@@ -893,10 +899,16 @@ fn slow_client_holds_back_the_origin() {
 #[test]
 fn upstream_variables_in_access_log() {
     let o = Origin::start(|r| echo(r).header("X-Up", "v"));
+    let dead = free_port();
     let s = Server::start(&conf(
-        "log_format up '$upstream_addr|$upstream_status|$upstream_http_x_up|$proxy_host|$proxy_port|$upstream_connect_time';",
         &format!(
-            "    access_log {{PREFIX}}/logs/up.log up;\n    location / {{ proxy_pass http://127.0.0.1:{}; }}",
+            "log_format up '$upstream_addr|$upstream_status|$upstream_http_x_up|$proxy_host|$proxy_port|$upstream_connect_time|$upstream_header_time';\n\
+             upstream two {{ server 127.0.0.1:{dead}; server 127.0.0.1:{}; }}",
+            o.port
+        ),
+        &format!(
+            "    access_log {{PREFIX}}/logs/up.log up;\n    location / {{ proxy_pass http://127.0.0.1:{}; }}\n\
+             location /two/ {{ proxy_pass http://two; }}",
             o.port
         ),
     ));
@@ -910,6 +922,21 @@ fn upstream_variables_in_access_log() {
     assert_eq!(parts[3], format!("127.0.0.1:{}", o.port));
     assert_eq!(parts[4], o.port.to_string());
     assert!(parts[5].starts_with("0."), "{line}");
+    // Two tries: each listed, `-` where the try has no value.
+    assert_eq!(get1(s.port, "/two/").status, 200);
+    let log = s.wait_log("logs/up.log", "two|", Duration::from_secs(5));
+    let line = log.lines().nth(1).unwrap_or("");
+    let parts: Vec<&str> = line.split('|').collect();
+    assert_eq!(
+        parts[0],
+        format!("127.0.0.1:{dead}, 127.0.0.1:{}", o.port),
+        "{line}"
+    );
+    assert_eq!(parts[1], "502, 200");
+    assert_eq!(parts[3], "two");
+    assert_eq!(parts[4], "80");
+    assert!(parts[5].starts_with("-, 0."), "{line}");
+    assert!(parts[6].starts_with("-, 0."), "{line}");
 }
 
 #[test]
@@ -1168,4 +1195,120 @@ fn idle_upstream_connection_closed_by_peer_is_dropped() {
     assert_eq!(o.conns(), 3);
     let log = s.read("logs/error.log");
     assert!(!log.contains("[error]"), "{log}");
+}
+
+/// The same requests through nginx and porter to one origin: the origin
+/// must receive the same request line and header lines from both, and the
+/// client the same status and upstream headers.
+#[test]
+fn upstream_requests_match_nginx() {
+    let o = Origin::start(|r| {
+        echo(r)
+            .header("X-Accel-Expires", "10")
+            .header("X-Up", "1")
+            .header("Server", "origin")
+    });
+    let p = o.port;
+    let locations = format!(
+        "location /a/ {{ proxy_pass http://127.0.0.1:{p}/b/; }}\n\
+         location /plain/ {{ proxy_pass http://127.0.0.1:{p}; }}\n\
+         location /c {{ proxy_pass http://127.0.0.1:{p}/d; }}\n\
+         location /set/ {{ proxy_pass http://127.0.0.1:{p}; proxy_set_header X-Real-IP $remote_addr; \
+           proxy_set_header X-FF $proxy_add_x_forwarded_for; proxy_set_header User-Agent \"\"; \
+           proxy_set_header X-Host $proxy_host:$proxy_port; }}\n\
+         location /var/ {{ proxy_pass http://127.0.0.1:{p}/fixed$is_args$args; }}\n\
+         location /h11/ {{ proxy_pass http://127.0.0.1:{p}; proxy_http_version 1.1; proxy_hide_header X-Up; }}"
+    );
+    let Some(ngx) = Nginx::start(&format!(
+        "server {{\n listen 127.0.0.1:{{PORT}};\n server_name localhost;\n {locations}\n }}"
+    )) else {
+        eprintln!("nginx not installed: skipping");
+        return;
+    };
+    let s = Server::start(&conf("", &locations));
+    let cases: Vec<Vec<u8>> = [
+        "GET /a/x%20y?q=1 HTTP/1.1",
+        "GET /a/%7Efoo/%3F HTTP/1.1",
+        "GET /a/caf%C3%A9/./x/../y HTTP/1.1",
+        "GET /plain/x%2Fy/../z?q=%41 HTTP/1.1",
+        "GET /plain//double HTTP/1.0",
+        "GET /cx?k HTTP/1.1",
+        "GET /set/ HTTP/1.1",
+        "GET /var/zzz?k=v HTTP/1.1",
+        "GET /var/zzz HTTP/1.1",
+        "HEAD /h11/ HTTP/1.1",
+        "DELETE /plain/item HTTP/1.1",
+    ]
+    .iter()
+    .map(|l| {
+        format!(
+            "{l}\r\nHost: localhost\r\nUser-Agent: t/1\r\nAccept: */*\r\nX-Forwarded-For: 10.1.1.1\r\nConnection: close\r\n\r\n"
+        )
+        .into_bytes()
+    })
+    .chain([
+        b"POST /plain/form HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello".to_vec(),
+        b"PUT /h11/up HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc".to_vec(),
+    ])
+    .collect();
+    for raw in &cases {
+        let shown = String::from_utf8_lossy(&raw[..raw.iter().position(|&c| c == b'\r').unwrap()])
+            .into_owned();
+        let n0 = o.requests().len();
+        let theirs = request(ngx.port, raw);
+        let n1 = o.requests().len();
+        let ours = request(s.port, raw);
+        let reqs = o.requests();
+        assert_eq!(reqs.len(), n1 + 1, "{shown}");
+        let (a, b) = (&reqs[n0..n1], &reqs[n1]);
+        assert_eq!(a.len(), 1, "{shown}");
+        let a = &a[0];
+        assert_eq!(b.line, a.line, "{shown}: request line");
+        assert_eq!(b.headers, a.headers, "{shown}: request headers");
+        assert_eq!(b.body, a.body, "{shown}: request body");
+        assert_eq!(ours.status, theirs.status, "{shown}: status");
+        let names = |r: &Resp| -> Vec<String> {
+            r.headers
+                .iter()
+                .map(|(n, _)| n.clone())
+                .filter(|n| n != "Server" && n != "Date")
+                .collect()
+        };
+        assert_eq!(
+            names(&ours),
+            names(&theirs),
+            "{shown}: response header names"
+        );
+        assert_eq!(ours.body, theirs.body, "{shown}: body");
+    }
+}
+
+#[test]
+fn dead_pooled_connection_is_retried_on_a_fresh_one() {
+    // Each connection answers once; a second request on it is met with a
+    // close, as when a keep-alive timeout on the origin races a reuse.
+    let o = Origin::start(|r| {
+        if r.nth > 0 {
+            Reply::ok(b"").framing(Framing::Raw(Vec::new()))
+        } else {
+            echo(r)
+        }
+    });
+    let s = Server::start(&conf(
+        &format!("upstream ka {{ server 127.0.0.1:{}; keepalive 4; }}", o.port),
+        "    location / { proxy_pass http://ka; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+    ));
+    for i in 0..4 {
+        let r = get1(s.port, &format!("/{i}"));
+        assert_eq!(
+            (r.status, r.header("X-Target")),
+            (200, Some(format!("/{i}").as_str()))
+        );
+    }
+    // Every reuse was tried, failed before a byte came back, and went on
+    // to a new connection: no request failed.
+    let reused = o.requests().iter().filter(|r| r.nth > 0).count();
+    assert!(reused > 0, "no pooled connection was reused");
+    assert_eq!(o.requests().iter().filter(|r| r.nth == 0).count(), 4);
+    assert_eq!(o.conns(), 4);
 }
