@@ -57,8 +57,10 @@ pub enum HeadError {
     TooBig,
     /// No valid status line.
     NoValidHeader,
-    /// A malformed header line (the text up to the fault).
+    /// A malformed header line (NGINX's quote of it).
     InvalidHeader(String),
+    /// A Content-Length that is not a number.
+    InvalidLength(String),
 }
 
 impl std::fmt::Display for HeadError {
@@ -67,6 +69,10 @@ impl std::fmt::Display for HeadError {
             HeadError::TooBig => f.write_str("upstream sent too big header"),
             HeadError::NoValidHeader => f.write_str("upstream sent no valid HTTP/1.0 header"),
             HeadError::InvalidHeader(h) => write!(f, "upstream sent invalid header: \"{h}\""),
+            HeadError::InvalidLength(v) => write!(
+                f,
+                "upstream sent invalid \"Content-Length\" header: \"Content-Length: {v}\""
+            ),
         }
     }
 }
@@ -111,22 +117,42 @@ pub fn parse_response_head(buf: &[u8], max: usize) -> Result<Option<ResponseHead
         }
         Err(httparse::Error::TooManyHeaders) => Err(HeadError::TooBig),
         Err(httparse::Error::Version | httparse::Error::Status) => Err(HeadError::NoValidHeader),
-        Err(_) => {
-            // The line the parser stopped on, as NGINX quotes it.
-            let line_start = buf
-                .windows(2)
-                .position(|w| w == b"\r\n")
-                .map_or(0, |i| i + 2);
-            let rest = &buf[line_start..];
-            let end = rest
-                .iter()
-                .position(|&c| c == b'\r' || c == b'\n')
-                .unwrap_or(rest.len());
-            Err(HeadError::InvalidHeader(
-                String::from_utf8_lossy(&rest[..end]).into_owned(),
-            ))
+        Err(_) => Err(HeadError::InvalidHeader(invalid_header_text(buf))),
+    }
+}
+
+fn is_token(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+/// NGINX's quote of a bad header line: the line up to the offending byte,
+/// then that byte as `\xHH...` (`Bad\x20...` for `Bad Header`).
+fn invalid_header_text(buf: &[u8]) -> String {
+    let mut i = buf
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(buf.len(), |p| p + 1);
+    while i < buf.len() {
+        let start = i;
+        while i < buf.len() && is_token(buf[i]) {
+            i += 1;
+        }
+        if i < buf.len() && buf[i] == b':' && i > start {
+            i += 1;
+            while i < buf.len() && !matches!(buf[i], b'\r' | b'\n' | 0) {
+                i += 1;
+            }
+        }
+        match (buf.get(i), buf.get(i + 1)) {
+            (Some(b'\r'), Some(b'\n')) if i > start => i += 2,
+            (Some(b'\n'), _) if i > start => i += 1,
+            (Some(&c), _) => {
+                return format!("{}\\x{c:02x}...", String::from_utf8_lossy(&buf[start..i]));
+            }
+            (None, _) => break,
         }
     }
+    String::new()
 }
 
 /// How the response body is delimited.
@@ -161,7 +187,7 @@ impl Framing {
                 } else {
                     Framing::Length(n)
                 }),
-                _ => Err(HeadError::InvalidHeader(format!("Content-Length: {v}"))),
+                _ => Err(HeadError::InvalidLength(v.to_string())),
             };
         }
         Ok(Framing::Close)
@@ -256,11 +282,15 @@ mod tests {
         );
         assert_eq!(
             parse_response_head(b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n", 4096),
-            Err(HeadError::InvalidHeader("Bad Header".into()))
+            Err(HeadError::InvalidHeader("Bad\\x20...".into()))
         );
         assert_eq!(
             parse_response_head(b"SSH-2.0-OpenSSH\r\n\r\n", 4096),
             Err(HeadError::NoValidHeader)
+        );
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nA: b\r\nX-A: b\rc\r\n\r\n", 4096),
+            Err(HeadError::InvalidHeader("X-A: b\\x0d...".into()))
         );
         let h = parse_response_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", 4096)
             .unwrap()
