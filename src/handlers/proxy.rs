@@ -417,18 +417,15 @@ pub async fn fetch(
         match outcome {
             Ok(resp) => {
                 let status = resp.status();
-                let bit = NextUpstream::status_bit(status);
-                // 403 and 404 are answers, not failures of the peer.
-                let failed = matches!(status, 500 | 502 | 503 | 504 | 429);
-                if let Some(bit) = bit.filter(|&b| may_retry(b)) {
-                    let _ = bit;
-                    group.release(peer, failed);
+                // A status listed in proxy_next_upstream passes the request
+                // on: a failure of the peer, except 403 and 404, which are
+                // answers. Otherwise the response stands and the peer did
+                // its job (NGINX frees it as a success).
+                if NextUpstream::status_bit(status).is_some_and(may_retry) {
+                    group.release(peer, !matches!(status, 403 | 404));
                     continue;
                 }
-                group.release(
-                    peer,
-                    failed && bit.is_some_and(|b| s.proxy_next_upstream.has(b)),
-                );
+                group.release(peer, false);
                 if let Some(u) = ctx.upstream.as_mut() {
                     u.headers = resp.head.headers.clone();
                 }

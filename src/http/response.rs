@@ -120,6 +120,11 @@ impl StreamBody {
     pub fn new(s: Box<dyn BodyStream>) -> StreamBody {
         StreamBody(RefCell::new(s))
     }
+
+    /// The stream, to wrap it (in a [`Tee`]) before the response is sent.
+    pub fn into_inner(self) -> Box<dyn BodyStream> {
+        self.0.into_inner()
+    }
 }
 
 impl std::fmt::Debug for StreamBody {
