@@ -1312,3 +1312,69 @@ fn dead_pooled_connection_is_retried_on_a_fresh_one() {
     assert_eq!(o.requests().iter().filter(|r| r.nth == 0).count(), 4);
     assert_eq!(o.conns(), 4);
 }
+
+#[test]
+fn tries_intercept_errors_and_body_limits() {
+    let o = Origin::start(|r| match r.target.as_str() {
+        "/ie/missing" => echo(r).status(404),
+        _ => echo(r),
+    });
+    let p = o.port;
+    let dead1 = free_port();
+    let dead2 = free_port();
+    let root = TempDir::new("ie");
+    root.write("404.html", "custom page\n");
+    let s = Server::start(&conf(
+        &format!(
+            "upstream t1 {{ server 127.0.0.1:{dead1}; server 127.0.0.1:{dead2}; server 127.0.0.1:{p}; }}\n\
+             upstream t3 {{ server 127.0.0.1:{dead1}; server 127.0.0.1:{dead2}; server 127.0.0.1:{p}; }}"
+        ),
+        &format!(
+            "    root {};\n    error_page 404 /404.html;\n\
+             location /tries1/ {{ proxy_pass http://t1; proxy_next_upstream_tries 1; }}\n\
+             location /tries3/ {{ proxy_pass http://t3; proxy_next_upstream_tries 3; }}\n\
+             location /ie/ {{ proxy_pass http://127.0.0.1:{p}; proxy_intercept_errors on; }}\n\
+             location /pass404/ {{ proxy_pass http://127.0.0.1:{p}/ie/; }}\n\
+             location /limit/ {{ proxy_pass http://127.0.0.1:{p}; proxy_http_version 1.1; client_max_body_size 1k; }}\n\
+             location /nohdr/ {{ proxy_pass http://127.0.0.1:{p}; proxy_pass_request_headers off; proxy_pass_request_body off; }}",
+            root.path().display()
+        ),
+    ));
+    // One try allowed: the first (dead) server's failure is the answer.
+    assert_eq!(get1(s.port, "/tries1/").status, 502);
+    // Three: past both dead servers to the live one.
+    assert_eq!(get1(s.port, "/tries3/").status, 200);
+    // proxy_intercept_errors: the upstream's 404 goes through error_page.
+    let r = get1(s.port, "/ie/missing");
+    assert_eq!((r.status, r.text()), (404, "custom page\n".to_string()));
+    // Without it, the upstream's own 404 passes.
+    let r = get1(s.port, "/pass404/missing");
+    assert_eq!(r.status, 404);
+    assert_eq!(r.header("X-Target"), Some("/ie/missing"));
+    // A chunked body over client_max_body_size: 413.
+    let mut req =
+        b"POST /limit/ HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..3 {
+        req.extend_from_slice(b"400\r\n");
+        req.extend_from_slice(&[b'x'; 0x400]);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    assert_eq!(request(s.port, &req).status, 413);
+    let log = s.wait_log("logs/error.log", "too large", Duration::from_secs(5));
+    assert!(
+        log.contains("client intended to send too large chunked body"),
+        "{log}"
+    );
+    // proxy_pass_request_headers/body off.
+    let n = o.requests().len();
+    let r = request(
+        s.port,
+        b"POST /nohdr/ HTTP/1.1\r\nHost: localhost\r\nX-Client: 1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc",
+    );
+    assert_eq!(r.status, 200);
+    let req = o.requests()[n].clone();
+    let names: Vec<&str> = req.headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["Host", "Connection"]);
+    assert!(req.body.is_empty());
+}
