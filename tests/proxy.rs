@@ -1209,8 +1209,11 @@ fn upstream_requests_match_nginx() {
             .header("Server", "origin")
     });
     let p = o.port;
+    // A server-level proxy_set_header reaches every location without its
+    // own lines (all-or-nothing inheritance): /set/ does not get it.
     let locations = format!(
-        "location /a/ {{ proxy_pass http://127.0.0.1:{p}/b/; }}\n\
+        "proxy_set_header X-Srv 1;\n\
+         location /a/ {{ proxy_pass http://127.0.0.1:{p}/b/; }}\n\
          location /plain/ {{ proxy_pass http://127.0.0.1:{p}; }}\n\
          location /c {{ proxy_pass http://127.0.0.1:{p}/d; }}\n\
          location /set/ {{ proxy_pass http://127.0.0.1:{p}; proxy_set_header X-Real-IP $remote_addr; \
@@ -1264,6 +1267,11 @@ fn upstream_requests_match_nginx() {
         assert_eq!(a.len(), 1, "{shown}");
         let a = &a[0];
         assert_eq!(b.line, a.line, "{shown}: request line");
+        assert_eq!(
+            a.header("X-Srv").is_some(),
+            !shown.contains("/set/"),
+            "{shown}: inheritance"
+        );
         assert_eq!(b.headers, a.headers, "{shown}: request headers");
         assert_eq!(b.body, a.body, "{shown}: request body");
         assert_eq!(ours.status, theirs.status, "{shown}: status");
