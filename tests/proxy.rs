@@ -1202,13 +1202,31 @@ fn idle_upstream_connection_closed_by_peer_is_dropped() {
 /// client the same status and upstream headers.
 #[test]
 fn upstream_requests_match_nginx() {
-    let o = Origin::start(|r| {
-        echo(r)
+    let port = Arc::new(AtomicUsize::new(0));
+    let port2 = port.clone();
+    let o = Origin::start(move |r| {
+        let p = port2.load(Ordering::SeqCst);
+        let reply = echo(r)
             .header("X-Accel-Expires", "10")
             .header("X-Up", "1")
-            .header("Server", "origin")
+            .header("Server", "origin");
+        // Redirects in the shapes backends send them.
+        match r.target.rsplit('/').next().unwrap_or("") {
+            "r1" => reply
+                .status(302)
+                .header("Location", &format!("http://127.0.0.1:{p}/b/next")),
+            "r2" => reply
+                .status(301)
+                .header("Location", &format!("http://127.0.0.1:{p}/elsewhere")),
+            "r3" => reply.status(302).header("Location", "/rel/path"),
+            "r4" => reply
+                .status(302)
+                .header("Location", "https://other.example/x"),
+            _ => reply,
+        }
     });
     let p = o.port;
+    port.store(p as usize, Ordering::SeqCst);
     // A server-level proxy_set_header reaches every location without its
     // own lines (all-or-nothing inheritance): /set/ does not get it.
     let locations = format!(
@@ -1220,7 +1238,9 @@ fn upstream_requests_match_nginx() {
            proxy_set_header X-FF $proxy_add_x_forwarded_for; proxy_set_header User-Agent \"\"; \
            proxy_set_header X-Host $proxy_host:$proxy_port; }}\n\
          location /var/ {{ proxy_pass http://127.0.0.1:{p}/fixed$is_args$args; }}\n\
-         location /h11/ {{ proxy_pass http://127.0.0.1:{p}; proxy_http_version 1.1; proxy_hide_header X-Up; }}"
+         location /h11/ {{ proxy_pass http://127.0.0.1:{p}; proxy_http_version 1.1; proxy_hide_header X-Up; }}\n\
+         location /red/ {{ proxy_pass http://127.0.0.1:{p}/b/; proxy_redirect http://127.0.0.1:{p}/elsewhere /moved; proxy_redirect default; }}\n\
+         location /off/ {{ proxy_pass http://127.0.0.1:{p}/b/; proxy_redirect off; }}"
     );
     let Some(ngx) = Nginx::start(&format!(
         "server {{\n listen 127.0.0.1:{{PORT}};\n server_name localhost;\n {locations}\n }}"
@@ -1241,6 +1261,13 @@ fn upstream_requests_match_nginx() {
         "GET /var/zzz HTTP/1.1",
         "HEAD /h11/ HTTP/1.1",
         "DELETE /plain/item HTTP/1.1",
+        "GET /a/r1 HTTP/1.1",
+        "GET /plain/r1 HTTP/1.1",
+        "GET /red/r1 HTTP/1.1",
+        "GET /red/r2 HTTP/1.1",
+        "GET /red/r3 HTTP/1.1",
+        "GET /red/r4 HTTP/1.1",
+        "GET /off/r1 HTTP/1.1",
     ]
     .iter()
     .map(|l| {

@@ -482,6 +482,12 @@ pub static TABLE: &[Spec] = &[
         Arity::N(1),
         loc_size!(proxy_buffer_size),
     ),
+    d(
+        "proxy_redirect",
+        HSL,
+        Arity::Range(1, 2),
+        set_proxy_redirect,
+    ),
     // ---- end of reverse proxy rows
 ];
 
@@ -1691,6 +1697,7 @@ fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             proxy_port: 80,
             location,
             groups,
+            redirect_default: None,
         }
     } else {
         let split = split_url(url)?;
@@ -1734,6 +1741,10 @@ fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
                 }
             }
         };
+        let redirect_default = Some(match &split.uri {
+            Some(_) => (url.clone(), location.clone()),
+            None => (format!("{url}/"), "/".to_string()),
+        });
         ProxyPass {
             target: ProxyTarget::Group(group),
             uri: split.uri,
@@ -1741,9 +1752,33 @@ fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             proxy_port: split.port.unwrap_or(80),
             location,
             groups,
+            redirect_default,
         }
     };
     b.location().handler = Handler::Proxy(Arc::new(pass));
+    Ok(())
+}
+/// `proxy_redirect off | default | redirect replacement` (lines add up;
+/// `off` clears them).
+fn set_proxy_redirect(b: &mut Build, d: &Directive) -> Res {
+    use crate::upstream::RedirectRule;
+    let rule = match d.args.as_slice() {
+        [a] if a == "off" => None,
+        [a] if a == "default" => Some(RedirectRule::Default),
+        [a] => return Err(format!("invalid parameter \"{a}\"")),
+        [from, _] if from.starts_with('~') => {
+            return Err("regex \"proxy_redirect\" is not supported by porter".to_string())
+        }
+        [from, to] => Some(RedirectRule::Replace(template(from)?, template(to)?)),
+        _ => unreachable!("arity checked"),
+    };
+    let slot = &mut b.loc().proxy_redirect;
+    let mut list = match (&rule, slot.as_deref()) {
+        (None, _) | (_, None) => Vec::new(),
+        (Some(_), Some(v)) => v.clone(),
+    };
+    list.extend(rule);
+    *slot = Some(Arc::new(list));
     Ok(())
 }
 // ---- end of reverse proxy setters

@@ -458,4 +458,7 @@ loc_settings! {
     proxy_intercept_errors: bool = false;
     /// `proxy_buffer_size`: the largest upstream response head.
     proxy_buffer_size: u64 = 4096;
+    /// `proxy_redirect` rules (`off`: none; unset: `default`).
+    proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
+        Arc::new(vec![crate::upstream::RedirectRule::Default]);
 }

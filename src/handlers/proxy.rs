@@ -16,7 +16,7 @@
 //!
 //! What NGINX does that porter does not (yet): buffering of large request
 //! bodies to a temp file (a body over 64 KiB streams, so once it went to a
-//! failing peer the request is not retried), `proxy_redirect`,
+//! failing peer the request is not retried), regex `proxy_redirect`,
 //! `proxy_cookie_*`.
 
 use std::cell::RefCell;
@@ -33,8 +33,8 @@ use crate::log::Level;
 use crate::upstream::wire::{self, Framing, HeadError};
 use crate::upstream::{
     self, balance::PeerSet, pool, BodyLog, NextUpstream, PeerRef, PoolReturn, ProxyPass,
-    ProxyTarget, TryRecord, UpstreamBody, UpstreamConn, UpstreamGroup, UpstreamResponse,
-    UpstreamVars,
+    ProxyTarget, RedirectRule, TryRecord, UpstreamBody, UpstreamConn, UpstreamGroup,
+    UpstreamResponse, UpstreamVars,
 };
 
 /// A request body up to this long is read whole before the upstream is
@@ -99,7 +99,7 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -
             {
                 return Outcome::Status(status);
             }
-            Outcome::Send(into_response(ctx, up))
+            Outcome::Send(into_response(ctx, pass, up))
         }
         Err(UpstreamError::Status(code)) => Outcome::Status(code),
         Err(UpstreamError::ClientGone) => Outcome::Close,
@@ -795,7 +795,7 @@ async fn exchange(
 /// Step two: the client response for an upstream response — its status
 /// and headers (less the hidden and hop-by-hop ones) and its body as a
 /// stream.
-pub fn into_response(ctx: &RequestCtx, up: UpstreamResponse) -> Response {
+pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -> Response {
     let s = &ctx.loc.s;
     let mut r = Response::new(up.status());
     let hidden = |n: &str| {
@@ -810,6 +810,16 @@ pub fn into_response(ctx: &RequestCtx, up: UpstreamResponse) -> Response {
         match lower.as_str() {
             "content-type" if r.content_type.is_none() => r.content_type = Some(v.clone()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
+            "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {
+                // Rewritten to a path: made absolute and sent in its own
+                // slot, as NGINX's header filter does. Anything else
+                // (a URL, or a Location no rule matched) stays in line.
+                Some(v) if v.starts_with('/') => {
+                    r.location = Some(crate::handlers::absolute_location(ctx, &v))
+                }
+                Some(v) => r.headers.push((n.clone(), v)),
+                None => r.headers.push((n.clone(), v.clone())),
+            },
             "last-modified" if r.last_modified.is_none() => match httpdate::parse_http_date(v) {
                 Ok(t) => {
                     r.last_modified = t
@@ -842,6 +852,24 @@ pub fn into_response(ctx: &RequestCtx, up: UpstreamResponse) -> Response {
         r.body = Body::Stream(StreamBody::new(Box::new(up.body)));
     }
     r
+}
+
+/// An upstream's `Location` after `proxy_redirect`: the first rule whose
+/// prefix matches replaces it (`None`: no rule matched).
+fn rewrite_location(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> Option<String> {
+    for rule in ctx.loc.s.proxy_redirect.iter() {
+        let (from, to) = match rule {
+            RedirectRule::Default => match &pass.redirect_default {
+                Some((f, t)) => (f.clone(), t.clone()),
+                None => continue,
+            },
+            RedirectRule::Replace(f, t) => (f.render(ctx), t.render(ctx)),
+        };
+        if let Some(rest) = v.strip_prefix(from.as_str()) {
+            return Some(format!("{to}{rest}"));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -122,6 +122,16 @@ pub enum ProxyTarget {
     Dynamic(Template),
 }
 
+/// One `proxy_redirect` rule, applied to an upstream's `Location`.
+#[derive(Debug, Clone)]
+pub enum RedirectRule {
+    /// `default`: the `proxy_pass` URL (with `/` when it has no URI part)
+    /// becomes the location's path (`/`).
+    Default,
+    /// `proxy_redirect redirect replacement`: a prefix and what replaces it.
+    Replace(Template, Template),
+}
+
 /// A `proxy_pass` directive, compiled.
 #[derive(Debug)]
 pub struct ProxyPass {
@@ -137,6 +147,9 @@ pub struct ProxyPass {
     pub location: String,
     /// The `upstream` blocks, for a dynamic target to name one.
     pub groups: Arc<Vec<Arc<UpstreamGroup>>>,
+    /// What `proxy_redirect default` replaces, and with what (None with
+    /// variables in the URL).
+    pub redirect_default: Option<(String, String)>,
 }
 
 /// A URL `proxy_pass` accepts, split: `http://HOST[:PORT][URI]`.
