@@ -1413,3 +1413,34 @@ fn tries_intercept_errors_and_body_limits() {
     assert_eq!(names, ["Host", "Connection"]);
     assert!(req.body.is_empty());
 }
+
+#[test]
+fn client_leaving_mid_body_closes_the_upstream() {
+    const LEN: u64 = 64 * 1024 * 1024;
+    let o = Origin::start(|_| Reply::ok(b"").framing(Framing::Generated(LEN)));
+    let s = Server::start(&conf(
+        "",
+        &format!(
+            "    location / {{ proxy_pass http://127.0.0.1:{}; }}",
+            o.port
+        ),
+    ));
+    let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    c.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut some = [0u8; 4096];
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = c.read(&mut some).unwrap();
+    drop(c);
+    // porter notices when its next write fails and drops the upstream
+    // connection: the origin's writes fail and its connection ends.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while o.closed.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(o.closed.load(Ordering::SeqCst), 1);
+    assert!(o.written.load(Ordering::SeqCst) < LEN);
+    // And porter still serves (the whole body, this time).
+    let r = get1(s.port, "/");
+    assert_eq!((r.status, r.body.len() as u64), (200, LEN));
+}
