@@ -702,20 +702,20 @@ async fn send(
             write_all(stream, parts.trailer.as_bytes(), false, t).await?;
             Ok(total + parts.trailer.len() as u64)
         }
-        Body::Stream(body) => {
-            // Not corked: the first piece may be a while coming.
-            write_all(stream, out, false, t).await?;
-            send_stream(stream, body, resp.chunked, t).await
-        }
+        Body::Stream(body) => send_stream(stream, out, body, resp.chunked, t).await,
     }
 }
 
-/// Sends a streamed body piece by piece, each written before the next is
-/// asked for (so a slow client holds back the source), with chunked
-/// framing when `chunked`. Returns body bytes sent.
+/// Sends `head` and a streamed body piece by piece, each written before
+/// the next is asked for (so a slow client holds back the source), with
+/// chunked framing when `chunked`. A first piece already at hand goes out
+/// with the head in one write (a small proxied response is one packet);
+/// otherwise the head goes at once, as the body may be a while coming.
+/// Returns body bytes sent.
 #[allow(clippy::await_holding_refcell_ref)]
 async fn send_stream(
     stream: &TcpStream,
+    head: &[u8],
     body: &response::StreamBody,
     chunked: bool,
     t: Duration,
@@ -725,26 +725,49 @@ async fn send_stream(
     let mut source = body.0.borrow_mut();
     let mut piece = Vec::with_capacity(COPY_CHUNK);
     let mut total = 0u64;
+    // One poll without a waker: ready only if the piece needs no waiting
+    // (body streams are cancel-safe, so a pending poll is simply dropped).
+    let first = source
+        .read_chunk(&mut piece)
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+    let mut at_hand = match first {
+        std::task::Poll::Ready(r) => Some(r?),
+        std::task::Poll::Pending => None,
+    };
+    let mut head = head;
+    if at_hand.is_none() {
+        write_all(stream, head, false, t).await?;
+        head = &[];
+    }
     loop {
-        piece.clear();
-        if !source.read_chunk(&mut piece).await? {
+        let more = match at_hand.take() {
+            Some(m) => m,
+            None => {
+                piece.clear();
+                source.read_chunk(&mut piece).await?
+            }
+        };
+        if !more {
             break;
         }
         if piece.is_empty() {
             continue;
         }
         total += piece.len() as u64;
+        let mut lead = head.to_vec();
+        head = &[];
         if chunked {
-            let size = format!("{:x}\r\n", piece.len());
+            lead.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
             piece.extend_from_slice(b"\r\n");
-            write_two(stream, size.as_bytes(), &piece, t).await?;
-        } else {
-            write_all(stream, &piece, false, t).await?;
         }
+        write_two(stream, &lead, &piece, t).await?;
     }
+    let mut tail = head.to_vec();
     if chunked {
-        write_all(stream, b"0\r\n\r\n", false, t).await?;
+        tail.extend_from_slice(b"0\r\n\r\n");
     }
+    write_all(stream, &tail, false, t).await?;
     Ok(total)
 }
 

@@ -51,7 +51,9 @@ pub trait BodyStream {
     /// Appends the next piece of the body to `out` (cleared by the
     /// caller); `Ok(false)` at the end of the body. An error means the body
     /// is truncated; the stream has logged why when
-    /// [`is_logged`] says so.
+    /// [`is_logged`] says so. The future must be cancel-safe: dropping it
+    /// before it completes loses no bytes (the connection loop polls it
+    /// once to see whether a piece is already at hand).
     fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a>;
 }
 

@@ -237,29 +237,29 @@ pub async fn write_all(stream: &TcpStream, mut data: &[u8], timeout: Duration) -
 }
 
 /// Reads what is available into `buf` (at most [`READ_CHUNK`] more),
-/// waiting at most `timeout`; `Ok(0)` when the upstream closed.
+/// waiting at most `timeout`; `Ok(0)` when the upstream closed. Cancel-safe:
+/// `buf` only grows by bytes actually read.
 pub async fn read_some(
     stream: &TcpStream,
     buf: &mut Vec<u8>,
     timeout: Duration,
 ) -> io::Result<usize> {
-    let start = buf.len();
-    buf.resize(start + READ_CHUNK, 0);
-    let r = loop {
-        match stream.try_read(&mut buf[start..]) {
-            Ok(n) => break Ok(n),
+    loop {
+        let start = buf.len();
+        buf.resize(start + READ_CHUNK, 0);
+        let r = stream.try_read(&mut buf[start..]);
+        buf.truncate(start + *r.as_ref().unwrap_or(&0));
+        match r {
+            Ok(n) => return Ok(n),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 match tokio::time::timeout(timeout, stream.readable()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => break Err(e),
-                    Err(_) => break Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+                    Ok(r) => r?,
+                    Err(_) => return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
                 }
             }
-            Err(e) => break Err(e),
+            Err(e) => return Err(e),
         }
-    };
-    buf.truncate(start + *r.as_ref().unwrap_or(&0));
-    r
+    }
 }
 
 /// What the upstream answered: the parsed head, and the body still to be
