@@ -741,14 +741,17 @@ fn next_upstream_retries_only_listed_conditions() {
             "upstream u {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
              upstream u2 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
              upstream u3 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
-             upstream u4 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}",
+             upstream u4 {{ server 127.0.0.1:{f}; server 127.0.0.1:{g}; }}\n\
+             upstream u5 {{ server 127.0.0.1:{dead}; server 127.0.0.1:{g}; }}",
             f = failing.port,
-            g = good.port
+            g = good.port,
+            dead = free_port()
         ),
         "    location /retry/ { proxy_pass http://u; proxy_next_upstream error http_502; }\n\
              location /plain/ { proxy_pass http://u2; }\n\
              location /post/ { proxy_pass http://u3; proxy_next_upstream error http_502; }\n\
-             location /put/ { proxy_pass http://u4; proxy_next_upstream error http_502; }",
+             location /put/ { proxy_pass http://u4; proxy_next_upstream error http_502; }\n\
+             location /postdead/ { proxy_pass http://u5; }",
     ));
     for _ in 0..4 {
         let r = get1(s.port, "/retry/");
@@ -780,6 +783,12 @@ fn next_upstream_retries_only_listed_conditions() {
         })
         .collect();
     assert!(posts.contains(&502), "{posts:?}");
+    // A POST that never reached a peer (connect refused) does go on.
+    let r = request(
+        s.port,
+        b"POST /postdead/ HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi",
+    );
+    assert_eq!((r.status, r.header("X-Origin")), (200, Some("g")));
 }
 
 #[test]

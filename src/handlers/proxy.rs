@@ -217,6 +217,8 @@ struct Failure {
     cond: u16,
     /// The peer is at fault (counts towards `max_fails`).
     peer_failed: bool,
+    /// The request (or part of it) reached the peer.
+    sent: bool,
 }
 
 /// Where the target of this request resolved.
@@ -406,12 +408,14 @@ pub async fn fetch(
             (ReqBody::Stream { .. }, Some(b)) => b.borrow().read > 0,
             _ => false,
         };
-        let may_retry = |cond: u16| {
+        // A request that never reached the peer (connect failed) may go
+        // to the next one whatever its method, as in NGINX.
+        let may_retry = |cond: u16, sent: bool| {
             s.proxy_next_upstream.has(cond)
                 && tries < max_tries
                 && (s.proxy_next_upstream_timeout.is_zero()
                     || started.elapsed() < s.proxy_next_upstream_timeout)
-                && (idempotent || s.proxy_next_upstream.has(NextUpstream::NON_IDEMPOTENT))
+                && (idempotent || !sent || s.proxy_next_upstream.has(NextUpstream::NON_IDEMPOTENT))
                 && !body_spent
         };
         match outcome {
@@ -421,7 +425,7 @@ pub async fn fetch(
                 // on: a failure of the peer, except 403 and 404, which are
                 // answers. Otherwise the response stands and the peer did
                 // its job (NGINX frees it as a success).
-                if NextUpstream::status_bit(status).is_some_and(may_retry) {
+                if NextUpstream::status_bit(status).is_some_and(|b| may_retry(b, true)) {
                     group.release(peer, !matches!(status, 403 | 404));
                     continue;
                 }
@@ -433,7 +437,7 @@ pub async fn fetch(
             }
             Err(Ok(f)) => {
                 group.release(peer, f.peer_failed);
-                if may_retry(f.cond) {
+                if may_retry(f.cond, f.sent) {
                     continue;
                 }
                 return Err(UpstreamError::Status(f.status));
@@ -558,7 +562,7 @@ async fn attempt(
                             crate::util::errno_text(&e)
                         ));
                     }
-                    break Err(Ok(fail(timed_out, &mut rec)));
+                    break Err(Ok(fail(timed_out, false, &mut rec)));
                 }
             },
         };
@@ -580,6 +584,7 @@ async fn attempt(
                             status: 502,
                             cond: NextUpstream::INVALID_HEADER,
                             peer_failed: true,
+                            sent: true,
                         }));
                     }
                 };
@@ -614,7 +619,7 @@ async fn attempt(
                 let f = match e {
                     HeadFail::Closed => {
                         log(format_args!("upstream prematurely closed connection while reading response header from upstream"));
-                        fail(false, &mut rec)
+                        fail(false, true, &mut rec)
                     }
                     HeadFail::Io(e, phase) => {
                         let timed_out = e.raw_os_error() == Some(libc::ETIMEDOUT);
@@ -633,7 +638,7 @@ async fn attempt(
                                 crate::util::errno_text(&e)
                             ));
                         }
-                        fail(timed_out, &mut rec)
+                        fail(timed_out, true, &mut rec)
                     }
                     HeadFail::Invalid(h) => {
                         log(format_args!(
@@ -644,6 +649,7 @@ async fn attempt(
                             status: 502,
                             cond: NextUpstream::INVALID_HEADER,
                             peer_failed: true,
+                            sent: true,
                         }
                     }
                 };
@@ -663,7 +669,7 @@ fn method_is_head(ctx: &RequestCtx) -> bool {
     ctx.head.method == "HEAD"
 }
 
-fn fail(timed_out: bool, rec: &mut TryRecord) -> Failure {
+fn fail(timed_out: bool, sent: bool, rec: &mut TryRecord) -> Failure {
     let status = if timed_out { 504 } else { 502 };
     rec.status = Some(status);
     Failure {
@@ -674,6 +680,7 @@ fn fail(timed_out: bool, rec: &mut TryRecord) -> Failure {
             NextUpstream::ERROR
         },
         peer_failed: true,
+        sent,
     }
 }
 
