@@ -815,6 +815,14 @@ pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -
             continue;
         }
         match lower.as_str() {
+            "server" => {
+                r.own_server = false;
+                r.headers.push((n.clone(), v.clone()));
+            }
+            "date" => {
+                r.own_date = false;
+                r.headers.push((n.clone(), v.clone()));
+            }
             "content-type" if r.content_type.is_none() => r.content_type = Some(v.clone()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
             "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {

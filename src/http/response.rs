@@ -203,6 +203,12 @@ pub struct Response {
     /// Send the body with chunked transfer coding (a streamed body of
     /// unknown length to an HTTP/1.1 client).
     pub chunked: bool,
+    /// `headers` carry the upstream's own `Server` / `Date` lines
+    /// (`proxy_pass_header`): porter's are left out, as NGINX leaves out
+    /// its own.
+    pub own_server: bool,
+    /// See `own_server`.
+    pub own_date: bool,
 }
 
 impl Response {
@@ -221,6 +227,8 @@ impl Response {
             body: Body::Empty,
             close: false,
             chunked: false,
+            own_server: true,
+            own_date: true,
         }
     }
 
@@ -293,12 +301,16 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
 /// Keep-Alive, ETag, the extra headers, Accept-Ranges.
 pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     status::status_line(r.status, out);
-    out.extend_from_slice(if o.server_tokens {
-        concat!("Server: porter/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
-    } else {
-        b"Server: porter\r\n"
-    });
-    header(out, "Date", o.date);
+    if r.own_server {
+        out.extend_from_slice(if o.server_tokens {
+            concat!("Server: porter/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
+        } else {
+            b"Server: porter\r\n"
+        });
+    }
+    if r.own_date {
+        header(out, "Date", o.date);
+    }
     if let Some(ct) = &r.content_type {
         header(out, "Content-Type", ct);
     }
