@@ -1459,3 +1459,48 @@ fn client_leaving_mid_body_closes_the_upstream() {
     let r = get1(s.port, "/");
     assert_eq!((r.status, r.body.len() as u64), (200, LEN));
 }
+
+#[test]
+fn reload_switches_upstreams_and_timeouts_bound_retries() {
+    let a = named_origin("a");
+    let b = named_origin("b");
+    let ka = |port: u16| {
+        conf(
+            &format!("upstream u {{ server 127.0.0.1:{port}; keepalive 4; }}"),
+            "    location / { proxy_pass http://u; proxy_http_version 1.1; proxy_set_header Connection \"\"; }",
+        )
+    };
+    let s = Server::start(&ka(a.port));
+    assert_eq!(get1(s.port, "/").header("X-Origin"), Some("a"));
+    // A new generation has new groups: no idle connection to `a` is reused.
+    s.prefix.write(
+        "porter.conf",
+        config_text(&ka(b.port), s.port, s.prefix.path()),
+    );
+    s.signal(1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get1(s.port, "/").header("X-Origin") != Some("b") {
+        assert!(Instant::now() < deadline, "reload did not apply");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..5 {
+        assert_eq!(get1(s.port, "/").header("X-Origin"), Some("b"));
+    }
+
+    // proxy_next_upstream_timeout: the first try's 1 s timeout used up the
+    // 500 ms budget, so the good peer is not asked.
+    let slow = Origin::start(|r| echo(r).delay(Duration::from_secs(2)));
+    let s = Server::start(&conf(
+        &format!(
+            "upstream t {{ server 127.0.0.1:{}; server 127.0.0.1:{}; }}\n\
+             upstream t2 {{ server 127.0.0.1:{}; server 127.0.0.1:{}; }}",
+            slow.port, a.port, slow.port, a.port
+        ),
+        "    proxy_read_timeout 1s;\n\
+             location /budget/ { proxy_pass http://t; proxy_next_upstream_timeout 500ms; }\n\
+             location /nobudget/ { proxy_pass http://t2; }",
+    ));
+    assert_eq!(get1(s.port, "/budget/").status, 504);
+    let r = get1(s.port, "/nobudget/");
+    assert_eq!((r.status, r.header("X-Origin")), (200, Some("a")));
+}
