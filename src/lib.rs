@@ -1,12 +1,14 @@
-//! porter: an event-driven HTTP/1.1 static-file server whose event loops
-//! never wait on a disk, configured in NGINX's syntax.
+//! porter: an event-driven HTTP/1.1 static-file server and reverse proxy
+//! whose event loops never wait on a disk, configured in NGINX's syntax.
 //!
 //! Map of the crate (see `docs/design.md`):
 //! - [`config`]: NGINX-syntax parser, directive table, typed model;
 //! - [`runtime`]: master thread, workers (one event loop each), listeners;
 //! - [`http`]: parsing, ranges, conditionals, the connection loop;
-//! - [`handlers`]: locations, static files, `return`, `error_page`, status,
-//!   and the header filter chain;
+//! - [`handlers`]: locations, static files, `proxy_pass`, `return`,
+//!   `error_page`, status, and the header filter chain;
+//! - [`upstream`]: upstream groups and NGINX's balancers, per-worker
+//!   keep-alive pools, HTTP/1 client framing (the proxy handler's parts);
 //! - [`disk`]: the only place that touches the file system;
 //! - [`log`]: access and error logs, written off the event loops;
 //! - [`metrics`]: server-wide counters.
@@ -19,4 +21,5 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod runtime;
+pub mod upstream;
 pub mod util;

@@ -23,6 +23,7 @@ use crate::cache::{Levels, TempPath, ZoneSpec};
 use crate::disk::pool::PoolSpec;
 use crate::log::format::Escape;
 use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
+use crate::upstream::balance::{self, HashConf, PeerSet, PeerSpec, UpstreamGroup};
 
 /// Contexts, as bit flags.
 pub const MAIN: u16 = 1;
@@ -34,6 +35,8 @@ pub const HTTP: u16 = 4;
 pub const SRV: u16 = 8;
 /// `location { }`.
 pub const LOC: u16 = 16;
+/// `upstream { }`.
+pub const UPSTREAM: u16 = 32;
 const HSL: u16 = HTTP | SRV | LOC;
 
 /// How many arguments a directive takes.
@@ -465,11 +468,148 @@ pub static TABLE: &[Spec] = &[
         Arity::Min(1),
         set_proxy_cache_valid,
     ),
+    // ---- reverse proxy: upstream groups and proxy_* (src/upstream,
+    // src/handlers/proxy.rs). `server`, `keepalive_timeout` and
+    // `keepalive_requests` inside `upstream { }` are other directives than
+    // the same names elsewhere: [`find_in`] picks the row by context.
+    blk("upstream", HTTP, Arity::N(1), set_upstream),
+    d("server", UPSTREAM, Arity::Min(1), set_upstream_server),
+    d("keepalive", UPSTREAM, Arity::N(1), |b, d| {
+        let n = match d.args[0].parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(format!(
+                    "invalid value \"{}\" in \"{}\" directive",
+                    d.args[0], d.name
+                ))
+            }
+        };
+        set_once(&mut b.upstream().keepalive, n, d)
+    }),
+    d("keepalive_timeout", UPSTREAM, Arity::N(1), |b, d| {
+        let t = time(d, &d.args[0])?;
+        set_once(&mut b.upstream().keepalive_timeout, t, d)
+    }),
+    d("keepalive_requests", UPSTREAM, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.upstream().keepalive_requests, n, d)
+    }),
+    d("hash", UPSTREAM, Arity::Range(1, 2), set_upstream_hash),
+    d("proxy_pass", LOC, Arity::N(1), set_proxy_pass),
+    d("proxy_set_header", HSL, Arity::N(2), |b, d| {
+        let v = template(&d.args[1])?;
+        let slot = &mut b.loc().proxy_set_header;
+        let mut list = slot.as_deref().cloned().unwrap_or_default();
+        list.push((d.args[0].clone(), v));
+        *slot = Some(Arc::new(list));
+        Ok(())
+    }),
+    d("proxy_http_version", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "1.0" => false,
+            "1.1" => true,
+            v => return Err(format!("invalid value \"{v}\"")),
+        };
+        set_once(&mut b.loc().proxy_http11, v, d)
+    }),
+    d(
+        "proxy_connect_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_connect_timeout),
+    ),
+    d(
+        "proxy_read_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_read_timeout),
+    ),
+    d(
+        "proxy_send_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_send_timeout),
+    ),
+    d("proxy_next_upstream", HSL, Arity::Min(1), |b, d| {
+        let v = crate::upstream::NextUpstream::parse(&d.args)?;
+        set_once(&mut b.loc().proxy_next_upstream, v, d)
+    }),
+    d("proxy_next_upstream_tries", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.loc().proxy_next_upstream_tries, n, d)
+    }),
+    d(
+        "proxy_next_upstream_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_next_upstream_timeout),
+    ),
+    d(
+        "proxy_buffering",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_buffering),
+    ),
+    d(
+        "proxy_pass_request_headers",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_pass_request_headers),
+    ),
+    d(
+        "proxy_pass_request_body",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_pass_request_body),
+    ),
+    d("proxy_hide_header", HSL, Arity::N(1), |b, d| {
+        let slot = &mut b.loc().proxy_hide_header;
+        let mut list = slot.as_deref().cloned().unwrap_or_default();
+        list.push(d.args[0].to_ascii_lowercase());
+        *slot = Some(Arc::new(list));
+        Ok(())
+    }),
+    d("proxy_pass_header", HSL, Arity::N(1), |b, d| {
+        let slot = &mut b.loc().proxy_pass_header;
+        let mut list = slot.as_deref().cloned().unwrap_or_default();
+        list.push(d.args[0].to_ascii_lowercase());
+        *slot = Some(Arc::new(list));
+        Ok(())
+    }),
+    d(
+        "proxy_intercept_errors",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_intercept_errors),
+    ),
+    d(
+        "proxy_buffer_size",
+        HSL,
+        Arity::N(1),
+        loc_size!(proxy_buffer_size),
+    ),
+    d(
+        "proxy_redirect",
+        HSL,
+        Arity::Range(1, 2),
+        set_proxy_redirect,
+    ),
+    // ---- end of reverse proxy rows
 ];
 
 /// Looks a directive up by name.
 pub fn find(name: &str) -> Option<&'static Spec> {
     TABLE.iter().find(|s| s.name == name)
+}
+
+/// Looks a directive up by name as written in context `ctx`: the row
+/// allowed there (`server` in `upstream { }` is not the `server` block),
+/// else the first row of that name (which then reports "not allowed here").
+pub fn find_in(name: &str, ctx: u16) -> Option<&'static Spec> {
+    TABLE
+        .iter()
+        .find(|s| s.name == name && s.contexts & ctx != 0)
+        .or_else(|| find(name))
 }
 
 /// Config under construction.
@@ -496,6 +636,9 @@ pub struct Build {
     pools: Vec<PoolSpec>,
     default_pool_used: bool,
     cache: CacheBuild,
+    upstreams: Vec<Arc<UpstreamGroup>>,
+    implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
+    cur_upstream: Option<UpstreamB>,
 }
 
 struct ListenB {
@@ -550,6 +693,9 @@ impl Build {
             pools: Vec::new(),
             default_pool_used: false,
             cache: CacheBuild::default(),
+            upstreams: Vec::new(),
+            implicit_upstreams: HashMap::new(),
+            cur_upstream: None,
         }
     }
 
@@ -576,6 +722,10 @@ impl Build {
 
     fn server(&mut self) -> &mut ServerB {
         self.servers.last_mut().expect("server")
+    }
+
+    fn upstream(&mut self) -> &mut UpstreamB {
+        self.cur_upstream.as_mut().expect("upstream")
     }
 
     fn location(&mut self) -> &mut LocB {
@@ -612,8 +762,8 @@ impl Build {
 
     fn apply(&mut self, dir: &Directive) -> Result<(), ConfError> {
         let at = |m: String| dir.error(m);
-        let spec =
-            find(&dir.name).ok_or_else(|| at(format!("unknown directive \"{}\"", dir.name)))?;
+        let spec = find_in(&dir.name, self.ctx)
+            .ok_or_else(|| at(format!("unknown directive \"{}\"", dir.name)))?;
         if spec.contexts & self.ctx == 0 {
             return Err(at(format!(
                 "\"{}\" directive is not allowed here",
@@ -1777,6 +1927,259 @@ fn set_proxy_cache_valid(b: &mut Build, d: &Directive) -> Res {
     *slot = Some(Arc::new(list));
     Ok(())
 }
+// ---- reverse proxy: `upstream { }` and `proxy_pass`.
+
+/// An `upstream { }` block being read.
+struct UpstreamB {
+    name: String,
+    primary: Vec<PeerSpec>,
+    backup: Vec<PeerSpec>,
+    keepalive: Option<usize>,
+    keepalive_timeout: Option<Duration>,
+    keepalive_requests: Option<u64>,
+    hash: Option<(Template, bool)>,
+}
+
+/// Resolves `host[:port]` (port 80 when absent) at config time, as NGINX
+/// does for upstream servers; the error is NGINX's.
+fn resolve_upstream(host: &str, port: Option<u16>, shown: &str) -> Result<Vec<SocketAddr>, String> {
+    let port = port.unwrap_or(80);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let mut addrs: Vec<SocketAddr> = (bare, port)
+        .to_socket_addrs()
+        .map_err(|_| format!("host not found in upstream \"{shown}\""))?
+        .collect();
+    addrs.dedup();
+    if addrs.is_empty() {
+        return Err(format!("host not found in upstream \"{shown}\""));
+    }
+    Ok(addrs)
+}
+
+fn set_upstream(b: &mut Build, d: &Directive) -> Res {
+    let name = d.args[0].clone();
+    if b.upstreams.iter().any(|g| g.name == name) {
+        return Err(format!("duplicate upstream \"{name}\""));
+    }
+    b.cur_upstream = Some(UpstreamB {
+        name,
+        primary: Vec::new(),
+        backup: Vec::new(),
+        keepalive: None,
+        keepalive_timeout: None,
+        keepalive_requests: None,
+        hash: None,
+    });
+    let r = b.walk_nested(d, UPSTREAM);
+    let ub = b.cur_upstream.take().expect("upstream");
+    r?;
+    if ub.primary.is_empty() {
+        return Err("no servers are inside upstream".to_string());
+    }
+    if ub.hash.is_some() && !ub.backup.is_empty() {
+        return Err("invalid parameter \"backup\"".to_string());
+    }
+    let hash = ub.hash.map(|(key, consistent)| HashConf {
+        key,
+        ring: consistent.then(|| balance::ketama_ring(&ub.primary)),
+    });
+    b.upstreams.push(Arc::new(UpstreamGroup {
+        id: balance::next_id(),
+        name: ub.name,
+        primary: PeerSet::new(ub.primary),
+        backup: PeerSet::new(ub.backup),
+        hash,
+        keepalive: ub.keepalive.unwrap_or(0),
+        keepalive_timeout: ub.keepalive_timeout.unwrap_or(Duration::from_secs(60)),
+        keepalive_requests: ub.keepalive_requests.unwrap_or(1000),
+    }));
+    Ok(())
+}
+
+/// `server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down]`
+/// inside `upstream { }`.
+fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
+    let addr = &d.args[0];
+    let mut weight = 1u32;
+    let mut max_fails = 1u32;
+    let mut fail_timeout = Duration::from_secs(10);
+    let mut backup = false;
+    let mut down = false;
+    let bad = |p: &str| format!("invalid parameter \"{p}\"");
+    for p in &d.args[1..] {
+        if let Some(v) = p.strip_prefix("weight=") {
+            weight = v
+                .parse()
+                .ok()
+                .filter(|&n: &u32| n > 0)
+                .ok_or_else(|| bad(p))?;
+        } else if let Some(v) = p.strip_prefix("max_fails=") {
+            max_fails = v.parse().map_err(|_| bad(p))?;
+        } else if let Some(v) = p.strip_prefix("fail_timeout=") {
+            fail_timeout = parse_time(v).ok_or_else(|| bad(p))?;
+        } else if p == "backup" {
+            backup = true;
+        } else if p == "down" {
+            down = true;
+        } else if p.starts_with("max_conns=") || p.starts_with("slow_start=") {
+            return Err(format!("the \"{p}\" parameter is not supported by porter"));
+        } else {
+            return Err(bad(p));
+        }
+    }
+    if addr.starts_with("unix:") {
+        return Err(format!(
+            "unix sockets are not supported by porter in upstream \"{addr}\""
+        ));
+    }
+    let split = crate::upstream::split_url(&format!("http://{addr}"))
+        .map_err(|_| format!("invalid host in upstream \"{addr}\""))?;
+    if split.uri.is_some() {
+        return Err(format!("invalid host in upstream \"{addr}\""));
+    }
+    let addrs = resolve_upstream(&split.host, split.port, addr)?;
+    let ub = b.upstream();
+    let list = if backup {
+        &mut ub.backup
+    } else {
+        &mut ub.primary
+    };
+    for a in addrs {
+        list.push(PeerSpec {
+            server: addr.clone(),
+            addr: a,
+            weight,
+            max_fails,
+            fail_timeout,
+            down,
+        });
+    }
+    Ok(())
+}
+
+fn set_upstream_hash(b: &mut Build, d: &Directive) -> Res {
+    let consistent = match d.args.get(1).map(String::as_str) {
+        None => false,
+        Some("consistent") => true,
+        Some(p) => return Err(format!("invalid parameter \"{p}\"")),
+    };
+    if !b.upstream().backup.is_empty() {
+        return Err("load balancing method redefined".to_string());
+    }
+    let key = template(&d.args[0])?;
+    set_once(&mut b.upstream().hash, (key, consistent), d)
+}
+
+/// `proxy_pass http://NAME|HOST[:PORT][URI]`: an `upstream` name, else an
+/// address resolved now (NGINX's implicit upstream); with variables, the
+/// URL is rendered per request.
+fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
+    use crate::upstream::{split_url, ProxyPass, ProxyTarget};
+    if matches!(b.location().handler, Handler::Proxy(_)) {
+        return Err(dup(d));
+    }
+    let url = &d.args[0];
+    let groups = Arc::new(b.upstreams.clone());
+    let location = b.location().path.clone();
+    let pass = if url.contains('$') {
+        if !(url.starts_with('$') || url.len() > 7 && url[..7].eq_ignore_ascii_case("http://")) {
+            split_url(url)?;
+        }
+        ProxyPass {
+            target: ProxyTarget::Dynamic(template(url)?),
+            uri: None,
+            proxy_host: String::new(),
+            proxy_port: 80,
+            location,
+            groups,
+            redirect_default: None,
+        }
+    } else {
+        let split = split_url(url)?;
+        let shown = &url[7..];
+        let proxy_host = match split.port {
+            Some(p) if p != 80 => format!("{}:{p}", split.host),
+            _ => split.host.clone(),
+        };
+        let group = match b.upstreams.iter().find(|g| g.name == split.host) {
+            Some(g) => Arc::clone(g),
+            None => {
+                let key = format!("{}:{}", split.host, split.port.unwrap_or(80));
+                match b.implicit_upstreams.get(&key) {
+                    Some(g) => Arc::clone(g),
+                    None => {
+                        let addrs = resolve_upstream(&split.host, split.port, shown)?;
+                        let peers = addrs
+                            .into_iter()
+                            .map(|a| PeerSpec {
+                                server: proxy_host.clone(),
+                                addr: a,
+                                weight: 1,
+                                max_fails: 1,
+                                fail_timeout: Duration::from_secs(10),
+                                down: false,
+                            })
+                            .collect();
+                        let g = Arc::new(UpstreamGroup {
+                            id: balance::next_id(),
+                            name: proxy_host.clone(),
+                            primary: PeerSet::new(peers),
+                            backup: PeerSet::new(Vec::new()),
+                            hash: None,
+                            keepalive: 0,
+                            keepalive_timeout: Duration::from_secs(60),
+                            keepalive_requests: 1000,
+                        });
+                        b.implicit_upstreams.insert(key, Arc::clone(&g));
+                        g
+                    }
+                }
+            }
+        };
+        let redirect_default = Some(match &split.uri {
+            Some(_) => (url.clone(), location.clone()),
+            None => (format!("{url}/"), "/".to_string()),
+        });
+        ProxyPass {
+            target: ProxyTarget::Group(group),
+            uri: split.uri,
+            proxy_host,
+            proxy_port: split.port.unwrap_or(80),
+            location,
+            groups,
+            redirect_default,
+        }
+    };
+    b.location().handler = Handler::Proxy(Arc::new(pass));
+    Ok(())
+}
+/// `proxy_redirect off | default | redirect replacement` (lines add up;
+/// `off` clears them).
+fn set_proxy_redirect(b: &mut Build, d: &Directive) -> Res {
+    use crate::upstream::RedirectRule;
+    let rule = match d.args.as_slice() {
+        [a] if a == "off" => None,
+        [a] if a == "default" => Some(RedirectRule::Default),
+        [a] => return Err(format!("invalid parameter \"{a}\"")),
+        [from, _] if from.starts_with('~') => {
+            return Err("regex \"proxy_redirect\" is not supported by porter".to_string())
+        }
+        [from, to] => Some(RedirectRule::Replace(template(from)?, template(to)?)),
+        _ => unreachable!("arity checked"),
+    };
+    let slot = &mut b.loc().proxy_redirect;
+    let mut list = match (&rule, slot.as_deref()) {
+        (None, _) | (_, None) => Vec::new(),
+        (Some(_), Some(v)) => v.clone(),
+    };
+    list.extend(rule);
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+// ---- end of reverse proxy setters
 
 #[cfg(test)]
 mod tests {
@@ -1815,12 +2218,18 @@ mod tests {
     }
 
     #[test]
-    fn table_names_are_unique() {
-        let mut names: Vec<_> = TABLE.iter().map(|s| s.name).collect();
-        names.sort();
-        let before = names.len();
-        names.dedup();
-        assert_eq!(before, names.len());
+    fn table_names_are_unique_per_context() {
+        for (i, a) in TABLE.iter().enumerate() {
+            for b in &TABLE[i + 1..] {
+                assert!(
+                    a.name != b.name || a.contexts & b.contexts == 0,
+                    "`{}` twice in one context",
+                    a.name
+                );
+            }
+        }
+        assert_eq!(find_in("server", UPSTREAM).unwrap().contexts, UPSTREAM);
+        assert_eq!(find_in("server", HTTP).unwrap().contexts, HTTP);
     }
 
     #[test]

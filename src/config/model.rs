@@ -192,6 +192,8 @@ pub enum Handler {
     StubStatus,
     /// `porter_metrics`: Prometheus text.
     Metrics,
+    /// `proxy_pass`.
+    Proxy(Arc<crate::upstream::ProxyPass>),
 }
 
 /// `aio` as written.
@@ -537,4 +539,40 @@ loc_settings! {
     /// `proxy_cache_valid` rules, in order (empty: only response headers
     /// make a response cacheable).
     proxy_cache_valid: Arc<Vec<crate::cache::policy::CacheValid>> = Arc::new(Vec::new());
+
+    // The reverse proxy (`src/upstream`, `src/handlers/proxy.rs`).
+    /// `proxy_set_header` lines, in order (NGINX's defaults `Host
+    /// $proxy_host` and `Connection close` are added when not named here).
+    proxy_set_header: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+    /// `proxy_http_version 1.1` (default 1.0).
+    proxy_http11: bool = false;
+    /// `proxy_connect_timeout`.
+    proxy_connect_timeout: Duration = Duration::from_secs(60);
+    /// `proxy_read_timeout`.
+    proxy_read_timeout: Duration = Duration::from_secs(60);
+    /// `proxy_send_timeout`.
+    proxy_send_timeout: Duration = Duration::from_secs(60);
+    /// `proxy_next_upstream` conditions.
+    proxy_next_upstream: crate::upstream::NextUpstream = crate::upstream::NextUpstream::DEFAULT;
+    /// `proxy_next_upstream_tries` (0: as many as there are peers).
+    proxy_next_upstream_tries: u64 = 0;
+    /// `proxy_next_upstream_timeout` (zero: unlimited).
+    proxy_next_upstream_timeout: Duration = Duration::ZERO;
+    /// `proxy_buffering` (accepted; bodies always stream in bounded pieces).
+    proxy_buffering: bool = true;
+    /// `proxy_pass_request_headers`.
+    proxy_pass_request_headers: bool = true;
+    /// `proxy_pass_request_body`.
+    proxy_pass_request_body: bool = true;
+    /// `proxy_hide_header` names (lowercase), besides NGINX's defaults.
+    proxy_hide_header: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `proxy_pass_header` names (lowercase), taken off the hidden list.
+    proxy_pass_header: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `proxy_intercept_errors`.
+    proxy_intercept_errors: bool = false;
+    /// `proxy_buffer_size`: the largest upstream response head.
+    proxy_buffer_size: u64 = 4096;
+    /// `proxy_redirect` rules (`off`: none; unset: `default`).
+    proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
+        Arc::new(vec![crate::upstream::RedirectRule::Default]);
 }

@@ -89,6 +89,24 @@ pub enum Var {
     Cookie(String),
     /// A variable a `split_clients` block defines.
     Split(Arc<SplitClients>),
+    /// `$proxy_host`.
+    ProxyHost,
+    /// `$proxy_port`.
+    ProxyPort,
+    /// `$proxy_add_x_forwarded_for`.
+    ProxyAddXForwardedFor,
+    /// `$upstream_addr`.
+    UpstreamAddr,
+    /// `$upstream_status`.
+    UpstreamStatus,
+    /// `$upstream_response_time`.
+    UpstreamResponseTime,
+    /// `$upstream_connect_time`.
+    UpstreamConnectTime,
+    /// `$upstream_header_time`.
+    UpstreamHeaderTime,
+    /// `$upstream_http_NAME`: a header of the upstream's response.
+    UpstreamHttp(String),
 }
 
 thread_local! {
@@ -121,6 +139,11 @@ impl Var {
         }
         if let Some(rest) = prefixed("sent_http_") {
             return Some(Var::SentHttp(rest.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rest) = prefixed("upstream_http_") {
+            return Some(Var::UpstreamHttp(
+                rest.to_ascii_lowercase().replace('_', "-"),
+            ));
         }
         if let Some(rest) = prefixed("cookie_") {
             return Some(Var::Cookie(rest.to_string()));
@@ -158,6 +181,14 @@ impl Var {
             "time_iso8601" => Var::TimeIso8601,
             "pid" => Var::Pid,
             "nginx_version" | "porter_version" => Var::Version,
+            "proxy_host" => Var::ProxyHost,
+            "proxy_port" => Var::ProxyPort,
+            "proxy_add_x_forwarded_for" => Var::ProxyAddXForwardedFor,
+            "upstream_addr" => Var::UpstreamAddr,
+            "upstream_status" => Var::UpstreamStatus,
+            "upstream_response_time" => Var::UpstreamResponseTime,
+            "upstream_connect_time" => Var::UpstreamConnectTime,
+            "upstream_header_time" => Var::UpstreamHeaderTime,
             _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
         })
     }

@@ -7,6 +7,7 @@
 
 pub mod filters;
 pub mod metrics;
+pub mod proxy;
 pub mod static_file;
 mod stub_status;
 
@@ -44,6 +45,9 @@ pub struct Env<'a> {
     pub disk: &'a Disk,
     /// The error log.
     pub log: &'a ErrorLog,
+    /// The request body, for a handler that forwards it (the proxy); what
+    /// it leaves unread the connection discards.
+    pub body: Option<&'a std::cell::RefCell<crate::http::body::ClientBody<'a>>>,
 }
 
 /// Produces the response for `ctx`; `None` means close without answering.
@@ -221,6 +225,7 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Handler::Static => static_file::serve(ctx, env).await,
         Handler::StubStatus => stub_status::serve(ctx),
         Handler::Metrics => metrics::serve(ctx, env),
+        Handler::Proxy(ref pass) => proxy::serve(ctx, env, pass).await,
     }
 }
 

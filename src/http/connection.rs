@@ -1,5 +1,6 @@
 //! The HTTP/1.1 connection loop: owns the socket, reads and parses request
-//! heads (pipelined requests stay in the buffer), discards request bodies,
+//! heads (pipelined requests stay in the buffer), lends the request body to
+//! the handler ([`ClientBody`]) and discards what it left unread,
 //! hands each request to the handlers, writes the response they describe,
 //! logs it, and decides whether the connection lives on. A head or URI that
 //! cannot be parsed is answered through the handlers too, at the server
@@ -21,10 +22,10 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::TcpStream;
 
-use super::chunked::ChunkedDecoder;
+use super::body::ClientBody;
 use super::context::{ConnInfo, Method, RequestCtx};
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
-use super::response::{write_head, Body, HeadOptions, Response};
+use super::response::{self, write_head, Body, HeadOptions, Response};
 use super::uri;
 use crate::config::{Config, ListenGroup, ServerConf};
 use crate::disk::{Disk, OpenFile};
@@ -38,8 +39,6 @@ const COPY_CHUNK: usize = 64 * 1024;
 /// Lingering close: wait at most this long per read, and in total.
 const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
 const LINGERING_TIME: Duration = Duration::from_secs(30);
-/// `client_body_timeout` default, used while discarding a body.
-const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a connection needs from its worker.
 pub struct WorkerEnv {
@@ -170,6 +169,7 @@ async fn refuse(
     let env = Env {
         disk: &w.disk,
         log: &w.log,
+        body: None,
     };
     let Some(mut resp) = handlers::respond_status(&mut ctx, &env, code).await else {
         ctx.status = 444;
@@ -240,7 +240,8 @@ enum Next {
 }
 
 /// Answers one request whose head has been read.
-#[allow(clippy::too_many_arguments)]
+// The request body's RefCell is borrowed across awaits only by this task.
+#[allow(clippy::too_many_arguments, clippy::await_holding_refcell_ref)]
 async fn exchange(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
@@ -281,9 +282,13 @@ async fn exchange(
     };
     buf.drain(..consumed);
 
+    // The body stays unread unless a handler reads it (the proxy); what is
+    // left is discarded after the response is decided.
+    let body = std::cell::RefCell::new(ClientBody::new(&*stream, std::mem::take(buf), body_kind));
     let env = Env {
         disk: &w.disk,
         log: &w.log,
+        body: Some(&body),
     };
     let resp = if normalized.is_err() {
         w.log.log_conn(
@@ -301,6 +306,8 @@ async fn exchange(
     } else {
         handlers::respond(&mut ctx, &env).await
     };
+    // The handlers are done with the body; only this task uses it now.
+    let mut body = body.borrow_mut();
     let Some(mut resp) = resp else {
         // `return 444`: close without a response.
         ctx.status = 444;
@@ -320,13 +327,15 @@ async fn exchange(
     // Discard the request body so the next request parses; on a body we
     // refuse (413) or cannot read, close after the response.
     let mut body_ok = true;
-    if let Some(kind) = body_kind {
+    if !body.is_done() {
         if resp.status == 413 || resp.close {
             body_ok = false;
         } else {
-            body_ok = discard_body(stream, buf, kind).await.is_ok();
+            body_ok = body.discard().await.is_ok();
         }
     }
+    *buf = std::mem::take(&mut body.buf);
+    drop(body);
 
     let s = &ctx.loc.s;
     let keepalive_timeout = s.keepalive_timeout;
@@ -356,6 +365,8 @@ async fn exchange(
                 format_args!("{pool}"),
                 &ctx.log_context(),
             ),
+            // A proxied body the upstream cut short: already logged.
+            None if response::is_logged(&e) => {}
             None if e.kind() == io::ErrorKind::UnexpectedEof => w.log.log_conn(
                 Level::Crit,
                 Some(conn.id),
@@ -412,6 +423,7 @@ fn request_ctx(
         sent_headers: Vec::new(),
         document_root: None,
         request_filename: None,
+        upstream: None,
         head,
     }
 }
@@ -533,49 +545,6 @@ async fn read_head(
             Ok(Ok(_)) => {}
             Ok(Err(_)) => return ReadHead::Closed,
         }
-    }
-}
-
-/// Reads and drops a request body: `Some(n)` bytes of Content-Length, or
-/// chunked (`None`).
-async fn discard_body(
-    stream: &mut TcpStream,
-    buf: &mut Vec<u8>,
-    kind: Option<u64>,
-) -> io::Result<()> {
-    match kind {
-        Some(mut left) => loop {
-            let take = (buf.len() as u64).min(left) as usize;
-            buf.drain(..take);
-            left -= take as u64;
-            if left == 0 {
-                return Ok(());
-            }
-            read_more(stream, buf).await?;
-        },
-        None => {
-            let mut dec = ChunkedDecoder::new();
-            loop {
-                let (used, done) = dec
-                    .feed(buf, None)
-                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "bad chunked body"))?;
-                buf.drain(..used);
-                if done {
-                    return Ok(());
-                }
-                read_more(stream, buf).await?;
-            }
-        }
-    }
-}
-
-async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.reserve(16 * 1024);
-    match tokio::time::timeout(BODY_TIMEOUT, stream.read_buf(buf)).await {
-        Err(_) => Err(io::Error::from(io::ErrorKind::TimedOut)),
-        Ok(Ok(0)) => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e),
     }
 }
 
@@ -733,7 +702,73 @@ async fn send(
             write_all(stream, parts.trailer.as_bytes(), false, t).await?;
             Ok(total + parts.trailer.len() as u64)
         }
+        Body::Stream(body) => send_stream(stream, out, body, resp.chunked, t).await,
     }
+}
+
+/// Sends `head` and a streamed body piece by piece, each written before
+/// the next is asked for (so a slow client holds back the source), with
+/// chunked framing when `chunked`. A first piece already at hand goes out
+/// with the head in one write (a small proxied response is one packet);
+/// otherwise the head goes at once, as the body may be a while coming.
+/// Returns body bytes sent.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn send_stream(
+    stream: &TcpStream,
+    head: &[u8],
+    body: &response::StreamBody,
+    chunked: bool,
+    t: Duration,
+) -> io::Result<u64> {
+    // One writer per response: the borrow lasts the send and nothing else
+    // touches the stream.
+    let mut source = body.0.borrow_mut();
+    let mut piece = Vec::with_capacity(COPY_CHUNK);
+    let mut total = 0u64;
+    // One poll without a waker: ready only if the piece needs no waiting
+    // (body streams are cancel-safe, so a pending poll is simply dropped).
+    let first = source
+        .read_chunk(&mut piece)
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+    let mut at_hand = match first {
+        std::task::Poll::Ready(r) => Some(r?),
+        std::task::Poll::Pending => None,
+    };
+    let mut head = head;
+    if at_hand.is_none() {
+        write_all(stream, head, false, t).await?;
+        head = &[];
+    }
+    loop {
+        let more = match at_hand.take() {
+            Some(m) => m,
+            None => {
+                piece.clear();
+                source.read_chunk(&mut piece).await?
+            }
+        };
+        if !more {
+            break;
+        }
+        if piece.is_empty() {
+            continue;
+        }
+        total += piece.len() as u64;
+        let mut lead = head.to_vec();
+        head = &[];
+        if chunked {
+            lead.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+            piece.extend_from_slice(b"\r\n");
+        }
+        write_two(stream, &lead, &piece, t).await?;
+    }
+    let mut tail = head.to_vec();
+    if chunked {
+        tail.extend_from_slice(b"0\r\n\r\n");
+    }
+    write_all(stream, &tail, false, t).await?;
+    Ok(total)
 }
 
 fn truncated() -> io::Error {

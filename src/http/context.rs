@@ -87,6 +87,8 @@ pub struct RequestCtx {
     pub document_root: Option<String>,
     /// `$request_filename`.
     pub request_filename: Option<String>,
+    /// What proxying this request recorded (`$proxy_host`, `$upstream_*`).
+    pub upstream: Option<Box<crate::upstream::UpstreamVars>>,
 }
 
 impl RequestCtx {
@@ -264,6 +266,34 @@ impl VarSource for RequestCtx {
                     .find(|(n, _)| n.eq_ignore_ascii_case(name))
                 {
                     out.push_str(v)
+                }
+            }
+            Var::ProxyAddXForwardedFor => {
+                let mut first = true;
+                for (n, v) in &self.head.headers {
+                    if n.eq_ignore_ascii_case("x-forwarded-for") {
+                        if !first {
+                            out.push_str(", ");
+                        }
+                        out.push_str(v);
+                        first = false;
+                    }
+                }
+                if !first {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "{}", self.conn.peer.ip());
+            }
+            Var::ProxyHost
+            | Var::ProxyPort
+            | Var::UpstreamAddr
+            | Var::UpstreamStatus
+            | Var::UpstreamResponseTime
+            | Var::UpstreamConnectTime
+            | Var::UpstreamHeaderTime
+            | Var::UpstreamHttp(_) => {
+                if let Some(u) = &self.upstream {
+                    u.append(var, out)
                 }
             }
             Var::Cookie(name) => {

@@ -1,6 +1,7 @@
 //! HTTP/1.1: request parsing and URI normalisation, ranges, conditional
 //! requests, chunked bodies, responses and the connection loop.
 
+pub mod body;
 pub mod chunked;
 pub mod conditional;
 pub mod connection;

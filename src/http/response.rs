@@ -2,6 +2,10 @@
 //! NGINX's header order. Handlers never touch the socket: the connection
 //! loop writes the head and then the body source.
 
+use std::cell::RefCell;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use super::range::Multipart;
@@ -31,6 +35,126 @@ pub enum Body {
         /// Part headers and ranges.
         parts: Multipart,
     },
+    /// A body produced while it is sent (a proxied response), `len` bytes
+    /// when known.
+    Stream(StreamBody),
+}
+
+/// A future a [`BodyStream`] returns.
+pub type ChunkFuture<'a> = Pin<Box<dyn Future<Output = io::Result<bool>> + 'a>>;
+
+/// A body whose bytes arrive while it is being sent: the connection loop
+/// asks for one bounded piece at a time and writes it before asking for
+/// the next, so a slow client slows the source (backpressure) instead of
+/// filling memory.
+pub trait BodyStream {
+    /// Appends the next piece of the body to `out` (cleared by the
+    /// caller); `Ok(false)` at the end of the body. An error means the body
+    /// is truncated; the stream has logged why when
+    /// [`is_logged`] says so. The future must be cancel-safe: dropping it
+    /// before it completes loses no bytes (the connection loop polls it
+    /// once to see whether a piece is already at hand).
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a>;
+}
+
+/// Receives a copy of every piece of a body as it is sent (a cache
+/// writer), and at the end whether the body was complete.
+pub trait BodySink {
+    /// One piece, in order.
+    fn chunk(&mut self, data: &[u8]);
+    /// The body ended: `complete` is false when it was truncated.
+    fn finish(&mut self, complete: bool);
+}
+
+/// A [`BodyStream`] that also feeds every piece to a [`BodySink`].
+pub struct Tee {
+    inner: Box<dyn BodyStream>,
+    sink: Box<dyn BodySink>,
+    finished: bool,
+}
+
+impl Tee {
+    /// Tees `inner` into `sink`.
+    pub fn new(inner: Box<dyn BodyStream>, sink: Box<dyn BodySink>) -> Tee {
+        Tee {
+            inner,
+            sink,
+            finished: false,
+        }
+    }
+}
+
+impl BodyStream for Tee {
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(async move {
+            let r = self.inner.read_chunk(out).await;
+            match &r {
+                Ok(true) => self.sink.chunk(out),
+                Ok(false) => {
+                    self.finished = true;
+                    self.sink.finish(true);
+                }
+                Err(_) => {
+                    self.finished = true;
+                    self.sink.finish(false);
+                }
+            }
+            r
+        })
+    }
+}
+
+impl Drop for Tee {
+    fn drop(&mut self) {
+        // Dropped before its end: the client went away mid-body.
+        if !self.finished {
+            self.sink.finish(false);
+        }
+    }
+}
+
+/// The streaming body of a response (a `RefCell` because the connection
+/// loop writes a response it holds by shared reference).
+pub struct StreamBody(pub RefCell<Box<dyn BodyStream>>);
+
+impl StreamBody {
+    /// Wraps `s`.
+    pub fn new(s: Box<dyn BodyStream>) -> StreamBody {
+        StreamBody(RefCell::new(s))
+    }
+
+    /// The stream, to wrap it (in a [`Tee`]) before the response is sent.
+    pub fn into_inner(self) -> Box<dyn BodyStream> {
+        self.0.into_inner()
+    }
+}
+
+impl std::fmt::Debug for StreamBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamBody")
+    }
+}
+
+/// An error whose cause a body stream already wrote to the error log.
+#[derive(Debug)]
+struct Logged;
+
+impl std::fmt::Display for Logged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("body truncated (logged)")
+    }
+}
+
+impl std::error::Error for Logged {}
+
+/// The error a body stream returns after logging why it stopped.
+pub fn logged_error() -> io::Error {
+    io::Error::other(Logged)
+}
+
+/// Whether `e` came from [`logged_error`].
+pub fn is_logged(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|r| r.is::<Logged>())
 }
 
 impl Body {
@@ -41,6 +165,7 @@ impl Body {
             Body::Bytes(b) => b.len() as u64,
             Body::File { len, .. } => *len,
             Body::Multipart { parts, .. } => parts.content_length(),
+            Body::Stream(_) => 0,
         }
     }
 
@@ -75,6 +200,15 @@ pub struct Response {
     pub body: Body,
     /// Close the connection after this response.
     pub close: bool,
+    /// Send the body with chunked transfer coding (a streamed body of
+    /// unknown length to an HTTP/1.1 client).
+    pub chunked: bool,
+    /// `headers` carry the upstream's own `Server` / `Date` lines
+    /// (`proxy_pass_header`): porter's are left out, as NGINX leaves out
+    /// its own.
+    pub own_server: bool,
+    /// See `own_server`.
+    pub own_date: bool,
 }
 
 impl Response {
@@ -92,6 +226,9 @@ impl Response {
             accept_ranges: false,
             body: Body::Empty,
             close: false,
+            chunked: false,
+            own_server: true,
+            own_date: true,
         }
     }
 
@@ -159,16 +296,21 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Serialises the head of `r` into `out`, in NGINX's order: Server, Date,
-/// Content-Type, Content-Length, Last-Modified, Location, Connection,
+/// Content-Type, Content-Length, Last-Modified, Location,
+/// Transfer-Encoding, Connection,
 /// Keep-Alive, ETag, the extra headers, Accept-Ranges.
 pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     status::status_line(r.status, out);
-    out.extend_from_slice(if o.server_tokens {
-        concat!("Server: porter/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
-    } else {
-        b"Server: porter\r\n"
-    });
-    header(out, "Date", o.date);
+    if r.own_server {
+        out.extend_from_slice(if o.server_tokens {
+            concat!("Server: porter/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
+        } else {
+            b"Server: porter\r\n"
+        });
+    }
+    if r.own_date {
+        header(out, "Date", o.date);
+    }
     if let Some(ct) = &r.content_type {
         header(out, "Content-Type", ct);
     }
@@ -182,6 +324,11 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     }
     if let Some(loc) = &r.location {
         header(out, "Location", loc);
+    }
+    // Only a streamed body is chunked: a filter that turned the response
+    // into a 304 left none.
+    if r.chunked && matches!(r.body, Body::Stream(_)) {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
     header(
         out,
@@ -215,6 +362,83 @@ fn header(out: &mut Vec<u8>, name: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    /// Three pieces, then the end or a failure.
+    struct Pieces(Vec<&'static [u8]>, bool);
+
+    impl BodyStream for Pieces {
+        fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+            Box::pin(async move {
+                if self.0.is_empty() {
+                    return if self.1 {
+                        Ok(false)
+                    } else {
+                        Err(logged_error())
+                    };
+                }
+                out.extend_from_slice(self.0.remove(0));
+                Ok(true)
+            })
+        }
+    }
+
+    #[derive(Default)]
+    struct Seen {
+        bytes: Vec<u8>,
+        end: Option<bool>,
+    }
+
+    struct Sink(Rc<RefCell<Seen>>);
+
+    impl BodySink for Sink {
+        fn chunk(&mut self, data: &[u8]) {
+            self.0.borrow_mut().bytes.extend_from_slice(data);
+        }
+        fn finish(&mut self, complete: bool) {
+            self.0.borrow_mut().end = Some(complete);
+        }
+    }
+
+    fn drain(t: &mut Tee) -> std::io::Result<Vec<u8>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut all = Vec::new();
+            let mut piece = Vec::new();
+            loop {
+                piece.clear();
+                if !t.read_chunk(&mut piece).await? {
+                    return Ok(all);
+                }
+                all.extend_from_slice(&piece);
+            }
+        })
+    }
+
+    #[test]
+    fn tee_copies_every_piece_and_reports_completeness() {
+        for complete in [true, false] {
+            let seen = Rc::new(RefCell::new(Seen::default()));
+            let mut t = Tee::new(
+                Box::new(Pieces(vec![b"ab", b"", b"cd"], complete)),
+                Box::new(Sink(seen.clone())),
+            );
+            let r = drain(&mut t);
+            assert_eq!(r.is_ok(), complete);
+            assert!(r.as_ref().map_or_else(is_logged, |_| true));
+            assert_eq!(seen.borrow().bytes, b"abcd");
+            assert_eq!(seen.borrow().end, Some(complete));
+        }
+        // Dropped half-way (the client left): told it is incomplete.
+        let seen = Rc::new(RefCell::new(Seen::default()));
+        drop(Tee::new(
+            Box::new(Pieces(vec![b"ab"], true)),
+            Box::new(Sink(seen.clone())),
+        ));
+        assert_eq!(seen.borrow().end, Some(false));
+    }
 
     #[test]
     fn head_order_follows_nginx() {

@@ -1,0 +1,516 @@
+//! Peer selection, as NGINX's `ngx_http_upstream_round_robin.c` and
+//! `ngx_http_upstream_hash_module.c` do it, so a config moved from NGINX
+//! spreads load the same way and `hash ... consistent` maps keys to the
+//! same servers.
+//!
+//! - **Smooth weighted round-robin**: every live peer's `current_weight`
+//!   grows by its `effective_weight`, the largest wins and gives back the
+//!   total. A failure lowers `effective_weight` by `weight / max_fails`; it
+//!   climbs back one step per selection.
+//! - **`max_fails` / `fail_timeout`**: a peer with `max_fails` failures is
+//!   skipped while its last failure is younger than `fail_timeout`; after
+//!   that one request may probe it, and a success clears the count.
+//! - **`backup`** peers are asked only when no primary peer is left.
+//! - **`hash KEY`**: Cache::Memcached's rehash loop
+//!   (`((crc32([REHASH] KEY) >> 16) & 0x7fff) + PREV`) over the weights.
+//! - **`hash KEY consistent`**: ketama: `160 × weight` points per peer from
+//!   `crc32(HOST "\0" PORT PREV_POINT)`, sorted; a key goes to the first
+//!   point at or after `crc32(KEY)`, walking on past dead peers.
+//! - After 20 hash tries both fall back to round-robin, as NGINX does.
+//!
+//! Peer state is shared by every worker thread: one `Mutex` per peer set,
+//! held only for the arithmetic of one selection or one release.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::config::template::Template;
+
+/// One `server` line after its address resolved (a name with several
+/// addresses gives several peers, as in NGINX).
+#[derive(Debug, Clone)]
+pub struct PeerSpec {
+    /// The `server` argument as written (`127.0.0.1:8081`), the ketama key.
+    pub server: String,
+    /// The address connected to.
+    pub addr: SocketAddr,
+    /// `weight=N` (default 1).
+    pub weight: u32,
+    /// `max_fails=N` (default 1; 0 disables the accounting).
+    pub max_fails: u32,
+    /// `fail_timeout=T` (default 10 s).
+    pub fail_timeout: Duration,
+    /// `down`.
+    pub down: bool,
+}
+
+#[derive(Debug, Clone)]
+struct PeerState {
+    current_weight: i64,
+    effective_weight: i64,
+    fails: u32,
+    accessed: Option<Instant>,
+    checked: Instant,
+}
+
+/// A list of peers (the primary set or the backup set) and their shared
+/// state.
+#[derive(Debug)]
+pub struct PeerSet {
+    /// The peers, in config order.
+    pub peers: Vec<PeerSpec>,
+    state: Mutex<Vec<PeerState>>,
+    total_weight: u64,
+}
+
+impl PeerSet {
+    /// A set over `peers`, all alive.
+    pub fn new(peers: Vec<PeerSpec>) -> PeerSet {
+        let now = Instant::now();
+        let state = peers
+            .iter()
+            .map(|p| PeerState {
+                current_weight: 0,
+                effective_weight: p.weight as i64,
+                fails: 0,
+                accessed: None,
+                checked: now,
+            })
+            .collect();
+        let total_weight = peers.iter().map(|p| p.weight as u64).sum();
+        PeerSet {
+            peers,
+            state: Mutex::new(state),
+            total_weight,
+        }
+    }
+
+    fn usable(p: &PeerSpec, s: &PeerState, now: Instant) -> bool {
+        !(p.down
+            || p.max_fails > 0
+                && s.fails >= p.max_fails
+                && now.duration_since(s.checked) <= p.fail_timeout)
+    }
+
+    /// Smooth weighted round-robin among the peers not in `tried` (and, if
+    /// `only` is given, among those whose `server` equals it). `single`: the
+    /// group's only peer, never marked unavailable (NGINX's `single`).
+    fn pick_rr(&self, tried: &[bool], only: Option<&str>, single: bool) -> Option<usize> {
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if single && self.peers.len() == 1 && only.is_none() {
+            return (!self.peers[0].down && !tried[0]).then_some(0);
+        }
+        let mut best: Option<(usize, i64)> = None;
+        let mut total: i64 = 0;
+        for (i, p) in self.peers.iter().enumerate() {
+            if tried[i] || only.is_some_and(|s| s != p.server) {
+                continue;
+            }
+            let s = &mut st[i];
+            if !Self::usable(p, s, now) {
+                continue;
+            }
+            s.current_weight += s.effective_weight;
+            total += s.effective_weight;
+            if s.effective_weight < p.weight as i64 {
+                s.effective_weight += 1;
+            }
+            if best.is_none_or(|(_, w)| s.current_weight > w) {
+                best = Some((i, s.current_weight));
+            }
+        }
+        let (b, _) = best?;
+        st[b].current_weight -= total;
+        if now.duration_since(st[b].checked) > self.peers[b].fail_timeout {
+            st[b].checked = now;
+        }
+        Some(b)
+    }
+
+    /// Whether peer `i` may take a request now (for the hash loops).
+    fn available(&self, i: usize) -> bool {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        Self::usable(&self.peers[i], &st[i], Instant::now())
+    }
+
+    fn touch(&self, i: usize) {
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if now.duration_since(st[i].checked) > self.peers[i].fail_timeout {
+            st[i].checked = now;
+        }
+    }
+
+    /// Records the outcome of a request to peer `i` (NGINX's
+    /// `free_round_robin_peer`).
+    fn release(&self, i: usize, failed: bool) {
+        let p = &self.peers[i];
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let s = &mut st[i];
+        if failed {
+            s.fails += 1;
+            s.accessed = Some(now);
+            s.checked = now;
+            if let Some(step) = p.weight.checked_div(p.max_fails) {
+                s.effective_weight -= step as i64;
+            }
+            if s.effective_weight < 0 {
+                s.effective_weight = 0;
+            }
+        } else if s.accessed.is_some_and(|a| a < s.checked) {
+            s.fails = 0;
+        }
+    }
+}
+
+/// `hash KEY [consistent]`.
+#[derive(Debug)]
+pub struct HashConf {
+    /// The key, rendered per request.
+    pub key: Template,
+    /// `consistent`: the ketama ring (sorted points → peer `server`).
+    pub ring: Option<Vec<(u32, usize)>>,
+}
+
+/// An `upstream` block (or the implicit group of a `proxy_pass` address).
+#[derive(Debug)]
+pub struct UpstreamGroup {
+    /// Serial number, unique in the process (keys the keep-alive pools).
+    pub id: u64,
+    /// The name (`backend`, or `host:port` for an implicit group).
+    pub name: String,
+    /// Primary peers.
+    pub primary: PeerSet,
+    /// `backup` peers (may be empty).
+    pub backup: PeerSet,
+    /// `hash`.
+    pub hash: Option<HashConf>,
+    /// `keepalive N` idle connections per worker (0: none).
+    pub keepalive: usize,
+    /// `keepalive_timeout` (default 60 s).
+    pub keepalive_timeout: Duration,
+    /// `keepalive_requests` (default 1000).
+    pub keepalive_requests: u64,
+}
+
+/// Which peer a selection returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerRef {
+    /// From the backup set.
+    pub backup: bool,
+    /// Index in its set.
+    pub index: usize,
+}
+
+/// One request's walk through a group: which peers it tried, and where a
+/// hash loop stands.
+#[derive(Debug)]
+pub struct Selection {
+    tried: Vec<bool>,
+    tried_backup: Vec<bool>,
+    key: Option<String>,
+    hash: u64,
+    rehash: u64,
+    hash_tries: u32,
+    ring_started: bool,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh group id (keys the per-worker keep-alive pools, so groups of
+/// two config generations never share idle connections).
+pub fn next_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// CRC-32 (IEEE, as NGINX's `ngx_crc32_long`).
+pub fn crc32(data: &[u8]) -> u32 {
+    crc32fast::hash(data)
+}
+
+/// The ketama ring over `peers`, as NGINX's `ngx_http_upstream_update_chash`
+/// builds it: points sorted by hash, equal hashes kept once (the first).
+pub fn ketama_ring(peers: &[PeerSpec]) -> Vec<(u32, usize)> {
+    let mut points = Vec::new();
+    for (i, p) in peers.iter().enumerate() {
+        let s = p.server.as_bytes();
+        // HOST and PORT: the digits after the last `:`, if all are digits.
+        let (host, port): (&[u8], &[u8]) = if s.len() >= 5 && s[..5].eq_ignore_ascii_case(b"unix:")
+        {
+            (&s[5..], b"")
+        } else {
+            let digits = s.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+            if digits < s.len() && s[s.len() - digits - 1] == b':' {
+                (&s[..s.len() - digits - 1], &s[s.len() - digits..])
+            } else {
+                (s, b"")
+            }
+        };
+        let mut base = crc32fast::Hasher::new();
+        base.update(host);
+        base.update(b"\0");
+        base.update(port);
+        let mut prev: u32 = 0;
+        for _ in 0..p.weight * 160 {
+            let mut h = base.clone();
+            h.update(&prev.to_le_bytes());
+            let v = h.finalize();
+            points.push((v, i));
+            prev = v;
+        }
+    }
+    // NGINX sorts with qsort (not stable); equal hashes then keep whichever
+    // came first, which for distinct servers is a one-in-billions tie.
+    points.sort_by_key(|&(h, _)| h);
+    points.dedup_by_key(|&mut (h, _)| h);
+    points
+}
+
+/// The index of the first point whose hash is at least `hash` (may be
+/// `points.len()`, which wraps to 0).
+fn find_point(points: &[(u32, usize)], hash: u32) -> usize {
+    points.partition_point(|&(h, _)| h < hash)
+}
+
+impl UpstreamGroup {
+    /// Every peer, primary and backup: NGINX's default number of tries.
+    pub fn peer_count(&self) -> usize {
+        self.primary.peers.len() + self.backup.peers.len()
+    }
+
+    /// The peer `r` names.
+    pub fn peer(&self, r: PeerRef) -> &PeerSpec {
+        if r.backup {
+            &self.backup.peers[r.index]
+        } else {
+            &self.primary.peers[r.index]
+        }
+    }
+
+    /// A fresh selection for one request; `key` is the rendered `hash` key.
+    pub fn selection(&self, key: Option<String>) -> Selection {
+        Selection {
+            tried: vec![false; self.primary.peers.len()],
+            tried_backup: vec![false; self.backup.peers.len()],
+            key,
+            hash: 0,
+            rehash: 0,
+            hash_tries: 0,
+            ring_started: false,
+        }
+    }
+
+    /// The next peer to try, or `None` when none is left ("no live
+    /// upstreams").
+    pub fn select(&self, sel: &mut Selection) -> Option<PeerRef> {
+        let picked = match &self.hash {
+            Some(h)
+                if self.primary.peers.len() >= 2
+                    && sel.key.as_ref().is_some_and(|k| !k.is_empty()) =>
+            {
+                match &h.ring {
+                    Some(ring) => self.select_ring(ring, sel),
+                    None => self.select_hash(sel),
+                }
+            }
+            _ => None,
+        };
+        let picked = picked.or_else(|| {
+            self.primary
+                .pick_rr(&sel.tried, None, self.backup.peers.is_empty())
+        });
+        if let Some(i) = picked {
+            sel.tried[i] = true;
+            return Some(PeerRef {
+                backup: false,
+                index: i,
+            });
+        }
+        // Backups only when the hash balancer is not in use, as in NGINX
+        // (its hash module ignores `backup`).
+        if self.hash.is_none() && !self.backup.peers.is_empty() {
+            if let Some(i) = self.backup.pick_rr(&sel.tried_backup, None, false) {
+                sel.tried_backup[i] = true;
+                return Some(PeerRef {
+                    backup: true,
+                    index: i,
+                });
+            }
+        }
+        None
+    }
+
+    fn select_hash(&self, sel: &mut Selection) -> Option<usize> {
+        let set = &self.primary;
+        let key = sel.key.as_deref().unwrap_or("");
+        while sel.hash_tries <= 20 {
+            let mut h = crc32fast::Hasher::new();
+            if sel.rehash > 0 {
+                h.update(sel.rehash.to_string().as_bytes());
+            }
+            h.update(key.as_bytes());
+            let v = (h.finalize() >> 16) & 0x7fff;
+            sel.hash += v as u64;
+            sel.rehash += 1;
+            let mut w = sel.hash % set.total_weight.max(1);
+            let mut p = 0;
+            while w >= set.peers[p].weight as u64 {
+                w -= set.peers[p].weight as u64;
+                p += 1;
+            }
+            if !sel.tried[p] && set.available(p) {
+                set.touch(p);
+                return Some(p);
+            }
+            sel.hash_tries += 1;
+        }
+        None
+    }
+
+    fn select_ring(&self, ring: &[(u32, usize)], sel: &mut Selection) -> Option<usize> {
+        if ring.is_empty() {
+            return None;
+        }
+        if !sel.ring_started {
+            sel.ring_started = true;
+            sel.hash = find_point(ring, crc32(sel.key.as_deref().unwrap_or("").as_bytes())) as u64;
+        }
+        let set = &self.primary;
+        while sel.hash_tries <= 20 {
+            let (_, owner) = ring[(sel.hash % ring.len() as u64) as usize];
+            let server = &set.peers[owner].server;
+            // Among the peers of that `server` (one per address), smooth
+            // round-robin, as NGINX's get_chash_peer.
+            let live: Vec<bool> = (0..set.peers.len())
+                .map(|i| sel.tried[i] || !set.available(i))
+                .collect();
+            if let Some(i) = set.pick_rr(&live, Some(server), false) {
+                return Some(i);
+            }
+            sel.hash += 1;
+            sel.hash_tries += 1;
+        }
+        None
+    }
+
+    /// Records the outcome of a try: `failed` for an error, a timeout or an
+    /// invalid header (not for an HTTP status).
+    pub fn release(&self, r: PeerRef, failed: bool) {
+        if r.backup {
+            self.backup.release(r.index, failed)
+        } else {
+            self.primary.release(r.index, failed)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(server: &str, weight: u32) -> PeerSpec {
+        PeerSpec {
+            server: server.to_string(),
+            addr: server.parse().unwrap(),
+            weight,
+            max_fails: 1,
+            fail_timeout: Duration::from_secs(10),
+            down: false,
+        }
+    }
+
+    fn group(peers: Vec<PeerSpec>, backup: Vec<PeerSpec>, hash: Option<HashConf>) -> UpstreamGroup {
+        UpstreamGroup {
+            id: 0,
+            name: "g".into(),
+            primary: PeerSet::new(peers),
+            backup: PeerSet::new(backup),
+            hash,
+            keepalive: 0,
+            keepalive_timeout: Duration::from_secs(60),
+            keepalive_requests: 1000,
+        }
+    }
+
+    fn pick(g: &UpstreamGroup) -> usize {
+        let mut s = g.selection(None);
+        let r = g.select(&mut s).unwrap();
+        g.release(r, false);
+        r.index
+    }
+
+    #[test]
+    fn smooth_weighted_round_robin_order() {
+        // NGINX's documented example: weights 5, 1, 1 give a a b a c a a.
+        let g = group(
+            vec![
+                peer("10.0.0.1:80", 5),
+                peer("10.0.0.2:80", 1),
+                peer("10.0.0.3:80", 1),
+            ],
+            vec![],
+            None,
+        );
+        let seq: Vec<usize> = (0..7).map(|_| pick(&g)).collect();
+        assert_eq!(seq, [0, 0, 1, 0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn failed_peer_is_skipped_for_fail_timeout_then_backup() {
+        let g = group(
+            vec![peer("10.0.0.1:80", 1), peer("10.0.0.2:80", 1)],
+            vec![peer("10.0.0.9:80", 1)],
+            None,
+        );
+        let mut s = g.selection(None);
+        let a = g.select(&mut s).unwrap();
+        g.release(a, true);
+        // The failed one is out: every pick goes to the other.
+        for _ in 0..4 {
+            assert_eq!(pick(&g), 1 - a.index);
+        }
+        let mut s = g.selection(None);
+        let b = g.select(&mut s).unwrap();
+        g.release(b, true);
+        // Both primaries down: the backup answers.
+        let mut s = g.selection(None);
+        let r = g.select(&mut s).unwrap();
+        assert!(r.backup);
+        // Within one request, once every peer was tried, none is left.
+        assert!(g.select(&mut s).is_none());
+    }
+
+    #[test]
+    fn lone_peer_is_never_down_unless_backups_exist() {
+        let g = group(vec![peer("10.0.0.1:80", 1)], vec![], None);
+        let mut s = g.selection(None);
+        let r = g.select(&mut s).unwrap();
+        g.release(r, true);
+        assert_eq!(pick(&g), 0);
+        let g = group(
+            vec![peer("10.0.0.1:80", 1)],
+            vec![peer("10.0.0.2:80", 1)],
+            None,
+        );
+        let mut s = g.selection(None);
+        let r = g.select(&mut s).unwrap();
+        g.release(r, true);
+        let mut s = g.selection(None);
+        assert!(g.select(&mut s).unwrap().backup);
+    }
+
+    #[test]
+    fn ketama_points_follow_nginx() {
+        let peers = vec![peer("127.0.0.1:8081", 1), peer("127.0.0.1:8082", 2)];
+        let ring = ketama_ring(&peers);
+        assert_eq!(ring.len(), 480);
+        assert!(ring.windows(2).all(|w| w[0].0 < w[1].0));
+        // The first point of a server: crc32("127.0.0.1\08081" ++ 0u32 LE).
+        let first = crc32(b"127.0.0.1\x008081\x00\x00\x00\x00");
+        assert!(ring.iter().any(|&(h, i)| h == first && i == 0));
+    }
+}

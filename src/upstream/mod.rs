@@ -1,0 +1,576 @@
+//! Upstreams: the groups `upstream { }` and `proxy_pass` define
+//! ([`balance`]: peers, their shared state and NGINX's balancers), the
+//! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
+//! ([`wire`]), and the pieces a proxied exchange is made of: connecting
+//! with `proxy_connect_timeout`, the parsed [`UpstreamResponse`] and its
+//! streaming [`UpstreamBody`].
+//!
+//! The proxy handler (`handlers::proxy`) drives these: it picks a peer,
+//! sends the request, reads the head, and hands the body to the
+//! connection loop as a [`BodyStream`], which pulls it piece by piece while
+//! writing to the client. A body read to its end on a reusable connection
+//! puts the connection back into the pool.
+
+pub mod balance;
+pub mod pool;
+pub mod wire;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
+pub use pool::UpstreamConn;
+use wire::{Framing, ResponseHead};
+
+use crate::config::template::Template;
+use crate::http::response::{logged_error, BodyStream, ChunkFuture};
+use crate::log::{ErrorLog, Level};
+
+/// Most bytes one read from an upstream takes: the bound on what a
+/// proxied body holds in memory per request.
+pub const READ_CHUNK: usize = 64 * 1024;
+
+/// `proxy_next_upstream` conditions, as bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextUpstream(pub u16);
+
+impl NextUpstream {
+    /// `error`: connecting, sending or reading the head failed.
+    pub const ERROR: u16 = 1;
+    /// `timeout`.
+    pub const TIMEOUT: u16 = 2;
+    /// `invalid_header`.
+    pub const INVALID_HEADER: u16 = 4;
+    /// `http_500`.
+    pub const HTTP_500: u16 = 8;
+    /// `http_502`.
+    pub const HTTP_502: u16 = 16;
+    /// `http_503`.
+    pub const HTTP_503: u16 = 32;
+    /// `http_504`.
+    pub const HTTP_504: u16 = 64;
+    /// `http_403`.
+    pub const HTTP_403: u16 = 128;
+    /// `http_404`.
+    pub const HTTP_404: u16 = 256;
+    /// `http_429`.
+    pub const HTTP_429: u16 = 512;
+    /// `non_idempotent`: also retry POST, LOCK, PATCH.
+    pub const NON_IDEMPOTENT: u16 = 1024;
+    /// NGINX's default, `error timeout`.
+    pub const DEFAULT: NextUpstream = NextUpstream(Self::ERROR | Self::TIMEOUT);
+
+    /// Parses the directive's arguments (NGINX's bitmask values).
+    pub fn parse(args: &[String]) -> Result<NextUpstream, String> {
+        let mut bits = 0;
+        for a in args {
+            bits |= match a.as_str() {
+                "error" => Self::ERROR,
+                "timeout" => Self::TIMEOUT,
+                "invalid_header" => Self::INVALID_HEADER,
+                "http_500" => Self::HTTP_500,
+                "http_502" => Self::HTTP_502,
+                "http_503" => Self::HTTP_503,
+                "http_504" => Self::HTTP_504,
+                "http_403" => Self::HTTP_403,
+                "http_404" => Self::HTTP_404,
+                "http_429" => Self::HTTP_429,
+                "non_idempotent" => Self::NON_IDEMPOTENT,
+                "off" => 0,
+                "updating" => 0,
+                _ => return Err(format!("invalid value \"{a}\"")),
+            };
+        }
+        if args.len() > 1 && args.iter().any(|a| a == "off") {
+            return Err("invalid value \"off\"".to_string());
+        }
+        Ok(NextUpstream(bits))
+    }
+
+    /// Whether condition `bit` is on.
+    pub fn has(self, bit: u16) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The condition bit an upstream status answers to, if any.
+    pub fn status_bit(status: u16) -> Option<u16> {
+        Some(match status {
+            500 => Self::HTTP_500,
+            502 => Self::HTTP_502,
+            503 => Self::HTTP_503,
+            504 => Self::HTTP_504,
+            403 => Self::HTTP_403,
+            404 => Self::HTTP_404,
+            429 => Self::HTTP_429,
+            _ => return None,
+        })
+    }
+}
+
+/// Where `proxy_pass` sends requests.
+#[derive(Debug, Clone)]
+pub enum ProxyTarget {
+    /// A group known at config time (an `upstream` block or the implicit
+    /// group of an address).
+    Group(Arc<UpstreamGroup>),
+    /// A URL with variables, rendered per request; its host must name an
+    /// `upstream` block or be an IP address (porter has no resolver).
+    Dynamic(Template),
+}
+
+/// One `proxy_redirect` rule, applied to an upstream's `Location`.
+#[derive(Debug, Clone)]
+pub enum RedirectRule {
+    /// `default`: the `proxy_pass` URL (with `/` when it has no URI part)
+    /// becomes the location's path (`/`).
+    Default,
+    /// `proxy_redirect redirect replacement`: a prefix and what replaces it.
+    Replace(Template, Template),
+}
+
+/// A `proxy_pass` directive, compiled.
+#[derive(Debug)]
+pub struct ProxyPass {
+    /// The target.
+    pub target: ProxyTarget,
+    /// The URI part of a literal URL (`/new/` in `http://b/new/`), if any.
+    pub uri: Option<String>,
+    /// `$proxy_host`: the host as written, with the port unless it is 80.
+    pub proxy_host: String,
+    /// `$proxy_port`.
+    pub proxy_port: u16,
+    /// The path of the location `proxy_pass` is in (replaced by `uri`).
+    pub location: String,
+    /// The `upstream` blocks, for a dynamic target to name one.
+    pub groups: Arc<Vec<Arc<UpstreamGroup>>>,
+    /// What `proxy_redirect default` replaces, and with what (None with
+    /// variables in the URL).
+    pub redirect_default: Option<(String, String)>,
+}
+
+/// A URL `proxy_pass` accepts, split: `http://HOST[:PORT][URI]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitUrl {
+    /// The host as written (brackets kept for IPv6).
+    pub host: String,
+    /// The port, if written.
+    pub port: Option<u16>,
+    /// The URI part (from the first `/`), if any.
+    pub uri: Option<String>,
+}
+
+/// Splits a `proxy_pass` URL; the error is NGINX's message.
+pub fn split_url(url: &str) -> Result<SplitUrl, String> {
+    let rest = if let Some(r) = url.get(..7).filter(|p| p.eq_ignore_ascii_case("http://")) {
+        let _ = r;
+        &url[7..]
+    } else if url.len() >= 8 && url[..8].eq_ignore_ascii_case("https://") {
+        return Err("https protocol requires SSL support".to_string());
+    } else {
+        return Err(format!("invalid URL prefix in \"{url}\""));
+    };
+    let (hostport, uri) = match rest.find(['/', '?']) {
+        Some(i) => (&rest[..i], Some(rest[i..].to_string())),
+        None => (rest, None),
+    };
+    if hostport.is_empty() {
+        return Err(format!("no host in \"{rest}\""));
+    }
+    let (host, port) = if let Some(end) = hostport.strip_prefix('[').and_then(|h| h.find(']')) {
+        let after = &hostport[end + 2..];
+        let host = &hostport[..end + 2];
+        match after.strip_prefix(':') {
+            Some(p) => (host, Some(p)),
+            None => (host, None),
+        }
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
+    let port = match port {
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => return Err(format!("invalid port in \"{rest}\"")),
+        },
+        None => None,
+    };
+    Ok(SplitUrl {
+        host: host.to_string(),
+        port,
+        uri,
+    })
+}
+
+/// Connects to `addr` within `timeout`.
+pub async fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
+    match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+    }
+}
+
+/// Writes all of `data` to an upstream, each wait bounded by `timeout`.
+pub async fn write_all(stream: &TcpStream, mut data: &[u8], timeout: Duration) -> io::Result<()> {
+    while !data.is_empty() {
+        match stream.try_write(data) {
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                match tokio::time::timeout(timeout, stream.writable()).await {
+                    Ok(r) => r?,
+                    Err(_) => return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads what is available into `buf` (at most [`READ_CHUNK`] more),
+/// waiting at most `timeout`; `Ok(0)` when the upstream closed. Cancel-safe:
+/// `buf` only grows by bytes actually read.
+pub async fn read_some(
+    stream: &TcpStream,
+    buf: &mut Vec<u8>,
+    timeout: Duration,
+) -> io::Result<usize> {
+    loop {
+        let start = buf.len();
+        buf.resize(start + READ_CHUNK, 0);
+        let r = stream.try_read(&mut buf[start..]);
+        buf.truncate(start + *r.as_ref().unwrap_or(&0));
+        match r {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                match tokio::time::timeout(timeout, stream.readable()).await {
+                    Ok(r) => r?,
+                    Err(_) => return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// What the upstream answered: the parsed head, and the body still to be
+/// read from the connection.
+pub struct UpstreamResponse {
+    /// The head as received.
+    pub head: ResponseHead,
+    /// The peer that answered.
+    pub addr: SocketAddr,
+    /// The body.
+    pub body: UpstreamBody,
+}
+
+impl UpstreamResponse {
+    /// Status code.
+    pub fn status(&self) -> u16 {
+        self.head.status
+    }
+
+    /// Header lines in order.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.head.headers
+    }
+
+    /// The first value of `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.header(name)
+    }
+
+    /// `Cache-Control`, every line joined with `, `.
+    pub fn cache_control(&self) -> Option<String> {
+        let v: Vec<&str> = self.all("cache-control").collect();
+        (!v.is_empty()).then(|| v.join(", "))
+    }
+
+    /// `Expires`.
+    pub fn expires(&self) -> Option<&str> {
+        self.header("expires")
+    }
+
+    /// Every `Set-Cookie` line.
+    pub fn set_cookie(&self) -> impl Iterator<Item = &str> {
+        self.all("set-cookie")
+    }
+
+    /// `Vary`.
+    pub fn vary(&self) -> Option<&str> {
+        self.header("vary")
+    }
+
+    /// `ETag`.
+    pub fn etag(&self) -> Option<&str> {
+        self.header("etag")
+    }
+
+    /// `Last-Modified`.
+    pub fn last_modified(&self) -> Option<&str> {
+        self.header("last-modified")
+    }
+
+    /// `Content-Length`, when the body is length-delimited.
+    pub fn content_length(&self) -> Option<u64> {
+        match self.body.framing {
+            Framing::Length(n) => Some(n),
+            Framing::Empty => self
+                .header("content-length")
+                .and_then(|v| v.trim().parse().ok()),
+            _ => None,
+        }
+    }
+
+    fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.head
+            .headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Where a connection goes when its response was read completely.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolReturn {
+    /// The group's id.
+    pub group: u64,
+    /// `keepalive N`.
+    pub max: usize,
+    /// `keepalive_timeout`.
+    pub timeout: Duration,
+    /// `keepalive_requests`.
+    pub requests: u64,
+}
+
+/// How a body stream reports a truncated body in the error log.
+#[derive(Debug, Clone)]
+pub struct BodyLog {
+    /// The error log.
+    pub log: ErrorLog,
+    /// Client connection number.
+    pub conn: u64,
+    /// The line's tail (`, client: ..., upstream: ..., host: ...`).
+    pub context: String,
+}
+
+/// A response body read from the upstream connection as the client
+/// connection asks for it.
+pub struct UpstreamBody {
+    conn: Option<UpstreamConn>,
+    /// Raw bytes read and not yet decoded.
+    buf: Vec<u8>,
+    framing: Framing,
+    done: bool,
+    read_timeout: Duration,
+    /// Set when the connection may be reused after this body.
+    pool: Option<PoolReturn>,
+    log: Option<BodyLog>,
+}
+
+impl UpstreamBody {
+    /// A body over `conn`, with `buf` holding what followed the head.
+    pub fn new(
+        conn: UpstreamConn,
+        buf: Vec<u8>,
+        framing: Framing,
+        read_timeout: Duration,
+        pool: Option<PoolReturn>,
+    ) -> UpstreamBody {
+        let done = matches!(framing, Framing::Empty);
+        let mut b = UpstreamBody {
+            conn: Some(conn),
+            buf,
+            framing,
+            done,
+            read_timeout,
+            pool,
+            log: None,
+        };
+        if done {
+            b.release();
+        }
+        b
+    }
+
+    /// Where to log a truncated body.
+    pub fn set_log(&mut self, log: BodyLog) {
+        self.log = Some(log);
+    }
+
+    /// Whether the body was read to its end.
+    pub fn is_complete(&self) -> bool {
+        self.done
+    }
+
+    /// The body ended: the connection goes back to the pool when it may.
+    fn release(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        if let Some(p) = self.pool {
+            if self.buf.is_empty() && conn.requests < p.requests {
+                pool::put(p.group, p.max, p.timeout, conn);
+            }
+        }
+    }
+
+    fn fail(&mut self, msg: std::fmt::Arguments<'_>) -> io::Error {
+        self.conn = None;
+        if let Some(l) = &self.log {
+            l.log.log_conn(Level::Error, Some(l.conn), msg, &l.context);
+        }
+        logged_error()
+    }
+
+    /// Appends the next decoded piece to `out`; `Ok(false)` at the end.
+    pub async fn next(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        loop {
+            if self.done {
+                return Ok(false);
+            }
+            if !self.buf.is_empty() {
+                let (used, done) = match self.framing.decode(&self.buf, out) {
+                    Ok(r) => r,
+                    Err(_) => {
+                        return Err(self.fail(format_args!(
+                            "upstream sent invalid chunked response while reading upstream"
+                        )))
+                    }
+                };
+                self.buf.drain(..used);
+                if done {
+                    self.done = true;
+                    self.release();
+                }
+                if !out.is_empty() || done {
+                    return Ok(!out.is_empty());
+                }
+            }
+            let Some(conn) = &self.conn else {
+                return Ok(false);
+            };
+            match read_some(&conn.stream, &mut self.buf, self.read_timeout).await {
+                Ok(0) => {
+                    if self.framing.complete_at_eof() {
+                        self.done = true;
+                        self.conn = None;
+                        return Ok(false);
+                    }
+                    return Err(self.fail(format_args!(
+                        "upstream prematurely closed connection while reading upstream"
+                    )));
+                }
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ETIMEDOUT) => {
+                    return Err(self.fail(format_args!(
+                        "upstream timed out (110: Connection timed out) while reading upstream"
+                    )))
+                }
+                Err(e) => {
+                    let text = crate::util::errno_text(&e);
+                    return Err(
+                        self.fail(format_args!("recv() failed {text} while reading upstream"))
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl BodyStream for UpstreamBody {
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(self.next(out))
+    }
+}
+
+/// One try at a peer, for the `$upstream_*` variables.
+#[derive(Debug, Clone, Default)]
+pub struct TryRecord {
+    /// `$upstream_addr` part.
+    pub addr: String,
+    /// The status it answered, or the status its failure gave (502, 504).
+    pub status: Option<u16>,
+    /// Time to connect (None: not connected).
+    pub connect: Option<Duration>,
+    /// Time to the end of the response head (None: no head).
+    pub header: Option<Duration>,
+    /// Time the try took.
+    pub response: Duration,
+}
+
+/// What proxying recorded on a request, for variables.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamVars {
+    /// `$proxy_host`.
+    pub proxy_host: String,
+    /// `$proxy_port`.
+    pub proxy_port: String,
+    /// Every try, in order.
+    pub tries: Vec<TryRecord>,
+    /// The last response head's headers (`$upstream_http_*`).
+    pub headers: Vec<(String, String)>,
+}
+
+fn secs(d: Duration, out: &mut String) {
+    use std::fmt::Write as _;
+    let ms = d.as_millis();
+    let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
+}
+
+impl UpstreamVars {
+    /// Appends the value of a proxy or upstream variable to `out`; tries
+    /// are joined with `, ` and a missing value is `-`, as in NGINX.
+    pub fn append(&self, var: &crate::config::template::Var, out: &mut String) {
+        use crate::config::template::Var;
+        use std::fmt::Write as _;
+        let each = |out: &mut String, f: &dyn Fn(&TryRecord, &mut String)| {
+            for (i, t) in self.tries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                f(t, out);
+            }
+        };
+        match var {
+            Var::ProxyHost => out.push_str(&self.proxy_host),
+            Var::ProxyPort => out.push_str(&self.proxy_port),
+            Var::UpstreamAddr => each(out, &|t, o| o.push_str(&t.addr)),
+            Var::UpstreamStatus => each(out, &|t, o| match t.status {
+                Some(s) => {
+                    let _ = write!(o, "{s}");
+                }
+                None => o.push('-'),
+            }),
+            Var::UpstreamResponseTime => each(out, &|t, o| secs(t.response, o)),
+            Var::UpstreamConnectTime => each(out, &|t, o| match t.connect {
+                Some(d) => secs(d, o),
+                None => o.push('-'),
+            }),
+            Var::UpstreamHeaderTime => each(out, &|t, o| match t.header {
+                Some(d) => secs(d, o),
+                None => o.push('-'),
+            }),
+            Var::UpstreamHttp(name) => {
+                if let Some((_, v)) = self
+                    .headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                {
+                    out.push_str(v)
+                }
+            }
+            _ => {}
+        }
+    }
+}

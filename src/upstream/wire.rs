@@ -1,0 +1,341 @@
+//! HTTP/1.x as a client speaks it, without I/O: the request head porter
+//! sends upstream, the response head it parses (httparse), and the
+//! decoding of the response body's framing (Content-Length, chunked, or
+//! until close). Kept apart from the sockets so each piece is tested on
+//! bytes, malformed ones included.
+
+use crate::http::chunked::{ChunkError, ChunkedDecoder};
+
+/// A parsed upstream response head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    /// `1` for HTTP/1.1, `0` for HTTP/1.0.
+    pub minor: u8,
+    /// Status code.
+    pub status: u16,
+    /// Reason phrase.
+    pub reason: String,
+    /// Header lines in order.
+    pub headers: Vec<(String, String)>,
+    /// Bytes the head took.
+    pub len: usize,
+}
+
+impl ResponseHead {
+    /// The first value of `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether a header `name` lists `token` (comma-separated,
+    /// case-insensitive), as `Connection: close`.
+    pub fn has_token(&self, name: &str, token: &str) -> bool {
+        self.headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .flat_map(|(_, v)| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    }
+
+    /// The connection may carry another request after this response.
+    pub fn keep_alive(&self) -> bool {
+        if self.minor == 1 {
+            !self.has_token("connection", "close")
+        } else {
+            self.has_token("connection", "keep-alive")
+        }
+    }
+}
+
+/// Why a response head was refused; each maps to NGINX's log text and 502.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadError {
+    /// The head does not fit `proxy_buffer_size`.
+    TooBig,
+    /// No valid status line.
+    NoValidHeader,
+    /// A malformed header line (NGINX's quote of it).
+    InvalidHeader(String),
+    /// A Content-Length that is not a number.
+    InvalidLength(String),
+}
+
+impl std::fmt::Display for HeadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeadError::TooBig => f.write_str("upstream sent too big header"),
+            HeadError::NoValidHeader => f.write_str("upstream sent no valid HTTP/1.0 header"),
+            HeadError::InvalidHeader(h) => write!(f, "upstream sent invalid header: \"{h}\""),
+            HeadError::InvalidLength(v) => write!(
+                f,
+                "upstream sent invalid \"Content-Length\" header: \"Content-Length: {v}\""
+            ),
+        }
+    }
+}
+
+/// Most header lines a response head may have.
+const MAX_HEADERS: usize = 100;
+
+/// Parses a response head from `buf`: `Ok(None)` when more bytes are
+/// needed (and `buf` is still under `max`).
+pub fn parse_response_head(buf: &[u8], max: usize) -> Result<Option<ResponseHead>, HeadError> {
+    let mut storage = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut r = httparse::Response::new(&mut storage);
+    match r.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => {
+            if len > max {
+                return Err(HeadError::TooBig);
+            }
+            let headers = r
+                .headers
+                .iter()
+                .map(|h| {
+                    (
+                        h.name.to_string(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    )
+                })
+                .collect();
+            Ok(Some(ResponseHead {
+                minor: r.version.unwrap_or(0),
+                status: r.code.unwrap_or(0),
+                reason: r.reason.unwrap_or("").to_string(),
+                headers,
+                len,
+            }))
+        }
+        Ok(httparse::Status::Partial) => {
+            if buf.len() >= max {
+                Err(HeadError::TooBig)
+            } else {
+                Ok(None)
+            }
+        }
+        Err(httparse::Error::TooManyHeaders) => Err(HeadError::TooBig),
+        Err(httparse::Error::Version | httparse::Error::Status) => Err(HeadError::NoValidHeader),
+        Err(_) => Err(HeadError::InvalidHeader(invalid_header_text(buf))),
+    }
+}
+
+fn is_token(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c)
+}
+
+/// NGINX's quote of a bad header line: the line up to the offending byte,
+/// then that byte as `\xHH...` (`Bad\x20...` for `Bad Header`).
+fn invalid_header_text(buf: &[u8]) -> String {
+    let mut i = buf
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(buf.len(), |p| p + 1);
+    while i < buf.len() {
+        let start = i;
+        while i < buf.len() && is_token(buf[i]) {
+            i += 1;
+        }
+        if i < buf.len() && buf[i] == b':' && i > start {
+            i += 1;
+            while i < buf.len() && !matches!(buf[i], b'\r' | b'\n' | 0) {
+                i += 1;
+            }
+        }
+        match (buf.get(i), buf.get(i + 1)) {
+            (Some(b'\r'), Some(b'\n')) if i > start => i += 2,
+            (Some(b'\n'), _) if i > start => i += 1,
+            (Some(&c), _) => {
+                return format!("{}\\x{c:02x}...", String::from_utf8_lossy(&buf[start..i]));
+            }
+            (None, _) => break,
+        }
+    }
+    String::new()
+}
+
+/// How the response body is delimited.
+#[derive(Debug, Clone)]
+pub enum Framing {
+    /// No body (HEAD, 1xx, 204, 304).
+    Empty,
+    /// `Content-Length` bytes left.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked(ChunkedDecoder),
+    /// Until the upstream closes.
+    Close,
+}
+
+impl Framing {
+    /// The framing of a response to a request with method `head_request`
+    /// (true for HEAD): RFC 9112 section 6.3. A bad Content-Length is an
+    /// invalid header.
+    pub fn of(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadError> {
+        if head_request || head.status < 200 || head.status == 204 || head.status == 304 {
+            return Ok(Framing::Empty);
+        }
+        if head.has_token("transfer-encoding", "chunked") {
+            return Ok(Framing::Chunked(ChunkedDecoder::new()));
+        }
+        if let Some(v) = head.header("content-length") {
+            let v = v.trim();
+            return match v.parse::<u64>() {
+                Ok(n) if v.bytes().all(|c| c.is_ascii_digit()) => Ok(if n == 0 {
+                    Framing::Empty
+                } else {
+                    Framing::Length(n)
+                }),
+                _ => Err(HeadError::InvalidLength(v.to_string())),
+            };
+        }
+        Ok(Framing::Close)
+    }
+
+    /// Decodes body bytes from `input` into `out`; returns the bytes
+    /// consumed and whether the body is complete. Bytes past the end are
+    /// left unconsumed.
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), ChunkError> {
+        match self {
+            Framing::Empty => Ok((0, true)),
+            Framing::Length(left) => {
+                let take = (input.len() as u64).min(*left) as usize;
+                out.extend_from_slice(&input[..take]);
+                *left -= take as u64;
+                Ok((take, *left == 0))
+            }
+            Framing::Chunked(dec) => dec.feed(input, Some(out)),
+            Framing::Close => {
+                out.extend_from_slice(input);
+                Ok((input.len(), false))
+            }
+        }
+    }
+
+    /// Whether the upstream closing now leaves a complete body.
+    pub fn complete_at_eof(&self) -> bool {
+        matches!(self, Framing::Close | Framing::Empty)
+    }
+}
+
+/// Serialises a request head: request line, then `headers` in order.
+pub fn request_head(
+    method: &str,
+    uri: &str,
+    http11: bool,
+    headers: &[(String, String)],
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(uri.as_bytes());
+    out.extend_from_slice(if http11 {
+        b" HTTP/1.1\r\n"
+    } else {
+        b" HTTP/1.0\r\n"
+    });
+    for (n, v) in headers {
+        out.extend_from_slice(n.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_head_and_framing() {
+        let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello";
+        let h = parse_response_head(raw, 4096).unwrap().unwrap();
+        assert_eq!((h.minor, h.status, h.reason.as_str()), (1, 200, "OK"));
+        assert_eq!(h.len, raw.len() - 5);
+        assert_eq!(h.header("x-a"), Some("b"));
+        assert!(h.keep_alive());
+        let mut f = Framing::of(&h, false).unwrap();
+        let mut out = Vec::new();
+        assert_eq!(f.decode(b"hel", &mut out), Ok((3, false)));
+        assert_eq!(f.decode(b"lo+extra", &mut out), Ok((2, true)));
+        assert_eq!(out, b"hello");
+        assert!(matches!(Framing::of(&h, true).unwrap(), Framing::Empty));
+    }
+
+    #[test]
+    fn partial_too_big_and_invalid_heads() {
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nA: b", 4096),
+            Ok(None)
+        );
+        assert_eq!(
+            parse_response_head(&[b'x'; 10], 8),
+            Err(HeadError::NoValidHeader)
+        );
+        let long = format!("HTTP/1.1 200 OK\r\nA: {}", "b".repeat(100));
+        assert_eq!(
+            parse_response_head(long.as_bytes(), 64),
+            Err(HeadError::TooBig)
+        );
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\n", 4096),
+            Err(HeadError::InvalidHeader("Bad\\x20...".into()))
+        );
+        assert_eq!(
+            parse_response_head(b"SSH-2.0-OpenSSH\r\n\r\n", 4096),
+            Err(HeadError::NoValidHeader)
+        );
+        assert_eq!(
+            parse_response_head(b"HTTP/1.1 200 OK\r\nA: b\r\nX-A: b\rc\r\n\r\n", 4096),
+            Err(HeadError::InvalidHeader("X-A: b\\x0d...".into()))
+        );
+        let h = parse_response_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", 4096)
+            .unwrap()
+            .unwrap();
+        assert!(Framing::of(&h, false).is_err());
+    }
+
+    #[test]
+    fn chunked_and_close_framing() {
+        let h = parse_response_head(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            4096,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!h.keep_alive());
+        let mut f = Framing::of(&h, false).unwrap();
+        let mut out = Vec::new();
+        let body = b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nNEXT";
+        let mut used = 0;
+        let mut done = false;
+        for b in body.chunks(1) {
+            if done {
+                break;
+            }
+            let (n, d) = f.decode(b, &mut out).unwrap();
+            used += n;
+            done = d;
+        }
+        assert!(done);
+        assert_eq!(used, body.len() - 4);
+        assert_eq!(out, b"abcde");
+        assert!(!f.complete_at_eof());
+        let h = parse_response_head(b"HTTP/1.0 200 OK\r\n\r\n", 4096)
+            .unwrap()
+            .unwrap();
+        assert!(!h.keep_alive());
+        let f = Framing::of(&h, false).unwrap();
+        assert!(matches!(f, Framing::Close));
+        assert!(f.complete_at_eof());
+    }
+
+    #[test]
+    fn request_head_bytes() {
+        let h = request_head("GET", "/a?b", false, &[("Host".into(), "backend".into())]);
+        assert_eq!(h, b"GET /a?b HTTP/1.0\r\nHost: backend\r\n\r\n");
+    }
+}
