@@ -74,6 +74,26 @@ def ensure_root(data_dir):
     write_file(os.path.join(data_dir, "ready.txt"), "ok\n")
 
 
+def set_owner(data_dir, owner):
+    """Every file and directory of the datasets belongs to `owner` (a user
+    name), or to root when it is empty. Ownership matters to porter only:
+    Linux (6.14+) answers `cachestat()` for a file only to its owner or to
+    whoever may write it, so with root's files and workers running as
+    nobody, porter's fast path falls back to copying (preadv2 + send)."""
+    import pwd
+    if owner:
+        pw = pwd.getpwnam(owner)
+        uid, gid = pw.pw_uid, pw.pw_gid
+    else:
+        uid, gid = 0, 0
+    for root, dirs, files in os.walk(data_dir):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            st = os.lstat(path)
+            if (st.st_uid, st.st_gid) != (uid, gid):
+                os.lchown(path, uid, gid)
+
+
 def s1(data_dir, files, size):
     d = os.path.join(data_dir, "s1")
     params = {"files": files, "size": size}

@@ -866,6 +866,9 @@ PARAM_DOC = {
     "threads": (64, 64, 64, "thread-pool threads in total (porter: one pool shared by all workers; "
                            "nginx: threads/workers per worker)"),
     "workers": (2, 2, 2, "worker_processes for S1, S2, S5"),
+    "data_owner": ("", "", "", "owner of the dataset files (a user name); empty: root. porter's "
+                               "fast path can use cachestat() only on files its workers' user "
+                               "owns or may write (Linux 6.14+); nginx does not care"),
     "user": ("", "", "", "`user` directive for both servers; empty: their default (nobody when "
                          "started as root). The data files belong to root, mode 644"),
     "quiet_wait_s": (5, 2, 0, "before each run, wait up to this long for the machine to be "
