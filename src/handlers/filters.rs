@@ -198,7 +198,8 @@ fn charset(ctx: &RequestCtx, resp: &mut Response, carried: Option<String>) -> Op
     Some(cs)
 }
 
-/// The range filter, for a 200 whose whole-file body allows ranges: 206
+/// The range filter, for a 200 whose whole body is a file range and
+/// allows ranges: 206
 /// (one part or `multipart/byteranges`), `Err(416)` with `Content-Range:
 /// bytes */LEN` pushed, or the full body with `Accept-Ranges: bytes`.
 fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
@@ -206,10 +207,23 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     if resp.status != 200 || !resp.allow_ranges || s.max_ranges == Some(0) {
         return Ok(());
     }
-    let (Some(len), Body::File { file, start: 0, .. }) = (resp.content_length, &resp.body) else {
+    // The whole body, which may start inside its file (a cached entry
+    // after its header): ranges count from `base`.
+    let (
+        Some(len),
+        Body::File {
+            file,
+            start,
+            len: blen,
+        },
+    ) = (resp.content_length, &resp.body)
+    else {
         return Ok(());
     };
-    let file = Rc::clone(file);
+    if *blen != len {
+        return Ok(());
+    }
+    let (file, base) = (Rc::clone(file), *start);
     let wanted = match (ctx.header("range"), ctx.header("if-range")) {
         (Some(r), Some(ir)) => {
             conditional::if_range_matches(ir, etag(resp), resp.last_modified).then_some(r)
@@ -236,12 +250,15 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
                 resp.content_length = Some(r.end - r.start);
                 resp.body = Body::File {
                     file,
-                    start: r.start,
+                    start: base + r.start,
                     len: r.end - r.start,
                 };
             } else {
                 let ct = resp.content_type.clone().unwrap_or_default();
-                let parts = range::multipart(&ranges, len, &ct, next_boundary());
+                let mut parts = range::multipart(&ranges, len, &ct, next_boundary());
+                for (_, r) in &mut parts.parts {
+                    *r = base + r.start..base + r.end;
+                }
                 resp.content_type = Some(parts.content_type_header());
                 resp.content_length = Some(parts.content_length());
                 resp.body = Body::Multipart { file, parts };

@@ -1,0 +1,711 @@
+//! `proxy_cache`: the cache between the client and [`proxy::fetch_with`],
+//! with NGINX's flow (ngx_http_upstream_cache, ngx_http_file_cache):
+//!
+//! 1. the zone is `proxy_cache` rendered (`cache_$disk`), the key
+//!    `proxy_cache_key` rendered; a `proxy_cache_purge` request purges the
+//!    key; a method outside `proxy_cache_methods` goes upstream untouched;
+//! 2. `proxy_cache_bypass` → upstream (BYPASS), the answer may be stored;
+//! 3. a lookup (a stored variant whose `Vary` values differ sends the
+//!    lookup to the variant's own key); a fresh entry is a HIT, sent from
+//!    its file (a file body starting at `body_offset`: small bodies are
+//!    read, large ones go out with `sendfile`, through the fast path when
+//!    the pages are cached, and the range and not-modified filters run on
+//!    it as on a static file);
+//! 4. otherwise the fill of the key is claimed (`proxy_cache_lock`: one
+//!    request goes upstream, the others wait, or serve the stale entry with
+//!    `proxy_cache_use_stale updating`); an expired entry is revalidated
+//!    with its validators (`proxy_cache_revalidate`), refreshed in the
+//!    background (`proxy_cache_background_update`), or served stale when
+//!    the upstream fails (`proxy_cache_use_stale`);
+//! 5. a cacheable response is streamed to the client and, through
+//!    [`CacheFill`], into a [`CacheWriter`]: one chunk's write in flight at
+//!    a time (backpressure on the upstream, bounded memory), the entry
+//!    visible only once complete. A failed write (ENOSPC) is logged once by
+//!    the writer and drops the entry; the client's response goes on. A
+//!    client that leaves mid-body ends the fill (the entry is dropped).
+//!
+//! Every file-system call goes through [`Disk`] with the location's `aio`.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use super::proxy::{self, FetchOptions, UpstreamError};
+use super::static_file::{open_options, pool_failed};
+use super::{Env, Outcome};
+use crate::cache::policy::{self, Validity};
+use crate::cache::{
+    CacheLog, CacheStatus, CacheWriter, CacheZone, Entry, EntryMeta, Fill, FillGuard, Lookup,
+};
+use crate::config::model::{
+    stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
+};
+use crate::config::template::Template;
+use crate::disk::{disk_error, Disk, Io, OpenOptions};
+use crate::http::context::RequestCtx;
+use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
+use crate::log::Level;
+use crate::upstream::{ProxyPass, UpstreamResponse};
+
+/// Body bytes copied per read when an entry is re-stored after a 304.
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// What one request's cache work needs.
+struct CacheReq {
+    zone: Arc<CacheZone>,
+    /// Owned by fills that outlive the handler; shares the worker's pools.
+    disk: Rc<Disk>,
+    io: Io,
+    opts: OpenOptions,
+    log: CacheLog,
+}
+
+fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
+    env.log
+        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
+}
+
+fn set_status(ctx: &mut RequestCtx, st: CacheStatus) {
+    if let Some(u) = ctx.upstream.as_mut() {
+        u.cache_status = Some(st);
+    }
+}
+
+/// A request header's value for `Vary`: every line, joined with `, `.
+fn request_header(ctx: &RequestCtx, name: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    for (n, v) in &ctx.head.headers {
+        if n.eq_ignore_ascii_case(name) {
+            match &mut out {
+                Some(o) => {
+                    o.push_str(", ");
+                    o.push_str(v);
+                }
+                None => out = Some(v.clone()),
+            }
+        }
+    }
+    out
+}
+
+/// Whether any of `conds` renders to a value that is neither empty nor
+/// `0` (`proxy_cache_bypass`, `proxy_no_cache`).
+fn any_set(ctx: &RequestCtx, conds: &[Template]) -> bool {
+    conds.iter().any(|t| {
+        let v = t.render(ctx);
+        !v.is_empty() && v != "0"
+    })
+}
+
+/// The content handler with `proxy_cache ZONE` on.
+pub async fn serve(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    zone: &Template,
+) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    let cache_opts = FetchOptions {
+        cache: true,
+        ..Default::default()
+    };
+    if let Err(e) = proxy::prepare(ctx, env, pass) {
+        return match e {
+            UpstreamError::Status(c) => Outcome::Status(c),
+            UpstreamError::ClientGone => Outcome::Close,
+        };
+    }
+    let name = zone.render(ctx);
+    let Some(zone) = env.disk.caches().get(&name).cloned() else {
+        log(
+            ctx,
+            env,
+            Level::Error,
+            format_args!("cache \"{name}\" not found"),
+        );
+        return Outcome::Status(500);
+    };
+    let method = ctx.head.method.as_str();
+    let purge = s
+        .proxy_cache_purge
+        .as_ref()
+        .filter(|p| p.method == method)
+        .cloned();
+    let cacheable_method =
+        matches!(method, "GET" | "HEAD") || (method == "POST" && s.proxy_cache_methods.post);
+    if purge.is_none() && !cacheable_method {
+        return proxy::serve_with(ctx, env, pass, &cache_opts).await;
+    }
+    let key = match &s.proxy_cache_key {
+        Some(t) => t.render(ctx),
+        None => {
+            let host = ctx.upstream.as_ref().map_or("", |u| u.proxy_host.as_str());
+            format!("http{host}{}", ctx.head.target)
+        }
+    };
+    let opts = open_options(ctx);
+    let io = match env.disk.io(&opts.aio, opts.fast_path) {
+        Ok(io) => io,
+        Err(e) => {
+            return match disk_error(&e) {
+                Some(de) => pool_failed(ctx, env, de),
+                None => Outcome::Status(500),
+            }
+        }
+    };
+    let c = CacheReq {
+        zone,
+        disk: Rc::new(Disk::new(env.disk.pools().clone()).with_caches(env.disk.caches().clone())),
+        io,
+        opts,
+        log: CacheLog {
+            log: env.log.clone(),
+            conn: Some(ctx.conn.id),
+            ctx: ctx.log_context(),
+        },
+    };
+    if let Some(p) = purge {
+        if !p.allows(ctx.conn.peer.ip()) {
+            return Outcome::Status(403);
+        }
+        return purge_key(ctx, env, &c, &key).await;
+    }
+    let store = !any_set(ctx, &s.proxy_no_cache);
+    if any_set(ctx, &s.proxy_cache_bypass) {
+        set_status(ctx, CacheStatus::Bypass);
+        let guard = match c.zone.claim_fill(&key) {
+            Fill::Owner(g) => Some(g),
+            Fill::Wait(_) => None,
+        };
+        return go_upstream(ctx, env, pass, &c, &key, None, store.then_some(guard)).await;
+    }
+
+    let (mut key, mut found) = match find(ctx, env, &c, &key).await {
+        Ok(x) => x,
+        Err(o) => return o,
+    };
+    let use_stale = s.proxy_cache_use_stale;
+    let mut waited = false;
+    loop {
+        let stale = match found {
+            Found::Hit(e) if e.fresh(crate::util::time::now().0) => {
+                set_status(ctx, CacheStatus::Hit);
+                return hit(ctx, pass, *e);
+            }
+            Found::Hit(e) => Some(e),
+            Found::Miss(uses) if u64::from(uses) < s.proxy_cache_min_uses => {
+                set_status(ctx, CacheStatus::Miss);
+                return go_upstream(ctx, env, pass, &c, &key, None, None).await;
+            }
+            Found::Miss(_) => None,
+        };
+        let guard = match c.zone.claim_fill(&key) {
+            Fill::Owner(g) => Some(g),
+            Fill::Wait(w) => {
+                if use_stale & STALE_UPDATING != 0 {
+                    if let Some(e) = stale {
+                        set_status(ctx, CacheStatus::Updating);
+                        return hit(ctx, pass, *e);
+                    }
+                }
+                if !s.proxy_cache_lock || waited {
+                    None
+                } else {
+                    // NGINX 1.22: a request that waited `lock_timeout`
+                    // goes upstream and does not store; one that waited
+                    // `lock_age` (when shorter) takes the fill over.
+                    let age = s.proxy_cache_lock_age;
+                    let timeout = s.proxy_cache_lock_timeout;
+                    let (limit, take_over) = if age < timeout {
+                        (age, true)
+                    } else {
+                        (timeout, false)
+                    };
+                    if w.wait(limit).await {
+                        waited = true;
+                        (key, found) = match find(ctx, env, &c, &key).await {
+                            Ok(x) => x,
+                            Err(o) => return o,
+                        };
+                        continue;
+                    }
+                    if !take_over {
+                        set_status(ctx, CacheStatus::Miss);
+                        return go_upstream(ctx, env, pass, &c, &key, None, None).await;
+                    }
+                    None
+                }
+            }
+        };
+        let Some(e) = stale else {
+            set_status(ctx, CacheStatus::Miss);
+            return go_upstream(ctx, env, pass, &c, &key, None, store.then_some(guard)).await;
+        };
+        if s.proxy_cache_background_update && use_stale & STALE_UPDATING != 0 && guard.is_some() {
+            // NGINX answers with the stale entry at once and refreshes it
+            // in a subrequest; porter refreshes it in this request after
+            // the answer is sent (see docs/differences.md).
+            set_status(ctx, CacheStatus::Stale);
+            return hit(ctx, pass, *e);
+        }
+        set_status(ctx, CacheStatus::Expired);
+        return go_upstream(ctx, env, pass, &c, &key, Some(e), store.then_some(guard)).await;
+    }
+}
+
+/// What a lookup found, `Vary` applied.
+enum Found {
+    Hit(Box<Entry>),
+    Miss(u32),
+}
+
+/// Looks `key` up; a stored variant whose `Vary` values differ from the
+/// request's sends the lookup to the variant's own key (NGINX's secondary
+/// key). Returns the key that answers (and is to be filled).
+async fn find(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    c: &CacheReq,
+    key: &str,
+) -> Result<(String, Found), Outcome> {
+    let req = |n: &str| request_header(ctx, n);
+    match lookup(ctx, env, c, key).await? {
+        Found::Hit(e) if !policy::variant_matches(&e.header.meta.vary, req) => {
+            let names: Vec<String> = e.header.meta.vary.iter().map(|(n, _)| n.clone()).collect();
+            let vk = policy::variant_key(key, &policy::vary_values(&names, req));
+            match lookup(ctx, env, c, &vk).await? {
+                Found::Hit(e2) if !policy::variant_matches(&e2.header.meta.vary, req) => {
+                    Ok((vk, Found::Miss(u32::MAX)))
+                }
+                f => Ok((vk, f)),
+            }
+        }
+        f => Ok((key.to_string(), f)),
+    }
+}
+
+async fn lookup(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    c: &CacheReq,
+    key: &str,
+) -> Result<Found, Outcome> {
+    match c.zone.lookup(env.disk, &c.opts, key, &c.log).await {
+        Ok(Lookup::Hit(e)) => Ok(Found::Hit(e)),
+        Ok(Lookup::Miss { uses }) => Ok(Found::Miss(uses)),
+        Err(e) => Err(match disk_error(&e) {
+            Some(de) => pool_failed(ctx, env, de),
+            None => {
+                log(
+                    ctx,
+                    env,
+                    Level::Crit,
+                    format_args!(
+                        "cache lookup in \"{}\" failed {}",
+                        c.zone.path().display(),
+                        crate::util::errno_text(&e)
+                    ),
+                );
+                Outcome::Status(500)
+            }
+        }),
+    }
+}
+
+/// The answer from a stored entry: its status and headers, its body as
+/// a file range after the header.
+fn hit(ctx: &RequestCtx, pass: &ProxyPass, e: Entry) -> Outcome {
+    let h = &e.header;
+    let mut r = proxy::head_response(ctx, pass, h.meta.status, &h.meta.headers);
+    // The range filter says whether ranges are accepted.
+    r.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
+    r.allow_ranges = h.meta.status == 200;
+    r.content_length = Some(h.body_len);
+    r.body = if h.body_len == 0 {
+        Body::Empty
+    } else {
+        Body::File {
+            start: h.body_offset,
+            len: h.body_len,
+            file: Rc::new(e.file),
+        }
+    };
+    Outcome::Send(r)
+}
+
+/// Purges `key`: 200 with a short page when an entry was removed, 404
+/// when there was none.
+async fn purge_key(ctx: &RequestCtx, env: &Env<'_>, c: &CacheReq, key: &str) -> Outcome {
+    let path = c
+        .zone
+        .entry_path(&crate::cache::KeyHash::of(key.as_bytes()));
+    match c.zone.purge(&c.disk, &c.io, key).await {
+        Ok(true) => {
+            let body = format!(
+                "<html>\r\n<head><title>Successful purge</title></head>\r\n<body>\r\n<center><h1>Successful purge</h1></center>\r\n<center>Key : {}</center>\r\n<center>Path: {}</center>\r\n</body>\r\n</html>\r\n",
+                html_escape(key),
+                path.display()
+            );
+            Outcome::Send(Response::bytes(200, "text/html", body.into_bytes()))
+        }
+        Ok(false) => Outcome::Status(404),
+        Err(e) => match disk_error(&e) {
+            Some(de) => pool_failed(ctx, env, de),
+            None => {
+                log(
+                    ctx,
+                    env,
+                    Level::Crit,
+                    format_args!(
+                        "unlink() \"{}\" failed {}",
+                        path.display(),
+                        crate::util::errno_text(&e)
+                    ),
+                );
+                Outcome::Status(500)
+            }
+        },
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The `proxy_cache_use_stale` condition a failed fetch meets.
+fn failure_bits(code: u16) -> u16 {
+    match code {
+        504 => STALE_TIMEOUT,
+        502 => STALE_ERROR | STALE_INVALID_HEADER,
+        _ => STALE_ERROR,
+    }
+}
+
+/// Asks the upstream (conditionally, when revalidating `stale`), then
+/// answers: the stale entry (use_stale, 304), or the new response, stored
+/// through a [`CacheFill`] when `fill` is given (`Some(guard)`: the lock
+/// this request holds, released when the fill ends) and the response may
+/// be cached.
+async fn go_upstream(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &ProxyPass,
+    c: &CacheReq,
+    key: &str,
+    stale: Option<Box<Entry>>,
+    fill: Option<Option<FillGuard>>,
+) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    let mut opts = FetchOptions {
+        cache: true,
+        head_as_get: fill.is_some(),
+        ..Default::default()
+    };
+    let revalidating = match &stale {
+        Some(e) if s.proxy_cache_revalidate => {
+            let m = &e.header.meta;
+            opts.if_none_match = m.etag.clone();
+            opts.if_modified_since = m.last_modified.map(crate::util::time::http_date);
+            opts.if_none_match.is_some() || opts.if_modified_since.is_some()
+        }
+        _ => false,
+    };
+    let up = match proxy::fetch_with(ctx, env, pass, &opts).await {
+        Ok(up) => up,
+        Err(UpstreamError::Status(code)) => {
+            if let Some(e) = stale.filter(|_| s.proxy_cache_use_stale & failure_bits(code) != 0) {
+                set_status(ctx, CacheStatus::Stale);
+                return hit(ctx, pass, *e);
+            }
+            return Outcome::Status(code);
+        }
+        Err(UpstreamError::ClientGone) => return Outcome::Close,
+    };
+    let status = up.status();
+    if let Some(e) = stale {
+        if revalidating && status == 304 {
+            set_status(ctx, CacheStatus::Revalidated);
+            if fill.is_some() {
+                refresh(c, &e, up.headers(), &s.proxy_cache_valid).await;
+            }
+            return hit(ctx, pass, *e);
+        }
+        if stale_status_bit(status).is_some_and(|b| s.proxy_cache_use_stale & b != 0) {
+            set_status(ctx, CacheStatus::Stale);
+            return hit(ctx, pass, *e);
+        }
+    }
+    if let Some(o) = proxy::intercepted(ctx, status) {
+        return o;
+    }
+    let valid = policy::validity(
+        status,
+        up.headers(),
+        &s.proxy_cache_valid,
+        crate::util::time::now().0,
+    );
+    match (fill, valid) {
+        (Some(guard), Validity::Until(t)) => {
+            respond_and_store(ctx, pass, c, key, up, t, guard).await
+        }
+        _ => {
+            let head_req = ctx.head.method == "HEAD";
+            let mut r = proxy::into_response(ctx, pass, up);
+            if head_req {
+                r.body = Body::Empty;
+            }
+            Outcome::Send(r)
+        }
+    }
+}
+
+fn unix_of(v: Option<&str>) -> Option<i64> {
+    let t = httpdate::parse_http_date(v?.trim()).ok()?;
+    t.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs() as i64)
+}
+
+/// Sends `up` to the client and stores it under `key`, valid until
+/// `valid_until`.
+async fn respond_and_store(
+    ctx: &RequestCtx,
+    pass: &ProxyPass,
+    c: &CacheReq,
+    key: &str,
+    up: UpstreamResponse,
+    valid_until: i64,
+    guard: Option<FillGuard>,
+) -> Outcome {
+    let s = &ctx.loc.s;
+    let now = crate::util::time::now().0;
+    let headers: Vec<(String, String)> = up
+        .headers()
+        .iter()
+        .filter(|(n, _)| !proxy::hop_by_hop(n))
+        .cloned()
+        .collect();
+    let names = policy::vary_names(up.headers());
+    let meta = EntryMeta {
+        key: key.to_string(),
+        status: up.status(),
+        valid_until,
+        date: unix_of(up.header("date")).unwrap_or(now),
+        last_modified: unix_of(up.last_modified()),
+        stored: now,
+        etag: up.etag().map(str::to_string),
+        vary: policy::vary_values(&names, |n| request_header(ctx, n)),
+        headers,
+    };
+    let expect = up.content_length();
+    let head_req = ctx.head.method == "HEAD";
+    let mut r = proxy::into_response(ctx, pass, up);
+    let writer = c
+        .zone
+        .begin(
+            &c.disk,
+            &c.io,
+            s.proxy_temp_path.as_ref(),
+            meta,
+            c.log.clone(),
+        )
+        .await
+        .ok();
+    let Some(writer) = writer else {
+        // Logged by `begin`: answer without storing.
+        if head_req {
+            r.body = Body::Empty;
+        }
+        return Outcome::Send(r);
+    };
+    match std::mem::replace(&mut r.body, Body::Empty) {
+        Body::Stream(sb) => {
+            let mut fill = CacheFill {
+                inner: sb.into_inner(),
+                disk: c.disk.clone(),
+                writer: Some(writer),
+                pending: None,
+                finishing: None,
+                guard,
+                expect,
+                seen: 0,
+            };
+            if head_req {
+                // The client wants the head only; the body is read here
+                // to be stored (NGINX converts the HEAD to a GET).
+                let mut piece = Vec::with_capacity(COPY_CHUNK);
+                loop {
+                    piece.clear();
+                    match fill.read_chunk(&mut piece).await {
+                        Ok(true) => {}
+                        Ok(false) | Err(_) => break,
+                    }
+                }
+            } else {
+                r.body = Body::Stream(StreamBody::new(Box::new(fill)));
+            }
+        }
+        _ => {
+            // No body (a redirect, an empty 200): the entry is its header.
+            let _ = writer.finish(&c.disk).await;
+            drop(guard);
+        }
+    }
+    Outcome::Send(r)
+}
+
+/// After a 304 to a revalidation: the entry is stored again with its new
+/// validity (header rewritten, body copied through the location's disk
+/// I/O). A failure leaves the old entry; it is logged by the writer.
+async fn refresh(
+    c: &CacheReq,
+    e: &Entry,
+    headers: &[(String, String)],
+    rules: &[policy::CacheValid],
+) {
+    let now = crate::util::time::now().0;
+    let Validity::Until(t) = policy::validity(e.header.meta.status, headers, rules, now) else {
+        return;
+    };
+    let mut meta = e.header.meta.clone();
+    meta.valid_until = t;
+    meta.stored = now;
+    let Ok(mut w) = c
+        .zone
+        .begin(&c.disk, &c.io, None, meta, c.log.clone())
+        .await
+    else {
+        return;
+    };
+    let mut at = e.header.body_offset;
+    let end = at + e.header.body_len;
+    let mut buf = vec![0u8; COPY_CHUNK];
+    while at < end {
+        let want = ((end - at) as usize).min(COPY_CHUNK);
+        match c.disk.read_at(&e.file, &mut buf[..want], at).await {
+            Ok(n) if n > 0 => {
+                if w.write(&c.disk, Arc::from(&buf[..n])).await.is_err() {
+                    w.abort(&c.disk).await;
+                    return;
+                }
+                at += n as u64;
+            }
+            _ => {
+                w.abort(&c.disk).await;
+                return;
+            }
+        }
+    }
+    let _ = w.finish(&c.disk).await;
+}
+
+type Written = (CacheWriter, std::io::Result<()>);
+
+/// A body stream that stores what it passes on: each piece read from
+/// `inner` is handed to a write task on the worker's loop while it is
+/// sent to the client; the next piece is read only once that write is
+/// done, so at most one piece is held and a slow disk slows the upstream
+/// (never memory). Cancel-safe: the write in flight lives in `self` as a
+/// task handle, so a dropped `read_chunk` future loses nothing.
+struct CacheFill {
+    inner: Box<dyn BodyStream>,
+    disk: Rc<Disk>,
+    /// The writer, when no write is in flight (`None` once given up).
+    writer: Option<CacheWriter>,
+    pending: Option<JoinHandle<Written>>,
+    finishing: Option<JoinHandle<()>>,
+    /// The fill lock, released when the entry is complete or given up.
+    guard: Option<FillGuard>,
+    /// The announced length: a body of another length is not stored.
+    expect: Option<u64>,
+    seen: u64,
+}
+
+impl CacheFill {
+    fn give_up(&mut self) {
+        if let Some(w) = self.writer.take() {
+            let disk = self.disk.clone();
+            tokio::task::spawn_local(async move { w.abort(&disk).await });
+        }
+        self.guard = None;
+    }
+}
+
+impl BodyStream for CacheFill {
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(async move {
+            if let Some(h) = self.pending.as_mut() {
+                let done = h.await;
+                self.pending = None;
+                match done {
+                    Ok((w, Ok(()))) => self.writer = Some(w),
+                    // Logged by the writer: drop the entry, go on sending.
+                    Ok((w, Err(_))) => {
+                        self.writer = Some(w);
+                        self.give_up();
+                    }
+                    Err(_) => self.guard = None,
+                }
+            }
+            if let Some(h) = self.finishing.as_mut() {
+                let _ = h.await;
+                self.finishing = None;
+                return Ok(false);
+            }
+            let r = self.inner.read_chunk(out).await;
+            match &r {
+                Ok(true) => {
+                    self.seen += out.len() as u64;
+                    if let (false, Some(mut w)) = (out.is_empty(), self.writer.take()) {
+                        let data: Arc<[u8]> = Arc::from(&out[..]);
+                        let disk = self.disk.clone();
+                        self.pending = Some(tokio::task::spawn_local(async move {
+                            let r = w.write(&disk, data).await;
+                            (w, r)
+                        }));
+                    }
+                }
+                Ok(false) => {
+                    let complete = self.expect.is_none_or(|n| n == self.seen);
+                    match self.writer.take() {
+                        Some(w) if complete => {
+                            let disk = self.disk.clone();
+                            let guard = self.guard.take();
+                            let h = tokio::task::spawn_local(async move {
+                                let _ = w.finish(&disk).await;
+                                drop(guard);
+                            });
+                            // Held in `self` first: a dropped future
+                            // resumes waiting on it.
+                            let h = self.finishing.insert(h);
+                            let _ = h.await;
+                            self.finishing = None;
+                        }
+                        Some(w) => {
+                            self.writer = Some(w);
+                            self.give_up();
+                        }
+                        None => self.guard = None,
+                    }
+                }
+                Err(_) => self.give_up(),
+            }
+            r
+        })
+    }
+}
+
+impl Drop for CacheFill {
+    fn drop(&mut self) {
+        // Dropped before its end (the client went away): the entry is
+        // given up. A write in flight ends on its own; its writer, dropped
+        // unfinished, hands the temp file to the zone's manager.
+        self.give_up();
+    }
+}
