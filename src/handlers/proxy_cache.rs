@@ -43,6 +43,7 @@ use crate::config::model::{
 };
 use crate::config::template::Template;
 use crate::disk::{disk_error, Disk, Io, OpenOptions};
+use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::log::Level;
@@ -52,6 +53,7 @@ use crate::upstream::{ProxyPass, UpstreamResponse};
 const COPY_CHUNK: usize = 64 * 1024;
 
 /// What one request's cache work needs.
+#[derive(Clone)]
 struct CacheReq {
     zone: Arc<CacheZone>,
     /// Owned by fills that outlive the handler; shares the worker's pools.
@@ -244,14 +246,87 @@ pub async fn serve(
             return go_upstream(ctx, env, pass, &c, &key, None, store.then_some(guard)).await;
         };
         if s.proxy_cache_background_update && use_stale & STALE_UPDATING != 0 && guard.is_some() {
-            // NGINX answers with the stale entry at once and refreshes it
-            // in a subrequest; porter refreshes it in this request after
-            // the answer is sent (see docs/differences.md).
+            // The stale entry at once; the refresh runs as a task on this
+            // worker's loop (NGINX's background subrequest).
             set_status(ctx, CacheStatus::Stale);
+            background_update(ctx, env, pass, &c, &key, &e, store.then_some(guard));
             return hit(ctx, pass, *e);
         }
         set_status(ctx, CacheStatus::Expired);
         return go_upstream(ctx, env, pass, &c, &key, Some(e), store.then_some(guard)).await;
+    }
+}
+
+/// Refreshes `key` in a task of its own, as a GET without a body carrying
+/// the request's headers, storing the answer (then dropping the lock).
+fn background_update(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    c: &CacheReq,
+    key: &str,
+    e: &Entry,
+    fill: Option<Option<FillGuard>>,
+) {
+    let mut bg = RequestCtx {
+        conn: ctx.conn.clone(),
+        conn_requests: ctx.conn_requests,
+        head: ctx.head.clone(),
+        method: ctx.method,
+        uri: ctx.uri.clone(),
+        args: ctx.args.clone(),
+        server: Arc::clone(&ctx.server),
+        loc: Arc::clone(&ctx.loc),
+        internal: ctx.internal,
+        error_page: ctx.error_page,
+        expect_tested: true,
+        send_continue: false,
+        start: std::time::Instant::now(),
+        status: 0,
+        body_bytes_sent: 0,
+        bytes_sent: 0,
+        sent_headers: Vec::new(),
+        document_root: None,
+        request_filename: None,
+        upstream: ctx.upstream.clone(),
+    };
+    bg.head.content_length = None;
+    let entry = Box::new(Entry {
+        file: e.file.clone(),
+        header: e.header.clone(),
+        path: e.path.clone(),
+        updating: true,
+    });
+    let (pass, c, key, log) = (
+        Arc::clone(pass),
+        c.clone(),
+        key.to_string(),
+        env.log.clone(),
+    );
+    tokio::task::spawn_local(async move {
+        let env = Env {
+            disk: &c.disk,
+            log: &log,
+            body: None,
+        };
+        let out = go_upstream(&mut bg, &env, &pass, &c, &key, Some(entry), fill).await;
+        if let Outcome::Send(r) = out {
+            if let Body::Stream(sb) = r.body {
+                drain(sb.into_inner()).await;
+            }
+        }
+    });
+}
+
+/// Reads a body stream to its end (a fill no client reads).
+async fn drain(mut body: Box<dyn BodyStream>) {
+    let mut piece = Vec::with_capacity(COPY_CHUNK);
+    loop {
+        piece.clear();
+        match body.read_chunk(&mut piece).await {
+            Ok(true) => {}
+            Ok(false) | Err(_) => break,
+        }
     }
 }
 
@@ -524,29 +599,23 @@ async fn respond_and_store(
         }
         return Outcome::Send(r);
     };
+    // A client that gets no body (HEAD, or a 304/412 the not-modified
+    // filter will make of this 200) does not read the stream: the body
+    // is read into the entry by a task of its own, as NGINX goes on
+    // reading a cacheable response whatever the client asked.
+    let no_body = head_req
+        || r.status == 200
+            && conditional::evaluate(
+                &ctx.head.headers,
+                r.etag.as_deref(),
+                r.last_modified,
+                s.if_modified_since,
+            ) != Precondition::Proceed;
     match std::mem::replace(&mut r.body, Body::Empty) {
         Body::Stream(sb) => {
-            let mut fill = CacheFill {
-                inner: sb.into_inner(),
-                disk: c.disk.clone(),
-                writer: Some(writer),
-                pending: None,
-                finishing: None,
-                guard,
-                expect,
-                seen: 0,
-            };
-            if head_req {
-                // The client wants the head only; the body is read here
-                // to be stored (NGINX converts the HEAD to a GET).
-                let mut piece = Vec::with_capacity(COPY_CHUNK);
-                loop {
-                    piece.clear();
-                    match fill.read_chunk(&mut piece).await {
-                        Ok(true) => {}
-                        Ok(false) | Err(_) => break,
-                    }
-                }
+            let fill = CacheFill::new(sb.into_inner(), c.disk.clone(), writer, guard, expect);
+            if no_body {
+                tokio::task::spawn_local(drain(Box::new(fill)));
             } else {
                 r.body = Body::Stream(StreamBody::new(Box::new(fill)));
             }
@@ -611,29 +680,79 @@ type Written = (CacheWriter, std::io::Result<()>);
 /// `inner` is handed to a write task on the worker's loop while it is
 /// sent to the client; the next piece is read only once that write is
 /// done, so at most one piece is held and a slow disk slows the upstream
-/// (never memory). Cancel-safe: the write in flight lives in `self` as a
-/// task handle, so a dropped `read_chunk` future loses nothing.
+/// (never memory). The piece that completes the announced length is
+/// handed on only once the entry is in place, so a client that has the
+/// whole response finds it cached. Cancel-safe: the write in flight and
+/// a piece held back live in `self`, so a dropped `read_chunk` future
+/// loses nothing.
 struct CacheFill {
     inner: Box<dyn BodyStream>,
     disk: Rc<Disk>,
     /// The writer, when no write is in flight (`None` once given up).
     writer: Option<CacheWriter>,
     pending: Option<JoinHandle<Written>>,
+    /// The last write and the rename into place.
     finishing: Option<JoinHandle<()>>,
+    /// The last piece, held back until `finishing` is done.
+    held: Option<Vec<u8>>,
     /// The fill lock, released when the entry is complete or given up.
     guard: Option<FillGuard>,
     /// The announced length: a body of another length is not stored.
     expect: Option<u64>,
     seen: u64,
+    ended: bool,
 }
 
 impl CacheFill {
+    fn new(
+        inner: Box<dyn BodyStream>,
+        disk: Rc<Disk>,
+        writer: CacheWriter,
+        guard: Option<FillGuard>,
+        expect: Option<u64>,
+    ) -> CacheFill {
+        CacheFill {
+            inner,
+            disk,
+            writer: Some(writer),
+            pending: None,
+            finishing: None,
+            held: None,
+            guard,
+            expect,
+            seen: 0,
+            ended: false,
+        }
+    }
+
     fn give_up(&mut self) {
         if let Some(w) = self.writer.take() {
             let disk = self.disk.clone();
             tokio::task::spawn_local(async move { w.abort(&disk).await });
         }
         self.guard = None;
+    }
+
+    /// Completes the entry with `last` (if any) as its final piece, in a
+    /// task holding the lock until the entry is in place.
+    fn finish(&mut self, last: Option<Arc<[u8]>>) -> Option<&mut JoinHandle<()>> {
+        let mut w = self.writer.take()?;
+        let disk = self.disk.clone();
+        let guard = self.guard.take();
+        let h = tokio::task::spawn_local(async move {
+            let wrote = match last {
+                Some(data) => w.write(&disk, data).await,
+                None => Ok(()),
+            };
+            match wrote {
+                Ok(()) => {
+                    let _ = w.finish(&disk).await;
+                }
+                Err(_) => w.abort(&disk).await,
+            }
+            drop(guard);
+        });
+        Some(self.finishing.insert(h))
     }
 }
 
@@ -656,43 +775,47 @@ impl BodyStream for CacheFill {
             if let Some(h) = self.finishing.as_mut() {
                 let _ = h.await;
                 self.finishing = None;
+            }
+            if let Some(piece) = self.held.take() {
+                out.extend_from_slice(&piece);
+                return Ok(true);
+            }
+            if self.ended {
                 return Ok(false);
             }
             let r = self.inner.read_chunk(out).await;
             match &r {
                 Ok(true) => {
                     self.seen += out.len() as u64;
-                    if let (false, Some(mut w)) = (out.is_empty(), self.writer.take()) {
+                    if !out.is_empty() && self.writer.is_some() {
                         let data: Arc<[u8]> = Arc::from(&out[..]);
-                        let disk = self.disk.clone();
-                        self.pending = Some(tokio::task::spawn_local(async move {
-                            let r = w.write(&disk, data).await;
-                            (w, r)
-                        }));
+                        if self.expect == Some(self.seen) {
+                            // Held in `self` first: a dropped future
+                            // resumes waiting, then hands the piece on.
+                            self.held = Some(out.clone());
+                            if let Some(h) = self.finish(Some(data)) {
+                                let _ = h.await;
+                            }
+                            self.finishing = None;
+                            self.held = None;
+                        } else if let Some(mut w) = self.writer.take() {
+                            let disk = self.disk.clone();
+                            self.pending = Some(tokio::task::spawn_local(async move {
+                                let r = w.write(&disk, data).await;
+                                (w, r)
+                            }));
+                        }
                     }
                 }
                 Ok(false) => {
-                    let complete = self.expect.is_none_or(|n| n == self.seen);
-                    match self.writer.take() {
-                        Some(w) if complete => {
-                            let disk = self.disk.clone();
-                            let guard = self.guard.take();
-                            let h = tokio::task::spawn_local(async move {
-                                let _ = w.finish(&disk).await;
-                                drop(guard);
-                            });
-                            // Held in `self` first: a dropped future
-                            // resumes waiting on it.
-                            let h = self.finishing.insert(h);
+                    self.ended = true;
+                    if self.expect.is_none_or(|n| n == self.seen) {
+                        if let Some(h) = self.finish(None) {
                             let _ = h.await;
-                            self.finishing = None;
                         }
-                        Some(w) => {
-                            self.writer = Some(w);
-                            self.give_up();
-                        }
-                        None => self.guard = None,
+                        self.finishing = None;
                     }
+                    self.give_up();
                 }
                 Err(_) => self.give_up(),
             }

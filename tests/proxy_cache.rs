@@ -1,0 +1,1024 @@
+//! `proxy_cache` over real sockets: porter between a test client and an
+//! in-test origin (threads speaking HTTP/1.1 on loopback) that counts what
+//! it is asked. Every answer's `$upstream_cache_status` comes back in an
+//! `X-Cache` header (`add_header … always`), so each test reads the
+//! status NGINX would give.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A request as the origin received it.
+#[derive(Debug, Clone)]
+struct Req {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+}
+
+impl Req {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// Wait before answering.
+    delay: Duration,
+    /// Send the body in pieces of this size with `pace` between them.
+    piece: usize,
+    pace: Duration,
+    /// Announce the full length but close after this many body bytes.
+    truncate: Option<usize>,
+}
+
+impl Reply {
+    fn ok(body: &[u8]) -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![("Content-Type".into(), "text/plain".into())],
+            body: body.to_vec(),
+            delay: Duration::ZERO,
+            piece: usize::MAX,
+            pace: Duration::ZERO,
+            truncate: None,
+        }
+    }
+    fn status(mut self, s: u16) -> Reply {
+        self.status = s;
+        self
+    }
+    fn header(mut self, n: &str, v: &str) -> Reply {
+        self.headers.push((n.into(), v.into()));
+        self
+    }
+    fn delay(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+    fn paced(mut self, piece: usize, pace: Duration) -> Reply {
+        self.piece = piece;
+        self.pace = pace;
+        self
+    }
+}
+
+type Script = Arc<dyn Fn(&Req) -> Reply + Send + Sync>;
+
+/// An origin server on a thread, recording every request.
+struct Origin {
+    port: u16,
+    reqs: Arc<Mutex<Vec<Req>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Origin {
+    fn start(script: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Origin {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        l.set_nonblocking(true).unwrap();
+        let o = Origin {
+            port,
+            reqs: Arc::default(),
+            stop: Arc::default(),
+        };
+        let script: Script = Arc::new(script);
+        let (reqs, stop) = (o.reqs.clone(), o.stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match l.accept() {
+                    Ok((s, _)) => {
+                        let (script, reqs) = (script.clone(), reqs.clone());
+                        std::thread::spawn(move || serve_conn(s, script, reqs));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        o
+    }
+
+    fn requests(&self) -> Vec<Req> {
+        self.reqs.lock().unwrap().clone()
+    }
+
+    fn count(&self) -> usize {
+        self.reqs.lock().unwrap().len()
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn find(h: &[u8], n: &[u8]) -> Option<usize> {
+    h.windows(n.len()).position(|w| w == n)
+}
+
+fn serve_conn(mut s: TcpStream, script: Script, reqs: Arc<Mutex<Vec<Req>>>) {
+    let mut buf = Vec::new();
+    let mut tmp = vec![0u8; 65536];
+    loop {
+        let end = loop {
+            if let Some(i) = find(&buf, b"\r\n\r\n") {
+                break i + 4;
+            }
+            match s.read(&mut tmp) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&tmp[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf.drain(..end);
+        let mut lines = head.split("\r\n");
+        let line = lines.next().unwrap_or("").to_string();
+        let mut parts = line.split(' ');
+        let req = Req {
+            method: parts.next().unwrap_or("").to_string(),
+            target: parts.next().unwrap_or("").to_string(),
+            headers: lines
+                .filter_map(|l| {
+                    l.split_once(": ")
+                        .map(|(a, b)| (a.to_string(), b.to_string()))
+                })
+                .collect(),
+        };
+        reqs.lock().unwrap().push(req.clone());
+        let r = script(&req);
+        std::thread::sleep(r.delay);
+        let mut out = format!("HTTP/1.1 {} X\r\n", r.status);
+        for (n, v) in &r.headers {
+            out.push_str(&format!("{n}: {v}\r\n"));
+        }
+        out.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            r.body.len()
+        ));
+        if s.write_all(out.as_bytes()).is_err() {
+            return;
+        }
+        if req.method == "HEAD" {
+            return;
+        }
+        let body = match r.truncate {
+            Some(n) => &r.body[..n],
+            None => &r.body[..],
+        };
+        for c in body.chunks(r.piece.max(1)) {
+            if s.write_all(c).is_err() {
+                return;
+            }
+            std::thread::sleep(r.pace);
+        }
+        return;
+    }
+}
+
+/// Deterministic bytes (every value, not text), different per `seed`.
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i * 7 + i / 251 + seed * 13) as u8)
+        .collect()
+}
+
+/// A config with one zone `one` in `{PREFIX}/cache` (extra zone
+/// parameters in `zone_extra`), `http_extra` at http level and a
+/// `location /` proxying to the origin with `loc_extra`.
+fn conf(origin: u16, zone_extra: &str, http_extra: &str, loc_extra: &str) -> String {
+    conf_with(origin, zone_extra, http_extra, loc_extra, "")
+}
+
+/// [`conf`] with more locations in the server (`ORIGIN`: the origin's
+/// port).
+fn conf_with(
+    origin: u16,
+    zone_extra: &str,
+    http_extra: &str,
+    loc_extra: &str,
+    server_extra: &str,
+) -> String {
+    let server_extra = server_extra.replace("ORIGIN", &origin.to_string());
+    format!(
+        "daemon off;\nworker_processes 2;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 512; }}\n\
+         http {{\n  log_format cache '$request_uri $upstream_cache_status';\n  \
+           access_log {{PREFIX}}/logs/access.log cache;\n  \
+           proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m{zone_extra};\n{http_extra}\n  \
+           server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n    \
+             location / {{\n      proxy_pass http://127.0.0.1:{origin};\n      proxy_cache one;\n      \
+               add_header X-Cache $upstream_cache_status always;\n{loc_extra}\n    }}\n{server_extra}\n  }}\n}}\n"
+    )
+}
+
+fn req(port: u16, method: &str, path: &str, headers: &str) -> Resp {
+    raw(
+        port,
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}\r\n"
+        )
+        .as_bytes(),
+    )
+}
+
+fn cache_status(r: &Resp) -> &str {
+    r.header("X-Cache").unwrap_or("")
+}
+
+/// MD5 of the key, as NGINX names entries.
+fn md5_hex(key: &str) -> String {
+    let out = std::process::Command::new("md5sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(key.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)[..32].to_string()
+}
+
+/// `DIR/c/29/b7f5…` for `levels=1:2`.
+fn entry_path(dir: &Path, key: &str) -> PathBuf {
+    let h = md5_hex(key);
+    dir.join(&h[31..]).join(&h[29..31]).join(&h)
+}
+
+/// Every regular file under `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn miss_then_hit_from_the_entry_file() {
+    let body = pattern(100_000, 1);
+    let b2 = body.clone();
+    let origin = Origin::start(move |r| match r.target.as_str() {
+        "/small" => Reply::ok(b"small body").header("ETag", "\"s1\""),
+        _ => Reply::ok(&b2)
+            .header("Last-Modified", "Mon, 02 Jan 2023 00:00:00 GMT")
+            .header("X-Origin", "yes"),
+    });
+    let srv = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 200 10m;"));
+    let a = req(srv.port, "GET", "/big?x=1", "");
+    assert_eq!(a.status, 200);
+    assert_eq!(cache_status(&a), "MISS");
+    assert_eq!(a.body, body);
+    // Visible once complete.
+    let path = entry_path(
+        &srv.prefix.path().join("cache"),
+        "http127.0.0.1:PORT/big?x=1"
+            .replace("PORT", &origin.port.to_string())
+            .as_str(),
+    );
+    wait_for("the entry file", Duration::from_secs(10), || path.exists());
+    for _ in 0..3 {
+        let b = req(srv.port, "GET", "/big?x=1", "");
+        assert_eq!(b.status, 200);
+        assert_eq!(cache_status(&b), "HIT");
+        assert_eq!(b.body, body, "byte-exact from the entry");
+        assert_eq!(b.header("X-Origin"), Some("yes"));
+        assert_eq!(
+            b.header("Last-Modified"),
+            Some("Mon, 02 Jan 2023 00:00:00 GMT")
+        );
+        assert_eq!(b.header("Accept-Ranges"), Some("bytes"));
+        assert!(b.header("Server").unwrap().starts_with("porter"));
+        assert_eq!(b.header("Content-Length"), Some("100000"));
+    }
+    assert_eq!(origin.count(), 1, "one upstream request for four answers");
+    // A small body (read, not sent from the file) and its ETag.
+    assert_eq!(cache_status(&req(srv.port, "GET", "/small", "")), "MISS");
+    let s = req(srv.port, "GET", "/small", "");
+    assert_eq!((cache_status(&s), s.text().as_str()), ("HIT", "small body"));
+    assert_eq!(s.header("ETag"), Some("\"s1\""));
+    assert_eq!(origin.count(), 2);
+    // $upstream_cache_status in log_format.
+    let log = srv.wait_log("logs/access.log", "/small HIT", Duration::from_secs(5));
+    assert!(log.contains("/big?x=1 MISS\n"), "{log}");
+    assert!(log.contains("/big?x=1 HIT\n"), "{log}");
+    assert!(log.contains("/small HIT\n"), "{log}");
+}
+
+#[test]
+fn head_is_fetched_as_get_and_cached() {
+    let origin = Origin::start(|_| Reply::ok(b"the body"));
+    let srv = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 10m;"));
+    let h = req(srv.port, "HEAD", "/h", "");
+    assert_eq!((h.status, cache_status(&h)), (200, "MISS"));
+    assert_eq!(h.header("Content-Length"), Some("8"));
+    assert_eq!(
+        origin.requests()[0].method,
+        "GET",
+        "NGINX's proxy_cache_convert_head"
+    );
+    let path = entry_path(
+        &srv.prefix.path().join("cache"),
+        &format!("http127.0.0.1:{}/h", origin.port),
+    );
+    wait_for("the entry file", Duration::from_secs(10), || path.exists());
+    let g = req(srv.port, "GET", "/h", "");
+    assert_eq!((cache_status(&g), g.text().as_str()), ("HIT", "the body"));
+    let h = req(srv.port, "HEAD", "/h", "");
+    assert_eq!((cache_status(&h), h.body.len()), ("HIT", 0));
+    assert_eq!(origin.count(), 1);
+}
+
+#[test]
+fn expiry_and_revalidation() {
+    let origin = Origin::start(|r| {
+        if r.target.starts_with("/reval") && r.header("If-None-Match") == Some("\"v1\"") {
+            return Reply::ok(b"").status(304).header("ETag", "\"v1\"");
+        }
+        match r.target.as_str() {
+            "/maxage" => Reply::ok(b"m").header("Cache-Control", "max-age=1"),
+            "/reval" => Reply::ok(b"revalidated body")
+                .header("ETag", "\"v1\"")
+                .header("Last-Modified", "Mon, 02 Jan 2023 00:00:00 GMT"),
+            _ => Reply::ok(b"v"),
+        }
+    });
+    let srv = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 1s;"));
+    let srv2 = Server::start(&conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 1s; proxy_cache_revalidate on;",
+    ));
+    for (port, path) in [
+        (srv.port, "/valid"),
+        (srv.port, "/maxage"),
+        (srv2.port, "/reval"),
+    ] {
+        assert_eq!(cache_status(&req(port, "GET", path, "")), "MISS", "{path}");
+        wait_for("a hit", Duration::from_secs(10), || {
+            cache_status(&req(port, "GET", path, "")) == "HIT"
+        });
+    }
+    std::thread::sleep(Duration::from_millis(2200));
+    let e = req(srv.port, "GET", "/valid", "");
+    assert_eq!((cache_status(&e), e.text().as_str()), ("EXPIRED", "v"));
+    assert_eq!(
+        cache_status(&req(srv.port, "GET", "/maxage", "")),
+        "EXPIRED"
+    );
+    let before = origin.count();
+    let r = req(srv2.port, "GET", "/reval", "");
+    assert_eq!(r.status, 200);
+    assert_eq!(cache_status(&r), "REVALIDATED");
+    assert_eq!(r.text(), "revalidated body");
+    let last = origin.requests().pop().unwrap();
+    assert_eq!(origin.count(), before + 1);
+    assert_eq!(last.header("If-None-Match"), Some("\"v1\""));
+    assert_eq!(
+        last.header("If-Modified-Since"),
+        Some("Mon, 02 Jan 2023 00:00:00 GMT")
+    );
+    // The entry's validity was refreshed: a hit again, no new request.
+    wait_for("a hit after revalidation", Duration::from_secs(10), || {
+        cache_status(&req(srv2.port, "GET", "/reval", "")) == "HIT"
+    });
+    assert_eq!(origin.count(), before + 1);
+}
+
+#[test]
+fn lock_sends_one_request_upstream() {
+    let origin =
+        Origin::start(|_| Reply::ok(&pattern(50_000, 2)).delay(Duration::from_millis(700)));
+    let srv = Server::start(&conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 10m; proxy_cache_lock on; proxy_cache_lock_timeout 30s; proxy_cache_lock_age 30s;",
+    ));
+    let port = srv.port;
+    let threads: Vec<_> = (0..8)
+        .map(|_| std::thread::spawn(move || req(port, "GET", "/slow", "")))
+        .collect();
+    let mut statuses: Vec<String> = threads
+        .into_iter()
+        .map(|t| {
+            let r = t.join().unwrap();
+            assert_eq!(r.body, pattern(50_000, 2));
+            cache_status(&r).to_string()
+        })
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        origin.count(),
+        1,
+        "one fetch for eight requests: {statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "MISS").count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "HIT").count(),
+        7,
+        "{statuses:?}"
+    );
+}
+
+#[test]
+fn lock_timeout_goes_upstream_without_storing() {
+    let origin = Origin::start(|_| Reply::ok(b"slow").delay(Duration::from_millis(1500)));
+    let srv = Server::start(&conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 10m; proxy_cache_lock on; proxy_cache_lock_timeout 200ms;",
+    ));
+    let port = srv.port;
+    let first = std::thread::spawn(move || req(port, "GET", "/t", ""));
+    wait_for(
+        "the first request upstream",
+        Duration::from_secs(10),
+        || origin.count() == 1,
+    );
+    let second = req(port, "GET", "/t", "");
+    assert_eq!(
+        (cache_status(&second), second.text().as_str()),
+        ("MISS", "slow")
+    );
+    assert_eq!(origin.count(), 2);
+    assert_eq!(cache_status(&first.join().unwrap()), "MISS");
+}
+
+#[test]
+fn stale_on_error_and_while_updating() {
+    let fail = Arc::new(AtomicUsize::new(0));
+    let f2 = fail.clone();
+    let origin = Origin::start(move |r| match f2.load(Ordering::SeqCst) {
+        1 => Reply::ok(b"boom").status(500),
+        2 => Reply::ok(b"new").delay(Duration::from_millis(1500)),
+        _ => Reply::ok(format!("old {}", r.target).as_bytes()),
+    });
+    let srv = Server::start(&conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 1s; proxy_cache_use_stale error timeout http_500 updating;",
+    ));
+    for p in ["/a", "/b"] {
+        assert_eq!(cache_status(&req(srv.port, "GET", p, "")), "MISS");
+    }
+    wait_for("hits", Duration::from_secs(10), || {
+        cache_status(&req(srv.port, "GET", "/a", "")) == "HIT"
+            && cache_status(&req(srv.port, "GET", "/b", "")) == "HIT"
+    });
+    std::thread::sleep(Duration::from_millis(2200));
+    fail.store(1, Ordering::SeqCst);
+    let s = req(srv.port, "GET", "/a", "");
+    assert_eq!(
+        (s.status, cache_status(&s), s.text().as_str()),
+        (200, "STALE", "old /a")
+    );
+    // Updating: one request refreshes slowly, another gets the stale one.
+    fail.store(2, Ordering::SeqCst);
+    let port = srv.port;
+    let n = origin.count();
+    let refresher = std::thread::spawn(move || req(port, "GET", "/b", ""));
+    wait_for("the refresh upstream", Duration::from_secs(10), || {
+        origin.count() > n
+    });
+    let u = req(srv.port, "GET", "/b", "");
+    assert_eq!(
+        (cache_status(&u), u.text().as_str()),
+        ("UPDATING", "old /b")
+    );
+    let r = refresher.join().unwrap();
+    assert_eq!((cache_status(&r), r.text().as_str()), ("EXPIRED", "new"));
+    // Origin down: `error`.
+    drop(origin);
+    let srv2 = {
+        let dead = free_port();
+        let origin = Origin::start(|_| Reply::ok(b"cached"));
+        // The key must not name the origin's address, which changes.
+        let text = conf(
+            origin.port,
+            "",
+            "",
+            "proxy_cache_valid 1s; proxy_cache_use_stale error; proxy_cache_key $request_uri;",
+        );
+        let srv2 = Server::start(&text);
+        assert_eq!(cache_status(&req(srv2.port, "GET", "/d", "")), "MISS");
+        wait_for("a hit", Duration::from_secs(10), || {
+            cache_status(&req(srv2.port, "GET", "/d", "")) == "HIT"
+        });
+        std::thread::sleep(Duration::from_millis(2200));
+        // Reload onto a dead origin, same cache.
+        let text = text.replace(
+            &format!("127.0.0.1:{};", origin.port),
+            &format!("127.0.0.1:{dead};"),
+        );
+        std::fs::write(
+            srv2.prefix.path().join("porter.conf"),
+            config_text(&text, srv2.port, srv2.prefix.path()),
+        )
+        .unwrap();
+        srv2.signal(1);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = req(srv2.port, "GET", "/d", "");
+            if cache_status(&r) == "STALE" && r.text() == "cached" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no stale answer after the reload: {r:?}\n{}",
+                srv2.read("logs/error.log")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        srv2
+    };
+    drop(srv2);
+}
+
+#[test]
+fn background_update_serves_stale_at_once() {
+    let version = Arc::new(AtomicUsize::new(1));
+    let v2 = version.clone();
+    let origin = Origin::start(move |_| {
+        let v = v2.load(Ordering::SeqCst);
+        Reply::ok(format!("v{v}").as_bytes()).delay(if v > 1 {
+            Duration::from_millis(800)
+        } else {
+            Duration::ZERO
+        })
+    });
+    let srv = Server::start(&conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 1s; proxy_cache_use_stale updating; proxy_cache_background_update on;",
+    ));
+    assert_eq!(cache_status(&req(srv.port, "GET", "/bg", "")), "MISS");
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv.port, "GET", "/bg", "")) == "HIT"
+    });
+    std::thread::sleep(Duration::from_millis(2200));
+    version.store(2, Ordering::SeqCst);
+    let t = Instant::now();
+    let s = req(srv.port, "GET", "/bg", "");
+    let took = t.elapsed();
+    assert_eq!((cache_status(&s), s.text().as_str()), ("STALE", "v1"));
+    assert!(
+        took < Duration::from_millis(700),
+        "stale at once, not after the refresh: {took:?}"
+    );
+    wait_for("the refreshed entry", Duration::from_secs(10), || {
+        let r = req(srv.port, "GET", "/bg", "");
+        cache_status(&r) == "HIT" && r.text() == "v2"
+    });
+}
+
+#[test]
+fn vary_keeps_variants_apart() {
+    let origin = Origin::start(|r| {
+        let enc = r.header("Accept-Encoding").unwrap_or("none").to_string();
+        Reply::ok(format!("enc={enc}").as_bytes()).header("Vary", "Accept-Encoding")
+    });
+    let srv = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 10m;"));
+    let get = |enc: &str| {
+        req(
+            srv.port,
+            "GET",
+            "/v",
+            &format!("Accept-Encoding: {enc}\r\n"),
+        )
+    };
+    assert_eq!(cache_status(&get("gzip")), "MISS");
+    wait_for("a gzip hit", Duration::from_secs(10), || {
+        cache_status(&get("gzip")) == "HIT"
+    });
+    let b = get("br");
+    assert_eq!((cache_status(&b), b.text().as_str()), ("MISS", "enc=br"));
+    wait_for("a br hit", Duration::from_secs(10), || {
+        let r = get("br");
+        cache_status(&r) == "HIT" && r.text() == "enc=br"
+    });
+    let g = get("gzip");
+    assert_eq!((cache_status(&g), g.text().as_str()), ("HIT", "enc=gzip"));
+    assert_eq!(origin.count(), 2);
+}
+
+#[test]
+fn uncacheable_responses_are_not_stored() {
+    let origin = Origin::start(|r| match r.target.as_str() {
+        "/nostore" => Reply::ok(b"x").header("Cache-Control", "no-store"),
+        "/private" => Reply::ok(b"x").header("Cache-Control", "private, max-age=60"),
+        "/cookie" => Reply::ok(b"x").header("Set-Cookie", "a=b"),
+        "/varystar" => Reply::ok(b"x").header("Vary", "*"),
+        "/accel0" => Reply::ok(b"x").header("X-Accel-Expires", "0"),
+        "/404" => Reply::ok(b"x").status(404),
+        _ => Reply::ok(b"x"),
+    });
+    let srv = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 200 10m;"));
+    for p in [
+        "/nostore",
+        "/private",
+        "/cookie",
+        "/varystar",
+        "/accel0",
+        "/404",
+    ] {
+        for _ in 0..3 {
+            let r = req(srv.port, "GET", p, "");
+            assert_eq!(cache_status(&r), "MISS", "{p}");
+        }
+    }
+    assert_eq!(origin.count(), 18);
+    assert!(files_under(&srv.prefix.path().join("cache")).is_empty());
+    // X-Accel-Expires is not passed to the client.
+    assert_eq!(
+        req(srv.port, "GET", "/accel0", "").header("X-Accel-Expires"),
+        None
+    );
+}
+
+#[test]
+fn bypass_no_cache_and_min_uses() {
+    let origin = Origin::start(|r| Reply::ok(r.target.as_bytes()));
+    let srv = Server::start(&conf_with(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 10m; proxy_cache_bypass $arg_bypass $http_x_bypass; proxy_no_cache $arg_nocache;",
+        "location /min { proxy_pass http://127.0.0.1:ORIGIN; proxy_cache one; proxy_cache_valid 10m;\n\
+           proxy_cache_min_uses 3; add_header X-Cache $upstream_cache_status always; }",
+    ));
+    // proxy_no_cache: fetched, not stored.
+    assert_eq!(
+        cache_status(&req(srv.port, "GET", "/n?nocache=1", "")),
+        "MISS"
+    );
+    assert_eq!(
+        cache_status(&req(srv.port, "GET", "/n?nocache=1", "")),
+        "MISS"
+    );
+    // "0" does not bypass; a value does, and the response is stored.
+    assert_eq!(
+        cache_status(&req(srv.port, "GET", "/b", "X-Bypass: 0\r\n")),
+        "MISS"
+    );
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv.port, "GET", "/b", "")) == "HIT"
+    });
+    let n = origin.count();
+    let b = req(srv.port, "GET", "/b", "X-Bypass: yes\r\n");
+    assert_eq!(cache_status(&b), "BYPASS");
+    assert_eq!(origin.count(), n + 1);
+    // min_uses 3: two misses not stored, the third stores.
+    for _ in 0..3 {
+        assert_eq!(cache_status(&req(srv.port, "GET", "/min/x", "")), "MISS");
+    }
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv.port, "GET", "/min/x", "")) == "HIT"
+    });
+    assert_eq!(
+        origin
+            .requests()
+            .iter()
+            .filter(|r| r.target == "/min/x")
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn purge_removes_the_entry() {
+    let origin = Origin::start(|_| Reply::ok(b"p"));
+    let srv = Server::start(&conf_with(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 10m; proxy_cache_purge PURGE from 127.0.0.1;",
+        "location /closed/ { proxy_pass http://127.0.0.1:ORIGIN; proxy_cache one;\n\
+           proxy_cache_purge PURGE from 10.0.0.0/8; }",
+    ));
+    assert_eq!(cache_status(&req(srv.port, "GET", "/p", "")), "MISS");
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv.port, "GET", "/p", "")) == "HIT"
+    });
+    let p = req(srv.port, "PURGE", "/p", "");
+    assert_eq!(p.status, 200);
+    assert!(p.text().contains("Successful purge"), "{}", p.text());
+    assert_eq!(req(srv.port, "PURGE", "/p", "").status, 404);
+    assert_eq!(cache_status(&req(srv.port, "GET", "/p", "")), "MISS");
+    assert_eq!(req(srv.port, "PURGE", "/closed/x", "").status, 403);
+}
+
+#[test]
+fn ranges_and_conditionals_on_a_hit() {
+    let body = pattern(200_000, 3);
+    let b2 = body.clone();
+    let origin = Origin::start(move |_| {
+        Reply::ok(&b2)
+            .header("ETag", "\"e1\"")
+            .header("Last-Modified", "Mon, 02 Jan 2023 00:00:00 GMT")
+    });
+    let srv = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 10m;"));
+    // The client's Range and validators are not passed upstream on a miss.
+    let m = req(
+        srv.port,
+        "GET",
+        "/r",
+        "Range: bytes=0-9\r\nIf-None-Match: \"e1\"\r\n",
+    );
+    assert_eq!(cache_status(&m), "MISS");
+    // The not-modified filter runs on a cacheable miss too; the body is
+    // still read into the cache.
+    assert_eq!(m.status, 304);
+    let first = &origin.requests()[0];
+    assert_eq!(first.header("Range"), None);
+    assert_eq!(first.header("If-None-Match"), None);
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv.port, "GET", "/r", "")) == "HIT"
+    });
+    let fetched = origin.count();
+    let r = req(srv.port, "GET", "/r", "Range: bytes=100-199\r\n");
+    assert_eq!(r.status, 206);
+    assert_eq!(r.header("Content-Range"), Some("bytes 100-199/200000"));
+    assert_eq!(r.body, &body[100..200]);
+    let r = req(srv.port, "GET", "/r", "Range: bytes=-5\r\n");
+    assert_eq!(r.body, &body[199_995..]);
+    let r = req(srv.port, "GET", "/r", "Range: bytes=0-1,150000-150009\r\n");
+    assert_eq!(r.status, 206);
+    let ct = r.header("Content-Type").unwrap().to_string();
+    assert!(ct.starts_with("multipart/byteranges; boundary="), "{ct}");
+    let t = r.body.clone();
+    assert!(find(&t, b"Content-Range: bytes 0-1/200000\r\n\r\n").is_some());
+    let at = find(&t, b"Content-Range: bytes 150000-150009/200000\r\n\r\n").unwrap();
+    let start = at + "Content-Range: bytes 150000-150009/200000\r\n\r\n".len();
+    assert_eq!(&t[start..start + 10], &body[150_000..150_010]);
+    let r = req(srv.port, "GET", "/r", "Range: bytes=300000-\r\n");
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("Content-Range"), Some("bytes */200000"));
+    let r = req(srv.port, "GET", "/r", "If-None-Match: \"e1\"\r\n");
+    assert_eq!((r.status, r.body.len()), (304, 0));
+    assert_eq!(r.header("ETag"), Some("\"e1\""));
+    let r = req(
+        srv.port,
+        "GET",
+        "/r",
+        "If-Modified-Since: Mon, 02 Jan 2023 00:00:00 GMT\r\n",
+    );
+    assert_eq!(r.status, 304);
+    // If-Range with a stale validator: the whole body.
+    let r = req(
+        srv.port,
+        "GET",
+        "/r",
+        "Range: bytes=0-9\r\nIf-Range: \"other\"\r\n",
+    );
+    assert_eq!((r.status, r.body.len()), (200, 200_000));
+    let r = req(
+        srv.port,
+        "GET",
+        "/r",
+        "Range: bytes=0-9\r\nIf-Range: \"e1\"\r\n",
+    );
+    assert_eq!((r.status, r.body.as_slice()), (206, &body[..10]));
+    assert_eq!(origin.count(), fetched, "every answer from the cache");
+}
+
+/// The issue's configuration: three zones, `split_clients` choosing one
+/// per URI, each zone's I/O on its own pool.
+#[test]
+fn split_clients_spreads_entries_over_three_disks() {
+    let origin = Origin::start(|r| Reply::ok(r.target.as_bytes()));
+    let conf = format!(
+        "daemon off;\nworker_processes 2;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         thread_pool pool_1 threads=16; thread_pool pool_2 threads=16; thread_pool pool_3 threads=16;\n\
+         events {{ worker_connections 512; }}\n\
+         http {{\n  access_log {{PREFIX}}/logs/access.log;\n  \
+           upstream backend {{ server 127.0.0.1:{}; }}\n  \
+           proxy_cache_path {{PREFIX}}/mnt/disk1 levels=1:2 keys_zone=cache_1:256m max_size=1024G use_temp_path=off;\n  \
+           proxy_cache_path {{PREFIX}}/mnt/disk2 levels=1:2 keys_zone=cache_2:256m max_size=1024G use_temp_path=off;\n  \
+           proxy_cache_path {{PREFIX}}/mnt/disk3 levels=1:2 keys_zone=cache_3:256m max_size=1024G use_temp_path=off;\n  \
+           split_clients $request_uri $disk {{ 33.3% 1; 33.3% 2; * 3; }}\n  \
+           proxy_cache_valid 10m;\n  \
+           server {{ listen 127.0.0.1:{{PORT}};\n    \
+             location / {{ proxy_pass http://backend; proxy_cache_key $request_uri;\n      \
+               proxy_cache cache_$disk; aio threads=pool_$disk; sendfile on;\n      \
+               add_header X-Disk $disk always; add_header X-Cache $upstream_cache_status always; }} }}\n}}\n",
+        origin.port
+    );
+    let srv = Server::start(&conf);
+    let mnt = srv.prefix.path().join("mnt");
+    let mut per_disk = [0usize; 3];
+    for i in 0..30 {
+        let uri = format!("/obj/{i}");
+        let r = req(srv.port, "GET", &uri, "");
+        assert_eq!((r.status, cache_status(&r)), (200, "MISS"));
+        let disk: usize = r.header("X-Disk").unwrap().parse().unwrap();
+        per_disk[disk - 1] += 1;
+        for d in 1..=3 {
+            let p = entry_path(&mnt.join(format!("disk{d}")), &uri);
+            if d == disk {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while !p.exists() {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{uri}: no {} in disk{d}: {:?}\n{}",
+                        p.display(),
+                        files_under(&mnt),
+                        srv.read("logs/error.log")
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            } else {
+                assert!(!p.exists(), "{uri} also in disk{d}");
+            }
+        }
+        let h = req(srv.port, "GET", &uri, "");
+        assert_eq!((cache_status(&h), h.text()), ("HIT", uri.clone()));
+    }
+    assert!(
+        per_disk.iter().all(|&n| n > 0),
+        "every disk used: {per_disk:?}"
+    );
+    assert_eq!(origin.count(), 30);
+}
+
+/// kill -9 during many fills from a slow origin, then a restart on the
+/// same cache: every key served is byte-exact (or fetched again), and no
+/// temp file outlives the loader.
+#[test]
+fn crash_during_fills_leaves_no_corrupt_entry() {
+    const N: usize = 24;
+    let origin = Origin::start(|r| {
+        let i: usize = r.target.trim_start_matches("/k/").parse().unwrap_or(0);
+        // Half are quick (complete before the kill), half crawl.
+        let body = pattern(120_000, i);
+        if i % 2 == 0 {
+            Reply::ok(&body)
+        } else {
+            Reply::ok(&body).paced(8192, Duration::from_millis(40))
+        }
+    });
+    let text = conf(
+        origin.port,
+        " use_temp_path=off",
+        "",
+        "proxy_cache_valid 10m;",
+    );
+    let prefix = TempDir::new("pcache-crash");
+    let mut srv = Server::start_in(prefix, &text, &[]);
+    let port = srv.port;
+    let clients: Vec<_> = (0..N)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                let _ = s.write_all(
+                    format!("GET /k/{i} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                        .as_bytes(),
+                );
+                read_all(&mut s)
+            })
+        })
+        .collect();
+    wait_for("every fill under way", Duration::from_secs(20), || {
+        origin.count() >= N
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    let temps = files_under(&srv.prefix.path().join("cache"))
+        .iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .count();
+    srv.child.kill().unwrap();
+    srv.child.wait().unwrap();
+    for c in clients {
+        let _ = c.join();
+    }
+    assert!(temps > 0, "the kill came during fills");
+    // Restart on the same prefix (and cache).
+    let prefix = TempDir(srv.prefix.0.clone());
+    std::mem::forget(std::mem::replace(&mut srv.prefix, TempDir(PathBuf::new())));
+    drop(srv);
+    let srv = Server::start_in(prefix, &text, &[]);
+    let before = origin.count();
+    let mut hits = 0;
+    for i in 0..N {
+        let r = req(srv.port, "GET", &format!("/k/{i}"), "");
+        assert_eq!(r.status, 200, "/k/{i}");
+        assert_eq!(
+            r.body,
+            pattern(120_000, i),
+            "/k/{i} byte-exact ({})",
+            cache_status(&r)
+        );
+        if cache_status(&r) == "HIT" {
+            hits += 1;
+        }
+    }
+    assert!(hits > 0, "some entries survived the crash");
+    assert_eq!(
+        origin.count() - before,
+        N - hits,
+        "the others fetched again"
+    );
+    wait_for(
+        "the loader to remove temp files",
+        Duration::from_secs(20),
+        || {
+            files_under(&srv.prefix.path().join("cache"))
+                .iter()
+                .all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        },
+    );
+}
+
+/// A cache on a tiny tmpfs: a body larger than it still reaches the
+/// client whole, nothing is stored, one line is logged.
+#[test]
+fn enospc_while_filling_still_answers_in_full() {
+    let prefix = TempDir::new("pcache-enospc");
+    let mnt = prefix.path().join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipping: cannot mount a tmpfs (needs root)");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _u = Unmount(mnt.clone());
+    let body = pattern(1_000_000, 9);
+    let b2 = body.clone();
+    let origin = Origin::start(move |_| Reply::ok(&b2));
+    let text = conf(origin.port, "", "", "proxy_cache_valid 10m;")
+        .replace("{PREFIX}/cache levels", "{PREFIX}/small levels")
+        .replace("keys_zone=one:1m", "keys_zone=one:1m use_temp_path=off");
+    let srv = Server::start_in(prefix, &text, &[]);
+    for _ in 0..2 {
+        let r = req(srv.port, "GET", "/big", "");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body.len(), body.len());
+        assert!(r.body == body, "the full, correct body");
+        assert_eq!(cache_status(&r), "MISS");
+    }
+    assert_eq!(origin.count(), 2, "nothing cached");
+    let log = srv.wait_log(
+        "logs/error.log",
+        "No space left on device",
+        Duration::from_secs(5),
+    );
+    assert_eq!(
+        log.matches("No space left on device").count(),
+        2,
+        "one line per fill: {log}"
+    );
+    wait_for("the temp files removed", Duration::from_secs(10), || {
+        files_under(&mnt).is_empty()
+    });
+}
