@@ -134,7 +134,8 @@ fn find(h: &[u8], n: &[u8]) -> Option<usize> {
 fn serve_conn(mut s: TcpStream, script: Script, reqs: Arc<Mutex<Vec<Req>>>) {
     let mut buf = Vec::new();
     let mut tmp = vec![0u8; 65536];
-    loop {
+    // One request per connection (every answer says `Connection: close`).
+    {
         let end = loop {
             if let Some(i) = find(&buf, b"\r\n\r\n") {
                 break i + 4;
@@ -186,7 +187,6 @@ fn serve_conn(mut s: TcpStream, script: Script, reqs: Arc<Mutex<Vec<Req>>>) {
             }
             std::thread::sleep(r.pace);
         }
-        return;
     }
 }
 
@@ -892,7 +892,7 @@ fn crash_during_fills_leaves_no_corrupt_entry() {
         let i: usize = r.target.trim_start_matches("/k/").parse().unwrap_or(0);
         // Half are quick (complete before the kill), half crawl.
         let body = pattern(120_000, i);
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             Reply::ok(&body)
         } else {
             Reply::ok(&body).paced(8192, Duration::from_millis(40))
