@@ -394,10 +394,13 @@ async fn lookup(
 fn hit(ctx: &RequestCtx, pass: &ProxyPass, e: Entry) -> Outcome {
     let h = &e.header;
     let mut r = proxy::head_response(ctx, pass, h.meta.status, &h.meta.headers);
-    // The range filter says whether ranges are accepted.
+    // As NGINX (ngx_http_upstream_copy_allow_ranges): a cached response
+    // is served in ranges when the upstream said `Accept-Ranges`; the
+    // range filter then sends its own `Accept-Ranges: bytes`.
+    let n = r.headers.len();
     r.headers
         .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
-    r.allow_ranges = h.meta.status == 200;
+    r.allow_ranges = r.headers.len() != n;
     r.content_length = Some(h.body_len);
     r.body = if h.body_len == 0 {
         Body::Empty
