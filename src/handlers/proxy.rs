@@ -11,8 +11,9 @@
 //! 2. [`into_response`]: turn the [`UpstreamResponse`] into the client
 //!    [`Response`]: headers minus the hidden ones, Content-Length passed
 //!    through or (length unknown) chunked to HTTP/1.1 clients, and the body
-//!    as a [`Body::Stream`] the connection loop pulls piece by piece. A
-//!    cache wraps that stream in a `Tee` to store what it sends.
+//!    as a [`Body::Stream`] the connection loop pulls piece by piece. With
+//!    `proxy_cache`, [`super::proxy_cache`] sits between the two steps and
+//!    wraps that stream to store what it sends.
 //!
 //! What NGINX does that porter does not (yet): buffering of large request
 //! bodies to a temp file (a body over 64 KiB streams, so once it went to a
