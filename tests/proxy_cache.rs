@@ -1143,3 +1143,63 @@ fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
         "{long} of {count} loop iterations took over 25 ms"
     );
 }
+
+/// A client that leaves mid-body does not end the fill (NGINX's
+/// `proxy_buffering on`): the entry completes and the next request hits.
+/// With `proxy_buffering off` nothing is stored, as in NGINX.
+#[test]
+fn fill_outlives_a_client_that_leaves() {
+    let origin = Origin::start(|r| {
+        let i: usize = r.target.rsplit('/').next().unwrap().parse().unwrap_or(0);
+        Reply::ok(&pattern(400_000, i)).paced(32 * 1024, Duration::from_millis(30))
+    });
+    let srv = Server::start(&conf_with(
+        origin.port,
+        "",
+        "",
+        // The lock makes the next request wait for the fill the left
+        // client started.
+        "proxy_cache_valid 10m; proxy_cache_lock on; proxy_cache_lock_timeout 30s; proxy_cache_lock_age 30s;",
+        "location /nobuf/ { proxy_pass http://127.0.0.1:ORIGIN; proxy_cache one; proxy_cache_valid 10m;\n\
+           proxy_buffering off; add_header X-Cache $upstream_cache_status always; }",
+    ));
+    for (path, kept) in [("/gone/1", true), ("/nobuf/2", false)] {
+        let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut first = [0u8; 4096];
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert!(s.read(&mut first).unwrap() > 0);
+        drop(s);
+        let i: usize = path.rsplit('/').next().unwrap().parse().unwrap();
+        if kept {
+            wait_for(
+                "the entry the left client started",
+                Duration::from_secs(20),
+                || {
+                    let r = req(srv.port, "GET", path, "");
+                    cache_status(&r) == "HIT" && r.body == pattern(400_000, i)
+                },
+            );
+            assert_eq!(
+                origin
+                    .requests()
+                    .iter()
+                    .filter(|r| r.target == path)
+                    .count(),
+                1
+            );
+        } else {
+            for _ in 0..2 {
+                let r = req(srv.port, "GET", path, "");
+                assert_eq!(cache_status(&r), "MISS", "{path}: not stored unbuffered");
+                assert_eq!(r.body, pattern(400_000, i));
+            }
+        }
+    }
+    wait_for("no temp file left", Duration::from_secs(20), || {
+        files_under(&srv.prefix.path().join("cache"))
+            .iter()
+            .all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+    });
+}

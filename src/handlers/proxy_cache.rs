@@ -22,7 +22,8 @@
 //!    a time (backpressure on the upstream, bounded memory), the entry
 //!    visible only once complete. A failed write (ENOSPC) is logged once by
 //!    the writer and drops the entry; the client's response goes on. A
-//!    client that leaves mid-body ends the fill (the entry is dropped).
+//!    client that leaves mid-body leaves the fill to a task of its own.
+//!    With `proxy_buffering off` nothing is stored, as in NGINX.
 //!
 //! Every file-system call goes through [`Disk`] with the location's `aio`.
 
@@ -528,7 +529,8 @@ async fn go_upstream(
         &s.proxy_cache_valid,
         crate::util::time::now().0,
     );
-    match (fill, valid) {
+    // NGINX caches only what it buffers.
+    match (fill.filter(|_| s.proxy_buffering), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
@@ -704,6 +706,18 @@ struct CacheFill {
     expect: Option<u64>,
     seen: u64,
     ended: bool,
+    /// Moved to a task of its own: the client is gone.
+    detached: bool,
+}
+
+/// An exhausted stream, left in a [`CacheFill`] whose upstream was
+/// moved to a task of its own.
+struct Ended;
+
+impl BodyStream for Ended {
+    fn read_chunk<'a>(&'a mut self, _out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(async { Ok(false) })
+    }
 }
 
 impl CacheFill {
@@ -725,6 +739,7 @@ impl CacheFill {
             expect,
             seen: 0,
             ended: false,
+            detached: false,
         }
     }
 
@@ -829,9 +844,29 @@ impl BodyStream for CacheFill {
 
 impl Drop for CacheFill {
     fn drop(&mut self) {
-        // Dropped before its end (the client went away): the entry is
-        // given up. A write in flight ends on its own; its writer, dropped
-        // unfinished, hands the temp file to the zone's manager.
+        // Dropped before its end: the client went away. The upstream is
+        // read into the entry by a task of its own, as NGINX (buffering)
+        // goes on filling. Dropped in that task, the entry is given up (a
+        // write in flight ends on its own, and its writer, dropped
+        // unfinished, hands the temp file to the zone's manager).
+        let filling = self.writer.is_some() || self.pending.is_some();
+        if !self.detached && !self.ended && filling {
+            let rest = CacheFill {
+                inner: std::mem::replace(&mut self.inner, Box::new(Ended)),
+                disk: self.disk.clone(),
+                writer: self.writer.take(),
+                pending: self.pending.take(),
+                finishing: None,
+                held: None,
+                guard: self.guard.take(),
+                expect: self.expect,
+                seen: self.seen,
+                ended: false,
+                detached: true,
+            };
+            tokio::task::spawn_local(drain(Box::new(rest)));
+            return;
+        }
         self.give_up();
     }
 }
