@@ -876,7 +876,6 @@ mod tests {
     use super::*;
     use crate::cache::{CacheZone, ZoneSpec};
     use crate::log::ErrorLog;
-    use std::future::Future;
     use std::task::{Context, Poll, Waker};
 
     /// Pieces that are each "not ready" on their first poll, like a
