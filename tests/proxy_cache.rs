@@ -1203,3 +1203,182 @@ fn fill_outlives_a_client_that_leaves() {
             .all(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
     });
 }
+
+/// Debian's nginx as a caching proxy, for the differential test.
+struct Nginx {
+    child: std::process::Child,
+    port: u16,
+    _prefix: TempDir,
+}
+
+impl Nginx {
+    fn start(origin: u16) -> Option<Nginx> {
+        const NGINX: &str = "/usr/sbin/nginx";
+        if !Path::new(NGINX).exists() {
+            return None;
+        }
+        let prefix = TempDir::new("nginx-cache");
+        std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
+        let port = free_port();
+        let p = prefix.path().display().to_string();
+        let text = format!(
+            "worker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/logs/error.log info;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {p}/cb;\n  proxy_temp_path {p}/pt;\n  \
+               proxy_cache_path {p}/cache levels=1:2 keys_zone=one:1m;\n  \
+               server {{ listen 127.0.0.1:{port}; server_name localhost;\n    \
+                 location / {{ proxy_pass http://127.0.0.1:{origin}; proxy_cache one;\n      \
+                   proxy_cache_valid 10m; add_header X-Cache $upstream_cache_status always; }} }}\n}}\n"
+        );
+        let conf = prefix.write("nginx.conf", text);
+        let child = std::process::Command::new(NGINX)
+            .arg("-p")
+            .arg(prefix.path())
+            .arg("-e")
+            .arg(prefix.path().join("logs/error.log"))
+            .arg("-c")
+            .arg(&conf)
+            .arg("-g")
+            .arg("daemon off;")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            wait_port(port, Duration::from_secs(10)),
+            "nginx did not start"
+        );
+        Some(Nginx {
+            child,
+            port,
+            _prefix: prefix,
+        })
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What must match: status, cache status, the header names in order
+/// (less Server and Date), the validators and ranges, and the body (a
+/// multipart boundary written as `B`).
+type Comparable = (u16, String, Vec<String>, Vec<(String, String)>, Vec<u8>);
+
+fn comparable(r: &Resp) -> Comparable {
+    let names = r
+        .headers
+        .iter()
+        .map(|(n, _)| n.to_ascii_lowercase())
+        .filter(|n| n != "server" && n != "date")
+        .collect();
+    let values = [
+        "etag",
+        "last-modified",
+        "content-range",
+        "accept-ranges",
+        "content-length",
+    ]
+    .iter()
+    .filter_map(|n| r.header(n).map(|v| (n.to_string(), v.to_string())))
+    .filter(|_| r.status < 400)
+    .collect();
+    let mut body = if r.status < 400 {
+        r.body.clone()
+    } else {
+        Vec::new()
+    };
+    if let Some(b) = r
+        .header("Content-Type")
+        .and_then(|ct| ct.split_once("boundary="))
+        .map(|(_, b)| b.to_string())
+    {
+        body = String::from_utf8_lossy(&body).replace(&b, "B").into_bytes();
+    }
+    (r.status, cache_status(r).to_string(), names, values, body)
+}
+
+/// The same requests through porter and through Debian's nginx, each with
+/// its own cache in front of one origin: same statuses, cache statuses,
+/// header order, validators, ranges and bodies.
+#[test]
+fn behaves_as_nginx() {
+    let origin = Origin::start(|r| {
+        let mut rep = Reply::ok(&pattern(100_000, 4))
+            .header("ETag", "\"d1\"")
+            .header("Last-Modified", "Mon, 02 Jan 2023 00:00:00 GMT");
+        if r.target.starts_with("/ar") {
+            rep = rep.header("Accept-Ranges", "bytes");
+        }
+        if r.target.starts_with("/nc") {
+            rep = rep.header("Cache-Control", "no-store");
+        }
+        rep
+    });
+    let Some(nginx) = Nginx::start(origin.port) else {
+        eprintln!("skipping: /usr/sbin/nginx not installed");
+        return;
+    };
+    let porter = Server::start(&conf(origin.port, "", "", "proxy_cache_valid 10m;"));
+    let steps: &[(&str, &str, &str)] = &[
+        ("GET", "/a", ""),
+        ("GET", "/a", ""),
+        ("GET", "/a", "Range: bytes=0-4\r\n"),
+        ("GET", "/a", "If-None-Match: \"d1\"\r\n"),
+        (
+            "GET",
+            "/a",
+            "If-Modified-Since: Mon, 02 Jan 2023 00:00:00 GMT\r\n",
+        ),
+        ("GET", "/ar", ""),
+        ("GET", "/ar", ""),
+        ("GET", "/ar", "Range: bytes=10-19\r\n"),
+        ("GET", "/ar", "Range: bytes=0-1,50000-50009\r\n"),
+        ("GET", "/ar", "Range: bytes=200000-\r\n"),
+        ("GET", "/ar", "Range: bytes=0-9\r\nIf-Range: \"d1\"\r\n"),
+        ("GET", "/ar", "Range: bytes=0-9\r\nIf-Range: \"zz\"\r\n"),
+        ("HEAD", "/h", ""),
+        ("GET", "/h", ""),
+        ("HEAD", "/h", ""),
+        ("GET", "/b", "If-None-Match: \"d1\"\r\n"),
+        ("GET", "/nc", ""),
+        ("GET", "/nc", ""),
+    ];
+    for (i, (method, path, headers)) in steps.iter().enumerate() {
+        let n = req(nginx.port, method, path, headers);
+        let p = req(porter.port, method, path, headers);
+        let (pc, nc) = (comparable(&p), comparable(&n));
+        assert_eq!(
+            (&pc.0, &pc.1, &pc.2, &pc.3),
+            (&nc.0, &nc.1, &nc.2, &nc.3),
+            "step {i}: {method} {path} {headers:?}\nporter: {:?}\nnginx: {:?}",
+            p.headers,
+            n.headers
+        );
+        assert!(
+            pc.4 == nc.4,
+            "step {i}: {method} {path} {headers:?}: bodies differ"
+        );
+        // Both finish their fills before the next step.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let upstream: Vec<(String, String)> = origin
+        .requests()
+        .iter()
+        .map(|r| (r.method.clone(), r.target.clone()))
+        .collect();
+    assert!(upstream.iter().all(|(m, _)| m == "GET"), "{upstream:?}");
+}

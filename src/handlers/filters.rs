@@ -76,6 +76,12 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     headers(ctx, resp);
     let charset = charset(ctx, resp, carried.charset.take());
     if let Err(code) = ranges(ctx, resp) {
+        // The error page is not a 200: a proxied Last-Modified line does
+        // not stay with it (the header writer's rule below).
+        if resp.last_modified_inline {
+            resp.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("last-modified"));
+        }
         carried.headers = resp
             .etag
             .take()
@@ -94,6 +100,10 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     }
     if !matches!(resp.status, 200 | 206 | 304) {
         resp.last_modified = None;
+        if resp.last_modified_inline {
+            resp.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("last-modified"));
+        }
     }
     ctx.status = resp.status;
     Ok(())

@@ -956,15 +956,19 @@ pub fn head_response(
                 Some(v) => r.headers.push((n.clone(), v)),
                 None => r.headers.push((n.clone(), v.clone())),
             },
-            "last-modified" if r.last_modified.is_none() => match httpdate::parse_http_date(v) {
-                Ok(t) => {
+            // In line, where the upstream put it (NGINX's header filter
+            // writes a proxied Last-Modified among the other lines); the
+            // parsed time is for the conditional filters.
+            "last-modified" if r.last_modified.is_none() => {
+                if let Ok(t) = httpdate::parse_http_date(v) {
                     r.last_modified = t
                         .duration_since(std::time::UNIX_EPOCH)
                         .ok()
-                        .map(|d| d.as_secs() as i64)
+                        .map(|d| d.as_secs() as i64);
+                    r.last_modified_inline = true;
                 }
-                Err(_) => r.headers.push((n.clone(), v.clone())),
-            },
+                r.headers.push((n.clone(), v.clone()));
+            }
             _ => r.headers.push((n.clone(), v.clone())),
         }
     }

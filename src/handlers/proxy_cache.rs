@@ -586,6 +586,12 @@ async fn respond_and_store(
     let expect = up.content_length();
     let head_req = ctx.head.method == "HEAD";
     let mut r = proxy::into_response(ctx, pass, up);
+    // NGINX does not copy a cacheable response's `Accept-Ranges`: its
+    // range filter sends its own, last.
+    let n = r.headers.len();
+    r.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
+    r.accept_ranges = r.status == 200 && r.headers.len() != n;
     let writer = c
         .zone
         .begin(
