@@ -185,7 +185,8 @@ pub async fn serve(
         return go_upstream(ctx, env, pass, &c, &key, None, store.then_some(guard)).await;
     }
 
-    let (mut key, mut found) = match find(ctx, env, &c, &key).await {
+    let base = key;
+    let (mut key, mut found) = match find(ctx, env, &c, &base).await {
         Ok(x) => x,
         Err(o) => return o,
     };
@@ -228,7 +229,7 @@ pub async fn serve(
                     };
                     if w.wait(limit).await {
                         waited = true;
-                        (key, found) = match find(ctx, env, &c, &key).await {
+                        (key, found) = match find(ctx, env, &c, &base).await {
                             Ok(x) => x,
                             Err(o) => return o,
                         };
