@@ -1382,3 +1382,33 @@ fn behaves_as_nginx() {
         .collect();
     assert!(upstream.iter().all(|(m, _)| m == "GET"), "{upstream:?}");
 }
+
+/// `proxy_cache_lock_age`: once the fill is that old, a waiting request
+/// goes upstream itself, long before `proxy_cache_lock_timeout`.
+#[test]
+fn lock_age_lets_one_more_request_through() {
+    let origin = Origin::start(|_| Reply::ok(b"slow").delay(Duration::from_millis(2500)));
+    let srv = Server::start(&conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 10m; proxy_cache_lock on; proxy_cache_lock_timeout 20s; proxy_cache_lock_age 500ms;",
+    ));
+    let port = srv.port;
+    let t0 = Instant::now();
+    let first = std::thread::spawn(move || req(port, "GET", "/age", ""));
+    wait_for("the first fill", Duration::from_secs(10), || {
+        origin.count() == 1
+    });
+    let second = std::thread::spawn(move || req(port, "GET", "/age", ""));
+    wait_for("a second request upstream", Duration::from_secs(10), || {
+        origin.count() == 2
+    });
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "through after lock_age, not lock_timeout (20 s): {took:?}"
+    );
+    assert_eq!(first.join().unwrap().text(), "slow");
+    assert_eq!(second.join().unwrap().text(), "slow");
+}

@@ -218,9 +218,10 @@ pub async fn serve(
                     None
                 } else {
                     // NGINX 1.22: a request that waited `lock_timeout`
-                    // goes upstream and does not store; one that waited
-                    // `lock_age` (when shorter) takes the fill over.
-                    let age = s.proxy_cache_lock_age;
+                    // goes upstream and does not store; once the fill is
+                    // `lock_age` old (when that comes first) the waiter
+                    // goes upstream and stores.
+                    let age = s.proxy_cache_lock_age.saturating_sub(w.since().elapsed());
                     let timeout = s.proxy_cache_lock_timeout;
                     let (limit, take_over) = if age < timeout {
                         (age, true)
