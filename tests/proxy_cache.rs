@@ -1350,6 +1350,12 @@ fn behaves_as_nginx() {
         ("GET", "/ar", "Range: bytes=200000-\r\n"),
         ("GET", "/ar", "Range: bytes=0-9\r\nIf-Range: \"d1\"\r\n"),
         ("GET", "/ar", "Range: bytes=0-9\r\nIf-Range: \"zz\"\r\n"),
+        // Ranges on a miss: one range is served from the stream.
+        ("GET", "/ar2", "Range: bytes=10-19\r\n"),
+        ("GET", "/ar2", ""),
+        ("GET", "/ar3", "Range: bytes=0-1,5-6\r\n"),
+        ("GET", "/ar4", "Range: bytes=0-4\r\nIf-Range: \"zz\"\r\n"),
+        ("GET", "/ar5", "Range: bytes=200000-\r\n"),
         ("HEAD", "/h", ""),
         ("GET", "/h", ""),
         ("HEAD", "/h", ""),

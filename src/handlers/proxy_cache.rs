@@ -588,12 +588,13 @@ async fn respond_and_store(
     let expect = up.content_length();
     let head_req = ctx.head.method == "HEAD";
     let mut r = proxy::into_response(ctx, pass, up);
-    // NGINX does not copy a cacheable response's `Accept-Ranges`: its
-    // range filter sends its own, last.
+    // NGINX does not copy a cacheable response's `Accept-Ranges`: it
+    // serves the response in (one) range itself, and its range filter
+    // sends its own `Accept-Ranges`, last.
     let n = r.headers.len();
     r.headers
         .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
-    r.accept_ranges = r.status == 200 && r.headers.len() != n;
+    r.allow_ranges = r.status == 200 && r.headers.len() != n;
     let writer = c
         .zone
         .begin(
@@ -628,6 +629,7 @@ async fn respond_and_store(
         Body::Stream(sb) => {
             let fill = CacheFill::new(sb.into_inner(), c.disk.clone(), writer, guard, expect);
             if no_body {
+                r.accept_ranges = r.allow_ranges && head_req;
                 tokio::task::spawn_local(drain(Box::new(fill)));
             } else {
                 r.body = Body::Stream(StreamBody::new(Box::new(fill)));
