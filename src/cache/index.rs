@@ -39,6 +39,8 @@ pub struct Node {
     /// A complete file is in place.
     pub exists: bool,
     fill: Option<watch::Sender<()>>,
+    /// When the fill under way was claimed (`proxy_cache_lock_age`).
+    fill_since: Instant,
 }
 
 impl Node {
@@ -50,6 +52,7 @@ impl Node {
             uses: 0,
             exists: false,
             fill: None,
+            fill_since: now,
         }
     }
 
@@ -132,9 +135,16 @@ impl FillGuard {
 /// Waits for another request's fill of a key.
 pub struct FillWaiter {
     rx: watch::Receiver<()>,
+    since: Instant,
 }
 
 impl FillWaiter {
+    /// When the fill waited on was claimed (`proxy_cache_lock_age` counts
+    /// from then).
+    pub fn since(&self) -> Instant {
+        self.since
+    }
+
     /// Waits until the fill ends (stored or failed): `true`, or until
     /// `timeout` passes (`proxy_cache_lock_timeout`): `false`. Works across
     /// the workers' event loops (a tokio channel, no thread blocks).
@@ -323,10 +333,15 @@ impl Index {
         let mut st = self.state.lock().unwrap();
         let n = Self::node(&mut st, self.capacity, hash, now, &mut out);
         if let Some(tx) = &n.fill {
-            return (Fill::Wait(FillWaiter { rx: tx.subscribe() }), out);
+            let w = FillWaiter {
+                rx: tx.subscribe(),
+                since: n.fill_since,
+            };
+            return (Fill::Wait(w), out);
         }
         let (tx, _rx) = watch::channel(());
         n.fill = Some(tx.clone());
+        n.fill_since = now;
         drop(st);
         (
             Fill::Owner(FillGuard {

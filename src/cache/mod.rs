@@ -221,6 +221,43 @@ impl Entry {
     }
 }
 
+/// How the cache answered a request (`$upstream_cache_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheStatus {
+    /// Not in the cache (or not yet used `proxy_cache_min_uses` times).
+    Miss,
+    /// `proxy_cache_bypass` sent it upstream.
+    Bypass,
+    /// The entry had expired: fetched anew.
+    Expired,
+    /// An expired entry served (`proxy_cache_use_stale`, or during a
+    /// background update).
+    Stale,
+    /// An expired entry served while another request refreshes it
+    /// (`proxy_cache_use_stale updating`).
+    Updating,
+    /// An expired entry the upstream confirmed with 304
+    /// (`proxy_cache_revalidate`).
+    Revalidated,
+    /// A fresh entry.
+    Hit,
+}
+
+impl CacheStatus {
+    /// NGINX's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheStatus::Miss => "MISS",
+            CacheStatus::Bypass => "BYPASS",
+            CacheStatus::Expired => "EXPIRED",
+            CacheStatus::Stale => "STALE",
+            CacheStatus::Updating => "UPDATING",
+            CacheStatus::Revalidated => "REVALIDATED",
+            CacheStatus::Hit => "HIT",
+        }
+    }
+}
+
 /// Space an entry of `len` bytes takes on disk, as NGINX counts it: whole
 /// 4 KiB blocks.
 pub fn disk_size(len: u64) -> u64 {

@@ -231,7 +231,12 @@ pub static TABLE: &[Spec] = &[
     d("proxy_no_cache", HSL, Arity::Min(1), |b, d| {
         push_predicates(&mut b.loc().proxy_no_cache, d)
     }),
-    d("proxy_cache_lock", HSL, Arity::N(1), loc_flag!(proxy_cache_lock)),
+    d(
+        "proxy_cache_lock",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_cache_lock),
+    ),
     d(
         "proxy_cache_lock_timeout",
         HSL,
@@ -1371,9 +1376,8 @@ fn set_cache_purge(b: &mut Build, d: &Directive) -> Res {
                     Some((ip, bits)) => (ip, bits.parse::<u8>().ok()),
                     None => (a.as_str(), None),
                 };
-                let ip: std::net::IpAddr = ip
-                    .parse()
-                    .map_err(|_| format!("invalid address \"{a}\""))?;
+                let ip: std::net::IpAddr =
+                    ip.parse().map_err(|_| format!("invalid address \"{a}\""))?;
                 let max = if ip.is_ipv4() { 32 } else { 128 };
                 let bits = match bits {
                     Some(n) if n <= max => n,

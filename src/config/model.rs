@@ -558,7 +558,8 @@ loc_settings! {
     proxy_next_upstream_tries: u64 = 0;
     /// `proxy_next_upstream_timeout` (zero: unlimited).
     proxy_next_upstream_timeout: Duration = Duration::ZERO;
-    /// `proxy_buffering` (accepted; bodies always stream in bounded pieces).
+    /// `proxy_buffering` (bodies always stream in bounded pieces; off: the
+    /// cache stores nothing, as in NGINX).
     proxy_buffering: bool = true;
     /// `proxy_pass_request_headers`.
     proxy_pass_request_headers: bool = true;

@@ -107,6 +107,8 @@ pub enum Var {
     UpstreamHeaderTime,
     /// `$upstream_http_NAME`: a header of the upstream's response.
     UpstreamHttp(String),
+    /// `$upstream_cache_status`.
+    UpstreamCacheStatus,
 }
 
 thread_local! {
@@ -189,6 +191,7 @@ impl Var {
             "upstream_response_time" => Var::UpstreamResponseTime,
             "upstream_connect_time" => Var::UpstreamConnectTime,
             "upstream_header_time" => Var::UpstreamHeaderTime,
+            "upstream_cache_status" => Var::UpstreamCacheStatus,
             _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
         })
     }

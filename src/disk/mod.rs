@@ -742,6 +742,16 @@ impl Disk {
 /// master does for `proxy_cache_path`.
 pub fn make_dir_owned(path: &Path, owner: Option<(u32, u32)>) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
+    // Missing parents as `mkdir -p` makes them (0755): 0700 parents owned
+    // by root would shut the workers' user out of the directory itself.
+    // A failure here shows in the directory's own mkdir, which is the
+    // error reported.
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent);
+    }
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

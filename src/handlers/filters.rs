@@ -17,7 +17,7 @@ use std::rc::Rc;
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::range::{self, RangeOutcome};
-use crate::http::response::{Body, Response};
+use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
 
 /// What earlier passes through the chain left on the request for the
 /// response that replaces theirs.
@@ -76,6 +76,12 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     headers(ctx, resp);
     let charset = charset(ctx, resp, carried.charset.take());
     if let Err(code) = ranges(ctx, resp) {
+        // The error page is not a 200: a proxied Last-Modified line does
+        // not stay with it (the header writer's rule below).
+        if resp.last_modified_inline {
+            resp.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("last-modified"));
+        }
         carried.headers = resp
             .etag
             .take()
@@ -94,6 +100,10 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     }
     if !matches!(resp.status, 200 | 206 | 304) {
         resp.last_modified = None;
+        if resp.last_modified_inline {
+            resp.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("last-modified"));
+        }
     }
     ctx.status = resp.status;
     Ok(())
@@ -198,7 +208,8 @@ fn charset(ctx: &RequestCtx, resp: &mut Response, carried: Option<String>) -> Op
     Some(cs)
 }
 
-/// The range filter, for a 200 whose whole-file body allows ranges: 206
+/// The range filter, for a 200 whose whole body is a file range and
+/// allows ranges: 206
 /// (one part or `multipart/byteranges`), `Err(416)` with `Content-Range:
 /// bytes */LEN` pushed, or the full body with `Accept-Ranges: bytes`.
 fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
@@ -206,10 +217,22 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     if resp.status != 200 || !resp.allow_ranges || s.max_ranges == Some(0) {
         return Ok(());
     }
-    let (Some(len), Body::File { file, start: 0, .. }) = (resp.content_length, &resp.body) else {
+    // The whole body: a file range, which may start inside its file (a
+    // cached entry after its header), so ranges count from `base`; or a
+    // stream of known length (a cacheable proxied response), served in
+    // one range at most (NGINX's `single_range`).
+    let Some(len) = resp.content_length else {
         return Ok(());
     };
-    let file = Rc::clone(file);
+    let file = match &resp.body {
+        Body::File {
+            file,
+            start,
+            len: blen,
+        } if *blen == len => Some((Rc::clone(file), *start)),
+        Body::Stream(_) => None,
+        _ => return Ok(()),
+    };
     let wanted = match (ctx.header("range"), ctx.header("if-range")) {
         (Some(r), Some(ir)) => {
             conditional::if_range_matches(ir, etag(resp), resp.last_modified).then_some(r)
@@ -227,6 +250,27 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
             return Err(416);
         }
         RangeOutcome::Partial(ranges) => {
+            let Some((file, base)) = file else {
+                let [r] = ranges.as_slice() else {
+                    resp.accept_ranges = true;
+                    return Ok(());
+                };
+                let Body::Stream(sb) = std::mem::replace(&mut resp.body, Body::Empty) else {
+                    unreachable!("checked above");
+                };
+                resp.status = 206;
+                resp.headers.push((
+                    "Content-Range".into(),
+                    format!("bytes {}-{}/{len}", r.start, r.end - 1),
+                ));
+                resp.content_length = Some(r.end - r.start);
+                resp.body = Body::Stream(StreamBody::new(Box::new(RangeStream {
+                    inner: sb.into_inner(),
+                    skip: r.start,
+                    left: r.end - r.start,
+                })));
+                return Ok(());
+            };
             resp.status = 206;
             if let [r] = ranges.as_slice() {
                 resp.headers.push((
@@ -236,12 +280,15 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
                 resp.content_length = Some(r.end - r.start);
                 resp.body = Body::File {
                     file,
-                    start: r.start,
+                    start: base + r.start,
                     len: r.end - r.start,
                 };
             } else {
                 let ct = resp.content_type.clone().unwrap_or_default();
-                let parts = range::multipart(&ranges, len, &ct, next_boundary());
+                let mut parts = range::multipart(&ranges, len, &ct, next_boundary());
+                for (_, r) in &mut parts.parts {
+                    *r = base + r.start..base + r.end;
+                }
                 resp.content_type = Some(parts.content_type_header());
                 resp.content_length = Some(parts.content_length());
                 resp.body = Body::Multipart { file, parts };
@@ -249,6 +296,43 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
         }
     }
     Ok(())
+}
+
+/// One byte range of a streamed body: the bytes before it are read and
+/// dropped, the stream ends after it (what is left unread stays with the
+/// inner stream, which a cache fill completes on its own when dropped).
+/// Cancel-safe as its inner stream is: nothing is awaited once a piece
+/// has arrived.
+struct RangeStream {
+    inner: Box<dyn BodyStream>,
+    skip: u64,
+    left: u64,
+}
+
+impl BodyStream for RangeStream {
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(async move {
+            let mut piece = Vec::new();
+            while self.left > 0 {
+                piece.clear();
+                if !self.inner.read_chunk(&mut piece).await? {
+                    break;
+                }
+                let n = piece.len() as u64;
+                if self.skip >= n {
+                    self.skip -= n;
+                    continue;
+                }
+                let from = self.skip as usize;
+                self.skip = 0;
+                let take = self.left.min(n - from as u64) as usize;
+                out.extend_from_slice(&piece[from..from + take]);
+                self.left -= take as u64;
+                return Ok(true);
+            }
+            Ok(false)
+        })
+    }
 }
 
 thread_local! {

@@ -8,6 +8,7 @@
 pub mod filters;
 pub mod metrics;
 pub mod proxy;
+pub mod proxy_cache;
 pub mod static_file;
 mod stub_status;
 

@@ -11,8 +11,9 @@
 //! 2. [`into_response`]: turn the [`UpstreamResponse`] into the client
 //!    [`Response`]: headers minus the hidden ones, Content-Length passed
 //!    through or (length unknown) chunked to HTTP/1.1 clients, and the body
-//!    as a [`Body::Stream`] the connection loop pulls piece by piece. A
-//!    cache wraps that stream in a `Tee` to store what it sends.
+//!    as a [`Body::Stream`] the connection loop pulls piece by piece. With
+//!    `proxy_cache`, [`super::proxy_cache`] sits between the two steps and
+//!    wraps that stream to store what it sends.
 //!
 //! What NGINX does that porter does not (yet): buffering of large request
 //! bodies to a temp file (a body over 64 KiB streams, so once it went to a
@@ -87,23 +88,72 @@ const SET_BY_PROXY: &[&str] = &[
     "upgrade",
 ];
 
-/// The content handler.
+/// The content handler: through the cache when `proxy_cache` is on.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
-    match fetch(ctx, env, pass).await {
-        Ok(up) => {
-            let s = &ctx.loc.s;
-            let status = up.status();
-            if s.proxy_intercept_errors
-                && status >= 300
-                && s.error_pages.iter().any(|p| p.codes.contains(&status))
-            {
-                return Outcome::Status(status);
-            }
-            Outcome::Send(into_response(ctx, pass, up))
-        }
+    if let Some(zone) = ctx.loc.s.proxy_cache.clone() {
+        return super::proxy_cache::serve(ctx, env, pass, &zone).await;
+    }
+    serve_with(ctx, env, pass, &FetchOptions::default()).await
+}
+
+/// Proxies without the cache (a request the cache does not take).
+pub async fn serve_with(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    opts: &FetchOptions,
+) -> Outcome {
+    match fetch_with(ctx, env, pass, opts).await {
+        Ok(up) => match intercepted(ctx, up.status()) {
+            Some(o) => o,
+            None => Outcome::Send(into_response(ctx, pass, up)),
+        },
         Err(UpstreamError::Status(code)) => Outcome::Status(code),
         Err(UpstreamError::ClientGone) => Outcome::Close,
     }
+}
+
+/// `proxy_intercept_errors`: an upstream status with an `error_page`
+/// becomes that page.
+pub fn intercepted(ctx: &RequestCtx, status: u16) -> Option<Outcome> {
+    let s = &ctx.loc.s;
+    (s.proxy_intercept_errors
+        && status >= 300
+        && s.error_pages.iter().any(|p| p.codes.contains(&status)))
+    .then_some(Outcome::Status(status))
+}
+
+/// How a request goes upstream when a cache is involved.
+#[derive(Debug, Default, Clone)]
+pub struct FetchOptions {
+    /// `proxy_cache` is on in the location: NGINX's cache header rules
+    /// apply (the client's `If-*`, `Range`, `Expect` and `Keep-Alive`
+    /// are not passed unless `proxy_set_header` sets them).
+    pub cache: bool,
+    /// Ask with GET for a HEAD request (`proxy_cache_convert_head`, so the
+    /// body can be stored).
+    pub head_as_get: bool,
+    /// `If-None-Match` of a stale entry (`proxy_cache_revalidate`).
+    pub if_none_match: Option<String>,
+    /// `If-Modified-Since` of a stale entry (`proxy_cache_revalidate`).
+    pub if_modified_since: Option<String>,
+}
+
+/// Request headers NGINX's proxy clears when a cache is configured
+/// (`ngx_http_proxy_cache_headers`).
+const CLEARED_FOR_CACHE: &[&str] = &[
+    "if-modified-since",
+    "if-unmodified-since",
+    "if-none-match",
+    "if-match",
+    "range",
+    "if-range",
+];
+
+/// Sets up `$proxy_host` and the rest of the request's upstream variables
+/// (the default cache key needs them before anything is sent).
+pub fn prepare(ctx: &mut RequestCtx, env: &Env<'_>, pass: &ProxyPass) -> Result<(), UpstreamError> {
+    resolve_target(ctx, env, pass).map(|_| ())
 }
 
 /// NGINX's `ngx_escape_uri` (URI table): space, `#`, `%`, `?`, controls
@@ -166,7 +216,12 @@ enum ReqBody {
 /// The request head sent upstream: `proxy_set_header` lines (then NGINX's
 /// default Host and Connection), the body's framing, then the client's
 /// headers not governed by the proxy.
-fn request_headers(ctx: &RequestCtx, s: &LocSettings, body: &ReqBody) -> Vec<(String, String)> {
+fn request_headers(
+    ctx: &RequestCtx,
+    s: &LocSettings,
+    body: &ReqBody,
+    opts: &FetchOptions,
+) -> Vec<(String, String)> {
     let mut out = Vec::with_capacity(ctx.head.headers.len() + 4);
     let set = &s.proxy_set_header;
     let named = |n: &str| set.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
@@ -182,6 +237,14 @@ fn request_headers(ctx: &RequestCtx, s: &LocSettings, body: &ReqBody) -> Vec<(St
     }
     if !named("connection") {
         out.push(("Connection".into(), "close".into()));
+    }
+    if opts.cache {
+        if let (Some(v), false) = (&opts.if_modified_since, named("if-modified-since")) {
+            out.push(("If-Modified-Since".into(), v.clone()));
+        }
+        if let (Some(v), false) = (&opts.if_none_match, named("if-none-match")) {
+            out.push(("If-None-Match".into(), v.clone()));
+        }
     }
     match body {
         ReqBody::None => {
@@ -201,7 +264,10 @@ fn request_headers(ctx: &RequestCtx, s: &LocSettings, body: &ReqBody) -> Vec<(St
     if s.proxy_pass_request_headers {
         for (n, v) in &ctx.head.headers {
             let lower = n.to_ascii_lowercase();
-            if SET_BY_PROXY.contains(&lower.as_str()) || named(&lower) {
+            if SET_BY_PROXY.contains(&lower.as_str())
+                || named(&lower)
+                || (opts.cache && CLEARED_FOR_CACHE.contains(&lower.as_str()))
+            {
                 continue;
             }
             out.push((n.clone(), v.clone()));
@@ -241,6 +307,10 @@ fn log_ctx(ctx: &RequestCtx, upstream: &str) -> String {
     s
 }
 
+fn cache_status(ctx: &RequestCtx) -> Option<crate::cache::CacheStatus> {
+    ctx.upstream.as_ref().and_then(|u| u.cache_status)
+}
+
 fn resolve_target(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
@@ -251,6 +321,7 @@ fn resolve_target(
             ctx.upstream = Some(Box::new(UpstreamVars {
                 proxy_host: pass.proxy_host.clone(),
                 proxy_port: pass.proxy_port.to_string(),
+                cache_status: cache_status(ctx),
                 ..Default::default()
             }));
             Ok(Target {
@@ -280,6 +351,7 @@ fn resolve_target(
             ctx.upstream = Some(Box::new(UpstreamVars {
                 proxy_host: proxy_host.clone(),
                 proxy_port: split.port.unwrap_or(80).to_string(),
+                cache_status: cache_status(ctx),
                 ..Default::default()
             }));
             let group = match pass.groups.iter().find(|g| g.name == split.host) {
@@ -333,6 +405,19 @@ pub async fn fetch(
     env: &Env<'_>,
     pass: &ProxyPass,
 ) -> Result<UpstreamResponse, UpstreamError> {
+    fetch_with(ctx, env, pass, &FetchOptions::default()).await
+}
+
+/// [`fetch`] as a cache asks it.
+// The connection loop waits while the handler runs: no one else borrows
+// the request body meanwhile.
+#[allow(clippy::await_holding_refcell_ref)]
+pub async fn fetch_with(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &ProxyPass,
+    opts: &FetchOptions,
+) -> Result<UpstreamResponse, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
     let target = resolve_target(ctx, env, pass)?;
@@ -342,9 +427,12 @@ pub async fn fetch(
         if ctx.method == Method::Get && ctx.head.method != "GET" && ctx.head.method != "HEAD" {
             // An error_page redirect turned the request into a GET.
             "GET".to_string()
+        } else if opts.head_as_get && ctx.head.method == "HEAD" {
+            "GET".to_string()
         } else {
             ctx.head.method.clone()
         };
+    let head_req = method == "HEAD";
 
     // The body: streamed as it arrives, except a chunked one to an
     // HTTP/1.0 upstream, which needs its length first.
@@ -370,7 +458,7 @@ pub async fn fetch(
             }
         }
     };
-    let headers = request_headers(ctx, s, &body);
+    let headers = request_headers(ctx, s, &body, opts);
     let mut head = wire::request_head(&method, &uri, s.proxy_http11, &headers);
     if let ReqBody::Buffered(b) = &mut body {
         head.append(b);
@@ -403,7 +491,7 @@ pub async fn fetch(
             return Err(UpstreamError::Status(502));
         };
         tries += 1;
-        let outcome = attempt(ctx, env, s, &group, peer, &head, &body, &uri).await;
+        let outcome = attempt(ctx, env, s, &group, peer, &head, &body, &uri, head_req).await;
         let body_spent = match (&body, client_body) {
             (ReqBody::Stream { .. }, Some(b)) => b.borrow().read > 0,
             _ => false,
@@ -520,6 +608,7 @@ async fn attempt(
     head: &[u8],
     body: &ReqBody,
     uri: &str,
+    head_req: bool,
 ) -> Result<UpstreamResponse, Result<Failure, UpstreamError>> {
     let addr = group.peer(peer).addr;
     let t0 = Instant::now();
@@ -573,7 +662,7 @@ async fn attempt(
             Ok((conn, buf, rh)) => {
                 rec.header = Some(t0.elapsed());
                 rec.status = Some(rh.status);
-                let framing = match Framing::of(&rh, method_is_head(ctx)) {
+                let framing = match Framing::of(&rh, head_req) {
                     Ok(f) => f,
                     Err(e) => {
                         log(format_args!(
@@ -803,13 +892,45 @@ async fn exchange(
 /// and headers (less the hidden and hop-by-hop ones) and its body as a
 /// stream.
 pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -> Response {
+    let mut r = head_response(ctx, pass, up.status(), up.headers());
+    let empty = up.body.is_complete();
+    r.content_length = up.content_length();
+    if empty {
+        r.body = Body::Empty;
+        if r.content_length.is_none()
+            && !(up.status() == 204 || up.status() == 304 || method_is_head(ctx))
+        {
+            r.content_length = Some(0);
+        }
+    } else {
+        if r.content_length.is_none() {
+            if ctx.head.version == Version::Http11 {
+                r.chunked = true;
+            } else {
+                r.close = true;
+            }
+        }
+        r.body = Body::Stream(StreamBody::new(Box::new(up.body)));
+    }
+    r
+}
+
+/// The client response's status and headers for an upstream's (or a
+/// cached entry's) `status` and `headers`: less the hidden and hop-by-hop
+/// ones, `Location` rewritten, validators in their slots. No body.
+pub fn head_response(
+    ctx: &RequestCtx,
+    pass: &ProxyPass,
+    status: u16,
+    headers: &[(String, String)],
+) -> Response {
     let s = &ctx.loc.s;
-    let mut r = Response::new(up.status());
+    let mut r = Response::new(status);
     let hidden = |n: &str| {
         (HIDDEN.contains(&n) && !s.proxy_pass_header.iter().any(|p| p == n))
             || s.proxy_hide_header.iter().any(|p| p == n)
     };
-    for (n, v) in up.headers() {
+    for (n, v) in headers {
         let lower = n.to_ascii_lowercase();
         if HOP_BY_HOP.contains(&lower.as_str()) || hidden(&lower) {
             continue;
@@ -835,38 +956,28 @@ pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -
                 Some(v) => r.headers.push((n.clone(), v)),
                 None => r.headers.push((n.clone(), v.clone())),
             },
-            "last-modified" if r.last_modified.is_none() => match httpdate::parse_http_date(v) {
-                Ok(t) => {
+            // In line, where the upstream put it (NGINX's header filter
+            // writes a proxied Last-Modified among the other lines); the
+            // parsed time is for the conditional filters.
+            "last-modified" if r.last_modified.is_none() => {
+                if let Ok(t) = httpdate::parse_http_date(v) {
                     r.last_modified = t
                         .duration_since(std::time::UNIX_EPOCH)
                         .ok()
-                        .map(|d| d.as_secs() as i64)
+                        .map(|d| d.as_secs() as i64);
+                    r.last_modified_inline = true;
                 }
-                Err(_) => r.headers.push((n.clone(), v.clone())),
-            },
+                r.headers.push((n.clone(), v.clone()));
+            }
             _ => r.headers.push((n.clone(), v.clone())),
         }
     }
-    let empty = up.body.is_complete();
-    r.content_length = up.content_length();
-    if empty {
-        r.body = Body::Empty;
-        if r.content_length.is_none()
-            && !(up.status() == 204 || up.status() == 304 || method_is_head(ctx))
-        {
-            r.content_length = Some(0);
-        }
-    } else {
-        if r.content_length.is_none() {
-            if ctx.head.version == Version::Http11 {
-                r.chunked = true;
-            } else {
-                r.close = true;
-            }
-        }
-        r.body = Body::Stream(StreamBody::new(Box::new(up.body)));
-    }
     r
+}
+
+/// Whether an upstream header is hop-by-hop (never stored or passed).
+pub fn hop_by_hop(name: &str) -> bool {
+    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
 /// An upstream's `Location` after `proxy_redirect`: the first rule whose

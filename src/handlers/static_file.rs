@@ -51,7 +51,8 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
 
 /// How this request's files are opened: `disable_symlinks`, `aio` (a
 /// variable pool name rendered now), `aio_fast_path`, `open_file_cache`.
-fn open_options(ctx: &RequestCtx) -> OpenOptions {
+/// How the location's files are opened (`aio`, `open_file_cache`…).
+pub(crate) fn open_options(ctx: &RequestCtx) -> OpenOptions {
     let s = &ctx.loc.s;
     OpenOptions {
         no_symlinks: s.disable_symlinks,

@@ -291,6 +291,7 @@ impl VarSource for RequestCtx {
             | Var::UpstreamResponseTime
             | Var::UpstreamConnectTime
             | Var::UpstreamHeaderTime
+            | Var::UpstreamCacheStatus
             | Var::UpstreamHttp(_) => {
                 if let Some(u) = &self.upstream {
                     u.append(var, out)

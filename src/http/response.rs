@@ -209,6 +209,10 @@ pub struct Response {
     pub own_server: bool,
     /// See `own_server`.
     pub own_date: bool,
+    /// `last_modified` came as a header line (a proxied response) and
+    /// goes out there, among `headers`, not in its own slot (NGINX's
+    /// `headers_out.last_modified` element).
+    pub last_modified_inline: bool,
 }
 
 impl Response {
@@ -229,6 +233,7 @@ impl Response {
             chunked: false,
             own_server: true,
             own_date: true,
+            last_modified_inline: false,
         }
     }
 
@@ -319,7 +324,7 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
         push_decimal(out, len);
         out.extend_from_slice(b"\r\n");
     }
-    if let Some(lm) = r.last_modified {
+    if let (Some(lm), false) = (r.last_modified, r.last_modified_inline) {
         header(out, "Last-Modified", &crate::util::time::http_date(lm));
     }
     if let Some(loc) = &r.location {

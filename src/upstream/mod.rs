@@ -520,6 +520,8 @@ pub struct UpstreamVars {
     pub tries: Vec<TryRecord>,
     /// The last response head's headers (`$upstream_http_*`).
     pub headers: Vec<(String, String)>,
+    /// `$upstream_cache_status` (None: the cache was not consulted).
+    pub cache_status: Option<crate::cache::CacheStatus>,
 }
 
 fn secs(d: Duration, out: &mut String) {
@@ -544,6 +546,11 @@ impl UpstreamVars {
         };
         match var {
             Var::ProxyHost => out.push_str(&self.proxy_host),
+            Var::UpstreamCacheStatus => {
+                if let Some(c) = self.cache_status {
+                    out.push_str(c.as_str())
+                }
+            }
             Var::ProxyPort => out.push_str(&self.proxy_port),
             Var::UpstreamAddr => each(out, &|t, o| o.push_str(&t.addr)),
             Var::UpstreamStatus => each(out, &|t, o| match t.status {
