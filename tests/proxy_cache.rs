@@ -1204,73 +1204,15 @@ fn fill_outlives_a_client_that_leaves() {
     });
 }
 
-/// Debian's nginx as a caching proxy, for the differential test.
-struct Nginx {
-    child: std::process::Child,
-    port: u16,
-    _prefix: TempDir,
-}
-
-impl Nginx {
-    fn start(origin: u16) -> Option<Nginx> {
-        const NGINX: &str = "/usr/sbin/nginx";
-        if !Path::new(NGINX).exists() {
-            return None;
-        }
-        let prefix = TempDir::new("nginx-cache");
-        std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
-        let port = free_port();
-        let p = prefix.path().display().to_string();
-        let text = format!(
-            "worker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/logs/error.log info;\n\
-             events {{ worker_connections 256; }}\n\
-             http {{\n  access_log off;\n  client_body_temp_path {p}/cb;\n  proxy_temp_path {p}/pt;\n  \
-               proxy_cache_path {p}/cache levels=1:2 keys_zone=one:1m;\n  \
-               server {{ listen 127.0.0.1:{port}; server_name localhost;\n    \
-                 location / {{ proxy_pass http://127.0.0.1:{origin}; proxy_cache one;\n      \
-                   proxy_cache_valid 10m; add_header X-Cache $upstream_cache_status always; }} }}\n}}\n"
-        );
-        let conf = prefix.write("nginx.conf", text);
-        let child = std::process::Command::new(NGINX)
-            .arg("-p")
-            .arg(prefix.path())
-            .arg("-e")
-            .arg(prefix.path().join("logs/error.log"))
-            .arg("-c")
-            .arg(&conf)
-            .arg("-g")
-            .arg("daemon off;")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        assert!(
-            wait_port(port, Duration::from_secs(10)),
-            "nginx did not start"
-        );
-        Some(Nginx {
-            child,
-            port,
-            _prefix: prefix,
-        })
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .arg(self.child.id().to_string())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Debian's nginx as a caching proxy in front of `origin`, for the
+/// differential test.
+fn nginx_cache(origin: u16) -> Option<Nginx> {
+    Nginx::start(&format!(
+        "  proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m;\n  \
+           server {{ listen 127.0.0.1:{{PORT}}; server_name localhost;\n    \
+             location / {{ proxy_pass http://127.0.0.1:{origin}; proxy_cache one;\n      \
+               proxy_cache_valid 10m; add_header X-Cache $upstream_cache_status always; }} }}"
+    ))
 }
 
 /// What must match: status, cache status, the header names in order
@@ -1328,7 +1270,7 @@ fn behaves_as_nginx() {
         }
         rep
     });
-    let Some(nginx) = Nginx::start(origin.port) else {
+    let Some(nginx) = nginx_cache(origin.port) else {
         eprintln!("skipping: /usr/sbin/nginx not installed");
         return;
     };

@@ -11,12 +11,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use common::*;
-
-const NGINX: &str = "/usr/sbin/nginx";
 
 /// 100 buckets of 1%, the last one `*`.
 fn hundred_buckets() -> String {
@@ -45,65 +40,26 @@ fn keys() -> Vec<String> {
         .collect()
 }
 
-struct Nginx(Child);
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn buckets_match_nginx() {
-    if !std::path::Path::new(NGINX).exists() {
-        eprintln!("SKIPPED: {NGINX} is not installed (.ci/run installs nginx-light)");
-        return;
-    }
     let http = format!(
-        "access_log off;\n\
-         split_clients \"${{arg_k}}\" $bucket {{ {} }}\n",
+        "split_clients \"${{arg_k}}\" $bucket {{ {} }}\n",
         hundred_buckets()
     );
+    let Some(nginx) = Nginx::start(&format!(
+        "{http} server {{ listen 127.0.0.1:{{PORT}}; location / {{ return 200 \"$bucket\"; }} }}"
+    )) else {
+        eprintln!("SKIPPED: {NGINX} is not installed (.ci/run installs nginx-light)");
+        return;
+    };
     let porter = Server::start(&format!(
         "daemon off; worker_processes 1; pid {{PREFIX}}/porter.pid;\n\
          error_log {{PREFIX}}/logs/error.log;\n\
          events {{}}\n\
-         http {{ {http} server {{ listen 127.0.0.1:{{PORT}}; \
+         http {{ access_log off; {http} server {{ listen 127.0.0.1:{{PORT}}; \
          location / {{ return 200 \"$bucket\"; }} }} }}\n"
     ));
-
-    let prefix = TempDir::new("nginx-split");
-    std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
-    let nport = free_port();
-    let conf = prefix.write(
-        "nginx.conf",
-        format!(
-            "daemon off; master_process off; pid {p}/nginx.pid;\n\
-             error_log {p}/logs/error.log;\n\
-             events {{}}\n\
-             http {{ {http} client_body_temp_path {p}/tmp; proxy_temp_path {p}/tmp; \
-             server {{ listen 127.0.0.1:{nport}; \
-             location / {{ return 200 \"$bucket\"; }} }} }}\n",
-            p = prefix.path().display()
-        ),
-    );
-    let nginx = Nginx(
-        Command::new(NGINX)
-            .arg("-p")
-            .arg(prefix.path())
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nginx"),
-    );
-    assert!(
-        wait_port(nport, Duration::from_secs(10)),
-        "nginx did not start: {}",
-        std::fs::read_to_string(prefix.path().join("logs/error.log")).unwrap_or_default()
-    );
+    let nport = nginx.port;
 
     let mut seen = std::collections::BTreeSet::new();
     for k in keys() {

@@ -221,6 +221,81 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Debian's nginx, for tests that compare porter with it.
+pub const NGINX: &str = "/usr/sbin/nginx";
+
+/// Debian's nginx on a free loopback port, in its own prefix (pid, logs and
+/// temp paths there), stopped by PID on drop (SIGTERM, then SIGKILL).
+pub struct Nginx {
+    /// The nginx master process.
+    pub child: Child,
+    /// The port `{PORT}` was replaced with.
+    pub port: u16,
+    prefix: TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx with `http_body` inside `http { }` (`{PORT}` and
+    /// `{PREFIX}` substituted) and waits for it to listen; `None` when
+    /// nginx is not installed (the caller says it skips).
+    pub fn start(http_body: &str) -> Option<Nginx> {
+        if !Path::new(NGINX).exists() {
+            return None;
+        }
+        let prefix = TempDir::new("nginx");
+        std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
+        let port = free_port();
+        let p = prefix.path().display().to_string();
+        let text = format!(
+            "worker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/logs/error.log info;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {p}/cb;\n  proxy_temp_path {p}/pt;\n\
+             {}\n}}\n",
+            config_text(http_body, port, prefix.path())
+        );
+        let conf = prefix.write("nginx.conf", text);
+        let child = Command::new(NGINX)
+            .arg("-p")
+            .arg(prefix.path())
+            .arg("-e")
+            .arg(prefix.path().join("logs/error.log"))
+            .arg("-c")
+            .arg(&conf)
+            .arg("-g")
+            .arg("daemon off;")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let n = Nginx {
+            child,
+            port,
+            prefix,
+        };
+        assert!(
+            wait_port(port, Duration::from_secs(10)),
+            "nginx did not start: {}",
+            std::fs::read_to_string(n.prefix.path().join("logs/error.log")).unwrap_or_default()
+        );
+        Some(n)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Runs porter with `args` to completion.
 pub fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
