@@ -42,27 +42,53 @@ pub(crate) fn thread_name(prefix: &str, zone: &str) -> String {
     n
 }
 
-/// Starts the loader thread of `zone`.
-pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Result<()> {
+/// Starts a background thread of `zone` named `PREFIX-NAME`, running as
+/// `creds` when given. A thread that cannot switch to that user logs one
+/// line (`cache WHAT: setuid(USER) failed`), runs `gave_up` on the zone and
+/// ends; otherwise it runs `body` with a weak reference to the zone.
+pub(crate) fn spawn_thread(
+    zone: &Arc<CacheZone>,
+    creds: Option<Credentials>,
+    prefix: &str,
+    what: &'static str,
+    gave_up: fn(&CacheZone),
+    body: impl FnOnce(Weak<CacheZone>) + Send + 'static,
+) -> io::Result<()> {
     let weak = Arc::downgrade(zone);
     std::thread::Builder::new()
-        .name(thread_name("cl-", zone.name()))
+        .name(thread_name(prefix, zone.name()))
         .spawn(move || {
             if let Some(c) = &creds {
                 if let Err(e) = crate::runtime::privileges::drop_thread(c) {
                     if let Some(z) = weak.upgrade() {
                         z.error_log().log(
                             Level::Emerg,
-                            format_args!("cache loader: setuid({}) failed: {e}", c.name),
+                            format_args!("cache {what}: setuid({}) failed: {e}", c.name),
                         );
-                        z.set_loaded();
+                        gave_up(&z);
                     }
                     return;
                 }
             }
-            run(&weak);
+            body(weak);
         })?;
     Ok(())
+}
+
+/// Starts the loader thread of `zone`.
+pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Result<()> {
+    // A loader that cannot run still ends loading: lookups then trust the
+    // (empty) index plus the files they open.
+    spawn_thread(
+        zone,
+        creds,
+        "cl-",
+        "loader",
+        CacheZone::set_loaded,
+        |weak| {
+            run(&weak);
+        },
+    )
 }
 
 /// Loads `zone` on the calling thread (which may block: it is the loader

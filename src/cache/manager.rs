@@ -30,22 +30,14 @@ const IDLE: Duration = Duration::from_secs(1);
 
 /// Starts the manager thread of `zone`; it ends when the zone is dropped.
 pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Result<()> {
-    let weak = Arc::downgrade(zone);
     let chores = zone.chores.clone();
-    std::thread::Builder::new()
-        .name(super::loader::thread_name("cm-", zone.name()))
-        .spawn(move || {
-            if let Some(c) = &creds {
-                if let Err(e) = crate::runtime::privileges::drop_thread(c) {
-                    if let Some(z) = weak.upgrade() {
-                        z.error_log().log(
-                            Level::Emerg,
-                            format_args!("cache manager: setuid({}) failed: {e}", c.name),
-                        );
-                    }
-                    return;
-                }
-            }
+    super::loader::spawn_thread(
+        zone,
+        creds,
+        "cm-",
+        "manager",
+        |_| {},
+        move |weak| {
             let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -68,8 +60,8 @@ pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Re
                     drop(chores.wake.wait_timeout(files, sleep).unwrap());
                 }
             }
-        })?;
-    Ok(())
+        },
+    )
 }
 
 async fn unlink(zone: Option<&CacheZone>, disk: &Disk, path: &Path) {
