@@ -177,6 +177,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    porter::util::time::load_zone();
     let name = config::conf_name(&cli.opts);
     if let Some(sig) = &cli.signal {
         return match send_signal(&cli.opts, sig) {

@@ -19,7 +19,7 @@ use std::fs::File;
 use std::io::{self, IoSliceMut};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
@@ -293,6 +293,56 @@ pub fn ends_readable(f: &File, offset: u64, len: u64) -> bool {
         .all(|&at| matches!(read_nowait(f, &mut b, at), Ok(1)))
 }
 
+/// How long after a pool thread last read a file the fast path keeps
+/// away from `sendfile` on it. The pool's read leaves readahead in flight
+/// beyond the bytes it returned, and on a saturated disk those pages stay
+/// locked for seconds; `cachestat` counts them as cached, and checking
+/// the ends of a range ([`ends_readable`]) does not see a locked page in
+/// its middle (readahead windows of several readers interleave, and their
+/// reads complete out of order). An inline `sendfile` that meets one
+/// sleeps on its lock with the whole event loop. A file the pool has not
+/// read for this long has no readahead of its own left in flight.
+const IN_FLIGHT_FOR: std::time::Duration = std::time::Duration::from_secs(3);
+
+type InFlightFiles = std::collections::HashMap<(u64, u64), std::time::Instant>;
+
+/// Files (device, inode) a pool thread read recently, shared by all
+/// workers: the page cache, and readahead, are shared too.
+static IN_FLIGHT: std::sync::LazyLock<std::sync::Mutex<InFlightFiles>> =
+    std::sync::LazyLock::new(Default::default);
+/// How many files [`IN_FLIGHT`] holds: while none, the check costs one
+/// atomic load.
+static IN_FLIGHT_LEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Notes that a pool thread is about to read file `id` (its readahead
+/// will be in flight for a while).
+pub fn note_offloaded(id: (u64, u64)) {
+    let now = std::time::Instant::now();
+    let mut files = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    if files.len() >= 4096 {
+        files.retain(|_, t| now.duration_since(*t) < IN_FLIGHT_FOR);
+    }
+    files.insert(id, now);
+    IN_FLIGHT_LEN.store(files.len(), Ordering::Relaxed);
+}
+
+/// True while file `id` may have readahead of a pool read in flight.
+pub fn recently_offloaded(id: (u64, u64)) -> bool {
+    if IN_FLIGHT_LEN.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let mut files = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    match files.get(&id) {
+        Some(t) if t.elapsed() < IN_FLIGHT_FOR => true,
+        Some(_) => {
+            files.remove(&id);
+            IN_FLIGHT_LEN.store(files.len(), Ordering::Relaxed);
+            false
+        }
+        None => false,
+    }
+}
+
 /// What `cachestat` says about a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Residency {
@@ -379,6 +429,23 @@ mod tests {
         assert_eq!(range_cached(&f, 0, 1 << 20), Residency::Known(false));
         let mut buf = vec![0u8; 4096];
         assert!(read_nowait(&f, &mut buf, 512 * 1024).unwrap() < 4096);
+    }
+
+    #[test]
+    fn a_file_the_pool_read_stays_off_the_inline_sendfile_for_a_while() {
+        // ids no real file has (device 0 is never a block device here)
+        let (read, other) = ((0, u64::MAX - 1), (0, u64::MAX - 2));
+        note_offloaded(read);
+        assert!(recently_offloaded(read));
+        assert!(!recently_offloaded(other));
+        // an entry older than the window is forgotten when looked up
+        IN_FLIGHT
+            .lock()
+            .unwrap()
+            .insert(other, std::time::Instant::now() - IN_FLIGHT_FOR);
+        IN_FLIGHT_LEN.fetch_add(1, Ordering::Relaxed);
+        assert!(!recently_offloaded(other));
+        assert!(!IN_FLIGHT.lock().unwrap().contains_key(&other));
     }
 
     #[test]

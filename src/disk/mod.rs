@@ -505,12 +505,18 @@ impl Disk {
             }
             fastpath::count(Op::Read, false);
         }
+        fastpath::note_offloaded(f.meta.id);
         let file = f.file.clone();
         let want = buf.len() - done;
         let at = offset + done as u64;
+        let id = f.meta.id;
         let rest = offload(pool, move || {
             let mut v = vec![0u8; want];
-            let n = pread_full(&file, &mut v, at)?;
+            let n = pread_full(&file, &mut v, at);
+            // the window counts from the end of the read (the task may
+            // have waited in the queue); its readahead goes on after it
+            fastpath::note_offloaded(id);
+            let n = n?;
             v.truncate(n);
             Ok(v)
         })
@@ -554,6 +560,11 @@ impl Disk {
             let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
             let residency = if features.cachestat && !f.cachestat_denied.get() {
                 match fastpath::range_cached(&f.file, *offset, len) {
+                    // A pool thread's readahead may hold locked pages
+                    // anywhere in the range (see `note_offloaded`).
+                    Residency::Known(true) if fastpath::recently_offloaded(f.meta.id) => {
+                        Residency::Known(false)
+                    }
                     // Resident is not enough: pages still being read by
                     // readahead count too (see `ends_readable`).
                     Residency::Known(true) if features.read_nowait => {
@@ -582,11 +593,15 @@ impl Disk {
             }
         }
         let sock = stream.as_fd().try_clone_to_owned()?;
+        fastpath::note_offloaded(f.meta.id);
         let file = f.file.clone();
         let start = *offset;
+        let id = f.meta.id;
         let sent = offload(pool, move || {
             let mut off = start;
-            sendfile_some(&sock, &file, &mut off, count)
+            let r = sendfile_some(&sock, &file, &mut off, count);
+            fastpath::note_offloaded(id);
+            r
         })
         .await;
         match sent {

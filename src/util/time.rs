@@ -12,6 +12,22 @@ pub fn now() -> (i64, u32) {
     (d.as_secs() as i64, d.subsec_millis())
 }
 
+unsafe extern "C" {
+    /// POSIX `tzset` (the libc crate does not declare it).
+    fn tzset();
+}
+
+/// Loads the local time zone (`/etc/localtime`, `TZ`) now. Call once at
+/// start, before any worker runs: the C library reads the zone file on its
+/// first `localtime_r`, and a worker's first log line would otherwise
+/// open and read that file on its event loop (a disk read, after a cold
+/// start). Later calls use the loaded zone, as NGINX's do.
+pub fn load_zone() {
+    // SAFETY: tzset only initialises the C library's time-zone state; it is
+    // called before any other thread exists.
+    unsafe { tzset() };
+}
+
 struct Cache {
     secs: i64,
     http: String,

@@ -19,6 +19,8 @@ COLUMNS = {
         ("mem_peak_mib", "mem peak MiB", True),
         ("server_cpu_s", "server CPU s", True),
         ("other_cpu_cores", "other CPU (cores)", True),
+        ("loop_busy_max_ms", "porter loop busy max ms", True),
+        ("loop_over_100ms", "porter loop iterations > 100 ms", True),
     ],
     "S2": [
         ("hot_alone_p99_ms", "hot alone p99 ms", True),
@@ -34,6 +36,8 @@ COLUMNS = {
         ("disk_iops", "disk IOPS", False),
         ("mem_peak_mib", "mem peak MiB", True),
         ("other_cpu_cores", "other CPU (cores)", True),
+        ("loop_busy_max_ms", "porter loop busy max ms", True),
+        ("loop_over_100ms", "porter loop iterations > 100 ms", True),
     ],
     "S3": [  # per file: the key is prefixed with "<file>."
         ("req_s", "req/s", False),

@@ -21,7 +21,7 @@ from .cgroups import block_device_of, in_cgroup
 from .common import HarnessError, log, run, sync_and_drop_caches
 from .loadgen import (HttpClient, Sampler, Wrk, close_all, cpu_times, idle_connections,
                       percentiles_ms)
-from .servers import (ProxySettings, ServerSettings, ServerStartError, config_test,
+from .servers import (ProxySettings, porter_metrics, ServerSettings, ServerStartError, config_test,
                       origin_requests, process_memory, start, start_origin, stop, stop_origin)
 
 MiB = 1 << 20
@@ -199,6 +199,7 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
         alone = Wrk(srv.port, hot_uri, P[f"{k}.hot_conns"], 1, P[f"{k}.alone_s"],
                     P["wrk_timeout_s"], label="hot alone", nice=P["nice"]).result()
         cpu_mid = ctx.cg.cpu_ns()
+        pm0 = porter_metrics(srv)
         ct0 = cpu_times()
         sampler = Sampler(ctx.cg, ctx.dev).start()
         cold = Wrk(srv.port, "/", P[f"{k}.cold_conns"], P[f"{k}.cold_threads"], P[f"{k}.load_s"],
@@ -214,6 +215,7 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
         memst = ctx.cg.memory()
         alive = srv.popen.poll() is None
         drops1 = drop_caches_count()
+        pm1 = porter_metrics(srv)
     finally:
         stop(srv)
     hot_res_end = resident_fraction(hot_path) if hot_path else None
@@ -280,14 +282,44 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
                                 else None),
         "wrk_cmds": [alone["cmd"], cold_r["cmd"], hot_r["cmd"]],
     }
+    m.update(loop_figures(pm0, pm1))
     rec.setdefault("metrics", {}).update(m)
     rec.setdefault("verification", {}).update(ver)
+    rec["server_metrics"] = {"before_load": pm0, "after_load": pm1}
     rec.setdefault("latency", {}).update(hot_load=hot_r["percentiles_ms"],
                                          hot_alone=alone["percentiles_ms"])
     rec["series"] = io["series"]
     return rec
 
 
+
+
+def loop_figures(pm0, pm1):
+    """porter's own evidence from two scrapes of its metrics (before and
+    after the mixed load): the longest event-loop iteration since start,
+    loop iterations longer than 100 ms during the load, and the fast path's
+    sendfile/read hits and misses during the load. {} for nginx."""
+    if not pm1:
+        return {}
+
+    def delta(name):
+        return pm1.get(name, 0.0) - pm0.get(name, 0.0)
+
+    def total(prefix, suffix=""):
+        return sum(v for k, v in pm1.items() if k.startswith(prefix) and k.endswith(suffix)) - sum(
+            v for k, v in pm0.items() if k.startswith(prefix) and k.endswith(suffix))
+
+    out = {
+        "loop_busy_max_ms": 1000 * max((v for k, v in pm1.items()
+                                        if k.startswith("porter_loop_busy_max_seconds")),
+                                       default=0.0),
+        "loop_over_100ms": (total("porter_loop_busy_seconds_count")
+                            - total("porter_loop_busy_seconds_bucket", 'le="0.1"}')),
+    }
+    for op in ("read", "sendfile"):
+        for res in ("hit", "miss"):
+            out[f"fast_{op}_{res}"] = delta(f'porter_fastpath_total{{op="{op}",result="{res}"}}')
+    return out
 
 
 class S1(ColdHot):
