@@ -755,6 +755,75 @@ fn purge_removes_the_entry() {
     assert_eq!(req(srv.port, "PURGE", "/closed/x", "").status, 403);
 }
 
+/// A worker keeps hit entries open between hits (`open_entries`); a purge,
+/// a refill after expiry and a revalidation must each retire the kept
+/// descriptor before anything is served from it. One worker, so every
+/// request meets the same kept entry; `/k`'s body changes with every
+/// fetch, so a stale descriptor would show.
+#[test]
+fn kept_open_entries_never_outlive_their_file() {
+    let n = Arc::new(AtomicUsize::new(0));
+    let n2 = n.clone();
+    let origin = Origin::start(move |r| {
+        if r.target == "/r" {
+            if r.header("If-None-Match") == Some("\"e\"") {
+                return Reply::ok(b"").status(304).header("ETag", "\"e\"");
+            }
+            return Reply::ok(b"r body").header("ETag", "\"e\"");
+        }
+        let v = n2.fetch_add(1, Ordering::SeqCst) + 1;
+        Reply::ok(format!("body v{v}").as_bytes())
+    });
+    let srv = Server::start(
+        &conf_with(
+            origin.port,
+            "",
+            "",
+            "proxy_cache_valid 1s; proxy_cache_revalidate on;\n      \
+             proxy_cache_purge PURGE from 127.0.0.1;",
+            "",
+        )
+        .replace("worker_processes 2;", "worker_processes 1;"),
+    );
+    let get = |path: &str| {
+        let r = req(srv.port, "GET", path, "");
+        (cache_status(&r).to_string(), r.text())
+    };
+    let pair = |s: &str, b: &str| (s.to_string(), b.to_string());
+    assert_eq!(get("/k"), pair("MISS", "body v1"));
+    assert_eq!(get("/r"), pair("MISS", "r body"));
+    wait_for("hits", Duration::from_secs(10), || {
+        get("/k").0 == "HIT" && get("/r").0 == "HIT"
+    });
+    assert_eq!(get("/k"), pair("HIT", "body v1"));
+    // a purge: the kept descriptor of v1 must not answer
+    assert_eq!(req(srv.port, "PURGE", "/k", "").status, 200);
+    assert_eq!(get("/k"), pair("MISS", "body v2"));
+    wait_for("a hit on v2", Duration::from_secs(10), || {
+        get("/k").0 == "HIT"
+    });
+    assert_eq!(get("/k"), pair("HIT", "body v2"));
+    std::thread::sleep(Duration::from_millis(2200));
+    // a refill after expiry: new content in a new file
+    assert_eq!(get("/k"), pair("EXPIRED", "body v3"));
+    wait_for("a hit on v3", Duration::from_secs(10), || {
+        get("/k").0 == "HIT"
+    });
+    assert_eq!(get("/k"), pair("HIT", "body v3"));
+    // a revalidation writes a new file with the new validity: the kept
+    // one, whose header says expired, must not answer (it would say
+    // EXPIRED and go upstream again)
+    assert_eq!(get("/r"), pair("REVALIDATED", "r body"));
+    wait_for("a hit after revalidation", Duration::from_secs(10), || {
+        get("/r").0 == "HIT"
+    });
+    let fetched = origin.count();
+    for _ in 0..5 {
+        assert_eq!(get("/r"), pair("HIT", "r body"));
+    }
+    assert_eq!(origin.count(), fetched);
+}
+
 #[test]
 fn ranges_and_conditionals_on_a_hit() {
     let body = pattern(200_000, 3);

@@ -38,6 +38,10 @@ pub struct Node {
     pub uses: u32,
     /// A complete file is in place.
     pub exists: bool,
+    /// Which file: a number new for every file stored under the key (0
+    /// while none is), so a descriptor kept open between hits
+    /// (`open_entries`) is known to be the current one.
+    pub gen: u64,
     fill: Option<watch::Sender<()>>,
     /// When the fill under way was claimed (`proxy_cache_lock_age`).
     fill_since: Instant,
@@ -51,6 +55,7 @@ impl Node {
             last_use: now,
             uses: 0,
             exists: false,
+            gen: 0,
             fill: None,
             fill_since: now,
         }
@@ -60,6 +65,14 @@ impl Node {
     pub fn updating(&self) -> bool {
         self.fill.is_some()
     }
+}
+
+/// The next [`Node::gen`] (shared by all zones, so a generation never
+/// repeats within a process).
+static NEXT_GEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn next_gen() -> u64 {
+    NEXT_GEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// A node that left the index and whose file (if any) must be removed.
@@ -266,6 +279,7 @@ impl Index {
         n.size = size;
         n.valid_until = valid_until;
         n.exists = true;
+        n.gen = next_gen();
         n.last_use = now;
         st.total = st.total - old + size;
     }
@@ -289,6 +303,7 @@ impl Index {
         n.size = size;
         n.valid_until = valid_until;
         n.exists = true;
+        n.gen = next_gen();
         st.total = st.total - old + size;
         // The loader's entries are older than anything a request touched.
         st.nodes.demote(&hash);
@@ -321,6 +336,7 @@ impl Index {
         if let Some(n) = st.nodes.peek_mut(hash) {
             let size = n.size;
             n.exists = false;
+            n.gen = 0;
             n.size = 0;
             st.total -= size;
         }

@@ -57,6 +57,7 @@ pub mod index;
 pub mod key;
 pub mod loader;
 pub mod manager;
+pub mod open_entries;
 pub mod policy;
 
 use std::collections::{HashMap, VecDeque};
@@ -427,6 +428,18 @@ impl CacheZone {
             return Ok(Lookup::Miss { uses: node.uses });
         }
         let path = self.entry_path(&hash);
+        let zone = Arc::as_ptr(&self.index) as usize;
+        if node.exists {
+            if let Some(k) = open_entries::get(zone, &hash, node.gen, Instant::now()) {
+                let file = disk.adopt(k.file, k.meta, opts)?;
+                return Ok(Lookup::Hit(Box::new(Entry {
+                    file,
+                    header: k.header,
+                    path,
+                    updating: node.updating(),
+                })));
+            }
+        }
         // Entries are replaced by rename: never from `open_file_cache`;
         // and the document root's symlink policy does not apply here.
         let opts = OpenOptions {
@@ -453,6 +466,13 @@ impl CacheZone {
                 let valid = header.meta.valid_until;
                 if node.exists {
                     self.index.set_valid(&hash, valid);
+                    let kept = open_entries::Kept::new(
+                        node.gen,
+                        file.file.clone(),
+                        file.meta,
+                        header.clone(),
+                    );
+                    open_entries::put(zone, &hash, kept);
                 } else {
                     let mut ev = Vec::new();
                     self.index.stored(
@@ -473,6 +493,7 @@ impl CacheZone {
             }
             Err(HeaderError::Io(e)) => Err(e),
             Err(HeaderError::Format(f)) => {
+                open_entries::forget(zone, &hash);
                 log.line(
                     Level::Crit,
                     format_args!("cache file \"{}\" {f}", path.display()),

@@ -526,6 +526,22 @@ impl Disk {
         Ok(done + rest.len())
     }
 
+    /// An [`OpenFile`] over a descriptor opened earlier (and its `fstat`),
+    /// carried out with `opts`' I/O: a proxy cache entry kept open between
+    /// hits.
+    pub fn adopt(
+        &self,
+        file: Arc<File>,
+        meta: FileMeta,
+        opts: &OpenOptions,
+    ) -> io::Result<OpenFile> {
+        Ok(OpenFile::new(
+            file,
+            meta,
+            self.io(&opts.aio, opts.fast_path)?,
+        ))
+    }
+
     /// Sends at most `count` bytes of `f` from `*offset` to the socket and
     /// advances `*offset`. Inline when `aio off` or when the range is in
     /// the page cache (fast path); otherwise a pool thread calls `sendfile`

@@ -475,6 +475,34 @@ fn sent_headers(r: &Response) -> Vec<(String, String)> {
     v
 }
 
+/// `try_read_buf`, and a read that did not fill the buffer also clears
+/// the socket's read readiness, as NGINX's `ngx_unix_recv` does (`ready =
+/// 0` after a short read): the socket is drained, so the next attempt
+/// waits for epoll instead of paying a `recv` that says `EAGAIN`. Tokio's
+/// `AsyncRead` does the same; its `try_read*` calls do not. Readiness that
+/// arrived after the `recv` is kept (Tokio clears only the event it saw).
+fn read_now(stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let mut got = 0;
+    let r = stream.try_io(Interest::READABLE, || {
+        let space = buf.capacity() - buf.len();
+        let n = rustix::io::read(stream, buf.spare_capacity_mut())
+            .map(|(init, _)| init.len())
+            .map_err(io::Error::from)?;
+        // SAFETY: `read` initialised the first `n` bytes of the spare capacity.
+        unsafe { buf.set_len(buf.len() + n) };
+        got = n;
+        if n > 0 && n < space {
+            Err(io::ErrorKind::WouldBlock.into())
+        } else {
+            Ok(n)
+        }
+    });
+    match r {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
+        r => r,
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn read_head(
     stream: &mut TcpStream,
@@ -519,7 +547,7 @@ async fn read_head(
         }
         let read = if idle {
             // A pipelined or quick next request is read at once.
-            match stream.try_read_buf(buf) {
+            match read_now(stream, buf) {
                 Ok(0) => return ReadHead::Closed,
                 Ok(_) => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

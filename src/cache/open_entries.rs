@@ -1,0 +1,179 @@
+//! Entries a worker keeps open between hits: the proxy cache's
+//! `open_file_cache`. A hit on a kept entry costs no `open`, `fstat`,
+//! header `pread` or `close` — only the body's `sendfile` (or `pread`) and
+//! the response's `writev`, where NGINX makes seven system calls per hit.
+//!
+//! The keys zone is the authority, not the file system: every file stored
+//! under a key (a fill's rename, or the loader finding it) gets a new
+//! generation number in the key's index node ([`super::index::Node::gen`]),
+//! and a kept entry answers only while the node still exists with the
+//! generation it was opened under. A refill, purge, eviction or bad file
+//! therefore retires it at the next lookup, before anything is served from
+//! it. Entry files are never changed in place (a revalidation writes a new
+//! file), so a kept descriptor always reads the complete entry it opened.
+//!
+//! Bounds: [`MAX_ENTRIES`] per worker, entries of at most [`MAX_SIZE`]
+//! bytes (a large body's transfer dwarfs its open), closed after
+//! [`INACTIVE`] without a hit. An entry removed from the disk stays
+//! allocated while a worker holds it open, for at most that long.
+//!
+//! Written here rather than through the static files' `open_file_cache`
+//! because its validation (stat of the path) is exactly the system call
+//! this saves; the index already knows when an entry changes.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lru::LruCache;
+
+use super::format::EntryHeader;
+use super::key::KeyHash;
+use crate::disk::FileMeta;
+
+/// Entries kept open per worker.
+pub const MAX_ENTRIES: usize = 1024;
+/// Largest entry file kept open.
+pub const MAX_SIZE: u64 = 1 << 20;
+/// A kept entry without a hit for this long is closed.
+pub const INACTIVE: Duration = Duration::from_secs(10);
+
+/// An open entry and what was read from it.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The index generation it was opened under.
+    pub gen: u64,
+    /// The descriptor.
+    pub file: Arc<File>,
+    /// `fstat` at open time.
+    pub meta: FileMeta,
+    /// The decoded header.
+    pub header: EntryHeader,
+    used: Instant,
+}
+
+impl Kept {
+    /// An entry opened under generation `gen`.
+    pub fn new(gen: u64, file: Arc<File>, meta: FileMeta, header: EntryHeader) -> Kept {
+        Kept {
+            gen,
+            file,
+            meta,
+            header,
+            used: Instant::now(),
+        }
+    }
+}
+
+/// (zone, key): the zone is told apart by its index's address.
+type Slot = (usize, KeyHash);
+
+thread_local! {
+    static KEPT: RefCell<LruCache<Slot, Kept>> =
+        RefCell::new(LruCache::new(NonZeroUsize::new(MAX_ENTRIES).expect("non-zero")));
+}
+
+fn close_idle(c: &mut LruCache<Slot, Kept>, now: Instant) {
+    while let Some((_, e)) = c.peek_lru() {
+        if now.saturating_duration_since(e.used) < INACTIVE {
+            break;
+        }
+        c.pop_lru();
+    }
+}
+
+/// The entry kept for `hash` in `zone` if it was opened under `gen`; a
+/// kept entry of another generation is closed.
+pub fn get(zone: usize, hash: &KeyHash, gen: u64, now: Instant) -> Option<Kept> {
+    KEPT.with_borrow_mut(|c| {
+        close_idle(c, now);
+        let slot = (zone, *hash);
+        match c.get_mut(&slot) {
+            Some(e) if e.gen == gen => {
+                e.used = now;
+                Some(e.clone())
+            }
+            Some(_) => {
+                c.pop(&slot);
+                None
+            }
+            None => None,
+        }
+    })
+}
+
+/// Keeps `entry` open (unless its file is larger than [`MAX_SIZE`]).
+pub fn put(zone: usize, hash: &KeyHash, entry: Kept) {
+    if entry.meta.size > MAX_SIZE {
+        return;
+    }
+    KEPT.with_borrow_mut(|c| {
+        close_idle(c, entry.used);
+        c.put((zone, *hash), entry);
+    });
+}
+
+/// Closes the entry kept for `hash` in `zone`, if any.
+pub fn forget(zone: usize, hash: &KeyHash) {
+    KEPT.with_borrow_mut(|c| {
+        c.pop(&(zone, *hash));
+    });
+}
+
+/// Entries this worker keeps open.
+pub fn len() -> usize {
+    KEPT.with_borrow(|c| c.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::format::EntryMeta;
+    use crate::disk::FileKind;
+
+    fn kept(gen: u64, size: u64) -> Kept {
+        let meta = FileMeta {
+            size,
+            mtime: 0,
+            kind: FileKind::Regular,
+            id: (0, gen),
+        };
+        let header = EntryHeader {
+            meta: EntryMeta::default(),
+            body_offset: 0,
+            body_len: 0,
+        };
+        Kept::new(
+            gen,
+            Arc::new(File::open("/dev/null").unwrap()),
+            meta,
+            header,
+        )
+    }
+
+    #[test]
+    fn answers_only_for_its_generation() {
+        let h = KeyHash::of(b"k");
+        put(1, &h, kept(7, 10));
+        let now = Instant::now();
+        assert!(get(1, &h, 7, now).is_some());
+        assert!(get(2, &h, 7, now).is_none(), "another zone");
+        // a refill (new generation) closes it
+        assert!(get(1, &h, 8, now).is_none());
+        assert!(get(1, &h, 7, now).is_none());
+    }
+
+    #[test]
+    fn large_idle_and_forgotten_entries_are_not_kept() {
+        let (a, b, c) = (KeyHash::of(b"a"), KeyHash::of(b"b"), KeyHash::of(b"c"));
+        put(3, &a, kept(1, MAX_SIZE + 1));
+        assert!(get(3, &a, 1, Instant::now()).is_none());
+        put(3, &b, kept(2, 1));
+        forget(3, &b);
+        assert!(get(3, &b, 2, Instant::now()).is_none());
+        put(3, &c, kept(3, 1));
+        assert!(get(3, &c, 3, Instant::now() + INACTIVE).is_none(), "idle");
+    }
+}
