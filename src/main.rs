@@ -6,14 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use porter::config::{self, LoadOptions};
-
-/// mimalloc instead of the C library's malloc: each request allocates and
-/// frees a few blocks of several KiB (the boxed exchange future is about
-/// 5 KiB), which glibc serves from its shared bins (`_int_malloc`,
-/// `malloc_consolidate`: 4 % of a worker's CPU on 1 KB static files);
-/// mimalloc keeps them in per-thread free lists.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use porter::runtime::master;
 
 const PROG: &str = "porter";
