@@ -505,17 +505,19 @@ impl Disk {
             }
             fastpath::count(Op::Read, false);
         }
-        fastpath::note_offloaded(f.meta.id);
+        if f.io.fast {
+            // a real miss: the read to come will start readahead
+            fastpath::note_offloaded(f.meta.id);
+        }
         let file = f.file.clone();
         let want = buf.len() - done;
         let at = offset + done as u64;
         let id = f.meta.id;
         let rest = offload(pool, move || {
             let mut v = vec![0u8; want];
+            let started = std::time::Instant::now();
             let n = pread_full(&file, &mut v, at);
-            // the window counts from the end of the read (the task may
-            // have waited in the queue); its readahead goes on after it
-            fastpath::note_offloaded(id);
+            fastpath::note_pool_read(id, started);
             let n = n?;
             v.truncate(n);
             Ok(v)
@@ -572,6 +574,8 @@ impl Disk {
             return inline_sendfile(offset);
         };
         let features = fastpath::features();
+        // offloaded although resident, because of a recent pool read
+        let mut kept_off = false;
         if f.io.fast {
             let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
             let residency = if features.cachestat && !f.cachestat_denied.get() {
@@ -579,6 +583,7 @@ impl Disk {
                     // A pool thread's readahead may hold locked pages
                     // anywhere in the range (see `note_offloaded`).
                     Residency::Known(true) if fastpath::recently_offloaded(f.meta.id) => {
+                        kept_off = true;
                         Residency::Known(false)
                     }
                     // Resident is not enough: pages still being read by
@@ -609,14 +614,18 @@ impl Disk {
             }
         }
         let sock = stream.as_fd().try_clone_to_owned()?;
-        fastpath::note_offloaded(f.meta.id);
+        if f.io.fast && !kept_off {
+            // a real miss: the sendfile to come will start readahead
+            fastpath::note_offloaded(f.meta.id);
+        }
         let file = f.file.clone();
         let start = *offset;
         let id = f.meta.id;
         let sent = offload(pool, move || {
             let mut off = start;
+            let started = std::time::Instant::now();
             let r = sendfile_some(&sock, &file, &mut off, count);
-            fastpath::note_offloaded(id);
+            fastpath::note_pool_read(id, started);
             r
         })
         .await;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod origin;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -384,7 +386,8 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
     })
 }
 
-fn find(h: &[u8], n: &[u8]) -> Option<usize> {
+/// Where `n` first occurs in `h`.
+pub fn find(h: &[u8], n: &[u8]) -> Option<usize> {
     h.windows(n.len()).position(|w| w == n)
 }
 
