@@ -26,82 +26,7 @@ fn request(port: u16, raw: &[u8]) -> Resp {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(raw).unwrap();
     let mut buf = Vec::new();
-    read_chunked_aware(&mut s, &mut buf, raw.starts_with(b"HEAD ")).expect("response")
-}
-
-/// Reads one response, decoding a chunked body.
-fn read_chunked_aware(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Option<Resp> {
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut tmp = vec![0u8; 65536];
-    let end = loop {
-        if let Some(i) = find(buf, b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut tmp).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    buf.drain(..end);
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next()?.to_string();
-    let status: u16 = status_line.split(' ').nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| {
-            l.split_once(": ")
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-        })
-        .collect();
-    let mut r = Resp {
-        status,
-        status_line,
-        headers,
-        body: Vec::new(),
-    };
-    let mut fill = |buf: &mut Vec<u8>| -> Option<()> {
-        let n = s.read(&mut tmp).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        Some(())
-    };
-    if head_only || status == 304 || status == 204 {
-    } else if r.header("Transfer-Encoding") == Some("chunked") {
-        loop {
-            let le = loop {
-                if let Some(i) = find(buf, b"\r\n") {
-                    break i;
-                }
-                fill(buf)?;
-            };
-            let size = usize::from_str_radix(std::str::from_utf8(&buf[..le]).ok()?, 16).ok()?;
-            buf.drain(..le + 2);
-            while buf.len() < size + 2 {
-                fill(buf)?;
-            }
-            r.body.extend_from_slice(&buf[..size]);
-            buf.drain(..size + 2);
-            if size == 0 {
-                break;
-            }
-        }
-    } else if let Some(len) = r
-        .header("Content-Length")
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        while buf.len() < len {
-            fill(buf)?;
-        }
-        r.body = buf.drain(..len).collect();
-    } else {
-        while fill(buf).is_some() {}
-        r.body = std::mem::take(buf);
-    }
-    Some(r)
+    read_response(&mut s, &mut buf, raw.starts_with(b"HEAD ")).expect("response")
 }
 
 fn get1(port: u16, path: &str) -> Resp {
@@ -733,7 +658,7 @@ fn continue_heads_and_upstream_connection_close() {
     assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
     c.write_all(b"hello").unwrap();
     let mut buf = Vec::new();
-    let r = read_chunked_aware(&mut c, &mut buf, false).unwrap();
+    let r = read_response(&mut c, &mut buf, false).unwrap();
     assert_eq!((r.status, r.body.as_slice()), (200, &b"hello"[..]));
     let req = o.requests().last().unwrap().clone();
     assert_eq!(req.header("Expect"), None);

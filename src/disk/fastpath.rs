@@ -314,23 +314,6 @@ static IN_FLIGHT: std::sync::LazyLock<std::sync::Mutex<InFlightFiles>> =
 /// atomic load.
 static IN_FLIGHT_LEN: AtomicUsize = AtomicUsize::new(0);
 
-/// A pool read that took this long waited for the disk, and so may have
-/// left readahead in flight; from the page cache it takes microseconds.
-const WAITED: std::time::Duration = std::time::Duration::from_millis(2);
-
-/// After a pool thread's read or sendfile of file `id` that began at
-/// `started`: notes the file (the window then counts from the end of the
-/// read, which may have waited in the queue) only if the call waited for
-/// the disk. A read served from the page cache leaves nothing in flight,
-/// and must not renew the note: a hot file offloaded once (an evicted
-/// page) would otherwise stay off the fast path as long as its own
-/// offloaded requests kept renewing it.
-pub fn note_pool_read(id: (u64, u64), started: std::time::Instant) {
-    if started.elapsed() >= WAITED {
-        note_offloaded(id);
-    }
-}
-
 /// Notes that a pool thread is about to read file `id` after a real miss
 /// (its readahead will be in flight for a while).
 pub fn note_offloaded(id: (u64, u64)) {
@@ -342,6 +325,18 @@ pub fn note_offloaded(id: (u64, u64)) {
     files.insert(id, now);
     IN_FLIGHT_LEN.store(files.len(), Ordering::Relaxed);
 }
+
+/// [`note_offloaded`] as if made at `at` (tests).
+#[cfg(test)]
+pub fn note_offloaded_at(id: (u64, u64), at: std::time::Instant) {
+    let mut files = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    files.insert(id, at);
+    IN_FLIGHT_LEN.store(files.len(), Ordering::Relaxed);
+}
+
+/// The window of [`recently_offloaded`] (tests).
+#[cfg(test)]
+pub const IN_FLIGHT_WINDOW: std::time::Duration = IN_FLIGHT_FOR;
 
 /// True while file `id` may have readahead of a pool read in flight.
 pub fn recently_offloaded(id: (u64, u64)) -> bool {
@@ -463,15 +458,6 @@ mod tests {
         IN_FLIGHT_LEN.fetch_add(1, Ordering::Relaxed);
         assert!(!recently_offloaded(other));
         assert!(!IN_FLIGHT.lock().unwrap().contains_key(&other));
-    }
-
-    #[test]
-    fn only_a_pool_read_that_waited_for_the_disk_notes_the_file() {
-        let (cached, waited) = ((0, u64::MAX - 3), (0, u64::MAX - 4));
-        note_pool_read(cached, std::time::Instant::now());
-        assert!(!recently_offloaded(cached));
-        note_pool_read(waited, std::time::Instant::now() - WAITED);
-        assert!(recently_offloaded(waited));
     }
 
     #[test]

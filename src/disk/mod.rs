@@ -512,12 +512,15 @@ impl Disk {
         let file = f.file.clone();
         let want = buf.len() - done;
         let at = offset + done as u64;
-        let id = f.meta.id;
+        let (id, fast) = (f.meta.id, f.io.fast);
         let rest = offload(pool, move || {
             let mut v = vec![0u8; want];
-            let started = std::time::Instant::now();
             let n = pread_full(&file, &mut v, at);
-            fastpath::note_pool_read(id, started);
+            if fast {
+                // a real miss (the loop's NOWAIT read stopped short): the
+                // note's window counts from the end of this read
+                fastpath::note_offloaded(id);
+            }
             let n = n?;
             v.truncate(n);
             Ok(v)
@@ -621,11 +624,22 @@ impl Disk {
         let file = f.file.clone();
         let start = *offset;
         let id = f.meta.id;
+        let (fast, size) = (f.io.fast, f.meta.size);
         let sent = offload(pool, move || {
             let mut off = start;
-            let started = std::time::Instant::now();
+            // Whether this call reads from the disk (and leaves readahead
+            // in flight): asked here, when the task runs, not when it was
+            // queued.
+            let len = (count as u64).min(size.saturating_sub(start));
+            let from_disk = fast
+                && !matches!(
+                    fastpath::range_cached(&file, start, len),
+                    Residency::Known(true)
+                );
             let r = sendfile_some(&sock, &file, &mut off, count);
-            fastpath::note_pool_read(id, started);
+            if from_disk {
+                fastpath::note_offloaded(id);
+            }
             r
         })
         .await;
@@ -827,6 +841,7 @@ mod tests {
     use super::pool::PoolSpec;
     use super::*;
     use crate::log::ErrorLog;
+    use std::time::Duration;
 
     fn pools(threads: usize, max_queue: usize) -> Arc<PoolSet> {
         let spec = PoolSpec {
@@ -932,6 +947,58 @@ mod tests {
             }
             let after = tasks_done(&disk);
             assert_eq!(before, after, "cached opens and reads went to the pool");
+        });
+    }
+
+    /// A connected pair: porter's side (tokio) and a thread draining the
+    /// peer until it closes.
+    async fn drained_socket() -> TcpStream {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let _ = std::io::copy(&mut s, &mut std::io::sink());
+        });
+        TcpStream::connect(addr).await.unwrap()
+    }
+
+    #[test]
+    fn only_a_sendfile_that_reads_the_disk_keeps_a_file_off_the_fast_path() {
+        fastpath::probe();
+        let fp = fastpath::features();
+        if !fp.cachestat || !fp.read_nowait {
+            return;
+        }
+        let d = dir();
+        let disk = Disk::new(pools(1, 4));
+        rt().block_on(async {
+            let sock = drained_socket().await;
+            // Resident, but noted a moment before the window ends: sent
+            // through the pool (kept off the fast path), and that send,
+            // served from the page cache, must not renew the note.
+            let hot = d.join("noted-hot");
+            std::fs::write(&hot, vec![3u8; 256 * 1024]).unwrap();
+            let f = disk.open(&hot, threads(true)).await.unwrap();
+            let almost = fastpath::IN_FLIGHT_WINDOW - Duration::from_millis(300);
+            fastpath::note_offloaded_at(f.meta.id, std::time::Instant::now() - almost);
+            let before = tasks_done(&disk);
+            let mut off = 0;
+            disk.sendfile(&sock, &f, &mut off, 64 * 1024).await.unwrap();
+            assert_eq!(tasks_done(&disk), before + 1, "kept off the fast path");
+            std::thread::sleep(Duration::from_millis(400));
+            assert!(
+                !fastpath::recently_offloaded(f.meta.id),
+                "renewed by a cached send"
+            );
+            // Not resident: a real miss, noted.
+            let cold = d.join("cold");
+            std::fs::write(&cold, vec![4u8; 256 * 1024]).unwrap();
+            let c = disk.open(&cold, threads(true)).await.unwrap();
+            c.file.sync_all().unwrap();
+            rustix::fs::fadvise(&*c.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            let mut off = 0;
+            disk.sendfile(&sock, &c, &mut off, 64 * 1024).await.unwrap();
+            assert!(fastpath::recently_offloaded(c.meta.id));
         });
     }
 

@@ -331,7 +331,8 @@ impl Resp {
     }
 }
 
-/// Reads one response from `s`; `head_only` for responses to HEAD.
+/// Reads one response from `s` (a chunked body decoded); `head_only` for
+/// responses to HEAD.
 pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Option<Resp> {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let head_end = loop {
@@ -361,16 +362,57 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         .and_then(|(_, v)| v.parse::<usize>().ok());
+    let mut fill = |buf: &mut Vec<u8>| -> Option<()> {
+        let mut tmp = [0u8; 65536];
+        let n = s.read(&mut tmp).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        Some(())
+    };
+    let chunked = headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
     let body = if head_only || status == 304 || status == 204 {
         Vec::new()
+    } else if chunked {
+        // Decoded: the chunks' data, without framing (trailers dropped).
+        let mut body = Vec::new();
+        loop {
+            let le = loop {
+                if let Some(i) = find(buf, b"\r\n") {
+                    break i;
+                }
+                fill(buf)?;
+            };
+            let line = std::str::from_utf8(&buf[..le]).ok()?;
+            let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
+            buf.drain(..le + 2);
+            if size == 0 {
+                // trailer lines up to the empty one
+                loop {
+                    while find(buf, b"\r\n").is_none() {
+                        fill(buf)?;
+                    }
+                    let end = find(buf, b"\r\n")?;
+                    buf.drain(..end + 2);
+                    if end == 0 {
+                        break;
+                    }
+                }
+                break;
+            }
+            while buf.len() < size + 2 {
+                fill(buf)?;
+            }
+            body.extend_from_slice(&buf[..size]);
+            buf.drain(..size + 2);
+        }
+        body
     } else if let Some(len) = len {
         while buf.len() < len {
-            let mut tmp = [0u8; 65536];
-            let n = s.read(&mut tmp).ok()?;
-            if n == 0 {
-                return None;
-            }
-            buf.extend_from_slice(&tmp[..n]);
+            fill(buf)?;
         }
         buf.drain(..len).collect()
     } else {
