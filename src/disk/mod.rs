@@ -585,9 +585,12 @@ impl Disk {
                 match fastpath::range_cached(&f.file, *offset, len) {
                     // A pool thread's readahead may hold locked pages
                     // anywhere in the range (see `note_offloaded`).
+                    // So every page is checked instead of the ends.
                     Residency::Known(true) if fastpath::recently_offloaded(f.meta.id) => {
-                        kept_off = true;
-                        Residency::Known(false)
+                        let all =
+                            features.read_nowait && fastpath::all_readable(&f.file, *offset, len);
+                        kept_off = !all;
+                        Residency::Known(all)
                     }
                     // Resident is not enough: pages still being read by
                     // readahead count too (see `ends_readable`).
@@ -963,7 +966,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_sendfile_that_reads_the_disk_keeps_a_file_off_the_fast_path() {
+    fn a_file_read_from_disk_by_the_pool_is_noted_and_a_resident_one_is_not() {
         fastpath::probe();
         let fp = fastpath::features();
         if !fp.cachestat || !fp.read_nowait {
@@ -973,9 +976,9 @@ mod tests {
         let disk = Disk::new(pools(1, 4));
         rt().block_on(async {
             let sock = drained_socket().await;
-            // Resident, but noted a moment before the window ends: sent
-            // through the pool (kept off the fast path), and that send,
-            // served from the page cache, must not renew the note.
+            // Resident, but noted a moment before the window ends: every
+            // page is readable, so it goes inline, and the note is not
+            // renewed.
             let hot = d.join("noted-hot");
             std::fs::write(&hot, vec![3u8; 256 * 1024]).unwrap();
             let f = disk.open(&hot, threads(true)).await.unwrap();
@@ -984,12 +987,10 @@ mod tests {
             let before = tasks_done(&disk);
             let mut off = 0;
             disk.sendfile(&sock, &f, &mut off, 64 * 1024).await.unwrap();
-            assert_eq!(tasks_done(&disk), before + 1, "kept off the fast path");
+            assert_eq!(off, 64 * 1024);
+            assert_eq!(tasks_done(&disk), before, "all pages readable: inline");
             std::thread::sleep(Duration::from_millis(400));
-            assert!(
-                !fastpath::recently_offloaded(f.meta.id),
-                "renewed by a cached send"
-            );
+            assert!(!fastpath::recently_offloaded(f.meta.id), "note renewed");
             // Not resident: a real miss, noted.
             let cold = d.join("cold");
             std::fs::write(&cold, vec![4u8; 256 * 1024]).unwrap();
