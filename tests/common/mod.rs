@@ -335,86 +335,22 @@ impl Resp {
 /// responses to HEAD.
 pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Option<Resp> {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let head_end = loop {
-        if let Some(i) = find(buf, b"\r\n\r\n") {
-            break i + 4;
-        }
-        let mut tmp = [0u8; 65536];
-        let n = s.read(&mut tmp).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next()?.to_string();
+    let (status_line, headers) = read_head(s, buf)?;
     let status: u16 = status_line.split(' ').nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| {
-            l.split_once(": ")
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-        })
-        .collect();
-    buf.drain(..head_end);
-    let len = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse::<usize>().ok());
-    let mut fill = |buf: &mut Vec<u8>| -> Option<()> {
-        let mut tmp = [0u8; 65536];
-        let n = s.read(&mut tmp).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        Some(())
+    let field = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     };
-    let chunked = headers.iter().any(|(n, v)| {
-        n.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
+    let chunked = field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    let len = field("content-length").and_then(|v| v.parse::<usize>().ok());
     let body = if head_only || status == 304 || status == 204 {
         Vec::new()
     } else if chunked {
-        // Decoded: the chunks' data, without framing (trailers dropped).
-        let mut body = Vec::new();
-        loop {
-            let le = loop {
-                if let Some(i) = find(buf, b"\r\n") {
-                    break i;
-                }
-                fill(buf)?;
-            };
-            let line = std::str::from_utf8(&buf[..le]).ok()?;
-            let size = usize::from_str_radix(line.split(';').next()?.trim(), 16).ok()?;
-            buf.drain(..le + 2);
-            if size == 0 {
-                // trailer lines up to the empty one
-                loop {
-                    while find(buf, b"\r\n").is_none() {
-                        fill(buf)?;
-                    }
-                    let end = find(buf, b"\r\n")?;
-                    buf.drain(..end + 2);
-                    if end == 0 {
-                        break;
-                    }
-                }
-                break;
-            }
-            while buf.len() < size + 2 {
-                fill(buf)?;
-            }
-            body.extend_from_slice(&buf[..size]);
-            buf.drain(..size + 2);
-        }
-        body
+        read_chunked(s, buf)?
     } else if let Some(len) = len {
-        while buf.len() < len {
-            fill(buf)?;
-        }
-        buf.drain(..len).collect()
+        read_len(s, buf, len)?
     } else {
         // Until close.
         let _ = s.read_to_end(buf);
@@ -426,6 +362,74 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
         headers,
         body,
     })
+}
+
+/// Reads more of `s` into `buf`; `None` at end of stream or on error.
+pub fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
+    let mut tmp = [0u8; 65536];
+    let n = s.read(&mut tmp).ok()?;
+    if n == 0 {
+        return None;
+    }
+    buf.extend_from_slice(&tmp[..n]);
+    Some(())
+}
+
+/// Reads an HTTP/1.1 head (request or status line, then header fields)
+/// from `buf` and `s`, leaving what follows it in `buf`.
+pub fn read_head(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, Vec<(String, String)>)> {
+    let end = loop {
+        if let Some(i) = find(buf, b"\r\n\r\n") {
+            break i + 4;
+        }
+        fill(s, buf)?;
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+    buf.drain(..end);
+    let mut lines = head.split("\r\n");
+    let first = lines.next()?.to_string();
+    let headers = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            l.split_once(": ")
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+        })
+        .collect();
+    Some((first, headers))
+}
+
+/// The next `len` bytes of the body.
+pub fn read_len(s: &mut TcpStream, buf: &mut Vec<u8>, len: usize) -> Option<Vec<u8>> {
+    while buf.len() < len {
+        fill(s, buf)?;
+    }
+    Some(buf.drain(..len).collect())
+}
+
+/// A chunked body, decoded (chunk extensions and trailers dropped).
+pub fn read_chunked(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let line = |s: &mut TcpStream, buf: &mut Vec<u8>| -> Option<String> {
+        let end = loop {
+            if let Some(i) = find(buf, b"\r\n") {
+                break i;
+            }
+            fill(s, buf)?;
+        };
+        let l = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf.drain(..end + 2);
+        Some(l)
+    };
+    let mut body = Vec::new();
+    loop {
+        let size_line = line(s, buf)?;
+        let size = usize::from_str_radix(size_line.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            // trailer lines up to the empty one
+            while !line(s, buf)?.is_empty() {}
+            return Some(body);
+        }
+        body.extend(read_len(s, buf, size + 2)?.drain(..size));
+    }
 }
 
 /// Where `n` first occurs in `h`.

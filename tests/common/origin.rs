@@ -4,13 +4,13 @@
 //! (length, chunked, until close), faults (truncated, raw bytes), delays
 //! and a paced body.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::find;
+use super::{read_chunked, read_head, read_len};
 
 /// A request as the origin received it.
 #[derive(Debug, Clone)]
@@ -199,31 +199,10 @@ impl Drop for Origin {
 
 /// Reads one request; `None` when the peer closed.
 fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Req> {
-    let mut tmp = vec![0u8; 65536];
-    let end = loop {
-        if let Some(i) = find(buf, b"\r\n\r\n") {
-            break i + 4;
-        }
-        let n = s.read(&mut tmp).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-    buf.drain(..end);
-    let mut lines = head.split("\r\n");
-    let line = lines.next()?.to_string();
+    let (line, headers) = read_head(s, buf)?;
     let mut parts = line.split(' ');
     let method = parts.next()?.to_string();
     let target = parts.next()?.to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| {
-            l.split_once(": ")
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-        })
-        .collect();
     let mut req = Req {
         method,
         target,
@@ -232,52 +211,16 @@ fn read_request(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Req> {
         body: Vec::new(),
         nth: 0,
     };
-    let mut fill = |buf: &mut Vec<u8>| -> Option<()> {
-        let n = s.read(&mut tmp).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        Some(())
-    };
     if let Some(len) = req
         .header("content-length")
         .and_then(|v| v.parse::<usize>().ok())
     {
-        while buf.len() < len {
-            fill(buf)?;
-        }
-        req.body = buf.drain(..len).collect();
+        req.body = read_len(s, buf, len)?;
     } else if req
         .header("transfer-encoding")
         .is_some_and(|v| v.contains("chunked"))
     {
-        loop {
-            let line_end = loop {
-                if let Some(i) = find(buf, b"\r\n") {
-                    break i;
-                }
-                fill(buf)?;
-            };
-            let size = usize::from_str_radix(
-                String::from_utf8_lossy(&buf[..line_end])
-                    .split(';')
-                    .next()?
-                    .trim(),
-                16,
-            )
-            .ok()?;
-            buf.drain(..line_end + 2);
-            while buf.len() < size + 2 {
-                fill(buf)?;
-            }
-            if size == 0 {
-                buf.drain(..2);
-                break;
-            }
-            req.body.extend_from_slice(&buf[..size]);
-            buf.drain(..size + 2);
-        }
+        req.body = read_chunked(s, buf)?;
     }
     Some(req)
 }
