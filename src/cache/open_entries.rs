@@ -122,11 +122,6 @@ pub fn forget(zone: usize, hash: &KeyHash) {
     });
 }
 
-/// Entries this worker keeps open.
-pub fn len() -> usize {
-    KEPT.with_borrow(|c| c.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

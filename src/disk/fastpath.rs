@@ -293,15 +293,16 @@ pub fn ends_readable(f: &File, offset: u64, len: u64) -> bool {
         .all(|&at| matches!(read_nowait(f, &mut b, at), Ok(1)))
 }
 
-/// How long after a pool thread last read a file the fast path keeps
-/// away from `sendfile` on it. The pool's read leaves readahead in flight
-/// beyond the bytes it returned, and on a saturated disk those pages stay
-/// locked for seconds; `cachestat` counts them as cached, and checking
-/// the ends of a range ([`ends_readable`]) does not see a locked page in
-/// its middle (readahead windows of several readers interleave, and their
-/// reads complete out of order). An inline `sendfile` that meets one
-/// sleeps on its lock with the whole event loop. A file the pool has not
-/// read for this long has no readahead of its own left in flight.
+/// How long after a pool thread read a file from the disk the fast path
+/// checks every page of a resident range before an inline `sendfile`. The
+/// pool's read leaves readahead in flight beyond the bytes it returned,
+/// and on a saturated disk those pages stay locked for seconds; `cachestat`
+/// counts them as cached, and checking the ends of a range
+/// ([`ends_readable`]) does not see a locked page in its middle (readahead
+/// windows of several readers interleave, and their reads complete out of
+/// order). An inline `sendfile` that meets one sleeps on its lock with the
+/// whole event loop. A file the pool has not read for this long has no
+/// readahead of its own left in flight.
 const IN_FLIGHT_FOR: std::time::Duration = std::time::Duration::from_secs(3);
 
 type InFlightFiles = std::collections::HashMap<(u64, u64), std::time::Instant>;
@@ -314,22 +315,24 @@ static IN_FLIGHT: std::sync::LazyLock<std::sync::Mutex<InFlightFiles>> =
 /// atomic load.
 static IN_FLIGHT_LEN: AtomicUsize = AtomicUsize::new(0);
 
-/// Notes that a pool thread is about to read file `id` after a real miss
-/// (its readahead will be in flight for a while).
+/// Notes that file `id` is read from the disk by a pool thread: when a
+/// real miss is offloaded, and again when the read ends (its readahead
+/// stays in flight for a while after).
 pub fn note_offloaded(id: (u64, u64)) {
-    let now = std::time::Instant::now();
-    let mut files = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
-    if files.len() >= 4096 {
-        files.retain(|_, t| now.duration_since(*t) < IN_FLIGHT_FOR);
-    }
-    files.insert(id, now);
-    IN_FLIGHT_LEN.store(files.len(), Ordering::Relaxed);
+    note_at(id, std::time::Instant::now());
 }
 
 /// [`note_offloaded`] as if made at `at` (tests).
 #[cfg(test)]
 pub fn note_offloaded_at(id: (u64, u64), at: std::time::Instant) {
+    note_at(id, at);
+}
+
+fn note_at(id: (u64, u64), at: std::time::Instant) {
     let mut files = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    if files.len() >= 4096 {
+        files.retain(|_, t| at.saturating_duration_since(*t) < IN_FLIGHT_FOR);
+    }
     files.insert(id, at);
     IN_FLIGHT_LEN.store(files.len(), Ordering::Relaxed);
 }

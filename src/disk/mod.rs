@@ -579,8 +579,8 @@ impl Disk {
         let features = fastpath::features();
         // offloaded although resident, because of a recent pool read
         let mut kept_off = false;
+        let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
         if f.io.fast {
-            let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
             let residency = if features.cachestat && !f.cachestat_denied.get() {
                 match fastpath::range_cached(&f.file, *offset, len) {
                     // A pool thread's readahead may hold locked pages
@@ -626,14 +626,12 @@ impl Disk {
         }
         let file = f.file.clone();
         let start = *offset;
-        let id = f.meta.id;
-        let (fast, size) = (f.io.fast, f.meta.size);
+        let (id, fast) = (f.meta.id, f.io.fast);
         let sent = offload(pool, move || {
             let mut off = start;
             // Whether this call reads from the disk (and leaves readahead
             // in flight): asked here, when the task runs, not when it was
             // queued.
-            let len = (count as u64).min(size.saturating_sub(start));
             let from_disk = fast
                 && !matches!(
                     fastpath::range_cached(&file, start, len),
