@@ -319,10 +319,7 @@ pub struct Resp {
 impl Resp {
     /// First value of header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header_in(&self.headers, name)
     }
 
     /// Body as text.
@@ -337,12 +334,7 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (status_line, headers) = read_head(s, buf)?;
     let status: u16 = status_line.split(' ').nth(1)?.parse().ok()?;
-    let field = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    };
+    let field = |name: &str| header_in(&headers, name);
     let chunked = field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     let len = field("content-length").and_then(|v| v.parse::<usize>().ok());
     let body = if head_only || status == 304 || status == 204 {
@@ -362,6 +354,14 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
         headers,
         body,
     })
+}
+
+/// First value of header `name` (case-insensitive) among `headers`.
+pub fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// Reads more of `s` into `buf`; `None` at end of stream or on error.

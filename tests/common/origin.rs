@@ -31,10 +31,7 @@ pub struct Req {
 
 impl Req {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        super::header_in(&self.headers, name)
     }
 }
 
