@@ -20,7 +20,7 @@ use porter::cache::{
     TempPath, ZoneSpec,
 };
 use porter::disk::pool::{PoolSet, PoolSpec};
-use porter::disk::{Aio, Disk, Io, OpenOptions};
+use porter::disk::{Disk, Io};
 use porter::log::{ErrorLog, ErrorLogSpec, Level, LogFile};
 
 const NGINX: &str = "/usr/sbin/nginx";
@@ -43,16 +43,8 @@ fn disk(threads: usize) -> Disk {
     Disk::new(Arc::new(PoolSet::build(&[spec], None, None, &log).unwrap()))
 }
 
-fn pool_opts() -> OpenOptions {
-    OpenOptions {
-        aio: Aio::Threads("p".into()),
-        fast_path: false,
-        ..Default::default()
-    }
-}
-
 fn pool_io(d: &Disk) -> Io {
-    d.io(&Aio::Threads("p".into()), false).unwrap()
+    d.route(Some("p"), false).unwrap()
 }
 
 fn tasks(d: &Disk) -> u64 {
@@ -110,18 +102,19 @@ fn body(key: &str, len: usize) -> Vec<u8> {
 async fn fill(zone: &Arc<CacheZone>, d: &Disk, key: &str, len: usize, chunk: usize) {
     let io = pool_io(d);
     let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
-    let mut w = zone.begin(d, &io, None, meta(key), log).await.unwrap();
+    let mut w = zone.begin(&io, None, meta(key), log).await.unwrap();
     for c in body(key, len).chunks(chunk.max(1)) {
-        w.write(d, Arc::from(c)).await.unwrap();
+        w.write(Arc::from(c)).await.unwrap();
     }
-    w.finish(d).await.unwrap();
+    w.finish().await.unwrap();
 }
 
 /// Reads a hit's body through the disk layer.
-async fn read_body(d: &Disk, e: &porter::cache::Entry) -> Vec<u8> {
+async fn read_body(e: &porter::cache::Entry) -> Vec<u8> {
     let mut buf = vec![0u8; e.header.body_len as usize];
-    let n = d
-        .read_at(&e.file, &mut buf, e.header.body_offset)
+    let n = e
+        .file
+        .read_at(&mut buf, e.header.body_offset)
         .await
         .unwrap();
     buf.truncate(n);
@@ -169,7 +162,7 @@ fn fill_then_hit_through_the_pool() {
     rt().block_on(async {
         let key = "http://origin/a.txt";
         for want in 1..=2 {
-            match zone.lookup(&d, &pool_opts(), key, &log).await.unwrap() {
+            match zone.lookup(&pool_io(&d), key, &log).await.unwrap() {
                 Lookup::Miss { uses } => assert_eq!(uses, want, "min_uses counting"),
                 Lookup::Hit(_) => panic!("hit before fill"),
             }
@@ -192,7 +185,7 @@ fn fill_then_hit_through_the_pool() {
         );
         assert!(path.is_file());
         assert!(temp_files(dir.path()).is_empty());
-        let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), key, &log).await.unwrap() else {
+        let Lookup::Hit(e) = zone.lookup(&pool_io(&d), key, &log).await.unwrap() else {
             panic!("miss after fill")
         };
         assert_eq!(e.header.meta, meta(key));
@@ -205,7 +198,7 @@ fn fill_then_hit_through_the_pool() {
         assert!(e.fresh(1_900_000_000));
         assert!(!e.fresh(4_000_000_000));
         assert!(!e.updating);
-        assert_eq!(read_body(&d, &e).await, body(key, 300_000));
+        assert_eq!(read_body(&e).await, body(key, 300_000));
         assert_eq!(zone.index().total_size(), 303_104); // whole 4 KiB blocks
     });
 }
@@ -219,24 +212,18 @@ fn a_hit_is_sent_with_sendfile_and_cached_hits_stay_off_the_pool() {
     let d = disk(2);
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
     let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
-    let fast = OpenOptions {
-        fast_path: true,
-        ..pool_opts()
-    };
+    let fast = d.route(Some("p"), true).unwrap();
     // A header far larger than the first read (two reads of the header).
     let mut m = meta("big-header");
     m.headers.push(("X-Pad".into(), "p".repeat(10_000)));
     rt().block_on(async {
         let io = pool_io(&d);
-        let mut w = zone
-            .begin(&d, &io, None, m.clone(), log.clone())
+        let mut w = zone.begin(&io, None, m.clone(), log.clone()).await.unwrap();
+        w.write(Arc::from(body("big-header", 100_000)))
             .await
             .unwrap();
-        w.write(&d, Arc::from(body("big-header", 100_000)))
-            .await
-            .unwrap();
-        w.finish(&d).await.unwrap();
-        let Lookup::Hit(e) = zone.lookup(&d, &fast, "big-header", &log).await.unwrap() else {
+        w.finish().await.unwrap();
+        let Lookup::Hit(e) = zone.lookup(&fast, "big-header", &log).await.unwrap() else {
             panic!("miss")
         };
         assert_eq!(e.header.meta, m);
@@ -271,11 +258,10 @@ fn a_hit_is_sent_with_sendfile_and_cached_hits_stay_off_the_pool() {
         if f.open_cached && f.read_nowait {
             let before = tasks(&d);
             for _ in 0..10 {
-                let Lookup::Hit(e) = zone.lookup(&d, &fast, "big-header", &log).await.unwrap()
-                else {
+                let Lookup::Hit(e) = zone.lookup(&fast, "big-header", &log).await.unwrap() else {
                     panic!("miss")
                 };
-                assert_eq!(read_body(&d, &e).await, body("big-header", 100_000));
+                assert_eq!(read_body(&e).await, body("big-header", 100_000));
             }
             assert_eq!(tasks(&d), before, "cached lookups went to the pool");
         } else {
@@ -297,23 +283,23 @@ fn use_temp_path_writes_in_proxy_temp_path_then_renames() {
     rt().block_on(async {
         let io = pool_io(&d);
         let mut w = zone
-            .begin(&d, &io, Some(&temp), meta("k"), log.clone())
+            .begin(&io, Some(&temp), meta("k"), log.clone())
             .await
             .unwrap();
         assert!(w.temp_path().starts_with(&temp.path));
         assert!(w.temp_path().is_file());
         // Not visible until finished.
         assert!(matches!(
-            zone.lookup(&d, &pool_opts(), "k", &log).await.unwrap(),
+            zone.lookup(&pool_io(&d), "k", &log).await.unwrap(),
             Lookup::Miss { .. }
         ));
-        w.write(&d, Arc::from(&b"hello"[..])).await.unwrap();
-        w.finish(&d).await.unwrap();
+        w.write(Arc::from(&b"hello"[..])).await.unwrap();
+        w.finish().await.unwrap();
         assert!(temp_files(dir.path()).is_empty());
-        let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), "k", &log).await.unwrap() else {
+        let Lookup::Hit(e) = zone.lookup(&pool_io(&d), "k", &log).await.unwrap() else {
             panic!("miss")
         };
-        assert_eq!(read_body(&d, &e).await, b"hello");
+        assert_eq!(read_body(&e).await, b"hello");
     });
 }
 
@@ -329,7 +315,7 @@ fn corrupt_case(tag: &str, f: impl FnOnce(&Path, &Path)) -> (bool, Vec<String>, 
     let path = zone.entry_path(&KeyHash::of(b"key-a"));
     f(&path, dir.path());
     let r = rt()
-        .block_on(zone.lookup(&d, &pool_opts(), "key-a", &log))
+        .block_on(zone.lookup(&pool_io(&d), "key-a", &log))
         .unwrap();
     let miss = matches!(r, Lookup::Miss { .. });
     (miss, lines(&logp), path.exists())
@@ -424,34 +410,31 @@ fn concurrent_writers_of_one_key_last_rename_wins() {
     let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         let io = pool_io(&d);
-        let mut a = zone
-            .begin(&d, &io, None, meta("k"), log.clone())
-            .await
-            .unwrap();
+        let mut a = zone.begin(&io, None, meta("k"), log.clone()).await.unwrap();
         let mut m = meta("k");
         m.status = 404;
-        let mut b = zone.begin(&d, &io, None, m, log.clone()).await.unwrap();
+        let mut b = zone.begin(&io, None, m, log.clone()).await.unwrap();
         assert_ne!(a.temp_path(), b.temp_path());
         for i in 0..20u8 {
-            a.write(&d, Arc::from(&[b'a'; 1000][..])).await.unwrap();
+            a.write(Arc::from(&[b'a'; 1000][..])).await.unwrap();
             if i % 2 == 0 {
-                b.write(&d, Arc::from(&[b'b'; 3000][..])).await.unwrap();
+                b.write(Arc::from(&[b'b'; 3000][..])).await.unwrap();
             }
         }
-        b.finish(&d).await.unwrap();
-        let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), "k", &log).await.unwrap() else {
+        b.finish().await.unwrap();
+        let Lookup::Hit(e) = zone.lookup(&pool_io(&d), "k", &log).await.unwrap() else {
             panic!("miss")
         };
         assert_eq!(e.header.meta.status, 404);
-        assert_eq!(read_body(&d, &e).await, vec![b'b'; 30000]);
-        a.finish(&d).await.unwrap();
-        let Lookup::Hit(e2) = zone.lookup(&d, &pool_opts(), "k", &log).await.unwrap() else {
+        assert_eq!(read_body(&e).await, vec![b'b'; 30000]);
+        a.finish().await.unwrap();
+        let Lookup::Hit(e2) = zone.lookup(&pool_io(&d), "k", &log).await.unwrap() else {
             panic!("miss")
         };
         assert_eq!(e2.header.meta.status, 200);
-        assert_eq!(read_body(&d, &e2).await, vec![b'a'; 20000]);
+        assert_eq!(read_body(&e2).await, vec![b'a'; 20000]);
         // The first hit's descriptor still reads the entry it opened.
-        assert_eq!(read_body(&d, &e).await, vec![b'b'; 30000]);
+        assert_eq!(read_body(&e).await, vec![b'b'; 30000]);
         assert!(temp_files(dir.path()).is_empty());
         assert_eq!(
             zone.index().total_size(),
@@ -470,24 +453,18 @@ fn abort_purge_and_a_dropped_writer_leave_nothing() {
     let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         let io = pool_io(&d);
-        let mut w = zone
-            .begin(&d, &io, None, meta("a"), log.clone())
-            .await
-            .unwrap();
-        w.write(&d, Arc::from(&[1u8; 100][..])).await.unwrap();
+        let mut w = zone.begin(&io, None, meta("a"), log.clone()).await.unwrap();
+        w.write(Arc::from(&[1u8; 100][..])).await.unwrap();
         let temp = w.temp_path().to_path_buf();
         assert!(temp.is_file());
-        w.abort(&d).await;
+        w.abort().await;
         assert!(!temp.exists());
         assert!(matches!(
-            zone.lookup(&d, &pool_opts(), "a", &log).await.unwrap(),
+            zone.lookup(&pool_io(&d), "a", &log).await.unwrap(),
             Lookup::Miss { .. }
         ));
 
-        let w = zone
-            .begin(&d, &io, None, meta("b"), log.clone())
-            .await
-            .unwrap();
+        let w = zone.begin(&io, None, meta("b"), log.clone()).await.unwrap();
         let temp = w.temp_path().to_path_buf();
         drop(w);
         let t = Instant::now();
@@ -500,10 +477,10 @@ fn abort_purge_and_a_dropped_writer_leave_nothing() {
         );
 
         fill(&zone, &d, "c", 10, 10).await;
-        assert!(zone.purge(&d, &io, "c").await.unwrap());
-        assert!(!zone.purge(&d, &io, "c").await.unwrap());
+        assert!(zone.purge(&io, "c").await.unwrap());
+        assert!(!zone.purge(&io, "c").await.unwrap());
         assert!(matches!(
-            zone.lookup(&d, &pool_opts(), "c", &log).await.unwrap(),
+            zone.lookup(&pool_io(&d), "c", &log).await.unwrap(),
             Lookup::Miss { .. }
         ));
         assert!(files(&dir.path().join("cache")).is_empty());
@@ -524,7 +501,7 @@ fn fill_lock_and_updating_state() {
         let Fill::Wait(waiter) = zone.claim_fill("k") else {
             panic!("second claim waits")
         };
-        let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), "k", &log).await.unwrap() else {
+        let Lookup::Hit(e) = zone.lookup(&pool_io(&d), "k", &log).await.unwrap() else {
             panic!("miss")
         };
         assert!(e.updating, "a stale hit can see the key is being updated");
@@ -572,10 +549,10 @@ fn loader_rebuilds_the_index_and_lookups_work_before_it_is_done() {
     assert!(!zone.loaded());
     rt().block_on(async {
         // Before the loader: an unknown key is looked for on disk.
-        let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), "k7", &log).await.unwrap() else {
+        let Lookup::Hit(e) = zone.lookup(&pool_io(&d), "k7", &log).await.unwrap() else {
             panic!("entry lost before the loader ran")
         };
-        assert_eq!(read_body(&d, &e).await, body("k7", 700));
+        assert_eq!(read_body(&e).await, body("k7", 700));
     });
     let stats = loader::run(&Arc::downgrade(&zone)).unwrap();
     assert!(zone.loaded());
@@ -596,14 +573,14 @@ fn loader_rebuilds_the_index_and_lookups_work_before_it_is_done() {
         // After loading, an unknown key is a miss without a disk call.
         let before = tasks(&d);
         assert!(matches!(
-            zone.lookup(&d, &pool_opts(), "nope", &log).await.unwrap(),
+            zone.lookup(&pool_io(&d), "nope", &log).await.unwrap(),
             Lookup::Miss { uses: 1 }
         ));
         assert_eq!(tasks(&d), before);
-        let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), "k29", &log).await.unwrap() else {
+        let Lookup::Hit(e) = zone.lookup(&pool_io(&d), "k29", &log).await.unwrap() else {
             panic!("loaded entry missing")
         };
-        assert_eq!(read_body(&d, &e).await, body("k29", 2900));
+        assert_eq!(read_body(&e).await, body("k29", 2900));
     });
 }
 
@@ -616,13 +593,13 @@ fn manager_enforces_max_size_and_inactive() {
     s.inactive = Duration::from_millis(400);
     let zone = CacheZone::new(s, &ErrorLog::new(Vec::new()));
     let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
-    let inline = Disk::default();
+    let inline = Io::inline();
     rt().block_on(async {
         for i in 0..8 {
             fill(&zone, &d, &format!("k{i}"), 5000, 5000).await; // 8 KiB each
         }
         // k0 used recently: it survives, the LRU ones go.
-        zone.lookup(&d, &pool_opts(), "k0", &log).await.unwrap();
+        zone.lookup(&pool_io(&d), "k0", &log).await.unwrap();
         assert_eq!(zone.index().total_size(), 8 * 8192);
         manager::pass(&zone, &inline).await;
         assert_eq!(zone.index().total_size(), 5 * 8192);
@@ -633,7 +610,7 @@ fn manager_enforces_max_size_and_inactive() {
         }
         assert!(zone.entry_path(&KeyHash::of(b"k0")).exists());
         tokio::time::sleep(Duration::from_millis(450)).await;
-        zone.lookup(&d, &pool_opts(), "k7", &log).await.unwrap();
+        zone.lookup(&pool_io(&d), "k7", &log).await.unwrap();
         manager::pass(&zone, &inline).await;
         let left = files(&dir.path().join("cache"));
         assert_eq!(
@@ -764,8 +741,8 @@ fn crash_mid_fill_leaves_only_complete_entries() {
     rt().block_on(async {
         for i in 0..40 {
             let key = format!("k{i}");
-            if let Lookup::Hit(e) = zone.lookup(&d, &pool_opts(), &key, &log).await.unwrap() {
-                let b = read_body(&d, &e).await;
+            if let Lookup::Hit(e) = zone.lookup(&pool_io(&d), &key, &log).await.unwrap() {
+                let b = read_body(&e).await;
                 let len = e.header.body_len as usize;
                 assert_eq!(b, body(&key, len), "{key}: complete and intact");
             }
@@ -810,13 +787,13 @@ fn enospc_aborts_with_one_line_and_leaves_nothing() {
     rt().block_on(async {
         let io = pool_io(&d);
         let mut w = zone
-            .begin(&d, &io, None, meta("big"), log.clone())
+            .begin(&io, None, meta("big"), log.clone())
             .await
             .unwrap();
         let chunk: Arc<[u8]> = Arc::from(vec![7u8; 64 * 1024]);
         let mut err = None;
         for _ in 0..64 {
-            if let Err(e) = w.write(&d, chunk.clone()).await {
+            if let Err(e) = w.write(chunk.clone()).await {
                 err = Some(e);
                 break;
             }
@@ -824,15 +801,15 @@ fn enospc_aborts_with_one_line_and_leaves_nothing() {
         let e = err.expect("a 256 KiB tmpfs fills up");
         assert_eq!(e.raw_os_error(), Some(libc::ENOSPC));
         // A caller that keeps writing gets errors, not more log lines.
-        assert!(w.write(&d, chunk.clone()).await.is_err());
-        w.abort(&d).await;
+        assert!(w.write(chunk.clone()).await.is_err());
+        w.abort().await;
         assert!(
             files(&mnt).is_empty(),
             "no entry and no temp file: {:?}",
             files(&mnt)
         );
         assert!(matches!(
-            zone.lookup(&d, &pool_opts(), "big", &log).await.unwrap(),
+            zone.lookup(&pool_io(&d), "big", &log).await.unwrap(),
             Lookup::Miss { .. }
         ));
         // The space is back: a small entry fits. (A child another test
@@ -886,8 +863,8 @@ fn manager_enforces_min_free() {
         for i in 0..7 {
             fill(&zone, &d, &format!("k{i}"), 100 * 1024 - 200, 50_000).await;
         }
-        zone.lookup(&d, &pool_opts(), "k0", &log).await.unwrap();
-        manager::pass(&zone, &Disk::default()).await;
+        zone.lookup(&pool_io(&d), "k0", &log).await.unwrap();
+        manager::pass(&zone, &Io::inline()).await;
     });
     let st = rustix::fs::statvfs(&mnt).unwrap();
     assert!(st.f_bavail * st.f_frsize >= 600 * 1024);

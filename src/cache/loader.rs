@@ -16,9 +16,9 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use super::{read_header, CacheZone, HeaderError, KeyHash};
-use crate::disk::{Disk, FileKind, Io, OpenOptions};
+use crate::disk::{FileKind, Io, PathRules};
 use crate::log::Level;
-use crate::runtime::privileges::Credentials;
+use crate::util::thread_user::ThreadUser;
 
 /// What a load found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,12 +43,12 @@ pub(crate) fn thread_name(prefix: &str, zone: &str) -> String {
 }
 
 /// Starts a background thread of `zone` named `PREFIX-NAME`, running as
-/// `creds` when given. A thread that cannot switch to that user logs one
+/// `user` when given. A thread that cannot switch to that user logs one
 /// line (`cache WHAT: setuid(USER) failed`), runs `gave_up` on the zone and
 /// ends; otherwise it runs `body` with a weak reference to the zone.
 pub(crate) fn spawn_thread(
     zone: &Arc<CacheZone>,
-    creds: Option<Credentials>,
+    user: Option<ThreadUser>,
     prefix: &str,
     what: &'static str,
     gave_up: fn(&CacheZone),
@@ -58,8 +58,8 @@ pub(crate) fn spawn_thread(
     std::thread::Builder::new()
         .name(thread_name(prefix, zone.name()))
         .spawn(move || {
-            if let Some(c) = &creds {
-                if let Err(e) = crate::runtime::privileges::drop_thread(c) {
+            if let Some(c) = &user {
+                if let Err(e) = c.switch() {
                     if let Some(z) = weak.upgrade() {
                         z.error_log().log(
                             Level::Emerg,
@@ -76,19 +76,12 @@ pub(crate) fn spawn_thread(
 }
 
 /// Starts the loader thread of `zone`.
-pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Result<()> {
+pub(crate) fn spawn(zone: &Arc<CacheZone>, user: Option<ThreadUser>) -> io::Result<()> {
     // A loader that cannot run still ends loading: lookups then trust the
     // (empty) index plus the files they open.
-    spawn_thread(
-        zone,
-        creds,
-        "cl-",
-        "loader",
-        CacheZone::set_loaded,
-        |weak| {
-            run(&weak);
-        },
-    )
+    spawn_thread(zone, user, "cl-", "loader", CacheZone::set_loaded, |weak| {
+        run(&weak);
+    })
 }
 
 /// Loads `zone` on the calling thread (which may block: it is the loader
@@ -98,8 +91,8 @@ pub fn run(zone: &Weak<CacheZone>) -> Option<LoadStats> {
         .enable_all()
         .build()
         .ok()?;
-    let disk = Disk::default();
-    let stats = rt.block_on(load(zone, &disk))?;
+    let io = Io::inline();
+    let stats = rt.block_on(load(zone, &io))?;
     let z = zone.upgrade()?;
     z.set_loaded();
     z.error_log().log(
@@ -121,7 +114,7 @@ struct Pace {
     started: Instant,
 }
 
-async fn load(zone: &Weak<CacheZone>, disk: &Disk) -> Option<LoadStats> {
+async fn load(zone: &Weak<CacheZone>, io: &Io) -> Option<LoadStats> {
     let (root, depth) = {
         let z = zone.upgrade()?;
         (z.path().to_path_buf(), z.levels.0.len())
@@ -133,7 +126,7 @@ async fn load(zone: &Weak<CacheZone>, disk: &Disk) -> Option<LoadStats> {
     };
     let mut stack: Vec<(PathBuf, usize)> = vec![(root, 0)];
     while let Some((dir, level)) = stack.pop() {
-        let names = match disk.read_dir(&Io::inline(), &dir).await {
+        let names = match io.read_dir(&dir).await {
             Ok(n) => n,
             Err(e) => {
                 let z = zone.upgrade()?;
@@ -154,7 +147,7 @@ async fn load(zone: &Weak<CacheZone>, disk: &Disk) -> Option<LoadStats> {
                 FileKind::Directory if level < depth => stack.push((path, level + 1)),
                 FileKind::Regular => {
                     let z = zone.upgrade()?;
-                    file(&z, disk, &path, &name, level == depth, &mut stats).await;
+                    file(&z, io, &path, &name, level == depth, &mut stats).await;
                     drop(z);
                     pace_step(zone, &mut pace).await?;
                 }
@@ -178,8 +171,8 @@ async fn pace_step(zone: &Weak<CacheZone>, pace: &mut Pace) -> Option<()> {
 }
 
 /// Unlinks `path`; `true` when it was removed here.
-async fn remove(z: &CacheZone, disk: &Disk, path: &Path) -> bool {
-    match disk.unlink(&Io::inline(), path).await {
+async fn remove(z: &CacheZone, io: &Io, path: &Path) -> bool {
+    match io.unlink(path).await {
         Ok(()) => true,
         Err(e) if e.kind() == io::ErrorKind::NotFound => false,
         Err(e) => {
@@ -198,14 +191,14 @@ async fn remove(z: &CacheZone, disk: &Disk, path: &Path) -> bool {
 
 async fn file(
     z: &CacheZone,
-    disk: &Disk,
+    io: &Io,
     path: &Path,
     name: &str,
     at_depth: bool,
     stats: &mut LoadStats,
 ) {
     if super::temp_run(name).is_some() {
-        if !super::is_own_temp(name) && remove(z, disk, path).await {
+        if !super::is_own_temp(name) && remove(z, io, path).await {
             stats.temps += 1;
         }
         return;
@@ -219,18 +212,18 @@ async fn file(
                     Level::Crit,
                     format_args!("cache file \"{}\" is misplaced, removed", path.display()),
                 );
-                if remove(z, disk, path).await {
+                if remove(z, io, path).await {
                     stats.bad += 1;
                 }
             }
             return;
         }
     };
-    let f = match disk.open(path, OpenOptions::default()).await {
+    let f = match io.open(path, &PathRules::default()).await {
         Ok(f) => f,
         Err(_) => return, // removed meanwhile
     };
-    match read_header(disk, &f, None).await {
+    match read_header(&f, None).await {
         Ok(h) if KeyHash::of(h.meta.key.as_bytes()) == hash => {
             let size = super::disk_size(f.meta.size);
             let mut ev = Vec::new();
@@ -247,7 +240,7 @@ async fn file(
                 Level::Crit,
                 format_args!("cache file \"{}\" has md5 collision", path.display()),
             );
-            if remove(z, disk, path).await {
+            if remove(z, io, path).await {
                 stats.bad += 1;
             }
         }
@@ -256,7 +249,7 @@ async fn file(
                 Level::Crit,
                 format_args!("cache file \"{}\" {e}", path.display()),
             );
-            if remove(z, disk, path).await {
+            if remove(z, io, path).await {
                 stats.bad += 1;
             }
         }

@@ -21,19 +21,19 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::{CacheZone, Chores, Evicted, KeyHash};
-use crate::disk::{Disk, Io};
+use crate::disk::Io;
 use crate::log::Level;
-use crate::runtime::privileges::Credentials;
+use crate::util::thread_user::ThreadUser;
 
 /// Longest idle sleep between passes.
 const IDLE: Duration = Duration::from_secs(1);
 
 /// Starts the manager thread of `zone`; it ends when the zone is dropped.
-pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Result<()> {
+pub(crate) fn spawn(zone: &Arc<CacheZone>, user: Option<ThreadUser>) -> io::Result<()> {
     let chores = zone.chores.clone();
     super::loader::spawn_thread(
         zone,
-        creds,
+        user,
         "cm-",
         "manager",
         |_| {},
@@ -44,11 +44,11 @@ pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Re
             else {
                 return;
             };
-            let disk = Disk::default();
+            let io = Io::inline();
             loop {
-                rt.block_on(drain(&weak, &chores, &disk));
+                rt.block_on(drain(&weak, &chores, &io));
                 let Some(zone) = weak.upgrade() else { return };
-                let more = rt.block_on(pass(&zone, &disk));
+                let more = rt.block_on(pass(&zone, &io));
                 let sleep = if more {
                     zone.spec().manager_sleep
                 } else {
@@ -64,8 +64,8 @@ pub(crate) fn spawn(zone: &Arc<CacheZone>, creds: Option<Credentials>) -> io::Re
     )
 }
 
-async fn unlink(zone: Option<&CacheZone>, disk: &Disk, path: &Path) {
-    if let Err(e) = disk.unlink(&Io::inline(), path).await {
+async fn unlink(zone: Option<&CacheZone>, io: &Io, path: &Path) {
+    if let Err(e) = io.unlink(path).await {
         if e.kind() != io::ErrorKind::NotFound {
             if let Some(z) = zone {
                 z.error_log().log(
@@ -82,7 +82,7 @@ async fn unlink(zone: Option<&CacheZone>, disk: &Disk, path: &Path) {
 }
 
 /// Removes the files requests handed over.
-async fn drain(zone: &Weak<CacheZone>, chores: &Chores, disk: &Disk) {
+async fn drain(zone: &Weak<CacheZone>, chores: &Chores, io: &Io) {
     loop {
         let Some(path) = chores.files.lock().unwrap().pop_front() else {
             return;
@@ -97,22 +97,22 @@ async fn drain(zone: &Weak<CacheZone>, chores: &Chores, disk: &Disk) {
                 }
             }
         }
-        unlink(z.as_deref(), disk, &path).await;
+        unlink(z.as_deref(), io, &path).await;
     }
 }
 
-async fn remove_all(zone: &CacheZone, disk: &Disk, gone: Vec<Evicted>) {
+async fn remove_all(zone: &CacheZone, io: &Io, gone: Vec<Evicted>) {
     for e in gone.into_iter().filter(|e| e.exists) {
         if zone.index.peek(&e.hash).is_some_and(|n| n.exists) {
             continue;
         }
         let path: PathBuf = zone.entry_path(&e.hash);
-        unlink(Some(zone), disk, &path).await;
+        unlink(Some(zone), io, &path).await;
     }
 }
 
 /// One manager pass over `zone`; `true` when work is left.
-pub async fn pass(zone: &CacheZone, disk: &Disk) -> bool {
+pub async fn pass(zone: &CacheZone, io: &Io) -> bool {
     let spec = zone.spec();
     let started = Instant::now();
     let batch = spec.manager_files.max(1);
@@ -121,7 +121,7 @@ pub async fn pass(zone: &CacheZone, disk: &Disk) -> bool {
             .index
             .expire(Instant::now(), spec.inactive, spec.max_size, batch);
         let full = gone.len() >= batch;
-        remove_all(zone, disk, gone).await;
+        remove_all(zone, io, gone).await;
         if !full {
             break;
         }
@@ -134,7 +134,7 @@ pub async fn pass(zone: &CacheZone, disk: &Disk) -> bool {
         // does: free space is a fact of the file system, not of the index.
         let mut removed = 0;
         loop {
-            let free = match disk.free_space(&Io::inline(), zone.path()).await {
+            let free = match io.free_space(zone.path()).await {
                 Ok(f) => f,
                 Err(_) => break,
             };
@@ -145,7 +145,7 @@ pub async fn pass(zone: &CacheZone, disk: &Disk) -> bool {
             if gone.is_empty() {
                 break;
             }
-            remove_all(zone, disk, gone).await;
+            remove_all(zone, io, gone).await;
             removed += 1;
             if removed >= batch || started.elapsed() >= spec.manager_threshold {
                 return true;

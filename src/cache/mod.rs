@@ -16,8 +16,8 @@
 //! **No event loop waits on a disk.** Every file-system call made on behalf
 //! of a request — open and header read of an entry, the temp file's
 //! creation, writes, `mkdir` of level directories, `rename` into place,
-//! `unlink` of a bad or purged entry — goes through [`Disk`] with the
-//! location's `aio` (so `aio threads=pool_$disk` puts a zone's I/O on that
+//! `unlink` of a bad or purged entry — goes through the disk layer's [`Io`]
+//! route of the location's `aio` (so `aio threads=pool_$disk` puts a zone's I/O on that
 //! disk's pool). The loader and manager run on dedicated threads (NGINX's
 //! cache loader and manager processes) and call the disk layer inline.
 //!
@@ -33,9 +33,9 @@
 //! How the proxy handler drives it (the store knows nothing of upstreams):
 //!
 //! ```text
-//! zone  = env.disk.caches().get(&rendered_proxy_cache)      // None → log, 500
+//! zone  = env.caches.get(&rendered_proxy_cache)             // None → log, 500
 //! log   = CacheLog { log, conn: Some(id), ctx: ctx.log_context() }
-//! match zone.lookup(disk, &open_opts, &key, &log).await? {
+//! match zone.lookup(&io, &key, &log).await? {
 //!   Hit(e) if policy::variant_matches(&e.header.meta.vary, req)
 //!          && (e.fresh(now) || use_stale && e.updating) → send e.file from
 //!          e.header.body_offset, e.header.body_len bytes (sendfile)
@@ -45,9 +45,9 @@
 //!         Fill::Wait(w) → w.wait(lock_timeout).await, then look up again
 //!         Fill::Owner(guard) → fetch; policy::validity(status, &headers,
 //!           &loc.s.proxy_cache_valid, now) → Until(t):
-//!             w = zone.begin(disk, &io, loc.s.proxy_temp_path.as_ref(), meta, log)
-//!             per chunk: w.write(disk, chunk)  (error → w.abort(disk), keep proxying)
-//!             end: w.finish(disk); drop(guard)   // waiters wake, entry visible
+//!             w = zone.begin(&io, loc.s.proxy_temp_path.as_ref(), meta, log)
+//!             per chunk: w.write(chunk)  (error → w.abort(), keep proxying)
+//!             end: w.finish(); drop(guard)   // waiters wake, entry visible
 //!       }
 //! }
 //! ```
@@ -67,9 +67,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::disk::{Disk, Io, OpenFile, OpenOptions};
+use crate::disk::{Io, OpenFile, PathRules};
 use crate::log::{ErrorLog, Level};
-use crate::runtime::privileges::Credentials;
+use crate::util::thread_user::ThreadUser;
 
 pub use self::format::{EntryHeader, EntryMeta, FormatError};
 pub use self::index::{Evicted, Fill, FillGuard, FillWaiter, Index};
@@ -201,7 +201,7 @@ pub enum Lookup {
 }
 
 /// An open, checked entry: send `header.body_len` bytes of `file` from
-/// `header.body_offset` (with [`Disk::sendfile`] or [`Disk::read_at`]).
+/// `header.body_offset` (with `Disk::sendfile` or [`OpenFile::read_at`]).
 #[derive(Debug)]
 pub struct Entry {
     /// The open file (the descriptor stays valid if the entry is replaced
@@ -345,10 +345,10 @@ impl CacheZone {
     }
 
     /// Starts the loader and manager threads (`porter-cl-NAME`,
-    /// `porter-cm-NAME`), running as `creds` when given.
-    pub fn start(self: &Arc<Self>, creds: Option<Credentials>) -> io::Result<()> {
-        loader::spawn(self, creds.clone())?;
-        manager::spawn(self, creds)
+    /// `porter-cm-NAME`), running as `user` when given.
+    pub fn start(self: &Arc<Self>, user: Option<ThreadUser>) -> io::Result<()> {
+        loader::spawn(self, user.clone())?;
+        manager::spawn(self, user)
     }
 
     /// The zone's name.
@@ -413,13 +413,7 @@ impl CacheZone {
     /// once, and the lookup is a miss. Errors are those of the disk layer
     /// itself (pool overflow, EIO): the caller decides (NGINX logs and
     /// goes to the upstream).
-    pub async fn lookup(
-        &self,
-        disk: &Disk,
-        opts: &OpenOptions,
-        key: &str,
-        log: &CacheLog,
-    ) -> io::Result<Lookup> {
+    pub async fn lookup(&self, io: &Io, key: &str, log: &CacheLog) -> io::Result<Lookup> {
         let hash = KeyHash::of(key.as_bytes());
         let mut ev = Vec::new();
         let node = self.index.touch(hash, Instant::now(), &mut ev);
@@ -431,7 +425,7 @@ impl CacheZone {
         let zone = Arc::as_ptr(&self.index) as usize;
         if node.exists {
             if let Some(k) = open_entries::get(zone, &hash, node.gen, Instant::now()) {
-                let file = disk.adopt(k.file, k.meta, opts)?;
+                let file = OpenFile::new(k.file, k.meta, io.clone());
                 return Ok(Lookup::Hit(Box::new(Entry {
                     file,
                     header: k.header,
@@ -442,13 +436,8 @@ impl CacheZone {
         }
         // Entries are replaced by rename: never from `open_file_cache`;
         // and the document root's symlink policy does not apply here.
-        let opts = OpenOptions {
-            cache: None,
-            no_symlinks: false,
-            root: None,
-            ..opts.clone()
-        };
-        let file = match disk.open(&path, opts.clone()).await {
+        let any = PathRules::default();
+        let file = match io.open(&path, &any).await {
             Ok(f) => f,
             Err(e) if enoent(&e) => {
                 if node.exists {
@@ -461,7 +450,7 @@ impl CacheZone {
             }
             Err(e) => return Err(e),
         };
-        match read_header(disk, &file, Some(key)).await {
+        match read_header(&file, Some(key)).await {
             Ok(header) => {
                 let valid = header.meta.valid_until;
                 if node.exists {
@@ -500,15 +489,14 @@ impl CacheZone {
                 );
                 // Remove the file read, not one a writer renamed into
                 // place meanwhile (whose node is then right as it is).
-                let same = match disk.stat(&path, opts.clone()).await {
+                let same = match io.stat(&path, &any).await {
                     Ok(now) => now.id == file.meta.id,
                     Err(e) if enoent(&e) => false,
                     Err(e) => return Err(e),
                 };
                 if same {
                     self.index.lost(&hash);
-                    let io = disk.io(&opts.aio, opts.fast_path)?;
-                    match disk.unlink(&io, &path).await {
+                    match io.unlink(&path).await {
                         Ok(()) => {}
                         Err(e) if enoent(&e) => {}
                         Err(e) => return Err(e),
@@ -533,10 +521,10 @@ impl CacheZone {
 
     /// Removes the entry for `key` from the index and the disk. `true` if
     /// a file was removed.
-    pub async fn purge(&self, disk: &Disk, io: &Io, key: &str) -> io::Result<bool> {
+    pub async fn purge(&self, io: &Io, key: &str) -> io::Result<bool> {
         let hash = KeyHash::of(key.as_bytes());
         self.index.remove(&hash);
-        match disk.unlink(io, &self.entry_path(&hash)).await {
+        match io.unlink(&self.entry_path(&hash)).await {
             Ok(()) => Ok(true),
             Err(e) if enoent(&e) => Ok(false),
             Err(e) => Err(e),
@@ -550,7 +538,6 @@ impl CacheZone {
     /// or [`CacheWriter::abort`].
     pub async fn begin(
         self: &Arc<Self>,
-        disk: &Disk,
         io: &Io,
         temp: Option<&TempPath>,
         meta: EntryMeta,
@@ -586,11 +573,11 @@ impl CacheZone {
             done: false,
             failed: false,
         };
-        let file = match disk.create(io, &w.temp).await {
+        let file = match io.create(&w.temp).await {
             Err(e) if enoent(&e) => {
                 let dir = w.temp.parent().unwrap_or(Path::new("/")).to_path_buf();
-                match disk.mkdir_all(io, &dir).await {
-                    Ok(()) => disk.create(io, &w.temp).await,
+                match io.mkdir_all(&dir).await {
+                    Ok(()) => io.create(&w.temp).await,
                     Err(e) => Err(w.fail("mkdir", &dir, e)),
                 }
             }
@@ -609,8 +596,8 @@ impl CacheZone {
         };
         w.file = Some(file);
         let header: Arc<[u8]> = Arc::from(&w.header[..]);
-        if let Err(e) = w.write_raw(disk, header, 0).await {
-            w.remove_temp(disk).await;
+        if let Err(e) = w.write_raw(header, 0).await {
+            w.remove_temp().await;
             w.done = true;
             return Err(e);
         }
@@ -627,18 +614,11 @@ enum HeaderError {
 
 /// Reads and checks the header of an open entry (`key`: the key expected;
 /// `None` when the loader does not know it yet).
-async fn read_header(
-    disk: &Disk,
-    file: &OpenFile,
-    key: Option<&str>,
-) -> Result<EntryHeader, HeaderError> {
+async fn read_header(file: &OpenFile, key: Option<&str>) -> Result<EntryHeader, HeaderError> {
     let size = file.meta.size;
     let first = (format::FIRST_READ as u64).min(size) as usize;
     let mut buf = vec![0u8; first];
-    let n = disk
-        .read_at(file, &mut buf, 0)
-        .await
-        .map_err(HeaderError::Io)?;
+    let n = file.read_at(&mut buf, 0).await.map_err(HeaderError::Io)?;
     buf.truncate(n);
     let len = format::header_len(&buf).map_err(HeaderError::Format)?;
     if len > buf.len() {
@@ -647,8 +627,8 @@ async fn read_header(
         }
         let have = buf.len();
         buf.resize(len, 0);
-        let n = disk
-            .read_at(file, &mut buf[have..], have as u64)
+        let n = file
+            .read_at(&mut buf[have..], have as u64)
             .await
             .map_err(HeaderError::Io)?;
         buf.truncate(have + n);
@@ -712,12 +692,12 @@ impl CacheWriter {
         e
     }
 
-    async fn write_raw(&mut self, disk: &Disk, data: Arc<[u8]>, at: u64) -> io::Result<()> {
+    async fn write_raw(&mut self, data: Arc<[u8]>, at: u64) -> io::Result<()> {
         if self.failed {
             return Err(io::Error::other("cache write already failed"));
         }
         let file = self.file.clone().expect("open");
-        match disk.write_at(&self.io, &file, data, at).await {
+        match self.io.write_at(&file, data, at).await {
             Ok(()) => Ok(()),
             Err(e) => {
                 let p = self.temp.clone();
@@ -728,10 +708,10 @@ impl CacheWriter {
 
     /// Appends a body chunk. On error (ENOSPC…) one line is logged and the
     /// caller should [`abort`](Self::abort).
-    pub async fn write(&mut self, disk: &Disk, chunk: Arc<[u8]>) -> io::Result<()> {
+    pub async fn write(&mut self, chunk: Arc<[u8]>) -> io::Result<()> {
         let at = self.header.len() as u64 + self.body_len;
         let n = chunk.len() as u64;
-        self.write_raw(disk, chunk, at).await?;
+        self.write_raw(chunk, at).await?;
         self.body_len += n;
         Ok(())
     }
@@ -741,25 +721,25 @@ impl CacheWriter {
     /// as needed) and only then inserts it into the index. Concurrent
     /// writers of one key never mix: each has its own temp file and the
     /// last complete rename wins. On error the temp file is removed.
-    pub async fn finish(mut self, disk: &Disk) -> io::Result<()> {
-        let r = self.finish_inner(disk).await;
+    pub async fn finish(mut self) -> io::Result<()> {
+        let r = self.finish_inner().await;
         if r.is_err() {
-            self.remove_temp(disk).await;
+            self.remove_temp().await;
         }
         self.done = true;
         r
     }
 
-    async fn finish_inner(&mut self, disk: &Disk) -> io::Result<()> {
+    async fn finish_inner(&mut self) -> io::Result<()> {
         format::set_body_len(&mut self.header, self.body_len);
         let header: Arc<[u8]> = Arc::from(&self.header[..]);
-        self.write_raw(disk, header, 0).await?;
+        self.write_raw(header, 0).await?;
         let dst = self.zone.entry_path(&self.hash);
-        let r = match disk.rename(&self.io, &self.temp, &dst).await {
+        let r = match self.io.rename(&self.temp, &dst).await {
             Err(e) if enoent(&e) => {
                 let dir = dst.parent().unwrap_or(Path::new("/")).to_path_buf();
-                match disk.mkdir_all(&self.io, &dir).await {
-                    Ok(()) => disk.rename(&self.io, &self.temp, &dst).await,
+                match self.io.mkdir_all(&dir).await {
+                    Ok(()) => self.io.rename(&self.temp, &dst).await,
                     Err(e) => return Err(self.fail("mkdir", &dir, e)),
                 }
             }
@@ -780,14 +760,14 @@ impl CacheWriter {
 
     /// Gives the entry up (client or upstream failure, ENOSPC): the temp
     /// file is removed and nothing becomes visible.
-    pub async fn abort(mut self, disk: &Disk) {
-        self.remove_temp(disk).await;
+    pub async fn abort(mut self) {
+        self.remove_temp().await;
         self.done = true;
     }
 
-    async fn remove_temp(&mut self, disk: &Disk) {
+    async fn remove_temp(&mut self) {
         self.file = None;
-        match disk.unlink(&self.io, &self.temp).await {
+        match self.io.unlink(&self.temp).await {
             Ok(()) => {}
             Err(e) if enoent(&e) => {}
             // The pool refused: leave it to the manager thread.
@@ -816,12 +796,12 @@ pub struct CacheSet {
 
 impl CacheSet {
     /// Creates (or reuses from `old`) a zone for every spec: the cache
-    /// directory is created (owned by `creds`' user, as NGINX's master
+    /// directory is created (owned by `user`, as NGINX's master
     /// does) and the zone's loader and manager start.
     pub fn build(
         specs: &[ZoneSpec],
         old: Option<&CacheSet>,
-        creds: Option<Credentials>,
+        user: Option<ThreadUser>,
         log: &ErrorLog,
     ) -> Result<CacheSet, String> {
         let mut zones = HashMap::new();
@@ -836,16 +816,17 @@ impl CacheSet {
                     z.clone()
                 }
                 None => {
-                    crate::disk::make_dir_owned(&spec.path, creds.as_ref().map(|c| c.ids()))
-                        .map_err(|e| {
+                    crate::disk::make_dir_owned(&spec.path, user.as_ref().map(|u| u.ids)).map_err(
+                        |e| {
                             format!(
                                 "mkdir() \"{}\" failed {}",
                                 spec.path.display(),
                                 crate::util::errno_text(&e)
                             )
-                        })?;
+                        },
+                    )?;
                     let z = CacheZone::new(spec.clone(), log);
-                    z.start(creds.clone())
+                    z.start(user.clone())
                         .map_err(|e| format!("cannot start cache threads: {e}"))?;
                     z
                 }

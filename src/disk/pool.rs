@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use crate::log::{ErrorLog, Level};
-use crate::runtime::privileges::Credentials;
+use crate::util::thread_user::ThreadUser;
 
 /// A task running longer than this is reported (NGINX's 60 s warning).
 const SLOW_TASK: Duration = Duration::from_secs(60);
@@ -109,11 +109,11 @@ pub enum PoolError {
 }
 
 impl ThreadPool {
-    /// Starts `spec.threads` threads named `porter-NAME-i`, running as
-    /// `creds` when given.
+    /// Starts `spec.threads` threads named `NAME-i`, each switching to
+    /// `user` first when given.
     pub fn start(
         spec: PoolSpec,
-        creds: Option<Credentials>,
+        user: Option<ThreadUser>,
         log: ErrorLog,
     ) -> std::io::Result<ThreadPool> {
         let inner = Arc::new(Inner {
@@ -131,7 +131,7 @@ impl ThreadPool {
         });
         for i in 0..inner.spec.threads {
             let inner2 = inner.clone();
-            let creds = creds.clone();
+            let user = user.clone();
             // `top -H` shows "NAME-i"; the kernel keeps 15 bytes, so a long
             // pool name is cut to leave room for the index.
             let suffix = format!("-{i}");
@@ -142,8 +142,8 @@ impl ThreadPool {
             std::thread::Builder::new()
                 .name(format!("{name}{suffix}"))
                 .spawn(move || {
-                    if let Some(c) = &creds {
-                        if let Err(e) = crate::runtime::privileges::drop_thread(c) {
+                    if let Some(u) = &user {
+                        if let Err(e) = u.switch() {
                             inner2.log.lock().unwrap().log(
                                 Level::Emerg,
                                 format_args!(
@@ -303,7 +303,7 @@ impl PoolSet {
     pub fn build(
         specs: &[PoolSpec],
         old: Option<&PoolSet>,
-        creds: Option<Credentials>,
+        user: Option<ThreadUser>,
         log: &ErrorLog,
     ) -> std::io::Result<PoolSet> {
         let mut pools = HashMap::new();
@@ -316,7 +316,7 @@ impl PoolSet {
                     p.set_log(log.clone());
                     p.clone()
                 }
-                None => Arc::new(ThreadPool::start(spec.clone(), creds.clone(), log.clone())?),
+                None => Arc::new(ThreadPool::start(spec.clone(), user.clone(), log.clone())?),
             };
             pools.insert(spec.name.clone(), pool);
         }

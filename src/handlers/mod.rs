@@ -5,6 +5,7 @@
 //! `charset`, ranges). Handlers produce a [`Response`] description; the
 //! connection loop writes it.
 
+pub mod disk_io;
 pub mod filters;
 pub mod metrics;
 pub mod proxy;
@@ -12,6 +13,7 @@ pub mod proxy_cache;
 pub mod static_file;
 mod stub_status;
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::{Handler, Return};
@@ -43,7 +45,7 @@ const MAX_INTERNAL_REDIRECTS: u32 = 10;
 /// Everything a handler needs besides the request.
 pub struct Env<'a> {
     /// The worker's disk layer.
-    pub disk: &'a Disk,
+    pub disk: &'a Rc<Disk>,
     /// The error log.
     pub log: &'a ErrorLog,
     /// The request body, for a handler that forwards it (the proxy); what

@@ -25,15 +25,16 @@
 //!    client that leaves mid-body leaves the fill to a task of its own.
 //!    With `proxy_buffering off` nothing is stored, as in NGINX.
 //!
-//! Every file-system call goes through [`Disk`] with the location's `aio`.
+//! Every file-system call goes through the disk layer on the location's
+//! I/O route ([`Io`], resolved once by `disk_io::route`).
 
 use std::rc::Rc;
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
+use super::disk_io::{self, failed};
 use super::proxy::{self, FetchOptions, UpstreamError};
-use super::static_file::{open_options, pool_failed};
 use super::{Env, Outcome};
 use crate::cache::policy::{self, Validity};
 use crate::cache::{
@@ -43,7 +44,7 @@ use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
 };
 use crate::config::template::Template;
-use crate::disk::{disk_error, Disk, Io, OpenOptions};
+use crate::disk::{Disk, Io};
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
@@ -57,10 +58,10 @@ const COPY_CHUNK: usize = 64 * 1024;
 #[derive(Clone)]
 struct CacheReq {
     zone: Arc<CacheZone>,
-    /// Owned by fills that outlive the handler; shares the worker's pools.
+    /// The worker's disk layer, for a background update's handler
+    /// environment.
     disk: Rc<Disk>,
     io: Io,
-    opts: OpenOptions,
     log: CacheLog,
 }
 
@@ -148,21 +149,14 @@ pub async fn serve(
             format!("http{host}{}", ctx.head.target)
         }
     };
-    let opts = open_options(ctx);
-    let io = match env.disk.io(&opts.aio, opts.fast_path) {
+    let io = match disk_io::route(ctx, env) {
         Ok(io) => io,
-        Err(e) => {
-            return match disk_error(&e) {
-                Some(de) => pool_failed(ctx, env, de),
-                None => Outcome::Status(500),
-            }
-        }
+        Err(o) => return *o,
     };
     let c = CacheReq {
         zone,
-        disk: Rc::new(Disk::new(env.disk.pools().clone()).with_caches(env.disk.caches().clone())),
+        disk: env.disk.clone(),
         io,
-        opts,
         log: CacheLog {
             log: env.log.clone(),
             conn: Some(ctx.conn.id),
@@ -370,25 +364,15 @@ async fn lookup(
     c: &CacheReq,
     key: &str,
 ) -> Result<Found, Outcome> {
-    match c.zone.lookup(env.disk, &c.opts, key, &c.log).await {
+    match c.zone.lookup(&c.io, key, &c.log).await {
         Ok(Lookup::Hit(e)) => Ok(Found::Hit(e)),
         Ok(Lookup::Miss { uses }) => Ok(Found::Miss(uses)),
-        Err(e) => Err(match disk_error(&e) {
-            Some(de) => pool_failed(ctx, env, de),
-            None => {
-                log(
-                    ctx,
-                    env,
-                    Level::Crit,
-                    format_args!(
-                        "cache lookup in \"{}\" failed {}",
-                        c.zone.path().display(),
-                        crate::util::errno_text(&e)
-                    ),
-                );
-                Outcome::Status(500)
-            }
-        }),
+        Err(e) => {
+            let path = c
+                .zone
+                .entry_path(&crate::cache::KeyHash::of(key.as_bytes()));
+            Err(failed(ctx, env, &e, "open", &path.to_string_lossy()))
+        }
     }
 }
 
@@ -423,7 +407,7 @@ async fn purge_key(ctx: &RequestCtx, env: &Env<'_>, c: &CacheReq, key: &str) -> 
     let path = c
         .zone
         .entry_path(&crate::cache::KeyHash::of(key.as_bytes()));
-    match c.zone.purge(&c.disk, &c.io, key).await {
+    match c.zone.purge(&c.io, key).await {
         Ok(true) => {
             let body = format!(
                 "<html>\r\n<head><title>Successful purge</title></head>\r\n<body>\r\n<center><h1>Successful purge</h1></center>\r\n<center>Key : {}</center>\r\n<center>Path: {}</center>\r\n</body>\r\n</html>\r\n",
@@ -433,22 +417,7 @@ async fn purge_key(ctx: &RequestCtx, env: &Env<'_>, c: &CacheReq, key: &str) -> 
             Outcome::Send(Response::bytes(200, "text/html", body.into_bytes()))
         }
         Ok(false) => Outcome::Status(404),
-        Err(e) => match disk_error(&e) {
-            Some(de) => pool_failed(ctx, env, de),
-            None => {
-                log(
-                    ctx,
-                    env,
-                    Level::Crit,
-                    format_args!(
-                        "unlink() \"{}\" failed {}",
-                        path.display(),
-                        crate::util::errno_text(&e)
-                    ),
-                );
-                Outcome::Status(500)
-            }
-        },
+        Err(e) => failed(ctx, env, &e, "unlink", &path.to_string_lossy()),
     }
 }
 
@@ -597,13 +566,7 @@ async fn respond_and_store(
     r.allow_ranges = r.status == 200 && r.headers.len() != n;
     let writer = c
         .zone
-        .begin(
-            &c.disk,
-            &c.io,
-            s.proxy_temp_path.as_ref(),
-            meta,
-            c.log.clone(),
-        )
+        .begin(&c.io, s.proxy_temp_path.as_ref(), meta, c.log.clone())
         .await
         .ok();
     let Some(writer) = writer else {
@@ -627,7 +590,7 @@ async fn respond_and_store(
             ) != Precondition::Proceed;
     match std::mem::replace(&mut r.body, Body::Empty) {
         Body::Stream(sb) => {
-            let fill = CacheFill::new(sb.into_inner(), c.disk.clone(), writer, guard, expect);
+            let fill = CacheFill::new(sb.into_inner(), writer, guard, expect);
             if no_body {
                 r.accept_ranges = r.allow_ranges && head_req;
                 tokio::task::spawn_local(drain(Box::new(fill)));
@@ -637,7 +600,7 @@ async fn respond_and_store(
         }
         _ => {
             // No body (a redirect, an empty 200): the entry is its header.
-            let _ = writer.finish(&c.disk).await;
+            let _ = writer.finish().await;
             drop(guard);
         }
     }
@@ -660,11 +623,7 @@ async fn refresh(
     let mut meta = e.header.meta.clone();
     meta.valid_until = t;
     meta.stored = now;
-    let Ok(mut w) = c
-        .zone
-        .begin(&c.disk, &c.io, None, meta, c.log.clone())
-        .await
-    else {
+    let Ok(mut w) = c.zone.begin(&c.io, None, meta, c.log.clone()).await else {
         return;
     };
     let mut at = e.header.body_offset;
@@ -672,21 +631,21 @@ async fn refresh(
     let mut buf = vec![0u8; COPY_CHUNK];
     while at < end {
         let want = ((end - at) as usize).min(COPY_CHUNK);
-        match c.disk.read_at(&e.file, &mut buf[..want], at).await {
+        match e.file.read_at(&mut buf[..want], at).await {
             Ok(n) if n > 0 => {
-                if w.write(&c.disk, Arc::from(&buf[..n])).await.is_err() {
-                    w.abort(&c.disk).await;
+                if w.write(Arc::from(&buf[..n])).await.is_err() {
+                    w.abort().await;
                     return;
                 }
                 at += n as u64;
             }
             _ => {
-                w.abort(&c.disk).await;
+                w.abort().await;
                 return;
             }
         }
     }
-    let _ = w.finish(&c.disk).await;
+    let _ = w.finish().await;
 }
 
 type Written = (CacheWriter, std::io::Result<()>);
@@ -702,7 +661,6 @@ type Written = (CacheWriter, std::io::Result<()>);
 /// loses nothing.
 struct CacheFill {
     inner: Box<dyn BodyStream>,
-    disk: Rc<Disk>,
     /// The writer, when no write is in flight (`None` once given up).
     writer: Option<CacheWriter>,
     pending: Option<JoinHandle<Written>>,
@@ -733,14 +691,12 @@ impl BodyStream for Ended {
 impl CacheFill {
     fn new(
         inner: Box<dyn BodyStream>,
-        disk: Rc<Disk>,
         writer: CacheWriter,
         guard: Option<FillGuard>,
         expect: Option<u64>,
     ) -> CacheFill {
         CacheFill {
             inner,
-            disk,
             writer: Some(writer),
             pending: None,
             finishing: None,
@@ -755,8 +711,7 @@ impl CacheFill {
 
     fn give_up(&mut self) {
         if let Some(w) = self.writer.take() {
-            let disk = self.disk.clone();
-            tokio::task::spawn_local(async move { w.abort(&disk).await });
+            tokio::task::spawn_local(async move { w.abort().await });
         }
         self.guard = None;
     }
@@ -765,18 +720,17 @@ impl CacheFill {
     /// task holding the lock until the entry is in place.
     fn finish(&mut self, last: Option<Arc<[u8]>>) -> Option<&mut JoinHandle<()>> {
         let mut w = self.writer.take()?;
-        let disk = self.disk.clone();
         let guard = self.guard.take();
         let h = tokio::task::spawn_local(async move {
             let wrote = match last {
-                Some(data) => w.write(&disk, data).await,
+                Some(data) => w.write(data).await,
                 None => Ok(()),
             };
             match wrote {
                 Ok(()) => {
-                    let _ = w.finish(&disk).await;
+                    let _ = w.finish().await;
                 }
-                Err(_) => w.abort(&disk).await,
+                Err(_) => w.abort().await,
             }
             drop(guard);
         });
@@ -827,9 +781,8 @@ impl BodyStream for CacheFill {
                             self.finishing = None;
                             self.held = None;
                         } else if let Some(mut w) = self.writer.take() {
-                            let disk = self.disk.clone();
                             self.pending = Some(tokio::task::spawn_local(async move {
-                                let r = w.write(&disk, data).await;
+                                let r = w.write(data).await;
                                 (w, r)
                             }));
                         }
@@ -863,7 +816,6 @@ impl Drop for CacheFill {
         if !self.detached && !self.ended && filling {
             let rest = CacheFill {
                 inner: std::mem::replace(&mut self.inner, Box::new(Ended)),
-                disk: self.disk.clone(),
                 writer: self.writer.take(),
                 pending: self.pending.take(),
                 finishing: None,
@@ -933,7 +885,6 @@ mod tests {
             .unwrap();
         let local = tokio::task::LocalSet::new();
         let (got, hit) = local.block_on(&rt, async {
-            let disk = Rc::new(Disk::default());
             let meta = EntryMeta {
                 key: "k".into(),
                 status: 200,
@@ -941,7 +892,7 @@ mod tests {
                 ..Default::default()
             };
             let w = zone
-                .begin(&disk, &Io::inline(), None, meta, CacheLog::plain(&log))
+                .begin(&Io::inline(), None, meta, CacheLog::plain(&log))
                 .await
                 .unwrap();
             let inner = Pieces {
@@ -949,7 +900,7 @@ mod tests {
                 ready: false,
             };
             let expect = Some(whole.len() as u64);
-            let mut fill = CacheFill::new(Box::new(inner), disk.clone(), w, None, expect);
+            let mut fill = CacheFill::new(Box::new(inner), w, None, expect);
             let mut got = Vec::new();
             let mut piece = Vec::new();
             loop {
@@ -971,7 +922,7 @@ mod tests {
                 got.extend_from_slice(&piece);
             }
             let hit = zone
-                .lookup(&disk, &OpenOptions::default(), "k", &CacheLog::plain(&log))
+                .lookup(&Io::inline(), "k", &CacheLog::plain(&log))
                 .await
                 .unwrap();
             (got, hit)

@@ -6,15 +6,15 @@
 //! Every file-system call goes through [`crate::disk::Disk`].
 
 use std::io;
-use std::path::PathBuf;
+use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use super::disk_io::{self, failed};
 use super::{redirect, Env, Outcome};
 use crate::config::template::Template;
-use crate::config::{AioConf, DocRoot, LocationKind, TryFallback, TryFiles};
-use crate::disk::cache::CacheConf;
-use crate::disk::{disk_error, Aio, DiskError, FileKind, OpenFile, OpenOptions};
+use crate::config::{DocRoot, LocationKind, TryFallback, TryFiles};
+use crate::disk::{Failure, FileKind, Io, OpenFile};
 use crate::http::conditional;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{Body, Response};
@@ -49,33 +49,6 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
     }
 }
 
-/// How this request's files are opened: `disable_symlinks`, `aio` (a
-/// variable pool name rendered now), `aio_fast_path`, `open_file_cache`.
-/// How the location's files are opened (`aio`, `open_file_cache`…).
-pub(crate) fn open_options(ctx: &RequestCtx) -> OpenOptions {
-    let s = &ctx.loc.s;
-    OpenOptions {
-        no_symlinks: s.disable_symlinks,
-        root: if s.disable_symlinks {
-            ctx.document_root.clone()
-        } else {
-            None
-        },
-        aio: match &s.aio {
-            AioConf::Off => Aio::Off,
-            AioConf::Threads(t) => Aio::Threads(t.render(ctx)),
-        },
-        fast_path: s.aio_fast_path,
-        cache: s.open_file_cache.map(|c| CacheConf {
-            max: c.max,
-            inactive: c.inactive,
-            valid: s.open_file_cache_valid,
-            min_uses: s.open_file_cache_min_uses,
-            errors: s.open_file_cache_errors,
-        }),
-    }
-}
-
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
     env.log
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
@@ -88,25 +61,10 @@ fn is_not_found(e: &io::Error) -> bool {
     )
 }
 
-/// A thread-pool failure: `aio threads=$var` naming no pool → 500;
-/// a full queue → 503 with `Retry-After`, as the queue drains in moments.
-/// Each logs NGINX's line at `error`.
-pub fn pool_failed(ctx: &RequestCtx, env: &Env<'_>, e: &DiskError) -> Outcome {
-    log(ctx, env, Level::Error, format_args!("{e}"));
-    match e {
-        DiskError::Overflow { .. } | DiskError::Stopped(_) => {
-            let mut r = Response::special(503, ctx.loc.s.server_tokens);
-            r.headers.push(("Retry-After".into(), "1".into()));
-            Outcome::Special(r)
-        }
-        DiskError::PoolNotFound(_) | DiskError::Lost | DiskError::Io { .. } => Outcome::Status(500),
-    }
-}
-
 /// Maps a failed open to NGINX's status and log line.
 fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
-    if let Some(de) = disk_error(e) {
-        return pool_failed(ctx, env, de);
+    if Failure::is_pool(e) {
+        return failed(ctx, env, e, "open", path);
     }
     let code = e.raw_os_error().unwrap_or(0);
     if is_not_found(e) {
@@ -128,13 +86,7 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
         );
         Outcome::Status(403)
     } else {
-        log(
-            ctx,
-            env,
-            Level::Crit,
-            format_args!("open() \"{path}\" failed {}", errno_text(e)),
-        );
-        Outcome::Status(500)
+        failed(ctx, env, e, "open", path)
     }
 }
 
@@ -146,15 +98,15 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.uri.ends_with('/') {
         return index(ctx, env).await;
     }
+    let io = match disk_io::route(ctx, env) {
+        Ok(io) => io,
+        Err(o) => return *o,
+    };
     let uri = ctx.uri.clone();
     let (path, root) = map_path(ctx, &uri);
     ctx.document_root = Some(root);
     ctx.request_filename = Some(path.clone());
-    let file = match env
-        .disk
-        .open(PathBuf::from(&path).as_path(), open_options(ctx))
-        .await
-    {
+    let file = match open(ctx, env, &io, &path).await {
         Ok(f) => f,
         Err(e) => return open_failed(ctx, env, &path, &e),
     };
@@ -227,11 +179,24 @@ pub fn content_type(types: &crate::config::Types, default: &str, uri: &str) -> S
     default.to_string()
 }
 
+/// Opens `path` by the location's rules, through `open_file_cache`.
+async fn open(ctx: &RequestCtx, env: &Env<'_>, io: &Io, path: &str) -> io::Result<OpenFile> {
+    let rules = disk_io::path_rules(ctx);
+    let cache = disk_io::open_file_cache(ctx);
+    env.disk
+        .open(io, Path::new(path), &rules, cache.as_ref())
+        .await
+}
+
 /// The index module: `uri` ends with `/`.
 async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Post {
         return Outcome::Status(405);
     }
+    let io = match disk_io::route(ctx, env) {
+        Ok(io) => io,
+        Err(o) => return *o,
+    };
     let uri = ctx.uri.clone();
     let (dir, root) = map_path(ctx, &uri);
     ctx.document_root = Some(root);
@@ -245,11 +210,7 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             return Outcome::Internal(u, a.or_else(|| ctx.args.clone()));
         }
         let path = format!("{dir}{name}");
-        match env
-            .disk
-            .open(PathBuf::from(&path).as_path(), open_options(ctx))
-            .await
-        {
+        match open(ctx, env, &io, &path).await {
             Ok(_) => {
                 let args = ctx.args.clone();
                 return Outcome::Internal(format!("{uri}{name}"), args);
@@ -260,11 +221,7 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             Err(e) => return open_failed(ctx, env, &path, &e),
         }
     }
-    match env
-        .disk
-        .stat(PathBuf::from(&dir).as_path(), open_options(ctx))
-        .await
-    {
+    match io.stat(Path::new(&dir), &disk_io::path_rules(ctx)).await {
         Ok(m) if m.kind == FileKind::Directory => {
             log(
                 ctx,
@@ -297,19 +254,20 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
 /// directory found by `$uri/` keeps the URI without its slash, so the
 /// handler redirects to the slashed form, as NGINX does.
 pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) -> Option<Outcome> {
+    let io = match disk_io::route(ctx, env) {
+        Ok(io) => io,
+        Err(o) => return Some(*o),
+    };
+    let rules = disk_io::path_rules(ctx);
     for c in &tf.candidates {
         let value = c.name.render(ctx);
         let (path, _) = map_path(ctx, &value);
-        let found = match env
-            .disk
-            .stat(PathBuf::from(&path).as_path(), open_options(ctx))
-            .await
-        {
+        let found = match io.stat(Path::new(&path), &rules).await {
             Ok(m) => (m.kind == FileKind::Directory) == c.dir,
-            Err(e) => match disk_error(&e) {
-                Some(de) => return Some(pool_failed(ctx, env, de)),
-                None => false,
-            },
+            Err(e) if Failure::is_pool(&e) => {
+                return Some(failed(ctx, env, &e, "stat", &path));
+            }
+            Err(_) => false,
         };
         if found {
             ctx.uri = value;
@@ -348,7 +306,7 @@ pub async fn read_small_body(
     }
     let path = ctx.request_filename.as_deref().unwrap_or("");
     let mut buf = vec![0u8; *len as usize];
-    let e = match env.disk.read_at(file, &mut buf, *start).await {
+    let e = match file.read_at(&mut buf, *start).await {
         Ok(n) if n as u64 == *len => {
             resp.body = Body::Bytes(buf);
             return Ok(());
@@ -364,25 +322,5 @@ pub async fn read_small_body(
         }
         Err(e) => e,
     };
-    Err(match disk_error(&e) {
-        Some(DiskError::Io { op, text }) => {
-            log(
-                ctx,
-                env,
-                Level::Crit,
-                format_args!("{op}() \"{path}\" failed {text}"),
-            );
-            Outcome::Status(500)
-        }
-        Some(de) => pool_failed(ctx, env, de),
-        None => {
-            log(
-                ctx,
-                env,
-                Level::Crit,
-                format_args!("pread() \"{path}\" failed {}", errno_text(&e)),
-            );
-            Outcome::Status(500)
-        }
-    })
+    Err(failed(ctx, env, &e, "pread", path))
 }

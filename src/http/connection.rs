@@ -46,8 +46,8 @@ pub struct WorkerEnv {
     pub config: Arc<Config>,
     /// The error log of that generation.
     pub log: ErrorLog,
-    /// The worker's disk layer.
-    pub disk: Disk,
+    /// The worker's disk layer (shared with background cache updates).
+    pub disk: Rc<Disk>,
     /// Graceful / fast shutdown.
     pub shutdown: ShutdownSignal,
     /// This worker's figures (TTFB).
@@ -845,7 +845,7 @@ async fn send_file_range(
         let mut chunk = vec![0u8; COPY_CHUNK.min(len as usize)];
         while offset < end {
             let want = ((end - offset) as usize).min(chunk.len());
-            let n = disk.read_at(file, &mut chunk[..want], offset).await?;
+            let n = file.read_at(&mut chunk[..want], offset).await?;
             if n == 0 {
                 return Err(truncated());
             }

@@ -45,7 +45,7 @@ impl Generation {
         let pools = PoolSet::build(
             &config.main.thread_pools,
             previous.map(|p| p.0),
-            creds.clone(),
+            privileges::thread_user(creds),
             log,
         )
         .map(Arc::new)
@@ -53,7 +53,7 @@ impl Generation {
         let caches = CacheSet::build(
             &config.cache_zones,
             previous.map(|p| p.1),
-            creds.clone(),
+            privileges::thread_user(creds),
             log,
         )
         .map(Arc::new)?;

@@ -10,6 +10,8 @@
 use nix::unistd::{Group, User};
 use rustix::process::{Gid, Uid};
 
+use crate::util::thread_user::ThreadUser;
+
 /// Resolved credentials to switch to.
 #[derive(Debug, Clone)]
 pub struct Credentials {
@@ -66,4 +68,13 @@ pub fn drop_thread(c: &Credentials) -> std::io::Result<()> {
     rustix::thread::set_thread_res_gid(c.gid, c.gid, c.gid)?;
     rustix::thread::set_thread_res_uid(c.uid, c.uid, c.uid)?;
     Ok(())
+}
+
+/// The user as the lower layers' threads (pools, cache loader and manager)
+/// take it: its name, ids and this module's per-thread switch.
+pub fn thread_user(creds: &Option<Credentials>) -> Option<ThreadUser> {
+    let c = creds.clone()?;
+    Some(ThreadUser::new(c.name.clone(), c.ids(), move || {
+        drop_thread(&c)
+    }))
 }

@@ -105,7 +105,7 @@ async fn worker_main(start: WorkerStart) {
     let env = Rc::new(WorkerEnv {
         config: start.config.clone(),
         log: start.log.clone(),
-        disk: Disk::new(start.pools.clone()).with_caches(start.caches.clone()),
+        disk: Rc::new(Disk::new(start.pools.clone()).with_caches(start.caches.clone())),
         figures: metrics::worker(start.index),
         shutdown: start.shutdown.clone(),
     });

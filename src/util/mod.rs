@@ -1,6 +1,7 @@
 //! Small helpers shared across modules: OS error text in NGINX's wording and
 //! cached time strings.
 
+pub mod thread_user;
 pub mod time;
 
 use std::io;

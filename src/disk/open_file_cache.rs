@@ -23,7 +23,7 @@ use super::FileMeta;
 
 /// `open_file_cache max=N inactive=T` with its companion directives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheConf {
+pub struct OpenFileCacheSettings {
     /// `max=N`.
     pub max: usize,
     /// `inactive=T` (NGINX default 60 s).
@@ -70,22 +70,22 @@ pub enum Lookup {
 
 /// One worker's cache.
 #[derive(Debug)]
-pub struct OpenCache {
+pub struct OpenFileCache {
     map: LruCache<Key, Entry>,
     last_sweep: Instant,
 }
 
-impl Default for OpenCache {
+impl Default for OpenFileCache {
     fn default() -> Self {
-        OpenCache {
+        OpenFileCache {
             map: LruCache::unbounded(),
             last_sweep: Instant::now(),
         }
     }
 }
 
-impl OpenCache {
-    fn fit(&mut self, conf: &CacheConf, now: Instant) {
+impl OpenFileCache {
+    fn fit(&mut self, conf: &OpenFileCacheSettings, now: Instant) {
         // The largest `max` of any location wins: one cache per worker.
         let cap = NonZeroUsize::new(conf.max.max(1)).expect("nonzero");
         if self.map.cap() == NonZeroUsize::MAX || self.map.cap() < cap {
@@ -105,7 +105,7 @@ impl OpenCache {
     }
 
     /// Looks `key` up and counts the use.
-    pub fn lookup(&mut self, key: &Key, conf: &CacheConf, now: Instant) -> Lookup {
+    pub fn lookup(&mut self, key: &Key, conf: &OpenFileCacheSettings, now: Instant) -> Lookup {
         self.fit(conf, now);
         let Some(e) = self.map.get_mut(key) else {
             return Lookup::Miss;
@@ -134,7 +134,7 @@ impl OpenCache {
     }
 
     /// Records the result of an open.
-    pub fn insert(&mut self, key: Key, value: Cached, conf: &CacheConf, now: Instant) {
+    pub fn insert(&mut self, key: Key, value: Cached, conf: &OpenFileCacheSettings, now: Instant) {
         self.fit(conf, now);
         if value.is_err() && !conf.errors {
             self.map.pop(&key);
@@ -169,8 +169,8 @@ mod tests {
     use super::*;
     use crate::disk::FileKind;
 
-    fn conf(max: usize) -> CacheConf {
-        CacheConf {
+    fn conf(max: usize) -> OpenFileCacheSettings {
+        OpenFileCacheSettings {
             max,
             inactive: Duration::from_secs(20),
             valid: Duration::from_secs(5),
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn fresh_then_stale_then_inactive() {
-        let mut c = OpenCache::default();
+        let mut c = OpenFileCache::default();
         let t0 = Instant::now();
         let k = key("/a");
         assert!(matches!(c.lookup(&k, &conf(10), t0), Lookup::Miss));
@@ -227,7 +227,7 @@ mod tests {
 
     #[test]
     fn max_evicts_least_recently_used() {
-        let mut c = OpenCache::default();
+        let mut c = OpenFileCache::default();
         let t = Instant::now();
         for p in ["/a", "/b", "/c"] {
             c.insert(key(p), file(), &conf(2), t);
@@ -242,11 +242,11 @@ mod tests {
 
     #[test]
     fn errors_only_when_asked_and_min_uses() {
-        let mut c = OpenCache::default();
+        let mut c = OpenFileCache::default();
         let t = Instant::now();
         c.insert(key("/x"), Err(libc::ENOENT), &conf(4), t);
         assert!(matches!(c.lookup(&key("/x"), &conf(4), t), Lookup::Miss));
-        let errs = CacheConf {
+        let errs = OpenFileCacheSettings {
             errors: true,
             ..conf(4)
         };
@@ -255,7 +255,7 @@ mod tests {
             c.lookup(&key("/x"), &errs, t),
             Lookup::Fresh(Err(libc::ENOENT))
         ));
-        let twice = CacheConf {
+        let twice = OpenFileCacheSettings {
             min_uses: 2,
             ..conf(4)
         };

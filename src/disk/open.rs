@@ -1,0 +1,282 @@
+//! Opening and reading files: [`PathRules`] (how a path may be resolved:
+//! `disable_symlinks` beneath the document root), [`Io::open`] /
+//! [`Io::stat`] (with the fast path, `openat2(RESOLVE_CACHED)` inline
+//! first), [`OpenFile::read_at`] (`preadv2(RWF_NOWAIT)` inline first), and
+//! [`Disk::open`], the same open through the worker's `open_file_cache`.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use rustix::fs::{OFlags, ResolveFlags};
+
+use super::fastpath::{self, Op};
+use super::io::{offload, Io};
+use super::open_file_cache::{self, OpenFileCacheSettings};
+use super::types::{file_error, FileMeta};
+use super::Disk;
+
+/// How paths are resolved: NGINX's `disable_symlinks`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathRules {
+    /// `disable_symlinks on`: refuse any symbolic link on the path (ELOOP),
+    /// resolving beneath `root`.
+    pub no_symlinks: bool,
+    /// The document root the path lies under (used with `no_symlinks`).
+    pub root: Option<String>,
+}
+
+/// An open file and its metadata, taken from the same descriptor, with the
+/// route its reads take.
+#[derive(Debug, Clone)]
+pub struct OpenFile {
+    /// The descriptor (shared with `open_file_cache`; closed with the last
+    /// reference).
+    pub file: Arc<File>,
+    /// `fstat` of the descriptor at open time.
+    pub meta: FileMeta,
+    pub(super) io: Io,
+    /// `cachestat` refused this file (`EPERM`): use the copy fast path.
+    pub(super) cachestat_denied: Cell<bool>,
+}
+
+impl OpenFile {
+    /// An open file whose reads take `io`: also a descriptor opened earlier
+    /// (and its `fstat`), such as a proxy cache entry kept open between
+    /// hits.
+    pub fn new(file: Arc<File>, meta: FileMeta, io: Io) -> OpenFile {
+        OpenFile {
+            file,
+            meta,
+            io,
+            cachestat_denied: Cell::new(false),
+        }
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`; fewer only at end of
+    /// file. With the fast path a short `RWF_NOWAIT` read keeps what it
+    /// got and offloads only the rest.
+    pub async fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let Some(pool) = &self.io.pool else {
+            return pread_full(&self.file, buf, offset).map_err(|e| file_error("pread", e));
+        };
+        let fast = self.io.fast;
+        let mut done = 0;
+        if fast && fastpath::features().read_nowait {
+            done = fastpath::read_nowait(&self.file, buf, offset)
+                .map_err(|e| file_error("pread", e))?;
+            let at_end = offset + done as u64 >= self.meta.size;
+            if done == buf.len() || at_end {
+                fastpath::count(Op::Read, true);
+                return Ok(done);
+            }
+            fastpath::count(Op::Read, false);
+        }
+        if fast {
+            // a real miss: the read to come will start readahead
+            fastpath::note_offloaded(self.meta.id);
+        }
+        let file = self.file.clone();
+        let want = buf.len() - done;
+        let at = offset + done as u64;
+        let id = self.meta.id;
+        let rest = offload(pool, move || {
+            let mut v = vec![0u8; want];
+            let n = pread_full(&file, &mut v, at);
+            if fast {
+                // a real miss (the loop's NOWAIT read stopped short): the
+                // note's window counts from the end of this read
+                fastpath::note_offloaded(id);
+            }
+            let n = n?;
+            v.truncate(n);
+            Ok(v)
+        })
+        .await
+        .map_err(|e| file_error("pread", e))?;
+        buf[done..done + rest.len()].copy_from_slice(&rest);
+        Ok(done + rest.len())
+    }
+}
+
+const READ_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOCTTY);
+const PATH_FLAGS: OFlags = OFlags::PATH.union(OFlags::CLOEXEC);
+
+/// Opens `path` with `flags`. With `no_symlinks`, the root is opened first
+/// (no symlink on its own path) and the rest resolved beneath it. With
+/// `cached_only`, fails with `WouldBlock` instead of touching the disk.
+fn open_path(
+    path: &Path,
+    rules: &PathRules,
+    flags: OFlags,
+    cached_only: bool,
+) -> io::Result<OwnedFd> {
+    let cwd = rustix::fs::CWD;
+    if !rules.no_symlinks {
+        return fastpath::openat2(cwd, path, flags, ResolveFlags::empty(), cached_only);
+    }
+    let root = rules.root.as_deref();
+    let Some(rel) = root.and_then(|r| path.strip_prefix(r).ok()) else {
+        return fastpath::openat2(cwd, path, flags, ResolveFlags::NO_SYMLINKS, cached_only);
+    };
+    let dir = fastpath::openat2(
+        cwd,
+        Path::new(root.unwrap_or("/")),
+        PATH_FLAGS | OFlags::DIRECTORY,
+        ResolveFlags::NO_SYMLINKS,
+        cached_only,
+    )?;
+    fastpath::openat2(
+        dir.as_fd(),
+        rel,
+        flags,
+        fastpath::resolve_flags(true),
+        cached_only,
+    )
+}
+
+fn open_and_stat(
+    path: &Path,
+    rules: &PathRules,
+    cached_only: bool,
+) -> io::Result<(File, FileMeta)> {
+    let fd = open_path(path, rules, READ_FLAGS, cached_only)?;
+    let st = rustix::fs::fstat(&fd)?;
+    Ok((File::from(fd), FileMeta::from_stat(&st)))
+}
+
+fn stat_path(path: &Path, rules: &PathRules, cached_only: bool) -> io::Result<FileMeta> {
+    if !cached_only && !rules.no_symlinks {
+        return Ok(FileMeta::from_stat(&rustix::fs::stat(path)?));
+    }
+    let fd = open_path(path, rules, PATH_FLAGS, cached_only)?;
+    Ok(FileMeta::from_stat(&rustix::fs::fstat(&fd)?))
+}
+
+pub(super) fn pread_full(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match f.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+impl Io {
+    /// A call on a path (`open_and_stat`, `stat_path`): with the fast path,
+    /// first inline with `RESOLVE_CACHED`; a walk that would need the disk,
+    /// or any call without the fast path, runs as the route says.
+    async fn path_call<T: Send + 'static>(
+        &self,
+        op: Op,
+        call: fn(&Path, &PathRules, bool) -> io::Result<T>,
+        path: &Path,
+        rules: &PathRules,
+    ) -> io::Result<T> {
+        if self.pool.is_some() && self.fast && fastpath::features().open_cached {
+            match call(path, rules, true) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => fastpath::count(op, false),
+                r => {
+                    fastpath::count(op, true);
+                    return r;
+                }
+            }
+        }
+        let path = path.to_path_buf();
+        let rules = rules.clone();
+        self.run(move || call(&path, &rules, false)).await
+    }
+
+    /// Opens `path` read-only and `fstat`s it, without `open_file_cache`.
+    ///
+    /// `O_NONBLOCK` keeps a FIFO planted under the root from hanging the
+    /// open, as NGINX does.
+    pub async fn open(&self, path: &Path, rules: &PathRules) -> io::Result<OpenFile> {
+        let (file, meta) = self.path_call(Op::Open, open_and_stat, path, rules).await?;
+        Ok(OpenFile::new(Arc::new(file), meta, self.clone()))
+    }
+
+    /// `stat`s `path` (following symlinks unless `disable_symlinks`).
+    pub async fn stat(&self, path: &Path, rules: &PathRules) -> io::Result<FileMeta> {
+        self.path_call(Op::Stat, stat_path, path, rules).await
+    }
+}
+
+impl Disk {
+    /// Opens `path` as [`Io::open`] does, through the worker's
+    /// `open_file_cache` when `cache` is on.
+    pub async fn open(
+        &self,
+        io: &Io,
+        path: &Path,
+        rules: &PathRules,
+        cache: Option<&OpenFileCacheSettings>,
+    ) -> io::Result<OpenFile> {
+        let Some(conf) = cache else {
+            return io.open(path, rules).await;
+        };
+        let key = open_file_cache::Key {
+            path: path.to_path_buf(),
+            no_symlinks: rules.no_symlinks,
+        };
+        let now = std::time::Instant::now();
+        let lookup = self.open_files.borrow_mut().lookup(&key, conf, now);
+        match lookup {
+            open_file_cache::Lookup::Fresh(Ok((file, meta))) => {
+                Ok(OpenFile::new(file, meta, io.clone()))
+            }
+            open_file_cache::Lookup::Fresh(Err(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            open_file_cache::Lookup::Stale(Ok((file, meta))) => {
+                // Revalidate: the same file (device, inode, size, mtime)?
+                match io.stat(path, rules).await {
+                    Ok(now_meta) if now_meta == meta => {
+                        self.open_files.borrow_mut().revalidated(&key, now);
+                        Ok(OpenFile::new(file, meta, io.clone()))
+                    }
+                    _ => self.open_and_remember(io, path, rules, key, conf).await,
+                }
+            }
+            open_file_cache::Lookup::Stale(Err(_)) | open_file_cache::Lookup::Miss => {
+                self.open_and_remember(io, path, rules, key, conf).await
+            }
+        }
+    }
+
+    async fn open_and_remember(
+        &self,
+        io: &Io,
+        path: &Path,
+        rules: &PathRules,
+        key: open_file_cache::Key,
+        conf: &OpenFileCacheSettings,
+    ) -> io::Result<OpenFile> {
+        let now = std::time::Instant::now();
+        match io.open(path, rules).await {
+            Ok(f) => {
+                self.open_files
+                    .borrow_mut()
+                    .insert(key, Ok((f.file.clone(), f.meta)), conf, now);
+                Ok(f)
+            }
+            Err(e) => {
+                if let Some(errno) = e.raw_os_error() {
+                    self.open_files
+                        .borrow_mut()
+                        .insert(key, Err(errno), conf, now);
+                }
+                Err(e)
+            }
+        }
+    }
+}
