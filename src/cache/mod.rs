@@ -7,8 +7,10 @@
 //! - [`key`]: key → MD5 → `PATH/c/29/b7f5…029c` (NGINX's `levels`);
 //! - [`format`](mod@format): the entry file (header, then the body at a known offset);
 //! - [`index`]: the keys zone (sizes, validity, LRU, uses, fill lock);
-//! - this module: [`CacheZone`] (lookup, [`CacheWriter`], purge) and
-//!   [`CacheSet`] (the zones of a configuration generation);
+//! - this module: [`CacheZone`] (purge, the fill lock) and [`CacheSet`]
+//!   (the zones of a configuration generation); `lookup.rs`:
+//!   [`CacheZone::lookup`]; `writer.rs`: [`CacheZone::begin`] and
+//!   [`CacheWriter`];
 //! - [`loader`] and [`manager`]: the background threads;
 //! - [`policy`]: whether and how long a response may be cached, and which
 //!   stored variant answers a request.
@@ -56,24 +58,29 @@ pub mod format;
 pub mod index;
 pub mod key;
 pub mod loader;
+mod lookup;
 pub mod manager;
 pub mod open_entries;
 pub mod policy;
+mod writer;
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::disk::{Io, OpenFile, PathRules};
+use crate::disk::{Io, OpenFile};
 use crate::log::{ErrorLog, Level};
 use crate::util::thread_user::ThreadUser;
 
 pub use self::format::{EntryHeader, EntryMeta, FormatError};
 pub use self::index::{Evicted, Fill, FillGuard, FillWaiter, Index};
 pub use self::key::{KeyHash, Levels};
+pub(crate) use self::lookup::{read_header, HeaderError};
+pub use self::writer::CacheWriter;
+pub(crate) use self::writer::{is_own_temp, temp_run};
 
 /// `proxy_cache_path` as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -296,33 +303,6 @@ impl std::fmt::Debug for CacheZone {
     }
 }
 
-/// Temp file names: `.<hex>.<run>.<seq>`, unique per process run, so the
-/// loader removes leftovers of an earlier run and never a file a writer of
-/// this run is filling.
-static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
-
-fn run_id() -> u64 {
-    static RUN: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *RUN.get_or_init(|| {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        (u64::from(std::process::id()) << 32) ^ t.as_nanos() as u64
-    })
-}
-
-/// The run a temp file name belongs to, if it is one of ours.
-pub(crate) fn temp_run(name: &str) -> Option<u64> {
-    let rest = name.strip_prefix('.')?;
-    let mut parts = rest.split('.');
-    let (_hex, run, _seq) = (parts.next()?, parts.next()?, parts.next()?);
-    u64::from_str_radix(run, 16).ok()
-}
-
-pub(crate) fn is_own_temp(name: &str) -> bool {
-    temp_run(name) == Some(run_id())
-}
-
 fn enoent(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::NotFound
 }
@@ -407,108 +387,6 @@ impl CacheZone {
         self.chores.wake.notify_one();
     }
 
-    /// Looks `key` up: the index first, then (for a key it knows has a
-    /// file, or any key while the loader runs) the file, whose header is
-    /// read and checked. A file that fails a check is removed, logged
-    /// once, and the lookup is a miss. Errors are those of the disk layer
-    /// itself (pool overflow, EIO): the caller decides (NGINX logs and
-    /// goes to the upstream).
-    pub async fn lookup(&self, io: &Io, key: &str, log: &CacheLog) -> io::Result<Lookup> {
-        let hash = KeyHash::of(key.as_bytes());
-        let mut ev = Vec::new();
-        let node = self.index.touch(hash, Instant::now(), &mut ev);
-        self.discard(ev);
-        if !node.exists && self.loaded() {
-            return Ok(Lookup::Miss { uses: node.uses });
-        }
-        let path = self.entry_path(&hash);
-        let zone = Arc::as_ptr(&self.index) as usize;
-        if node.exists {
-            if let Some(k) = open_entries::get(zone, &hash, node.gen, Instant::now()) {
-                let file = OpenFile::new(k.file, k.meta, io.clone());
-                return Ok(Lookup::Hit(Box::new(Entry {
-                    file,
-                    header: k.header,
-                    path,
-                    updating: node.updating(),
-                })));
-            }
-        }
-        // Entries are replaced by rename: never from `open_file_cache`;
-        // and the document root's symlink policy does not apply here.
-        let any = PathRules::default();
-        let file = match io.open(&path, &any).await {
-            Ok(f) => f,
-            Err(e) if enoent(&e) => {
-                if node.exists {
-                    // Removed behind our back (an old manager, by hand).
-                    self.index.lost(&hash);
-                }
-                return Ok(Lookup::Miss {
-                    uses: node.uses.max(1),
-                });
-            }
-            Err(e) => return Err(e),
-        };
-        match read_header(&file, Some(key)).await {
-            Ok(header) => {
-                let valid = header.meta.valid_until;
-                if node.exists {
-                    self.index.set_valid(&hash, valid);
-                    let kept = open_entries::Kept::new(
-                        node.gen,
-                        file.file.clone(),
-                        file.meta,
-                        header.clone(),
-                    );
-                    open_entries::put(zone, &hash, kept);
-                } else {
-                    let mut ev = Vec::new();
-                    self.index.stored(
-                        hash,
-                        disk_size(file.meta.size),
-                        valid,
-                        Instant::now(),
-                        &mut ev,
-                    );
-                    self.discard(ev);
-                }
-                Ok(Lookup::Hit(Box::new(Entry {
-                    file,
-                    header,
-                    path,
-                    updating: self.index.updating(&hash),
-                })))
-            }
-            Err(HeaderError::Io(e)) => Err(e),
-            Err(HeaderError::Format(f)) => {
-                open_entries::forget(zone, &hash);
-                log.line(
-                    Level::Crit,
-                    format_args!("cache file \"{}\" {f}", path.display()),
-                );
-                // Remove the file read, not one a writer renamed into
-                // place meanwhile (whose node is then right as it is).
-                let same = match io.stat(&path, &any).await {
-                    Ok(now) => now.id == file.meta.id,
-                    Err(e) if enoent(&e) => false,
-                    Err(e) => return Err(e),
-                };
-                if same {
-                    self.index.lost(&hash);
-                    match io.unlink(&path).await {
-                        Ok(()) => {}
-                        Err(e) if enoent(&e) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(Lookup::Miss {
-                    uses: node.uses.max(1),
-                })
-            }
-        }
-    }
-
     /// Claims the fill of `key` (`proxy_cache_lock`; also marks the key
     /// `updating` for `proxy_cache_use_stale updating`).
     pub fn claim_fill(&self, key: &str) -> Fill {
@@ -528,258 +406,6 @@ impl CacheZone {
             Ok(()) => Ok(true),
             Err(e) if enoent(&e) => Ok(false),
             Err(e) => Err(e),
-        }
-    }
-
-    /// Starts storing a response under `meta.key`: creates the temp file
-    /// (in the entry's level directory with `use_temp_path=off` or when
-    /// `temp` is `None`, else under `temp`) and writes the header. Write
-    /// the body with [`CacheWriter::write`], then [`CacheWriter::finish`]
-    /// or [`CacheWriter::abort`].
-    pub async fn begin(
-        self: &Arc<Self>,
-        io: &Io,
-        temp: Option<&TempPath>,
-        meta: EntryMeta,
-        log: CacheLog,
-    ) -> io::Result<CacheWriter> {
-        let hash = KeyHash::of(meta.key.as_bytes());
-        let hex = hash.hex();
-        let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
-        let use_temp = self.spec.lock().unwrap().use_temp_path;
-        let temp_path = match temp.filter(|_| use_temp) {
-            Some(t) => {
-                let name = format!("{seq:010}");
-                t.levels
-                    .dir_of(&t.path, &name)
-                    .join(format!(".{hex}.{:x}.{seq}", run_id()))
-            }
-            None => self
-                .levels
-                .dir_of(&self.path, &hex)
-                .join(format!(".{hex}.{:x}.{seq}", run_id())),
-        };
-        let header = format::encode(&meta, 0);
-        let mut w = CacheWriter {
-            zone: self.clone(),
-            hash,
-            io: io.clone(),
-            temp: temp_path,
-            file: None,
-            header,
-            valid_until: meta.valid_until,
-            body_len: 0,
-            log,
-            done: false,
-            failed: false,
-        };
-        let file = match io.create(&w.temp).await {
-            Err(e) if enoent(&e) => {
-                let dir = w.temp.parent().unwrap_or(Path::new("/")).to_path_buf();
-                match io.mkdir_all(&dir).await {
-                    Ok(()) => io.create(&w.temp).await,
-                    Err(e) => Err(w.fail("mkdir", &dir, e)),
-                }
-            }
-            r => r,
-        };
-        let file = match file {
-            Ok(f) => f,
-            Err(e) => {
-                w.done = true;
-                if w.failed {
-                    return Err(e);
-                }
-                let p = w.temp.clone();
-                return Err(w.fail("open", &p, e));
-            }
-        };
-        w.file = Some(file);
-        let header: Arc<[u8]> = Arc::from(&w.header[..]);
-        if let Err(e) = w.write_raw(header, 0).await {
-            w.remove_temp().await;
-            w.done = true;
-            return Err(e);
-        }
-        Ok(w)
-    }
-}
-
-/// Why an entry's header could not be read.
-#[derive(Debug)]
-enum HeaderError {
-    Io(io::Error),
-    Format(FormatError),
-}
-
-/// Reads and checks the header of an open entry (`key`: the key expected;
-/// `None` when the loader does not know it yet).
-async fn read_header(file: &OpenFile, key: Option<&str>) -> Result<EntryHeader, HeaderError> {
-    let size = file.meta.size;
-    let first = (format::FIRST_READ as u64).min(size) as usize;
-    let mut buf = vec![0u8; first];
-    let n = file.read_at(&mut buf, 0).await.map_err(HeaderError::Io)?;
-    buf.truncate(n);
-    let len = format::header_len(&buf).map_err(HeaderError::Format)?;
-    if len > buf.len() {
-        if (len as u64) > size {
-            return Err(HeaderError::Format(FormatError::Truncated));
-        }
-        let have = buf.len();
-        buf.resize(len, 0);
-        let n = file
-            .read_at(&mut buf[have..], have as u64)
-            .await
-            .map_err(HeaderError::Io)?;
-        buf.truncate(have + n);
-    }
-    format::decode(&buf, key, Some(size)).map_err(HeaderError::Format)
-}
-
-/// Stores one response: header and body into a temp file, then renamed
-/// into place. Memory stays bounded: each chunk is written as it arrives.
-///
-/// A writer dropped without `finish` or `abort` hands its temp file to the
-/// zone's manager thread for removal.
-pub struct CacheWriter {
-    zone: Arc<CacheZone>,
-    hash: KeyHash,
-    io: Io,
-    temp: PathBuf,
-    file: Option<Arc<std::fs::File>>,
-    header: Vec<u8>,
-    valid_until: i64,
-    body_len: u64,
-    log: CacheLog,
-    done: bool,
-    failed: bool,
-}
-
-impl std::fmt::Debug for CacheWriter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CacheWriter")
-            .field("temp", &self.temp)
-            .field("body_len", &self.body_len)
-            .finish()
-    }
-}
-
-impl CacheWriter {
-    /// The temp file being written.
-    pub fn temp_path(&self) -> &Path {
-        &self.temp
-    }
-
-    /// Body bytes written so far.
-    pub fn body_len(&self) -> u64 {
-        self.body_len
-    }
-
-    /// Logs the first failure (one line per fill, whatever follows) and
-    /// marks the writer failed.
-    fn fail(&mut self, op: &str, path: &Path, e: io::Error) -> io::Error {
-        if !self.failed {
-            self.failed = true;
-            let text = match crate::disk::disk_error(&e) {
-                Some(d) => d.to_string(),
-                None => crate::util::errno_text(&e),
-            };
-            self.log.line(
-                Level::Crit,
-                format_args!("{op}() \"{}\" failed {text}", path.display()),
-            );
-        }
-        e
-    }
-
-    async fn write_raw(&mut self, data: Arc<[u8]>, at: u64) -> io::Result<()> {
-        if self.failed {
-            return Err(io::Error::other("cache write already failed"));
-        }
-        let file = self.file.clone().expect("open");
-        match self.io.write_at(&file, data, at).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let p = self.temp.clone();
-                Err(self.fail("pwrite", &p, e))
-            }
-        }
-    }
-
-    /// Appends a body chunk. On error (ENOSPC…) one line is logged and the
-    /// caller should [`abort`](Self::abort).
-    pub async fn write(&mut self, chunk: Arc<[u8]>) -> io::Result<()> {
-        let at = self.header.len() as u64 + self.body_len;
-        let n = chunk.len() as u64;
-        self.write_raw(chunk, at).await?;
-        self.body_len += n;
-        Ok(())
-    }
-
-    /// Completes the entry: rewrites the header with the body length,
-    /// renames the temp file over the entry (creating level directories
-    /// as needed) and only then inserts it into the index. Concurrent
-    /// writers of one key never mix: each has its own temp file and the
-    /// last complete rename wins. On error the temp file is removed.
-    pub async fn finish(mut self) -> io::Result<()> {
-        let r = self.finish_inner().await;
-        if r.is_err() {
-            self.remove_temp().await;
-        }
-        self.done = true;
-        r
-    }
-
-    async fn finish_inner(&mut self) -> io::Result<()> {
-        format::set_body_len(&mut self.header, self.body_len);
-        let header: Arc<[u8]> = Arc::from(&self.header[..]);
-        self.write_raw(header, 0).await?;
-        let dst = self.zone.entry_path(&self.hash);
-        let r = match self.io.rename(&self.temp, &dst).await {
-            Err(e) if enoent(&e) => {
-                let dir = dst.parent().unwrap_or(Path::new("/")).to_path_buf();
-                match self.io.mkdir_all(&dir).await {
-                    Ok(()) => self.io.rename(&self.temp, &dst).await,
-                    Err(e) => return Err(self.fail("mkdir", &dir, e)),
-                }
-            }
-            r => r,
-        };
-        if let Err(e) = r {
-            let what = format!("{}\" to \"{}", self.temp.display(), dst.display());
-            return Err(self.fail("rename", Path::new(&what), e));
-        }
-        let size = disk_size(self.header.len() as u64 + self.body_len);
-        let mut ev = Vec::new();
-        self.zone
-            .index
-            .stored(self.hash, size, self.valid_until, Instant::now(), &mut ev);
-        self.zone.discard(ev);
-        Ok(())
-    }
-
-    /// Gives the entry up (client or upstream failure, ENOSPC): the temp
-    /// file is removed and nothing becomes visible.
-    pub async fn abort(mut self) {
-        self.remove_temp().await;
-        self.done = true;
-    }
-
-    async fn remove_temp(&mut self) {
-        self.file = None;
-        match self.io.unlink(&self.temp).await {
-            Ok(()) => {}
-            Err(e) if enoent(&e) => {}
-            // The pool refused: leave it to the manager thread.
-            Err(_) => self.zone.discard_path(self.temp.clone()),
-        }
-    }
-}
-
-impl Drop for CacheWriter {
-    fn drop(&mut self) {
-        if !self.done {
-            self.zone.discard_path(std::mem::take(&mut self.temp));
         }
     }
 }
@@ -853,16 +479,6 @@ impl CacheSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn temp_names_carry_the_run() {
-        let me = format!(".{}.{:x}.7", KeyHash::of(b"k").hex(), run_id());
-        assert!(is_own_temp(&me));
-        let other = format!(".{}.{:x}.7", KeyHash::of(b"k").hex(), run_id() ^ 1);
-        assert!(!is_own_temp(&other));
-        assert!(temp_run(&other).is_some());
-        assert_eq!(temp_run(&KeyHash::of(b"k").hex()), None);
-    }
 
     /// The parsed configuration: a zone with every parameter, and
     /// `proxy_cache_valid` / `proxy_temp_path` merged as NGINX merges them.

@@ -98,77 +98,91 @@ pub fn validity(
             return Validity::No(NotCached::Vary);
         }
     }
-    if let Some(v) = header(headers, "x-accel-expires") {
-        let v = v.trim();
-        let all_digits = |s: &str| {
-            (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| s.parse::<i64>().ok())
-                .flatten()
-        };
-        match v.strip_prefix('@') {
-            Some(abs) => match all_digits(abs) {
-                Some(t) if t > now => return Validity::Until(t),
-                Some(_) => return Validity::No(NotCached::AccelExpires),
-                None => {}
-            },
-            None => match all_digits(v) {
-                Some(0) => return Validity::No(NotCached::AccelExpires),
-                Some(n) => return Validity::Until(now + n),
-                // NGINX ignores an unparsable X-Accel-Expires.
-                None => {}
-            },
-        }
-    }
-    let mut cc_seen = false;
-    for v in all(headers, "cache-control") {
-        for d in v.split(',') {
-            let d = d.trim().to_ascii_lowercase();
-            if d == "no-store" || d == "no-cache" || d == "private" {
-                return Validity::No(NotCached::CacheControl);
-            }
-            if d.starts_with("no-cache=") || d.starts_with("private=") {
-                return Validity::No(NotCached::CacheControl);
-            }
-        }
-        cc_seen = true;
-    }
-    if cc_seen {
-        let joined: Vec<String> = all(headers, "cache-control")
-            .flat_map(|v| v.split(','))
-            .map(|d| d.trim().to_ascii_lowercase())
-            .collect();
-        let age = |p: &str| {
-            joined
-                .iter()
-                .find_map(|d| d.strip_prefix(p).map(|n| digits(n.trim_matches('"'))))
-        };
-        let n = age("s-maxage=").or_else(|| age("max-age="));
-        match n {
-            Some(Some(0)) | Some(None) => return Validity::No(NotCached::CacheControl),
-            Some(Some(n)) => return Validity::Until(now + n),
-            None => {}
-        }
-    }
-    if let Some(v) = header(headers, "expires") {
-        return match httpdate::parse_http_date(v.trim()) {
-            Ok(t) => {
-                let t = t
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0);
-                if t <= now {
-                    Validity::No(NotCached::Expires)
-                } else {
-                    Validity::Until(t)
-                }
-            }
-            Err(_) => Validity::No(NotCached::Expires),
-        };
+    if let Some(v) = accel_expires(headers, now)
+        .or_else(|| cache_control(headers, now))
+        .or_else(|| expires(headers, now))
+    {
+        return v;
     }
     match rules.iter().find(|r| r.covers(status)) {
         Some(r) if !r.time.is_zero() => Validity::Until(now + r.time.as_secs() as i64),
         _ => Validity::No(NotCached::NoRule),
     }
+}
+
+/// `X-Accel-Expires`: seconds from now, `@` an absolute time, 0 never;
+/// `None` when absent or unparsable (NGINX ignores it then).
+fn accel_expires(headers: &[(String, String)], now: i64) -> Option<Validity> {
+    let v = header(headers, "x-accel-expires")?.trim();
+    let all_digits = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<i64>().ok())
+            .flatten()
+    };
+    match v.strip_prefix('@') {
+        Some(abs) => match all_digits(abs)? {
+            t if t > now => Some(Validity::Until(t)),
+            _ => Some(Validity::No(NotCached::AccelExpires)),
+        },
+        None => match all_digits(v)? {
+            0 => Some(Validity::No(NotCached::AccelExpires)),
+            n => Some(Validity::Until(now + n)),
+        },
+    }
+}
+
+/// `Cache-Control`: `no-store`, `no-cache`, `private` (also with a field
+/// list) → not stored; else `s-maxage`, then `max-age`; `None` when none
+/// of these decides.
+fn cache_control(headers: &[(String, String)], now: i64) -> Option<Validity> {
+    let mut cc_seen = false;
+    for v in all(headers, "cache-control") {
+        for d in v.split(',') {
+            let d = d.trim().to_ascii_lowercase();
+            if d == "no-store" || d == "no-cache" || d == "private" {
+                return Some(Validity::No(NotCached::CacheControl));
+            }
+            if d.starts_with("no-cache=") || d.starts_with("private=") {
+                return Some(Validity::No(NotCached::CacheControl));
+            }
+        }
+        cc_seen = true;
+    }
+    if !cc_seen {
+        return None;
+    }
+    let joined: Vec<String> = all(headers, "cache-control")
+        .flat_map(|v| v.split(','))
+        .map(|d| d.trim().to_ascii_lowercase())
+        .collect();
+    let age = |p: &str| {
+        joined
+            .iter()
+            .find_map(|d| d.strip_prefix(p).map(|n| digits(n.trim_matches('"'))))
+    };
+    match age("s-maxage=").or_else(|| age("max-age="))? {
+        Some(0) | None => Some(Validity::No(NotCached::CacheControl)),
+        Some(n) => Some(Validity::Until(now + n)),
+    }
+}
+
+/// `Expires`: a time in the past or an unparsable one → not stored.
+fn expires(headers: &[(String, String)], now: i64) -> Option<Validity> {
+    let v = header(headers, "expires")?;
+    Some(match httpdate::parse_http_date(v.trim()) {
+        Ok(t) => {
+            let t = t
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            if t <= now {
+                Validity::No(NotCached::Expires)
+            } else {
+                Validity::Until(t)
+            }
+        }
+        Err(_) => Validity::No(NotCached::Expires),
+    })
 }
 
 /// The header names a response varies on (lowercase, in order).

@@ -249,53 +249,68 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
                 .push(("Content-Range".into(), format!("bytes */{len}")));
             return Err(416);
         }
-        RangeOutcome::Partial(ranges) => {
-            let Some((file, base)) = file else {
-                let [r] = ranges.as_slice() else {
-                    resp.accept_ranges = true;
-                    return Ok(());
-                };
-                let Body::Stream(sb) = std::mem::replace(&mut resp.body, Body::Empty) else {
-                    unreachable!("checked above");
-                };
-                resp.status = 206;
-                resp.headers.push((
-                    "Content-Range".into(),
-                    format!("bytes {}-{}/{len}", r.start, r.end - 1),
-                ));
-                resp.content_length = Some(r.end - r.start);
-                resp.body = Body::Stream(StreamBody::new(Box::new(RangeStream {
-                    inner: sb.into_inner(),
-                    skip: r.start,
-                    left: r.end - r.start,
-                })));
-                return Ok(());
-            };
-            resp.status = 206;
-            if let [r] = ranges.as_slice() {
-                resp.headers.push((
-                    "Content-Range".into(),
-                    format!("bytes {}-{}/{len}", r.start, r.end - 1),
-                ));
-                resp.content_length = Some(r.end - r.start);
-                resp.body = Body::File {
-                    file,
-                    start: base + r.start,
-                    len: r.end - r.start,
-                };
-            } else {
-                let ct = resp.content_type.clone().unwrap_or_default();
-                let mut parts = range::multipart(&ranges, len, &ct, next_boundary());
-                for (_, r) in &mut parts.parts {
-                    *r = base + r.start..base + r.end;
-                }
-                resp.content_type = Some(parts.content_type_header());
-                resp.content_length = Some(parts.content_length());
-                resp.body = Body::Multipart { file, parts };
-            }
-        }
+        RangeOutcome::Partial(ranges) => match file {
+            Some((file, base)) => file_ranges(resp, file, base, &ranges, len),
+            None => stream_range(resp, &ranges, len),
+        },
     }
     Ok(())
+}
+
+/// 206 for ranges of a file body whose first byte is at `base` in its
+/// file: one part, or `multipart/byteranges`.
+fn file_ranges(
+    resp: &mut Response,
+    file: Rc<crate::disk::OpenFile>,
+    base: u64,
+    ranges: &[std::ops::Range<u64>],
+    len: u64,
+) {
+    resp.status = 206;
+    if let [r] = ranges {
+        resp.headers.push((
+            "Content-Range".into(),
+            format!("bytes {}-{}/{len}", r.start, r.end - 1),
+        ));
+        resp.content_length = Some(r.end - r.start);
+        resp.body = Body::File {
+            file,
+            start: base + r.start,
+            len: r.end - r.start,
+        };
+    } else {
+        let ct = resp.content_type.clone().unwrap_or_default();
+        let mut parts = range::multipart(ranges, len, &ct, next_boundary());
+        for (_, r) in &mut parts.parts {
+            *r = base + r.start..base + r.end;
+        }
+        resp.content_type = Some(parts.content_type_header());
+        resp.content_length = Some(parts.content_length());
+        resp.body = Body::Multipart { file, parts };
+    }
+}
+
+/// 206 for one range of a streamed body (NGINX's `single_range`); several
+/// ranges get the whole 200.
+fn stream_range(resp: &mut Response, ranges: &[std::ops::Range<u64>], len: u64) {
+    let [r] = ranges else {
+        resp.accept_ranges = true;
+        return;
+    };
+    let Body::Stream(sb) = std::mem::replace(&mut resp.body, Body::Empty) else {
+        unreachable!("only a stream has no file");
+    };
+    resp.status = 206;
+    resp.headers.push((
+        "Content-Range".into(),
+        format!("bytes {}-{}/{len}", r.start, r.end - 1),
+    ));
+    resp.content_length = Some(r.end - r.start);
+    resp.body = Body::Stream(StreamBody::new(Box::new(RangeStream {
+        inner: sb.into_inner(),
+        skip: r.start,
+        left: r.end - r.start,
+    })));
 }
 
 /// One byte range of a streamed body: the bytes before it are read and

@@ -52,6 +52,15 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String,
 /// Renders every figure.
 pub fn render(env: &Env<'_>) -> String {
     let mut out = String::with_capacity(8192);
+    worker_figures(&mut out);
+    pool_figures(&mut out, env);
+    fastpath_and_log_figures(&mut out);
+    connection_figures(&mut out);
+    out
+}
+
+/// Per worker: event-loop busy time and its maximum, TTFB.
+fn worker_figures(out: &mut String) {
     let workers = metrics::workers();
     let busy: Vec<_> = workers
         .iter()
@@ -59,7 +68,7 @@ pub fn render(env: &Env<'_>) -> String {
         .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_busy))
         .collect();
     histogram(
-        &mut out,
+        out,
         "porter_loop_busy_seconds",
         "Busy time of each event-loop iteration (event loop blocked).",
         &busy,
@@ -82,12 +91,15 @@ pub fn render(env: &Env<'_>) -> String {
         .map(|(i, w)| (format!("worker=\"{i}\""), &w.ttfb))
         .collect();
     histogram(
-        &mut out,
+        out,
         "porter_ttfb_seconds",
         "From a complete request head to the response head ready to send.",
         &ttfb,
     );
+}
 
+/// Per thread pool: shape, state and counters.
+fn pool_figures(out: &mut String, env: &Env<'_>) {
     let pools = env.disk.pools().sorted();
     let rows = |f: &dyn Fn(&crate::disk::pool::ThreadPool) -> u64| -> Vec<(String, u64)> {
         pools
@@ -96,48 +108,51 @@ pub fn render(env: &Env<'_>) -> String {
             .collect()
     };
     family(
-        &mut out,
+        out,
         "porter_pool_threads",
         "gauge",
         "Threads of the pool.",
         &rows(&|p| p.spec().threads as u64),
     );
     family(
-        &mut out,
+        out,
         "porter_pool_busy",
         "gauge",
         "Threads running a task.",
         &rows(&|p| p.stats().busy.load(Ordering::Relaxed) as u64),
     );
     family(
-        &mut out,
+        out,
         "porter_pool_queued",
         "gauge",
         "Tasks waiting for a thread.",
         &rows(&|p| p.stats().waiting.load(Ordering::Relaxed) as u64),
     );
     family(
-        &mut out,
+        out,
         "porter_pool_max_queue",
         "gauge",
         "The pool's max_queue.",
         &rows(&|p| p.spec().max_queue as u64),
     );
     family(
-        &mut out,
+        out,
         "porter_pool_tasks_total",
         "counter",
         "Tasks completed.",
         &rows(&|p| p.stats().done.load(Ordering::Relaxed)),
     );
     family(
-        &mut out,
+        out,
         "porter_pool_overflows_total",
         "counter",
         "Tasks rejected because the queue was full.",
         &rows(&|p| p.stats().overflows.load(Ordering::Relaxed)),
     );
+}
 
+/// Fast-path hits and misses per call; log lines dropped.
+fn fastpath_and_log_figures(out: &mut String) {
     let mut fp = Vec::new();
     for op in Op::ALL {
         let (hit, miss) = fastpath::counts(op);
@@ -145,7 +160,7 @@ pub fn render(env: &Env<'_>) -> String {
         fp.push((format!("op=\"{}\",result=\"miss\"", op.name()), miss));
     }
     family(
-        &mut out,
+        out,
         "porter_fastpath_total",
         "counter",
         "Disk calls served inline from cache (hit) or offloaded (miss).",
@@ -153,39 +168,42 @@ pub fn render(env: &Env<'_>) -> String {
     );
 
     family(
-        &mut out,
+        out,
         "porter_log_dropped_lines_total",
         "counter",
         "Log lines dropped because the log thread could not keep up.",
         &[(String::new(), crate::log::dropped_lines())],
     );
+}
 
+/// The `stub_status` figures.
+fn connection_figures(out: &mut String) {
     let active = get(&metrics::ACTIVE);
     let reading = get(&metrics::READING);
     let writing = get(&metrics::WRITING);
     family(
-        &mut out,
+        out,
         "porter_connections_accepted_total",
         "counter",
         "Client connections accepted.",
         &[(String::new(), get(&metrics::ACCEPTS))],
     );
     family(
-        &mut out,
+        out,
         "porter_connections_handled_total",
         "counter",
         "Client connections handled.",
         &[(String::new(), get(&metrics::HANDLED))],
     );
     family(
-        &mut out,
+        out,
         "porter_requests_total",
         "counter",
         "Requests read.",
         &[(String::new(), get(&metrics::REQUESTS))],
     );
     family(
-        &mut out,
+        out,
         "porter_connections",
         "gauge",
         "Open client connections by state.",
@@ -198,7 +216,6 @@ pub fn render(env: &Env<'_>) -> String {
             ),
         ],
     );
-    out
 }
 
 /// The content handler.

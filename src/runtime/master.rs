@@ -219,8 +219,8 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
         }
     };
     let embedded = opts.conf_file.is_none();
-    let mut cfg = Arc::new(loaded.config);
-    let mut log = ErrorLog::new(cfg.main.error_log.clone());
+    let cfg = Arc::new(loaded.config);
+    let log = ErrorLog::new(cfg.main.error_log.clone());
     let logs_to_stderr = cfg
         .main
         .error_log
@@ -235,39 +235,12 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
         1
     };
 
-    let mut listeners = Listeners::default();
-    if let Err(e) = listeners.update(&cfg) {
-        return fail(&log, e);
-    }
-    let creds = match credentials(&cfg, embedded, &log) {
-        Ok(c) => c,
-        Err(e) => return fail(&log, e),
-    };
-    if let Some(n) = cfg.main.worker_rlimit_nofile {
-        if let Err(e) = set_rlimit(n) {
-            log.log(Level::Alert, format_args!("{e}"));
-        }
-    }
-    if cfg.main.daemon {
-        if let Err(e) = daemonize(logs_to_stderr) {
-            return fail(&log, e);
-        }
-    }
-    let mut signals = match Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT, SIGUSR1]) {
-        Ok(s) => s,
-        Err(e) => return fail(&log, format!("cannot install signal handlers: {e}")),
-    };
-    log::start_writer();
-    let pid_path: Option<PathBuf> = cfg.main.pid.clone();
-    if let Some(p) = &pid_path {
-        if let Err(e) = write_pid(p) {
-            return fail(&log, e);
-        }
-    }
-    for m in fastpath::probe() {
-        log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
-    }
-    let mut current = match Generation::start(cfg.clone(), &listeners, &creds, &log, None) {
+    let (listeners, creds, mut signals, pid_path) =
+        match prepare(&cfg, embedded, &log, logs_to_stderr) {
+            Ok(p) => p,
+            Err(e) => return fail(&log, e),
+        };
+    let current = match Generation::start(cfg.clone(), &listeners, &creds, &log, None) {
         Ok(g) => g,
         Err(e) => {
             remove_pid(&pid_path);
@@ -283,75 +256,21 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
         ),
     );
 
-    let exit_mode;
-    'signals: loop {
-        for sig in signals.wait() {
-            match sig {
-                SIGHUP => {
-                    log.log(
-                        Level::Notice,
-                        format_args!("signal {sig} (SIGHUP) received, reconfiguring"),
-                    );
-                    match reload(&opts, &mut listeners, embedded, &log) {
-                        Ok((new_cfg, new_log, new_creds)) => match Generation::start(
-                            new_cfg.clone(),
-                            &listeners,
-                            &new_creds,
-                            &new_log,
-                            Some((&current.pools, &current.caches)),
-                        ) {
-                            Ok(next) => {
-                                let old = std::mem::replace(&mut current, next);
-                                old.retire();
-                                cfg = new_cfg;
-                                log = new_log;
-                                log.log(
-                                    Level::Notice,
-                                    format_args!(
-                                        "reconfigured, {} workers",
-                                        cfg.main.worker_processes
-                                    ),
-                                );
-                            }
-                            Err(e) => log.log(Level::Emerg, format_args!("{e}")),
-                        },
-                        Err(e) => {
-                            log.log(Level::Emerg, format_args!("{e}"));
-                            log.log(
-                                Level::Notice,
-                                format_args!("reload failed, the old configuration keeps serving"),
-                            );
-                        }
-                    }
-                }
-                SIGQUIT => {
-                    log.log(
-                        Level::Notice,
-                        format_args!("signal {sig} (SIGQUIT) received, shutting down gracefully"),
-                    );
-                    exit_mode = Mode::Graceful;
-                    break 'signals;
-                }
-                SIGTERM | SIGINT => {
-                    log.log(
-                        Level::Notice,
-                        format_args!("signal {sig} received, exiting"),
-                    );
-                    exit_mode = Mode::Fast;
-                    break 'signals;
-                }
-                SIGUSR1 => {
-                    log.log(
-                        Level::Notice,
-                        format_args!(
-                            "signal {sig} (SIGUSR1) received, log reopening is not supported yet"
-                        ),
-                    );
-                }
-                _ => {}
-            }
-        }
-    }
+    let mut master = Master {
+        opts: &opts,
+        embedded,
+        listeners,
+        cfg,
+        log,
+        current,
+    };
+    let exit_mode = master.wait_for_stop(&mut signals);
+    let Master {
+        listeners,
+        log,
+        current,
+        ..
+    } = master;
     // Close the listening sockets first: new connections are refused while
     // the workers finish what they have.
     drop(listeners);
@@ -364,6 +283,129 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
     remove_pid(&pid_path);
     log::shutdown();
     0
+}
+
+/// Everything before the first generation starts: listening sockets,
+/// the workers' user, `worker_rlimit_nofile`, `daemon`, signal handlers,
+/// the log writer, the pid file and the fast-path probe.
+fn prepare(
+    cfg: &Arc<Config>,
+    embedded: bool,
+    log: &ErrorLog,
+    logs_to_stderr: bool,
+) -> Result<(Listeners, Option<Credentials>, Signals, Option<PathBuf>), String> {
+    let mut listeners = Listeners::default();
+    listeners.update(cfg)?;
+    let creds = credentials(cfg, embedded, log)?;
+    if let Some(n) = cfg.main.worker_rlimit_nofile {
+        if let Err(e) = set_rlimit(n) {
+            log.log(Level::Alert, format_args!("{e}"));
+        }
+    }
+    if cfg.main.daemon {
+        daemonize(logs_to_stderr)?;
+    }
+    let signals = Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT, SIGUSR1])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    log::start_writer();
+    let pid_path: Option<PathBuf> = cfg.main.pid.clone();
+    if let Some(p) = &pid_path {
+        write_pid(p)?;
+    }
+    for m in fastpath::probe() {
+        log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
+    }
+    Ok((listeners, creds, signals, pid_path))
+}
+
+/// The master while it runs: the live generation and what a reload
+/// replaces.
+struct Master<'a> {
+    opts: &'a LoadOptions,
+    embedded: bool,
+    listeners: Listeners,
+    cfg: Arc<Config>,
+    log: ErrorLog,
+    current: Generation,
+}
+
+impl Master<'_> {
+    /// Handles signals until one says stop (SIGQUIT: graceful; SIGTERM,
+    /// SIGINT: fast); SIGHUP reloads.
+    fn wait_for_stop(&mut self, signals: &mut Signals) -> Mode {
+        loop {
+            for sig in signals.wait() {
+                match sig {
+                    SIGHUP => self.reload(sig),
+                    SIGQUIT => {
+                        self.log.log(
+                            Level::Notice,
+                            format_args!(
+                                "signal {sig} (SIGQUIT) received, shutting down gracefully"
+                            ),
+                        );
+                        return Mode::Graceful;
+                    }
+                    SIGTERM | SIGINT => {
+                        self.log.log(
+                            Level::Notice,
+                            format_args!("signal {sig} received, exiting"),
+                        );
+                        return Mode::Fast;
+                    }
+                    SIGUSR1 => self.log.log(
+                        Level::Notice,
+                        format_args!(
+                            "signal {sig} (SIGUSR1) received, log reopening is not supported yet"
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// SIGHUP: the configuration is loaded again and a new generation
+    /// replaces the old one; on any error the old one keeps serving.
+    fn reload(&mut self, sig: i32) {
+        let log = &self.log;
+        log.log(
+            Level::Notice,
+            format_args!("signal {sig} (SIGHUP) received, reconfiguring"),
+        );
+        let (new_cfg, new_log, new_creds) =
+            match reload(self.opts, &mut self.listeners, self.embedded, log) {
+                Ok(r) => r,
+                Err(e) => {
+                    log.log(Level::Emerg, format_args!("{e}"));
+                    log.log(
+                        Level::Notice,
+                        format_args!("reload failed, the old configuration keeps serving"),
+                    );
+                    return;
+                }
+            };
+        let previous = Some((&*self.current.pools, &*self.current.caches));
+        match Generation::start(
+            new_cfg.clone(),
+            &self.listeners,
+            &new_creds,
+            &new_log,
+            previous,
+        ) {
+            Ok(next) => {
+                let old = std::mem::replace(&mut self.current, next);
+                old.retire();
+                self.cfg = new_cfg;
+                self.log = new_log;
+                self.log.log(
+                    Level::Notice,
+                    format_args!("reconfigured, {} workers", self.cfg.main.worker_processes),
+                );
+            }
+            Err(e) => self.log.log(Level::Emerg, format_args!("{e}")),
+        }
+    }
 }
 
 fn remove_pid(p: &Option<PathBuf>) {

@@ -1,0 +1,181 @@
+//! The shape of the source tree, kept by a test (issue 10's limits):
+//!
+//! - no two folders of `src/` import each other: a lower layer (the disk
+//!   layer, HTTP framing, the cache store) never reaches up, so each can be
+//!   changed and tested on its own; what it needs from above is handed in;
+//! - no source file is over 700 lines before its unit tests;
+//! - no function is over 80 lines.
+//!
+//! It reads the code as text: `crate::NAME` paths (also inside `use
+//! crate::{a, b}` groups) outside comments and `#[cfg(test)]` modules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MAX_FILE_LINES: usize = 700;
+const MAX_FN_LINES: usize = 80;
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The file's code before its unit tests, without comment lines.
+fn code_lines(text: &str) -> Vec<&str> {
+    text.lines()
+        .take_while(|l| l.trim() != "#[cfg(test)]")
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect()
+}
+
+/// The top-level modules `code` names through `crate::`.
+fn crate_refs(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `crate::{a::b, c}`: the first segment of each item (nested
+            // braces belong to the items' own paths).
+            let mut depth = 0;
+            let mut item_start = true;
+            for (j, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
+                        out.insert(ident(&group[j..]));
+                        item_start = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            out.insert(ident(rest));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_two_folders_of_src_import_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    // folder -> folders it imports, with one file as the witness
+    let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap();
+        let mut parts = rel.components();
+        let first = parts.next().unwrap().as_os_str().to_string_lossy();
+        if parts.next().is_none() {
+            continue; // lib.rs, main.rs: the roots tie everything together
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = code_lines(&text).join("\n");
+        for to in crate_refs(&code) {
+            if to != first {
+                edges
+                    .entry(first.to_string())
+                    .or_default()
+                    .entry(to)
+                    .or_insert_with(|| rel.display().to_string());
+            }
+        }
+    }
+    let mut cycles = Vec::new();
+    for (a, tos) in &edges {
+        for (b, witness) in tos {
+            if a < b {
+                if let Some(back) = edges.get(b).and_then(|m| m.get(a)) {
+                    cycles.push(format!("{a} ⇄ {b} ({witness} → {b}, {back} → {a})"));
+                }
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "folders of src/ importing each other:\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn files_and_functions_stay_small() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut over = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(&src).unwrap().display().to_string();
+        let before_tests = text
+            .lines()
+            .take_while(|l| l.trim() != "#[cfg(test)]")
+            .count();
+        if before_tests > MAX_FILE_LINES {
+            over.push(format!("{rel}: {before_tests} lines before its tests"));
+        }
+        // rustfmt closes a function's body with `}` at the indent of its
+        // `fn` line.
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "pub(super) fn ",
+                "async fn ",
+            ]
+            .iter()
+            .chain(&[
+                "pub async fn ",
+                "pub(crate) async fn ",
+                "pub(super) async fn ",
+            ])
+            .any(|p| t.starts_with(p));
+            if !is_fn || t.ends_with(';') {
+                continue;
+            }
+            let indent = l.len() - t.len();
+            let close = format!("{}}}", " ".repeat(indent));
+            let Some(len) = lines[i + 1..].iter().position(|x| *x == close) else {
+                continue;
+            };
+            if len + 2 > MAX_FN_LINES {
+                let name: String = t
+                    .split("fn ")
+                    .nth(1)
+                    .unwrap_or("")
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                over.push(format!("{rel}:{}: fn {name} is {} lines", i + 1, len + 2));
+            }
+        }
+    }
+    assert!(over.is_empty(), "over the limits:\n{}", over.join("\n"));
+}
+
+#[test]
+fn crate_paths_are_read_from_groups_too() {
+    let code =
+        "use crate::{disk::{Io, OpenFile}, http::context};\nlet x = crate::log::Level::Crit;";
+    let got: Vec<String> = crate_refs(code).into_iter().collect();
+    assert_eq!(got, ["disk", "http", "log"]);
+}
