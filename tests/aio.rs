@@ -4,30 +4,10 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
+use common::metrics::Metrics;
 use common::*;
-
-/// Parses Prometheus text into `series → value` (series with labels, as
-/// written).
-fn metrics(port: u16) -> HashMap<String, f64> {
-    let r = get(port, "/metrics");
-    assert_eq!(r.status, 200);
-    assert_eq!(r.header("content-type"), Some("text/plain; version=0.0.4"));
-    r.text()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| {
-            let (k, v) = l.rsplit_once(' ').expect("series value");
-            (k.to_string(), v.parse::<f64>().expect("number"))
-        })
-        .collect()
-}
-
-fn m(all: &HashMap<String, f64>, key: &str) -> f64 {
-    *all.get(key).unwrap_or_else(|| panic!("no series {key}"))
-}
 
 fn docroot() -> TempDir {
     let d = TempDir::new("aio");
@@ -50,9 +30,10 @@ fn implicit_default_pool_and_named_threads() {
     let root = docroot();
     let s = Server::start(&conf("", "  aio threads;", "", &root));
     assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
-    let all = metrics(s.port);
-    assert_eq!(m(&all, "porter_pool_threads{pool=\"default\"}"), 32.0);
-    assert_eq!(m(&all, "porter_pool_max_queue{pool=\"default\"}"), 65536.0);
+    let all = Metrics::fetch(s.port);
+    let default = [("pool", "default")];
+    assert_eq!(all.must("porter_pool_threads", &default), 32.0);
+    assert_eq!(all.must("porter_pool_max_queue", &default), 65536.0);
     // Threads are named after the pool (what `top -H` shows).
     assert_eq!(wait_threads(s.child.id(), "default-", 32), 32);
 }
@@ -90,30 +71,23 @@ fn cached_files_are_served_by_the_fast_path_not_the_pool() {
     // Warm the path and pages.
     assert_eq!(get(s.port, "/hot.txt").status, 200);
     assert_eq!(get(s.port, "/big.bin").body.len(), 3 * 1024 * 1024 + 7);
-    let before = metrics(s.port);
+    let before = Metrics::fetch(s.port);
     for _ in 0..20 {
         assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
     }
     assert_eq!(get(s.port, "/big.bin").body.len(), 3 * 1024 * 1024 + 7);
-    let after = metrics(s.port);
-    let tasks = "porter_pool_tasks_total{pool=\"disk\"}";
-    assert_eq!(
-        m(&after, tasks),
-        m(&before, tasks),
-        "hot files went to the pool"
-    );
-    let hits = |a: &HashMap<String, f64>, op: &str| {
-        m(
-            a,
-            &format!("porter_fastpath_total{{op=\"{op}\",result=\"hit\"}}"),
-        )
-    };
+    let after = Metrics::fetch(s.port);
+    let tasks = |m: &Metrics| m.must("porter_pool_tasks_total", &[("pool", "disk")]);
+    assert_eq!(tasks(&after), tasks(&before), "hot files went to the pool");
+    let hits =
+        |a: &Metrics, op: &str| a.must("porter_fastpath_total", &[("op", op), ("result", "hit")]);
     assert!(hits(&after, "open") - hits(&before, "open") >= 21.0);
     assert!(hits(&after, "read") - hits(&before, "read") >= 20.0);
     assert!(hits(&after, "sendfile") - hits(&before, "sendfile") >= 1.0);
     // Event-loop and TTFB histograms count something.
-    assert!(m(&after, "porter_loop_busy_seconds_count{worker=\"0\"}") > 0.0);
-    assert!(m(&after, "porter_ttfb_seconds_count{worker=\"0\"}") >= 22.0);
+    let w0 = [("worker", "0")];
+    assert!(after.must("porter_loop_busy_seconds_count", &w0) > 0.0);
+    assert!(after.must("porter_ttfb_seconds_count", &w0) >= 22.0);
 }
 
 #[test]
@@ -125,16 +99,16 @@ fn fast_path_off_sends_everything_through_the_pool() {
         "",
         &root,
     ));
-    let before = metrics(s.port);
+    let before = Metrics::fetch(s.port);
     for _ in 0..5 {
         assert_eq!(get(s.port, "/hot.txt").text(), "hot file\n");
     }
     let body = get(s.port, "/big.bin").body;
     assert!(body.len() == 3 * 1024 * 1024 + 7 && body.iter().all(|&b| b == b'x'));
-    let after = metrics(s.port);
-    let tasks = "porter_pool_tasks_total{pool=\"disk\"}";
+    let after = Metrics::fetch(s.port);
+    let tasks = |m: &Metrics| m.must("porter_pool_tasks_total", &[("pool", "disk")]);
     // open + read per small file, open + at least one sendfile for the big one.
-    assert!(m(&after, tasks) - m(&before, tasks) >= 12.0);
+    assert!(tasks(&after) - tasks(&before) >= 12.0);
 }
 
 #[test]
@@ -146,14 +120,14 @@ fn variable_pool_names_resolve_per_request() {
         "",
         &root,
     ));
-    let before = metrics(s.port);
+    let before = Metrics::fetch(s.port);
     assert_eq!(get(s.port, "/hot.txt?p=a").status, 200);
     assert_eq!(get(s.port, "/hot.txt?p=b").status, 200);
     assert_eq!(get(s.port, "/hot.txt?p=b").status, 200);
-    let after = metrics(s.port);
+    let after = Metrics::fetch(s.port);
     let d = |p: &str| {
-        let k = format!("porter_pool_tasks_total{{pool=\"{p}\"}}");
-        m(&after, &k) - m(&before, &k)
+        let k = [("pool", p)];
+        after.must("porter_pool_tasks_total", &k) - before.must("porter_pool_tasks_total", &k)
     };
     assert_eq!((d("pool_a"), d("pool_b")), (2.0, 4.0));
     assert_eq!(get(s.port, "/hot.txt?p=zzz").status, 500);
@@ -213,7 +187,7 @@ fn reload_keeps_unchanged_pools() {
     for _ in 0..3 {
         assert_eq!(get(s.port, "/hot.txt").status, 200);
     }
-    let before = metrics(s.port);
+    let before = Metrics::fetch(s.port);
     let pid = s.child.id();
     assert_eq!(wait_threads(pid, "disk-", 2), 2);
     // Reload with the same pool and a new location.
@@ -235,9 +209,9 @@ fn reload_keeps_unchanged_pools() {
     // Same threads, counters carried on.
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(threads_named(pid, "disk-"), 2);
-    let after = metrics(s.port);
-    let tasks = "porter_pool_tasks_total{pool=\"disk\"}";
-    assert!(m(&after, tasks) >= m(&before, tasks));
+    let after = Metrics::fetch(s.port);
+    let tasks = |m: &Metrics| m.must("porter_pool_tasks_total", &[("pool", "disk")]);
+    assert!(tasks(&after) >= tasks(&before));
 }
 
 fn libc_sighup() -> i32 {

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::metrics::Metrics;
 use common::origin::*;
 use common::*;
 
@@ -930,17 +931,9 @@ fn enospc_while_filling_still_answers_in_full() {
 }
 
 /// Sum of the `/metrics` samples named `name` whose labels include
-/// `labels`.
-fn metric(text: &str, name: &str, labels: &[&str]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter(|(series, _)| {
-            let n = series.split('{').next().unwrap_or("");
-            n == name && labels.iter().all(|want| series.contains(want))
-        })
-        .filter_map(|(_, v)| v.parse::<f64>().ok())
-        .sum()
+/// `labels` (0 when there are none).
+fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    Metrics(text.to_string()).get(name, labels).unwrap_or(0.0)
 }
 
 /// Nothing blocks: under a load of concurrent fills and hits over the
@@ -1003,9 +996,10 @@ fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
     }
     let after = get(port, "/metrics").text();
     for (d, &n) in per_disk.iter().enumerate() {
-        let pool = format!("pool=\"pool_{}\"", d + 1);
-        let tasks = metric(&after, "porter_pool_tasks_total", &[&pool])
-            - metric(&before, "porter_pool_tasks_total", &[&pool]);
+        let pool = format!("pool_{}", d + 1);
+        let pool = [("pool", pool.as_str())];
+        let tasks = metric(&after, "porter_pool_tasks_total", &pool)
+            - metric(&before, "porter_pool_tasks_total", &pool);
         // A fill is at least create, header write, body writes, final
         // header write and rename: each on the zone's own pool.
         assert!(
@@ -1019,12 +1013,15 @@ fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
     let count = metric(&after, "porter_loop_busy_seconds_count", &[])
         - metric(&before, "porter_loop_busy_seconds_count", &[]);
     let long = count
-        - (metric(&after, "porter_loop_busy_seconds_bucket", &["le=\"0.025\""])
-            - metric(
-                &before,
-                "porter_loop_busy_seconds_bucket",
-                &["le=\"0.025\""],
-            ));
+        - (metric(
+            &after,
+            "porter_loop_busy_seconds_bucket",
+            &[("le", "0.025")],
+        ) - metric(
+            &before,
+            "porter_loop_busy_seconds_bucket",
+            &[("le", "0.025")],
+        ));
     assert!(count > 100.0, "{count} loop iterations");
     assert!(
         long <= count * 0.01,

@@ -25,6 +25,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::metrics::Metrics;
 use common::*;
 use support::{SlowFs, SlowFsOptions};
 
@@ -106,77 +107,6 @@ fn median(v: &[Duration]) -> Duration {
     let mut v = v.to_vec();
     v.sort();
     v[v.len() / 2]
-}
-
-/// The server's `/metrics`, parsed on demand.
-struct Metrics(String);
-
-impl Metrics {
-    fn fetch(port: u16) -> Metrics {
-        let r = get(port, "/metrics");
-        assert_eq!(r.status, 200, "GET /metrics: {}", r.text());
-        Metrics(r.text())
-    }
-
-    /// Sum of the samples named `name` whose labels include `labels`.
-    fn get(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let mut found = None;
-        for line in self.0.lines() {
-            if line.starts_with('#') || line.trim().is_empty() {
-                continue;
-            }
-            let Some((series, value)) = line.rsplit_once(' ') else {
-                continue;
-            };
-            let (n, ls) = match series.split_once('{') {
-                Some((n, rest)) => (n, parse_labels(rest.trim_end_matches('}'))),
-                None => (series, Vec::new()),
-            };
-            if n != name
-                || !labels
-                    .iter()
-                    .all(|(k, v)| ls.iter().any(|(a, b)| a == k && b == v))
-            {
-                continue;
-            }
-            if let Ok(x) = value.parse::<f64>() {
-                *found.get_or_insert(0.0) += x;
-            }
-        }
-        found
-    }
-
-    fn must(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
-        self.get(name, labels)
-            .unwrap_or_else(|| panic!("metric {name}{labels:?} missing from /metrics:\n{}", self.0))
-    }
-}
-
-fn parse_labels(s: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some((k, after)) = rest.split_once("=\"") {
-        let mut v = String::new();
-        let mut chars = after.char_indices();
-        let mut end = after.len();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => {
-                    if let Some((_, e)) = chars.next() {
-                        v.push(e);
-                    }
-                }
-                '"' => {
-                    end = i + 1;
-                    break;
-                }
-                c => v.push(c),
-            }
-        }
-        out.push((k.trim_start_matches(',').trim().to_string(), v));
-        rest = &after[end..];
-    }
-    out
 }
 
 /// Waits until pool `pool` runs and holds no task.

@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod metrics;
 pub mod origin;
 
 use std::io::{Read, Write};
