@@ -225,14 +225,19 @@ impl Index {
                 .find(|(_, n)| n.fill.is_none())
                 .map(|(k, _)| *k);
             let Some(k) = victim else { break };
-            if let Some(n) = st.nodes.pop(&k) {
-                st.total -= n.size;
-                out.push(Evicted {
-                    hash: k,
-                    size: n.size,
-                    exists: n.exists,
-                });
-            }
+            Self::evict(st, k, out);
+        }
+    }
+
+    /// Drops node `k` (if present) and reports it in `out`.
+    fn evict(st: &mut State, k: KeyHash, out: &mut Vec<Evicted>) {
+        if let Some(n) = st.nodes.pop(&k) {
+            st.total -= n.size;
+            out.push(Evicted {
+                hash: k,
+                size: n.size,
+                exists: n.exists,
+            });
         }
     }
 
@@ -407,14 +412,7 @@ impl Index {
         }
         let mut out = Vec::new();
         for k in victims {
-            if let Some(n) = st.nodes.pop(&k) {
-                st.total -= n.size;
-                out.push(Evicted {
-                    hash: k,
-                    size: n.size,
-                    exists: n.exists,
-                });
-            }
+            Self::evict(&mut st, k, &mut out);
         }
         if let Some(max) = max_size {
             while st.total > max && out.len() < limit {

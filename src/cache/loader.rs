@@ -130,14 +130,7 @@ async fn load(zone: &Weak<CacheZone>, io: &Io) -> Option<LoadStats> {
             Ok(n) => n,
             Err(e) => {
                 let z = zone.upgrade()?;
-                z.error_log().log(
-                    Level::Crit,
-                    format_args!(
-                        "opendir() \"{}\" failed {}",
-                        dir.display(),
-                        crate::util::errno_text(&e)
-                    ),
-                );
+                z.log_failure(&e, "opendir", &dir);
                 continue;
             }
         };
@@ -176,14 +169,7 @@ async fn remove(z: &CacheZone, io: &Io, path: &Path) -> bool {
         Ok(()) => true,
         Err(e) if e.kind() == io::ErrorKind::NotFound => false,
         Err(e) => {
-            z.error_log().log(
-                Level::Crit,
-                format_args!(
-                    "unlink() \"{}\" failed {}",
-                    path.display(),
-                    crate::util::errno_text(&e)
-                ),
-            );
+            z.log_failure(&e, "unlink", path);
             false
         }
     }
@@ -254,14 +240,7 @@ async fn file(
             }
         }
         Err(HeaderError::Io(e)) => {
-            z.error_log().log(
-                Level::Crit,
-                format_args!(
-                    "pread() \"{}\" failed {}",
-                    path.display(),
-                    crate::util::errno_text(&e)
-                ),
-            );
+            z.log_failure(&e, "pread", path);
         }
     }
 }

@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use super::{CacheZone, Chores, Evicted, KeyHash};
 use crate::disk::Io;
-use crate::log::Level;
 use crate::util::thread_user::ThreadUser;
 
 /// Longest idle sleep between passes.
@@ -68,14 +67,7 @@ async fn unlink(zone: Option<&CacheZone>, io: &Io, path: &Path) {
     if let Err(e) = io.unlink(path).await {
         if e.kind() != io::ErrorKind::NotFound {
             if let Some(z) = zone {
-                z.error_log().log(
-                    Level::Crit,
-                    format_args!(
-                        "unlink() \"{}\" failed {}",
-                        path.display(),
-                        crate::util::errno_text(&e)
-                    ),
-                );
+                z.log_failure(&e, "unlink", path);
             }
         }
     }

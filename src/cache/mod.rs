@@ -364,6 +364,13 @@ impl CacheZone {
         self.log.lock().unwrap().clone()
     }
 
+    /// Logs a failed disk call `op` on `path` of the zone's loader or
+    /// manager: one `crit` line in NGINX's words.
+    pub(crate) fn log_failure(&self, e: &io::Error, op: &str, path: &Path) {
+        let f = crate::disk::Failure::of(e, op, &path.to_string_lossy());
+        self.error_log().log(Level::Crit, format_args!("{}", f.line));
+    }
+
     /// The path of the entry for `hash`.
     pub fn entry_path(&self, hash: &KeyHash) -> PathBuf {
         self.levels.path_of(&self.path, hash)
