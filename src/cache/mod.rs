@@ -368,7 +368,8 @@ impl CacheZone {
     /// manager: one `crit` line in NGINX's words.
     pub(crate) fn log_failure(&self, e: &io::Error, op: &str, path: &Path) {
         let f = crate::disk::Failure::of(e, op, &path.to_string_lossy());
-        self.error_log().log(Level::Crit, format_args!("{}", f.line));
+        self.error_log()
+            .log(Level::Crit, format_args!("{}", f.line));
     }
 
     /// The path of the entry for `hash`.

@@ -272,7 +272,7 @@ fn cachestat_raw(fd: BorrowedFd<'_>, off: u64, len: u64) -> io::Result<u64> {
     Ok(st.nr_cache)
 }
 
-fn page_size() -> u64 {
+pub(super) fn page_size() -> u64 {
     static PAGE: OnceLock<u64> = OnceLock::new();
     *PAGE.get_or_init(|| rustix::param::page_size() as u64)
 }
@@ -383,6 +383,29 @@ pub fn all_readable(f: &File, offset: u64, len: u64) -> bool {
     }
 }
 
+/// The length of the run of pages missing from the page cache at
+/// `offset` (within `offset..offset+len`), found with one-byte
+/// `RWF_NOWAIT` reads page by page: `Some(bytes)` up to the first readable
+/// page or the end of the range, `None` when the run is longer than `max`
+/// bytes (or the file system refuses the flag: every page looks missing).
+/// This is how a miss is measured for files `cachestat` refuses.
+pub fn hole_len(f: &File, offset: u64, len: u64, max: u64) -> Option<u64> {
+    let page = page_size();
+    let end = offset + len;
+    let mut b = [0u8; 1];
+    let mut at = offset;
+    while at < end {
+        if matches!(read_nowait(f, &mut b, at), Ok(1)) {
+            break;
+        }
+        at = (at / page + 1) * page;
+        if at - offset > max {
+            return None;
+        }
+    }
+    Some(at.min(end) - offset)
+}
+
 /// What `cachestat` says about a range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Residency {
@@ -398,17 +421,27 @@ pub enum Residency {
 /// (`len` already clipped to the file size). Errors other than `EPERM`
 /// count as "no".
 pub fn range_cached(f: &File, offset: u64, len: u64) -> Residency {
+    match cached_pages(f, offset, len) {
+        Some((resident, pages)) => Residency::Known(resident >= pages),
+        None => Residency::Denied,
+    }
+}
+
+/// `cachestat` of the pages holding `offset..offset+len`: (resident
+/// pages, pages); `None` when the caller may not ask (`EPERM`). Another
+/// failure counts as nothing resident.
+pub fn cached_pages(f: &File, offset: u64, len: u64) -> Option<(u64, u64)> {
     if len == 0 {
-        return Residency::Known(true);
+        return Some((0, 0));
     }
     let page = page_size();
     let first = offset / page;
     let last = (offset + len - 1) / page;
     let pages = last - first + 1;
     match cachestat_raw(f.as_fd(), first * page, pages * page) {
-        Ok(n) => Residency::Known(n >= pages),
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => Residency::Denied,
-        Err(_) => Residency::Known(false),
+        Ok(n) => Some((n.min(pages), pages)),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => None,
+        Err(_) => Some((0, pages)),
     }
 }
 

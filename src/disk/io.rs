@@ -3,7 +3,8 @@
 //! threads`), with or without the fast path first — and the calls that
 //! need nothing but that route: the proxy cache store's `create`,
 //! `write_at`, `sync`, `mkdir_all`, `rename`, `unlink`, `read_dir`,
-//! `free_space`. A route is a cheap clone (an `Arc` of the pool), resolved
+//! `free_space` (metadata calls in the pool's short lane, data writes in
+//! the bulk lane). A route is a cheap clone (an `Arc` of the pool), resolved
 //! once by the caller ([`super::Disk::route`]) and carried as one value.
 
 use std::fs::File;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use rustix::fs::OFlags;
 
-use super::pool::{PoolError, ThreadPool};
+use super::pool::{Lane, PoolError, ThreadPool};
 use super::types::{DiskError, FileKind};
 
 /// How the calls of one request are carried out: a resolved pool (none
@@ -39,15 +40,15 @@ impl Io {
         }
     }
 
-    /// Runs `f` inline without a pool, else on the pool.
-    pub(super) async fn run<T, F>(&self, f: F) -> io::Result<T>
+    /// Runs `f` inline without a pool, else on the pool in `lane`.
+    pub(super) async fn run<T, F>(&self, lane: Lane, f: F) -> io::Result<T>
     where
         T: Send + 'static,
         F: FnOnce() -> io::Result<T> + Send + 'static,
     {
         match &self.pool {
             None => f(),
-            Some(p) => offload(p, f).await,
+            Some(p) => offload(p, lane, f).await,
         }
     }
 
@@ -55,7 +56,7 @@ impl Io {
     /// cache temp file is.
     pub async fn create(&self, path: &Path) -> io::Result<Arc<File>> {
         let path = path.to_path_buf();
-        self.run(move || {
+        self.run(Lane::Short, move || {
             let fd = rustix::fs::open(
                 &path,
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
@@ -70,13 +71,14 @@ impl Io {
     /// the caller holds the matching route).
     pub async fn write_at(&self, file: &Arc<File>, data: Arc<[u8]>, offset: u64) -> io::Result<()> {
         let file = file.clone();
-        self.run(move || file.write_all_at(&data, offset)).await
+        self.run(Lane::Bulk, move || file.write_all_at(&data, offset))
+            .await
     }
 
     /// `fsync`.
     pub async fn sync(&self, file: &Arc<File>) -> io::Result<()> {
         let file = file.clone();
-        self.run(move || file.sync_all()).await
+        self.run(Lane::Bulk, move || file.sync_all()).await
     }
 
     /// `mkdir -p` with mode 0700.
@@ -85,7 +87,7 @@ impl Io {
     /// appears meanwhile is not an error.
     pub async fn mkdir_all(&self, path: &Path) -> io::Result<()> {
         let path = path.to_path_buf();
-        self.run(move || {
+        self.run(Lane::Short, move || {
             use std::os::unix::fs::DirBuilderExt;
             std::fs::DirBuilder::new()
                 .recursive(true)
@@ -98,13 +100,15 @@ impl Io {
     /// `rename(from, to)` (atomic within one file system).
     pub async fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (from, to): (PathBuf, PathBuf) = (from.into(), to.into());
-        self.run(move || std::fs::rename(&from, &to)).await
+        self.run(Lane::Short, move || std::fs::rename(&from, &to))
+            .await
     }
 
     /// `unlink(path)`.
     pub async fn unlink(&self, path: &Path) -> io::Result<()> {
         let path = path.to_path_buf();
-        self.run(move || std::fs::remove_file(&path)).await
+        self.run(Lane::Short, move || std::fs::remove_file(&path))
+            .await
     }
 
     /// The entries of directory `path`: (name, kind) without `.` and `..`;
@@ -112,7 +116,7 @@ impl Io {
     /// does not fill it in.
     pub async fn read_dir(&self, path: &Path) -> io::Result<Vec<(String, FileKind)>> {
         let path = path.to_path_buf();
-        self.run(move || {
+        self.run(Lane::Short, move || {
             let mut out = Vec::new();
             for e in std::fs::read_dir(&path)? {
                 let e = e?;
@@ -138,7 +142,7 @@ impl Io {
     /// `path` (`statvfs`), for `min_free`.
     pub async fn free_space(&self, path: &Path) -> io::Result<u64> {
         let path = path.to_path_buf();
-        self.run(move || {
+        self.run(Lane::Short, move || {
             let st = rustix::fs::statvfs(&path)?;
             Ok(st.f_bavail.saturating_mul(st.f_frsize))
         })
@@ -146,13 +150,13 @@ impl Io {
     }
 }
 
-/// Runs `f` on `pool` and awaits its result.
-pub(super) async fn offload<T, F>(pool: &ThreadPool, f: F) -> io::Result<T>
+/// Runs `f` on `pool` in `lane` and awaits its result.
+pub(super) async fn offload<T, F>(pool: &ThreadPool, lane: Lane, f: F) -> io::Result<T>
 where
     T: Send + 'static,
     F: FnOnce() -> io::Result<T> + Send + 'static,
 {
-    match pool.submit(f) {
+    match pool.submit_in(lane, f) {
         Ok(rx) => match rx.await {
             Ok(r) => r,
             Err(_) => Err(io::Error::other(DiskError::Lost)),

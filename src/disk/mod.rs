@@ -27,10 +27,10 @@
 //! | `types.rs` | [`FileMeta`], [`FileKind`], [`DiskError`], [`Failure`] |
 //! | `io.rs` | [`Io`], the route, and the calls that need only it (create, write, rename, …) |
 //! | `open.rs` | [`PathRules`], [`OpenFile`], open/stat/read, [`Disk::open`] with `open_file_cache` |
-//! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread |
+//! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
-//! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`], [`pool::PoolSet`] |
+//! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
 
 pub mod fastpath;
 mod io;
@@ -108,6 +108,7 @@ mod tests {
     use super::pool::PoolSpec;
     use super::*;
     use crate::log::ErrorLog;
+    use std::io;
     use std::path::PathBuf;
     use std::time::Duration;
     use tokio::net::TcpStream;
@@ -265,6 +266,74 @@ mod tests {
             let mut off = 0;
             disk.sendfile(&sock, &c, &mut off, 64 * 1024).await.unwrap();
             assert!(fastpath::recently_offloaded(c.meta.id));
+        });
+    }
+
+    /// Short-lane tasks pool `p` has completed.
+    fn short_done(disk: &Disk) -> u64 {
+        disk.pools()
+            .get("p")
+            .unwrap()
+            .stats()
+            .short_done
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_small_hole_in_a_file_cachestat_refuses_is_read_alone_on_the_short_lane() {
+        fastpath::probe();
+        let fp = fastpath::features();
+        if !fp.cachestat || !fp.read_nowait {
+            return;
+        }
+        let d = dir();
+        let p = d.join("holed");
+        let len = 512 * 1024;
+        let body: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+        std::fs::write(&p, &body).unwrap();
+        let disk = Disk::new(pools(4, 16));
+        rt().block_on(async {
+            let sock = drained_socket().await;
+            let io = threads(&disk, true);
+            let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
+            f.file.sync_all().unwrap();
+            // Cache all but 16 KiB in the middle: drop the file, then read it
+            // back page by page through a descriptor without readahead.
+            rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            let r = std::fs::File::open(&p).unwrap();
+            rustix::fs::fadvise(&r, 0, None, rustix::fs::Advice::Random).unwrap();
+            let hole = 256 * 1024..272 * 1024;
+            let mut b = [0u8; 1];
+            for at in (0..len).step_by(4096).filter(|at| !hole.contains(at)) {
+                std::os::unix::fs::FileExt::read_at(&r, &mut b, at as u64).unwrap();
+            }
+            let (resident, pages) = fastpath::cached_pages(&f.file, 0, len as u64).unwrap();
+            let missing = (pages - resident) * 4096;
+            assert!(
+                missing > 0 && missing <= 64 * 1024,
+                "{missing} bytes missing"
+            );
+            // As for root's files served by `nobody`: no cachestat.
+            f.cachestat_denied.set(true);
+            let (before, short_before) = (tasks_done(&disk), short_done(&disk));
+            let mut off = 0;
+            while off < len as u64 {
+                match disk.sendfile(&sock, &f, &mut off, 128 * 1024).await {
+                    Ok(n) => assert!(n > 0),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        sock.writable().await.unwrap()
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            let tasks = tasks_done(&disk) - before;
+            let short = short_done(&disk) - short_before;
+            assert!(tasks >= 1, "the hole was not read by the pool");
+            assert_eq!(tasks, short, "a bulk task was used for a small hole");
+            assert_eq!(
+                fastpath::cached_pages(&f.file, 0, len as u64).unwrap(),
+                (pages, pages)
+            );
         });
     }
 

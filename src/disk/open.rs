@@ -17,6 +17,7 @@ use rustix::fs::{OFlags, ResolveFlags};
 use super::fastpath::{self, Op};
 use super::io::{offload, Io};
 use super::open_file_cache::{self, OpenFileCacheSettings};
+use super::pool::Lane;
 use super::types::{file_error, FileMeta};
 use super::Disk;
 
@@ -84,7 +85,13 @@ impl OpenFile {
         let want = buf.len() - done;
         let at = offset + done as u64;
         let id = self.meta.id;
-        let rest = offload(pool, move || {
+        // A small read is one disk request: the short lane.
+        let lane = if want <= SHORT_READ {
+            Lane::Short
+        } else {
+            Lane::Bulk
+        };
+        let rest = offload(pool, lane, move || {
             let mut v = vec![0u8; want];
             let n = pread_full(&file, &mut v, at);
             if fast {
@@ -102,6 +109,9 @@ impl OpenFile {
         Ok(done + rest.len())
     }
 }
+
+/// Reads of at most this much go in the pool's short lane.
+const SHORT_READ: usize = 64 * 1024;
 
 const READ_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::CLOEXEC)
@@ -195,7 +205,9 @@ impl Io {
         }
         let path = path.to_path_buf();
         let rules = rules.clone();
-        self.run(move || call(&path, &rules, false)).await
+        // A path walk costs a few small reads at most: the short lane.
+        self.run(Lane::Short, move || call(&path, &rules, false))
+            .await
     }
 
     /// Opens `path` read-only and `fstat`s it, without `open_file_cache`.

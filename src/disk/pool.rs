@@ -5,7 +5,16 @@
 //! oneshot channel, whose waker unparks that loop: no polling.
 //!
 //! A pool is shared by all workers, so `threads` bounds the concurrency of
-//! the disk it serves (one pool per disk). A task owns everything it
+//! the disk it serves (one pool per disk).
+//!
+//! **Two lanes.** A task is posted in the short lane (metadata calls, and
+//! reads whose range is mostly in the page cache: about one small disk
+//! read each) or the bulk lane (whole-chunk reads from the disk). A free
+//! thread takes the oldest short task first; bulk tasks may occupy at most
+//! `threads - threads / 4` threads, so a quarter of the threads (none for
+//! pools of under four) is always free for short tasks, and a request that
+//! misses one page never waits behind a queue of cold reads. `max_queue`
+//! counts both lanes, as NGINX's single queue does. A task owns everything it
 //! touches (duplicated descriptors, `Arc`ed files), so it stays safe when
 //! the connection that posted it is gone: its result is then dropped.
 
@@ -60,10 +69,31 @@ pub struct PoolStats {
     pub busy: AtomicUsize,
     /// Tasks waiting now.
     pub waiting: AtomicUsize,
+    /// Short-lane tasks completed.
+    pub short_done: AtomicU64,
+}
+
+impl Queue {
+    fn waiting(&self) -> usize {
+        self.short.len() + self.bulk.len()
+    }
+}
+
+/// Which queue a task waits in (see the module's header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Metadata calls and mostly-resident reads: taken first, and by the
+    /// threads held back from bulk work.
+    Short,
+    /// Reads that go to the disk for most of their range.
+    Bulk,
 }
 
 struct Queue {
-    tasks: VecDeque<Task>,
+    short: VecDeque<Task>,
+    bulk: VecDeque<Task>,
+    /// Bulk tasks running now (at most `bulk_limit`).
+    running_bulk: usize,
     idle: usize,
     /// Tasks taken by a thread and not yet delivered.
     running: usize,
@@ -118,7 +148,9 @@ impl ThreadPool {
     ) -> std::io::Result<ThreadPool> {
         let inner = Arc::new(Inner {
             queue: Mutex::new(Queue {
-                tasks: VecDeque::new(),
+                short: VecDeque::new(),
+                bulk: VecDeque::new(),
+                running_bulk: 0,
                 idle: 0,
                 running: 0,
                 stopping: false,
@@ -206,13 +238,22 @@ impl ThreadPool {
         *self.inner.log.lock().unwrap() = log;
     }
 
-    /// Posts `f` and returns a receiver for its result. Fails at once when
+    /// Posts `f` in the bulk lane: see [`ThreadPool::submit_in`].
+    pub fn submit<T, F>(&self, f: F) -> Result<oneshot::Receiver<T>, PoolError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.submit_in(Lane::Bulk, f)
+    }
+
+    /// Posts `f` in `lane` and returns a receiver for its result. Fails at once when
     /// the pool is full: `threads + max_queue` tasks already queued or
     /// running (so `max_queue=0` allows `threads` tasks in flight and none
     /// waiting). A thread counts as free again before its result wakes the
     /// submitter, so a request's next task is never refused for its own
     /// previous one.
-    pub fn submit<T, F>(&self, f: F) -> Result<oneshot::Receiver<T>, PoolError>
+    pub fn submit_in<T, F>(&self, lane: Lane, f: F) -> Result<oneshot::Receiver<T>, PoolError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -229,8 +270,8 @@ impl ThreadPool {
             return Err(PoolError::Stopped);
         }
         let spec = &self.inner.spec;
-        if q.tasks.len() + q.running >= spec.threads + spec.max_queue {
-            let waiting = q.tasks.len();
+        if q.waiting() + q.running >= spec.threads + spec.max_queue {
+            let waiting = q.waiting();
             drop(q);
             self.inner.stats.overflows.fetch_add(1, Ordering::Relaxed);
             return Err(PoolError::Overflow {
@@ -238,11 +279,14 @@ impl ThreadPool {
                 waiting,
             });
         }
-        q.tasks.push_back(task);
+        match lane {
+            Lane::Short => q.short.push_back(task),
+            Lane::Bulk => q.bulk.push_back(task),
+        }
         self.inner
             .stats
             .waiting
-            .store(q.tasks.len(), Ordering::Relaxed);
+            .store(q.waiting(), Ordering::Relaxed);
         drop(q);
         self.inner.ready.notify_one();
         Ok(rx)
@@ -256,33 +300,64 @@ impl Drop for ThreadPool {
     }
 }
 
-fn run_thread(inner: &Inner, index: usize) {
+/// Bulk tasks a pool of `threads` may run at once: all but a quarter.
+fn bulk_limit(threads: usize) -> usize {
+    threads - threads / 4
+}
+
+/// The next task for a free thread: the oldest short one, else the oldest
+/// bulk one while fewer than the bulk limit run; `None` when stopping.
+fn next_task(inner: &Inner) -> Option<(Task, Lane)> {
+    let limit = bulk_limit(inner.spec.threads);
+    let mut q = inner.queue.lock().unwrap();
     loop {
-        let task = {
-            let mut q = inner.queue.lock().unwrap();
-            loop {
-                if let Some(t) = q.tasks.pop_front() {
-                    q.running += 1;
-                    inner.stats.waiting.store(q.tasks.len(), Ordering::Relaxed);
-                    break t;
-                }
-                if q.stopping {
-                    return;
-                }
-                q.idle += 1;
-                q = inner.ready.wait(q).unwrap();
-                q.idle -= 1;
-            }
+        let picked = match q.short.pop_front() {
+            Some(t) => Some((t, Lane::Short)),
+            None if q.running_bulk < limit => q.bulk.pop_front().map(|t| (t, Lane::Bulk)),
+            None => None,
         };
+        if let Some((t, lane)) = picked {
+            q.running += 1;
+            if lane == Lane::Bulk {
+                q.running_bulk += 1;
+            }
+            inner.stats.waiting.store(q.waiting(), Ordering::Relaxed);
+            return Some((t, lane));
+        }
+        if q.stopping {
+            return None;
+        }
+        q.idle += 1;
+        q = inner.ready.wait(q).unwrap();
+        q.idle -= 1;
+    }
+}
+
+fn run_thread(inner: &Inner, index: usize) {
+    while let Some((task, lane)) = next_task(inner) {
         inner.stats.busy.fetch_add(1, Ordering::Relaxed);
         inner.running.lock().unwrap()[index] = Some((Instant::now(), false));
         // A panicking task drops its sender (the submitter sees the task
         // as lost) and leaves the thread serving.
         let deliver = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).ok();
-        inner.queue.lock().unwrap().running -= 1;
+        {
+            let mut q = inner.queue.lock().unwrap();
+            q.running -= 1;
+            if lane == Lane::Bulk {
+                q.running_bulk -= 1;
+                // A bulk task may have waited for this slot, not for a
+                // thread: wake one to take it.
+                if !q.bulk.is_empty() {
+                    inner.ready.notify_one();
+                }
+            }
+        }
         inner.running.lock().unwrap()[index] = None;
         inner.stats.busy.fetch_sub(1, Ordering::Relaxed);
         inner.stats.done.fetch_add(1, Ordering::Relaxed);
+        if lane == Lane::Short {
+            inner.stats.short_done.fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(deliver) = deliver {
             deliver();
         }
@@ -450,6 +525,58 @@ mod tests {
         for r in ok {
             r.unwrap().blocking_recv().unwrap();
         }
+    }
+
+    #[test]
+    fn a_short_task_passes_a_full_bulk_lane() {
+        // 4 threads: at most 3 run bulk tasks, one is kept for short ones.
+        let p = pool(4, 100);
+        std::thread::sleep(Duration::from_millis(50));
+        let (bulk, release) = blockers(&p, 6);
+        settle(&p, 3);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(p.stats().busy.load(Ordering::Relaxed), 3, "bulk limit");
+        assert_eq!(p.stats().waiting.load(Ordering::Relaxed), 3);
+        let t = Instant::now();
+        let rx = p.submit_in(Lane::Short, || 7).unwrap();
+        assert_eq!(rx.blocking_recv().unwrap(), 7);
+        assert!(t.elapsed() < Duration::from_secs(1), "waited behind bulk");
+        for _ in 0..6 {
+            release.send(()).unwrap();
+        }
+        for r in bulk {
+            r.unwrap().blocking_recv().unwrap();
+        }
+        assert_eq!(p.stats().short_done.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn short_tasks_go_first_and_small_pools_keep_every_thread() {
+        assert_eq!((bulk_limit(1), bulk_limit(3), bulk_limit(4)), (1, 3, 3));
+        assert_eq!(bulk_limit(64), 48);
+        // One thread, busy: a short task posted after two bulk ones runs
+        // before them.
+        let p = pool(1, 10);
+        std::thread::sleep(Duration::from_millis(50));
+        let (first, release) = blockers(&p, 1);
+        settle(&p, 1);
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let post = |lane, tag: &'static str| {
+            let order = order.clone();
+            p.submit_in(lane, move || order.lock().unwrap().push(tag))
+                .unwrap()
+        };
+        let a = post(Lane::Bulk, "bulk-a");
+        let b = post(Lane::Bulk, "bulk-b");
+        let c = post(Lane::Short, "short");
+        release.send(()).unwrap();
+        for r in first {
+            r.unwrap().blocking_recv().unwrap();
+        }
+        for r in [a, b, c] {
+            r.blocking_recv().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), ["short", "bulk-a", "bulk-b"]);
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! Sending a file range to a socket: [`Disk::sendfile`]. Inline when the
-//! route has no pool or the fast path finds the range in the page cache
-//! (zero-copy `sendfile`, or the copy fast path where `cachestat` is
-//! refused); otherwise a pool thread calls `sendfile` on a duplicate of the
-//! non-blocking socket, at most `count` bytes per task.
+//! route has no pool or the fast path finds the range in the page cache:
+//! zero-copy `sendfile` where `cachestat` answers, the copy fast path
+//! (`preadv2(RWF_NOWAIT)` + `send`) where it is refused. Otherwise a pool
+//! thread calls `sendfile` on a duplicate of the non-blocking socket, at
+//! most `count` bytes per task — in the pool's short lane when only a few
+//! pages are missing (about one small disk read), in the bulk lane
+//! otherwise. A small hole in a file `cachestat` refuses is read alone on
+//! the short lane and the copy goes on from the page cache.
 
 use std::fs::File;
 use std::io;
@@ -13,8 +17,8 @@ use tokio::net::TcpStream;
 
 use super::fastpath::{self, Op, Residency};
 use super::io::offload;
-use super::open::OpenFile;
-use super::pool::ThreadPool;
+use super::open::{pread_full, OpenFile};
+use super::pool::{Lane, ThreadPool};
 use super::types::{file_error, socket_side};
 use super::Disk;
 
@@ -23,15 +27,35 @@ use super::Disk;
 /// system calls, small enough to stay in the CPU's cache.
 const COPY_MAX: usize = 256 * 1024;
 
+/// A miss of at most this much (missing pages) is one small disk read:
+/// the pool's short lane.
+const SHORT_MISS: u64 = 64 * 1024;
+
 /// How the fast path decided one send.
 enum Decision {
     /// Every page of the range is readable now: `sendfile` inline.
     Inline,
     /// `cachestat` refused the file: try the copy fast path.
     Copy,
-    /// To the pool; `kept_off` when the range was resident but a recent
-    /// pool read may still hold pages of it (no new note then).
-    Pool { kept_off: bool },
+    /// To the pool, in `lane`; `kept_off` when the range was resident but
+    /// a recent pool read may still hold pages of it (no new note then).
+    Pool { kept_off: bool, lane: Lane },
+}
+
+/// A send the loop hands to the pool: its lane, and whether pages were
+/// missing (not only still being read in by readahead).
+struct Miss {
+    lane: Lane,
+    missed: bool,
+}
+
+/// The lane of a send missing `missing` of its pages.
+fn lane_for(missing: u64) -> Lane {
+    if missing * fastpath::page_size() <= SHORT_MISS {
+        Lane::Short
+    } else {
+        Lane::Bulk
+    }
 }
 
 /// `sendfile` errors of the socket pass as they are; the rest are the
@@ -68,9 +92,9 @@ impl Disk {
             return inline_sendfile(offset);
         };
         let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
-        let mut kept_off = false;
+        let (mut kept_off, mut lane) = (false, Lane::Bulk);
         if f.io.fast {
-            match decide(f, *offset, len) {
+            match self.decide(f, *offset, len) {
                 Decision::Inline => {
                     fastpath::count(Op::Sendfile, true);
                     return inline_sendfile(offset);
@@ -81,10 +105,21 @@ impl Disk {
                         return r;
                     }
                     fastpath::count(Op::Sendfile, false);
+                    // Nothing cached at `offset`: a small hole is read
+                    // alone, in the short lane, and the copy goes on.
+                    if let Some(hole) = fastpath::hole_len(&f.file, *offset, len, SHORT_MISS) {
+                        fill_hole(pool, f, *offset, hole).await?;
+                        if let Some(r) = self.copy_nowait(stream, f, offset, len as usize) {
+                            return r;
+                        }
+                    }
                 }
-                Decision::Pool { kept_off: k } => {
+                Decision::Pool {
+                    kept_off: k,
+                    lane: l,
+                } => {
                     fastpath::count(Op::Sendfile, false);
-                    kept_off = k;
+                    (kept_off, lane) = (k, l);
                 }
             }
         }
@@ -92,7 +127,58 @@ impl Disk {
             // a real miss: the sendfile to come will start readahead
             fastpath::note_offloaded(f.meta.id);
         }
-        sendfile_on_pool(pool, stream, f, offset, count, len).await
+        let miss = Miss {
+            lane,
+            missed: !kept_off,
+        };
+        sendfile_on_pool(pool, miss, stream, f, offset, count, len).await
+    }
+
+    /// The fast path's decision for `len` bytes of `f` at `offset`.
+    fn decide(&self, f: &OpenFile, offset: u64, len: u64) -> Decision {
+        let features = fastpath::features();
+        let mut counts = None;
+        if features.cachestat && !f.cachestat_denied.get() {
+            counts = fastpath::cached_pages(&f.file, offset, len);
+            f.cachestat_denied.set(counts.is_none());
+        }
+        let Some((resident, pages)) = counts else {
+            return if features.read_nowait {
+                Decision::Copy
+            } else {
+                Decision::Pool {
+                    kept_off: false,
+                    lane: Lane::Bulk,
+                }
+            };
+        };
+        if resident < pages {
+            return Decision::Pool {
+                kept_off: false,
+                lane: lane_for(pages - resident),
+            };
+        }
+        // Resident is not enough: a page readahead has inserted but not yet
+        // filled counts too. After a pool read of this file its readahead
+        // may hold locked pages anywhere in the range (see
+        // `note_offloaded`), so every page is checked; else the ends (see
+        // `ends_readable`).
+        let recent = fastpath::recently_offloaded(f.meta.id);
+        let readable = if !features.read_nowait {
+            !recent
+        } else if recent {
+            fastpath::all_readable(&f.file, offset, len)
+        } else {
+            fastpath::ends_readable(&f.file, offset, len)
+        };
+        if readable {
+            Decision::Inline
+        } else {
+            Decision::Pool {
+                kept_off: recent,
+                lane: Lane::Short,
+            }
+        }
     }
 
     /// The copy fast path, for files `cachestat` may not look at: copy
@@ -124,53 +210,23 @@ impl Disk {
     }
 }
 
-/// The fast path's decision for `len` bytes of `f` at `offset`.
-fn decide(f: &OpenFile, offset: u64, len: u64) -> Decision {
-    let features = fastpath::features();
-    if !features.cachestat || f.cachestat_denied.get() {
-        return denied(f);
-    }
-    match fastpath::range_cached(&f.file, offset, len) {
-        // A pool thread's readahead may hold locked pages anywhere in the
-        // range (see `note_offloaded`), so every page is checked instead
-        // of the ends.
-        Residency::Known(true) if fastpath::recently_offloaded(f.meta.id) => {
-            if features.read_nowait && fastpath::all_readable(&f.file, offset, len) {
-                Decision::Inline
-            } else {
-                Decision::Pool { kept_off: true }
-            }
-        }
-        // Resident is not enough: pages still being read by readahead
-        // count too (see `ends_readable`).
-        Residency::Known(true) if features.read_nowait => {
-            if fastpath::ends_readable(&f.file, offset, len) {
-                Decision::Inline
-            } else {
-                Decision::Pool { kept_off: false }
-            }
-        }
-        Residency::Known(true) => Decision::Inline,
-        Residency::Known(false) => Decision::Pool { kept_off: false },
-        Residency::Denied => denied(f),
-    }
-}
-
-/// `cachestat` may not look at `f`: the copy fast path when `RWF_NOWAIT`
-/// works.
-fn denied(f: &OpenFile) -> Decision {
-    if fastpath::features().read_nowait {
-        f.cachestat_denied.set(true);
-        Decision::Copy
-    } else {
-        Decision::Pool { kept_off: false }
-    }
+/// Reads the `len` bytes at `offset` of `f` on the pool's short lane, so
+/// that they are in the page cache when the loop copies them.
+async fn fill_hole(pool: &ThreadPool, f: &OpenFile, offset: u64, len: u64) -> io::Result<()> {
+    let file = f.file.clone();
+    offload(pool, Lane::Short, move || {
+        let mut buf = vec![0u8; len as usize];
+        pread_full(&file, &mut buf, offset).map(drop)
+    })
+    .await
+    .map_err(|e| file_error("pread", e))
 }
 
 /// One `sendfile` of at most `count` bytes by a thread of `pool`, on a
 /// duplicate of the socket; `len` is what is left of the file in range.
 async fn sendfile_on_pool(
     pool: &ThreadPool,
+    miss: Miss,
     stream: &TcpStream,
     f: &OpenFile,
     offset: &mut u64,
@@ -181,15 +237,17 @@ async fn sendfile_on_pool(
     let file = f.file.clone();
     let start = *offset;
     let (id, fast) = (f.meta.id, f.io.fast);
-    let sent = offload(pool, move || {
+    let Miss { lane, missed } = miss;
+    let sent = offload(pool, lane, move || {
         let mut off = start;
         // Whether this call reads from the disk (and leaves readahead in
-        // flight): asked here, when the task runs, not when it was queued.
+        // flight): asked here, when the task runs, not when it was queued
+        // (where `cachestat` is refused, as the loop found it).
         let from_disk = fast
-            && !matches!(
-                fastpath::range_cached(&file, start, len),
-                Residency::Known(true)
-            );
+            && match fastpath::range_cached(&file, start, len) {
+                Residency::Known(all) => !all,
+                Residency::Denied => missed,
+            };
         let r = sendfile_some(&sock, &file, &mut off, count);
         if from_disk {
             fastpath::note_offloaded(id);

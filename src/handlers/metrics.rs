@@ -149,6 +149,13 @@ fn pool_figures(out: &mut String, env: &Env<'_>) {
         "Tasks rejected because the queue was full.",
         &rows(&|p| p.stats().overflows.load(Ordering::Relaxed)),
     );
+    family(
+        out,
+        "porter_pool_short_tasks_total",
+        "counter",
+        "Tasks completed from the short lane (metadata, mostly-resident reads).",
+        &rows(&|p| p.stats().short_done.load(Ordering::Relaxed)),
+    );
 }
 
 /// Fast-path hits and misses per call; log lines dropped.

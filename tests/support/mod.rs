@@ -35,6 +35,8 @@ pub struct SlowFsOptions {
     pub eio: Vec<(String, u64)>,
     /// Use the page cache (dropped on each open) instead of direct_io.
     pub page_cache: bool,
+    /// The mount's readahead in bytes (`Some(0)`: only the pages read).
+    pub max_readahead: Option<u32>,
 }
 
 impl SlowFsOptions {
@@ -138,6 +140,9 @@ impl SlowFs {
         }
         if opts.page_cache {
             cmd.arg("--page-cache");
+        }
+        if let Some(ra) = opts.max_readahead {
+            cmd.arg(format!("--max-readahead={ra}"));
         }
         let err = std::fs::File::create(dir.join("slowfs.err")).unwrap();
         let child = cmd

@@ -27,7 +27,7 @@ gets SIGTERM/SIGINT, or when its parent process dies (the test binary was
 killed), so a mount never outlives the tests.
 
 Usage: slowfs.py BACKING MOUNTPOINT [--delay-ms N] [--getattr-ms N]
-       [--open-ms N] [--read-ms N] [--page-cache]
+       [--open-ms N] [--read-ms N] [--page-cache] [--max-readahead BYTES]
        [--eio REL:OFFSET]... [--trace FILE]
 """
 
@@ -152,6 +152,9 @@ def main():
         ap.add_argument("--%s-ms" % op, type=float, default=None)
     ap.add_argument("--page-cache", action="store_true",
                     help="use the page cache instead of direct_io")
+    ap.add_argument("--max-readahead", type=int, default=None,
+                    help="the kernel's readahead for the mount, in bytes "
+                    "(0: read exactly the pages touched)")
     ap.add_argument("--eio", action="append", default=[],
                     metavar="REL:OFFSET")
     ap.add_argument("--trace", help="append one line per operation here")
@@ -184,6 +187,8 @@ def main():
     )
     if not args.page_cache:
         options["direct_io"] = True
+    if args.max_readahead is not None:
+        options["max_readahead"] = args.max_readahead
     FUSE(SlowFS(args.backing, delays, eio, trace), args.mountpoint,
          **options)
 
