@@ -32,7 +32,7 @@ use crate::disk::{Disk, OpenFile};
 use crate::handlers::{self, Env};
 use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge};
-use crate::runtime::shutdown::{Mode, ShutdownSignal};
+use crate::util::shutdown::{Mode, ShutdownSignal};
 
 /// Buffer for `sendfile off` copies.
 const COPY_CHUNK: usize = 64 * 1024;

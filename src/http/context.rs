@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::request::{RequestHead, Version};
+use super::upstream_vars::UpstreamVars;
 use crate::config::template::{Var, VarSource};
 use crate::config::{LocationConf, ServerConf};
 
@@ -88,7 +89,7 @@ pub struct RequestCtx {
     /// `$request_filename`.
     pub request_filename: Option<String>,
     /// What proxying this request recorded (`$proxy_host`, `$upstream_*`).
-    pub upstream: Option<Box<crate::upstream::UpstreamVars>>,
+    pub upstream: Option<Box<UpstreamVars>>,
 }
 
 impl RequestCtx {

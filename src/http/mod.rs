@@ -10,4 +10,5 @@ pub mod range;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod upstream_vars;
 pub mod uri;

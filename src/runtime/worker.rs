@@ -13,7 +13,6 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use super::privileges::{self, Credentials};
-use super::shutdown::{Mode, ShutdownSignal};
 use crate::config::Config;
 use crate::disk::pool::PoolSet;
 use crate::disk::Disk;
@@ -21,6 +20,7 @@ use crate::http::connection::{self, WorkerEnv};
 use crate::http::context::ConnInfo;
 use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge};
+use crate::util::shutdown::{Mode, ShutdownSignal};
 
 /// Connection serial numbers, process-wide (`$connection`, `*N`).
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);

@@ -1,6 +1,8 @@
-//! Small helpers shared across modules: OS error text in NGINX's wording and
-//! cached time strings.
+//! Small helpers shared across modules: OS error text in NGINX's wording,
+//! cached time strings, and the graceful/fast shutdown signal the master,
+//! the workers and the connections share.
 
+pub mod shutdown;
 pub mod time;
 
 use std::io;
