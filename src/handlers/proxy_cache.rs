@@ -310,6 +310,7 @@ fn background_update(
         let env = Env {
             disk: &c.disk,
             log: &log,
+            caches: c.disk.caches(),
             body: None,
         };
         let out = go_upstream(&mut bg, &env, &pass, &c, &key, Some(entry), fill).await;

@@ -110,6 +110,13 @@ impl RequestCtx {
         }
     }
 
+    /// Whether this is a HEAD request, whose response goes out without a
+    /// body. It stays one through internal redirects: an `error_page`
+    /// turns other methods into GET, not HEAD.
+    pub fn is_head(&self) -> bool {
+        self.method == Method::Head
+    }
+
     /// The request line as sent, without the CRLF.
     pub fn request_line(&self) -> &str {
         &self.head.line

@@ -2,6 +2,7 @@
 //! requests, chunked bodies, responses and the connection loop.
 
 pub mod body;
+mod buffers;
 pub mod chunked;
 pub mod conditional;
 pub mod connection;
@@ -12,3 +13,4 @@ pub mod response;
 pub mod status;
 pub mod upstream_vars;
 pub mod uri;
+mod writer;
