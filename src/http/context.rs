@@ -165,15 +165,70 @@ fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
 
 impl VarSource for RequestCtx {
     fn append(&self, var: &Var, out: &mut String) {
+        match var {
+            Var::Uri
+            | Var::Args
+            | Var::IsArgs
+            | Var::Arg(_)
+            | Var::RequestUri
+            | Var::Host
+            | Var::Hostname
+            | Var::ServerName
+            | Var::ServerProtocol
+            | Var::Scheme
+            | Var::RequestMethod
+            | Var::Request
+            | Var::RequestLength
+            | Var::RequestFilename
+            | Var::DocumentRoot => self.append_request(var, out),
+            Var::RemoteAddr
+            | Var::RemotePort
+            | Var::RemoteUser
+            | Var::ServerAddr
+            | Var::ServerPort
+            | Var::Connection
+            | Var::ConnectionRequests => self.append_connection(var, out),
+            Var::RequestTime
+            | Var::Status
+            | Var::BodyBytesSent
+            | Var::BytesSent
+            | Var::Msec
+            | Var::TimeLocal
+            | Var::TimeIso8601
+            | Var::Pid
+            | Var::Version => self.append_figure(var, out),
+            Var::ContentLength
+            | Var::ContentType
+            | Var::Http(_)
+            | Var::SentHttp(_)
+            | Var::ProxyAddXForwardedFor
+            | Var::Cookie(_) => self.append_header(var, out),
+            Var::ProxyHost
+            | Var::ProxyPort
+            | Var::UpstreamAddr
+            | Var::UpstreamStatus
+            | Var::UpstreamResponseTime
+            | Var::UpstreamConnectTime
+            | Var::UpstreamHeaderTime
+            | Var::UpstreamCacheStatus
+            | Var::UpstreamHttp(_) => {
+                if let Some(u) = &self.upstream {
+                    u.append(var, out)
+                }
+            }
+            Var::Split(sc) => sc.append(self, out),
+        }
+    }
+}
+
+impl RequestCtx {
+    /// The request line, URI and what the request resolved to.
+    fn append_request(&self, var: &Var, out: &mut String) {
         use std::fmt::Write as _;
         match var {
             Var::Uri => out.push_str(&self.uri),
             Var::Args => out.push_str(self.args.as_deref().unwrap_or("")),
-            Var::IsArgs => {
-                if self.args.is_some() {
-                    out.push('?')
-                }
-            }
+            Var::IsArgs if self.args.is_some() => out.push('?'),
             Var::Arg(n) => {
                 if let Some(v) = self.args.as_deref().and_then(|a| arg(a, n)) {
                     out.push_str(v)
@@ -182,19 +237,6 @@ impl VarSource for RequestCtx {
             Var::RequestUri => out.push_str(&self.head.target),
             Var::Host => out.push_str(self.host()),
             Var::Hostname => out.push_str(&hostname()),
-            Var::RemoteAddr => {
-                let _ = write!(out, "{}", self.conn.peer.ip());
-            }
-            Var::RemotePort => {
-                let _ = write!(out, "{}", self.conn.peer.port());
-            }
-            Var::RemoteUser => {}
-            Var::ServerAddr => {
-                let _ = write!(out, "{}", self.conn.local.ip());
-            }
-            Var::ServerPort => {
-                let _ = write!(out, "{}", self.conn.local.port());
-            }
             Var::ServerName => out.push_str(&self.server.primary_name),
             Var::ServerProtocol => {
                 // The version as sent (`HTTP/1.2` stays so).
@@ -212,12 +254,47 @@ impl VarSource for RequestCtx {
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);
             }
+            Var::RequestFilename => out.push_str(self.request_filename.as_deref().unwrap_or("")),
+            Var::DocumentRoot => out.push_str(self.document_root.as_deref().unwrap_or("")),
+            _ => {}
+        }
+    }
+
+    /// The connection and its two addresses.
+    fn append_connection(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
+            Var::RemoteAddr => {
+                let _ = write!(out, "{}", self.conn.peer.ip());
+            }
+            Var::RemotePort => {
+                let _ = write!(out, "{}", self.conn.peer.port());
+            }
+            Var::RemoteUser => {}
+            Var::ServerAddr => {
+                let _ = write!(out, "{}", self.conn.local.ip());
+            }
+            Var::ServerPort => {
+                let _ = write!(out, "{}", self.conn.local.port());
+            }
+            Var::Connection => {
+                let _ = write!(out, "{}", self.conn.id);
+            }
+            Var::ConnectionRequests => {
+                let _ = write!(out, "{}", self.conn_requests);
+            }
+            _ => {}
+        }
+    }
+
+    /// What was sent, when, and by which process.
+    fn append_figure(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
             Var::RequestTime => {
                 let ms = self.start.elapsed().as_millis();
                 let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
             }
-            Var::RequestFilename => out.push_str(self.request_filename.as_deref().unwrap_or("")),
-            Var::DocumentRoot => out.push_str(self.document_root.as_deref().unwrap_or("")),
             Var::Status => {
                 let _ = write!(out, "{:03}", self.status);
             }
@@ -226,22 +303,6 @@ impl VarSource for RequestCtx {
             }
             Var::BytesSent => {
                 let _ = write!(out, "{}", self.bytes_sent);
-            }
-            Var::ContentLength => {
-                if let Some(v) = self.header("content-length") {
-                    out.push_str(v)
-                }
-            }
-            Var::ContentType => {
-                if let Some(v) = self.header("content-type") {
-                    out.push_str(v)
-                }
-            }
-            Var::Connection => {
-                let _ = write!(out, "{}", self.conn.id);
-            }
-            Var::ConnectionRequests => {
-                let _ = write!(out, "{}", self.conn_requests);
             }
             Var::Msec => {
                 let (s, ms) = crate::util::time::now();
@@ -253,6 +314,24 @@ impl VarSource for RequestCtx {
                 let _ = write!(out, "{}", std::process::id());
             }
             Var::Version => out.push_str(env!("CARGO_PKG_VERSION")),
+            _ => {}
+        }
+    }
+
+    /// Values read from request or response headers.
+    fn append_header(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
+            Var::ContentLength => {
+                if let Some(v) = self.header("content-length") {
+                    out.push_str(v)
+                }
+            }
+            Var::ContentType => {
+                if let Some(v) = self.header("content-type") {
+                    out.push_str(v)
+                }
+            }
             Var::Http(name) => {
                 // Repeated headers join with ", " except cookies ("; ").
                 let sep = if name == "cookie" { "; " } else { ", " };
@@ -292,19 +371,6 @@ impl VarSource for RequestCtx {
                 }
                 let _ = write!(out, "{}", self.conn.peer.ip());
             }
-            Var::ProxyHost
-            | Var::ProxyPort
-            | Var::UpstreamAddr
-            | Var::UpstreamStatus
-            | Var::UpstreamResponseTime
-            | Var::UpstreamConnectTime
-            | Var::UpstreamHeaderTime
-            | Var::UpstreamCacheStatus
-            | Var::UpstreamHttp(_) => {
-                if let Some(u) = &self.upstream {
-                    u.append(var, out)
-                }
-            }
             Var::Cookie(name) => {
                 for (n, v) in &self.head.headers {
                     if n.eq_ignore_ascii_case("cookie") {
@@ -318,7 +384,7 @@ impl VarSource for RequestCtx {
                     }
                 }
             }
-            Var::Split(sc) => sc.append(self, out),
+            _ => {}
         }
     }
 }
