@@ -1,9 +1,9 @@
-//! The HTTP/1.1 connection loop. A [`Connection`] owns the socket and its
+//! The HTTP/1.1 connection loop. A `Connection` owns the socket and its
 //! two buffers (bytes read and not yet parsed, so pipelined requests stay
 //! there; the head of the response being written). It reads and parses
 //! request heads, lends the request body to the handlers ([`ClientBody`])
 //! and discards what they left unread, asks the handlers for the response
-//! (through [`Respond`], which the worker wires to `crate::handlers`),
+//! (through [`Respond`], which the worker wires to the handlers),
 //! writes the response they describe (`writer`), logs it, and decides
 //! whether the connection lives on. A head or URI that cannot be parsed is
 //! answered through the handlers too, at the server level (its
@@ -45,9 +45,10 @@ const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
 const LINGERING_TIME: Duration = Duration::from_secs(30);
 
 /// What the connection asks of the layer above it: the response to a
-/// request. `crate::handlers` implements it and the worker hands it in
-/// ([`WorkerEnv::handlers`]), so `http` imports nothing from the handlers.
-/// A response of `None` closes the connection without one (`return 444`).
+/// request. The handlers implement it (`handlers::Handlers`) and the
+/// worker hands it in ([`WorkerEnv::handlers`]), so `http` imports nothing
+/// from the handlers. A response of `None` closes the connection without
+/// one (`return 444`).
 pub trait Respond {
     /// The response to `ctx`, whose head was read; its body is lent in
     /// `body`, and what the handlers leave unread the connection discards.
