@@ -29,7 +29,7 @@ use tokio::net::TcpStream;
 
 use super::body::ClientBody;
 use super::buffers;
-use super::context::{strip_port, ConnInfo, Method, RequestCtx};
+use super::context::{strip_port, ConnInfo, RequestCtx};
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
 use super::response::{write_head, Body, HeadOptions, Response};
 use super::uri;
@@ -269,7 +269,7 @@ impl<H: Respond> Connection<H> {
             .group()
             .find_server(bad.host.as_deref().map(strip_port));
         let head = unparsed_head(line, bad.host);
-        let mut ctx = Box::new(request_ctx(&self.info, self.requests + 1, head, server));
+        let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
         self.worker.log.log_conn(
             Level::Info,
             Some(self.info.id),
@@ -361,7 +361,7 @@ impl<H: Respond> Connection<H> {
         };
         // Boxed, like the per-phase futures: an idle connection keeps none
         // of a request's state.
-        let mut ctx = Box::new(request_ctx(&self.info, self.requests, head, server));
+        let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests, head, server));
         ctx.start = start;
         let uri_ok = normalized.is_ok();
         ctx.uri = normalized.unwrap_or(path);
@@ -499,37 +499,6 @@ impl<H: Respond> Connection<H> {
                 _ => return,
             }
         }
-    }
-}
-
-/// A request's state at the start of processing, at `server`'s level.
-fn request_ctx(
-    conn: &ConnInfo,
-    requests: u64,
-    head: RequestHead,
-    server: &Arc<ServerConf>,
-) -> RequestCtx {
-    RequestCtx {
-        conn: conn.clone(),
-        conn_requests: requests,
-        method: Method::from_token(&head.method),
-        uri: String::new(),
-        args: None,
-        server: Arc::clone(server),
-        loc: Arc::clone(&server.base),
-        internal: false,
-        error_page: false,
-        expect_tested: false,
-        send_continue: false,
-        start: Instant::now(),
-        status: 0,
-        body_bytes_sent: 0,
-        bytes_sent: 0,
-        sent_headers: Vec::new(),
-        document_root: None,
-        request_filename: None,
-        upstream: None,
-        head,
     }
 }
 

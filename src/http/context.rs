@@ -93,6 +93,37 @@ pub struct RequestCtx {
 }
 
 impl RequestCtx {
+    /// A request's state at the start of processing, at `server`'s level.
+    pub fn new(
+        conn: &ConnInfo,
+        requests: u64,
+        head: RequestHead,
+        server: &Arc<ServerConf>,
+    ) -> RequestCtx {
+        RequestCtx {
+            conn: conn.clone(),
+            conn_requests: requests,
+            method: Method::from_token(&head.method),
+            uri: String::new(),
+            args: None,
+            server: Arc::clone(server),
+            loc: Arc::clone(&server.base),
+            internal: false,
+            error_page: false,
+            expect_tested: false,
+            send_continue: false,
+            start: Instant::now(),
+            status: 0,
+            body_bytes_sent: 0,
+            bytes_sent: 0,
+            sent_headers: Vec::new(),
+            document_root: None,
+            request_filename: None,
+            upstream: None,
+            head,
+        }
+    }
+
     /// The value of request header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.head
