@@ -1,5 +1,8 @@
 //! HTTP/1.1: request parsing and URI normalisation, ranges, conditional
-//! requests, chunked bodies, responses and the connection loop.
+//! requests, chunked coding, responses and the connection loop that reads
+//! requests and writes responses. The layer below the handlers: the
+//! connection asks them for responses through [`connection::Respond`] and
+//! imports nothing from them, the runtime or the upstreams.
 
 pub mod body;
 mod buffers;
