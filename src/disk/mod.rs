@@ -56,8 +56,6 @@ pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 #[derive(Debug, Default)]
 pub struct Disk {
     pools: Arc<PoolSet>,
-    /// The proxy cache zones of this generation (`proxy_cache NAME`).
-    caches: Arc<crate::cache::CacheSet>,
     open_files: RefCell<OpenFileCache>,
     /// Buffer of the copy fast path (used within one synchronous step).
     scratch: RefCell<Vec<u8>>,
@@ -75,16 +73,6 @@ impl Disk {
     /// The pools of this generation.
     pub fn pools(&self) -> &Arc<PoolSet> {
         &self.pools
-    }
-
-    /// The same disk layer with the proxy cache zones of its generation.
-    pub fn with_caches(self, caches: Arc<crate::cache::CacheSet>) -> Disk {
-        Disk { caches, ..self }
-    }
-
-    /// The proxy cache zones of this generation: `caches().get(name)`.
-    pub fn caches(&self) -> &Arc<crate::cache::CacheSet> {
-        &self.caches
     }
 
     /// The route for `aio`: inline without a pool name (`aio off`), else

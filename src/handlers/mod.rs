@@ -3,7 +3,9 @@
 //! handler, `error_page` and internal redirects, then the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
 //! `charset`, ranges). Handlers produce a [`Response`] description; the
-//! connection loop writes it.
+//! connection loop writes it. The connection reaches them through
+//! [`Handlers`], its implementation of `http`'s [`Respond`], which the
+//! worker builds.
 
 pub mod disk_io;
 pub mod filters;
@@ -13,11 +15,15 @@ pub mod proxy_cache;
 pub mod static_file;
 mod stub_status;
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use crate::cache::CacheSet;
 use crate::config::{Handler, Return};
 use crate::disk::Disk;
+use crate::http::body::ClientBody;
+use crate::http::connection::Respond;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{Body, Response};
 use crate::http::status;
@@ -48,9 +54,55 @@ pub struct Env<'a> {
     pub disk: &'a Rc<Disk>,
     /// The error log.
     pub log: &'a ErrorLog,
+    /// The proxy cache zones of this generation (`proxy_cache NAME`).
+    pub caches: &'a Arc<CacheSet>,
     /// The request body, for a handler that forwards it (the proxy); what
     /// it leaves unread the connection discards.
-    pub body: Option<&'a std::cell::RefCell<crate::http::body::ClientBody<'a>>>,
+    pub body: Option<&'a RefCell<ClientBody<'a>>>,
+}
+
+/// The handlers of one worker: what they share across its requests. The
+/// worker builds it and hands it to the connection loop, which calls it
+/// through [`Respond`].
+pub struct Handlers {
+    /// The worker's disk layer (the connection sends files through the
+    /// same one).
+    pub disk: Rc<Disk>,
+    /// The error log.
+    pub log: ErrorLog,
+    /// The proxy cache zones of this generation.
+    pub caches: Arc<CacheSet>,
+}
+
+impl Handlers {
+    /// The environment of one request, whose body (if any) is `body`.
+    pub fn env<'a>(&'a self, body: Option<&'a RefCell<ClientBody<'a>>>) -> Env<'a> {
+        Env {
+            disk: &self.disk,
+            log: &self.log,
+            caches: &self.caches,
+            body,
+        }
+    }
+}
+
+impl Respond for Handlers {
+    async fn respond<'a>(
+        &'a self,
+        ctx: &mut RequestCtx,
+        body: &'a RefCell<ClientBody<'a>>,
+    ) -> Option<Response> {
+        respond(ctx, &self.env(Some(body))).await
+    }
+
+    async fn respond_status<'a>(
+        &'a self,
+        ctx: &mut RequestCtx,
+        body: Option<&'a RefCell<ClientBody<'a>>>,
+        code: u16,
+    ) -> Option<Response> {
+        respond_status(ctx, &self.env(body), code).await
+    }
 }
 
 /// Produces the response for `ctx`; `None` means close without answering.
@@ -160,7 +212,7 @@ fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) ->
         if page_status.is_some_and(|c| c != 200) {
             ctx.expect_tested = true;
         }
-        if ctx.method != Method::Head {
+        if !ctx.is_head() {
             ctx.method = Method::Get;
         }
         let (uri, args) = split_args(&target);

@@ -58,9 +58,10 @@ const COPY_CHUNK: usize = 64 * 1024;
 #[derive(Clone)]
 struct CacheReq {
     zone: Arc<CacheZone>,
-    /// The worker's disk layer, for a background update's handler
-    /// environment.
+    /// The worker's disk layer and cache set, for a background update's
+    /// handler environment.
     disk: Rc<Disk>,
+    caches: Arc<crate::cache::CacheSet>,
     io: Io,
     log: CacheLog,
 }
@@ -122,7 +123,7 @@ pub async fn serve(
         };
     }
     let name = zone.render(ctx);
-    let Some(zone) = env.disk.caches().get(&name).cloned() else {
+    let Some(zone) = env.caches.get(&name).cloned() else {
         log(
             ctx,
             env,
@@ -156,6 +157,7 @@ pub async fn serve(
     let c = CacheReq {
         zone,
         disk: env.disk.clone(),
+        caches: env.caches.clone(),
         io,
         log: CacheLog {
             log: env.log.clone(),
@@ -304,6 +306,7 @@ fn background_update(
         let env = Env {
             disk: &c.disk,
             log: &log,
+            caches: &c.caches,
             body: None,
         };
         let out = go_upstream(&mut bg, &env, &pass, &c, &key, Some(entry), fill).await;

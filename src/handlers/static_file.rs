@@ -301,7 +301,7 @@ pub async fn read_small_body(
     let Body::File { file, start, len } = &resp.body else {
         return Ok(());
     };
-    if *len > SMALL_BODY || ctx.method == Method::Head || ctx.head.method == "HEAD" {
+    if *len > SMALL_BODY || ctx.is_head() {
         return Ok(());
     }
     let path = ctx.request_filename.as_deref().unwrap_or("");

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::request::{RequestHead, Version};
+use super::upstream_vars::UpstreamVars;
 use crate::config::template::{Var, VarSource};
 use crate::config::{LocationConf, ServerConf};
 
@@ -88,10 +89,41 @@ pub struct RequestCtx {
     /// `$request_filename`.
     pub request_filename: Option<String>,
     /// What proxying this request recorded (`$proxy_host`, `$upstream_*`).
-    pub upstream: Option<Box<crate::upstream::UpstreamVars>>,
+    pub upstream: Option<Box<UpstreamVars>>,
 }
 
 impl RequestCtx {
+    /// A request's state at the start of processing, at `server`'s level.
+    pub fn new(
+        conn: &ConnInfo,
+        requests: u64,
+        head: RequestHead,
+        server: &Arc<ServerConf>,
+    ) -> RequestCtx {
+        RequestCtx {
+            conn: conn.clone(),
+            conn_requests: requests,
+            method: Method::from_token(&head.method),
+            uri: String::new(),
+            args: None,
+            server: Arc::clone(server),
+            loc: Arc::clone(&server.base),
+            internal: false,
+            error_page: false,
+            expect_tested: false,
+            send_continue: false,
+            start: Instant::now(),
+            status: 0,
+            body_bytes_sent: 0,
+            bytes_sent: 0,
+            sent_headers: Vec::new(),
+            document_root: None,
+            request_filename: None,
+            upstream: None,
+            head,
+        }
+    }
+
     /// The value of request header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
         self.head
@@ -107,6 +139,13 @@ impl RequestCtx {
             Some(h) => strip_port(h),
             None => &self.server.primary_name,
         }
+    }
+
+    /// Whether this is a HEAD request, whose response goes out without a
+    /// body. It stays one through internal redirects: an `error_page`
+    /// turns other methods into GET, not HEAD.
+    pub fn is_head(&self) -> bool {
+        self.method == Method::Head
     }
 
     /// The request line as sent, without the CRLF.
@@ -157,15 +196,70 @@ fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
 
 impl VarSource for RequestCtx {
     fn append(&self, var: &Var, out: &mut String) {
+        match var {
+            Var::Uri
+            | Var::Args
+            | Var::IsArgs
+            | Var::Arg(_)
+            | Var::RequestUri
+            | Var::Host
+            | Var::Hostname
+            | Var::ServerName
+            | Var::ServerProtocol
+            | Var::Scheme
+            | Var::RequestMethod
+            | Var::Request
+            | Var::RequestLength
+            | Var::RequestFilename
+            | Var::DocumentRoot => self.append_request(var, out),
+            Var::RemoteAddr
+            | Var::RemotePort
+            | Var::RemoteUser
+            | Var::ServerAddr
+            | Var::ServerPort
+            | Var::Connection
+            | Var::ConnectionRequests => self.append_connection(var, out),
+            Var::RequestTime
+            | Var::Status
+            | Var::BodyBytesSent
+            | Var::BytesSent
+            | Var::Msec
+            | Var::TimeLocal
+            | Var::TimeIso8601
+            | Var::Pid
+            | Var::Version => self.append_figure(var, out),
+            Var::ContentLength
+            | Var::ContentType
+            | Var::Http(_)
+            | Var::SentHttp(_)
+            | Var::ProxyAddXForwardedFor
+            | Var::Cookie(_) => self.append_header(var, out),
+            Var::ProxyHost
+            | Var::ProxyPort
+            | Var::UpstreamAddr
+            | Var::UpstreamStatus
+            | Var::UpstreamResponseTime
+            | Var::UpstreamConnectTime
+            | Var::UpstreamHeaderTime
+            | Var::UpstreamCacheStatus
+            | Var::UpstreamHttp(_) => {
+                if let Some(u) = &self.upstream {
+                    u.append(var, out)
+                }
+            }
+            Var::Split(sc) => sc.append(self, out),
+        }
+    }
+}
+
+impl RequestCtx {
+    /// The request line, URI and what the request resolved to.
+    fn append_request(&self, var: &Var, out: &mut String) {
         use std::fmt::Write as _;
         match var {
             Var::Uri => out.push_str(&self.uri),
             Var::Args => out.push_str(self.args.as_deref().unwrap_or("")),
-            Var::IsArgs => {
-                if self.args.is_some() {
-                    out.push('?')
-                }
-            }
+            Var::IsArgs if self.args.is_some() => out.push('?'),
             Var::Arg(n) => {
                 if let Some(v) = self.args.as_deref().and_then(|a| arg(a, n)) {
                     out.push_str(v)
@@ -174,19 +268,6 @@ impl VarSource for RequestCtx {
             Var::RequestUri => out.push_str(&self.head.target),
             Var::Host => out.push_str(self.host()),
             Var::Hostname => out.push_str(&hostname()),
-            Var::RemoteAddr => {
-                let _ = write!(out, "{}", self.conn.peer.ip());
-            }
-            Var::RemotePort => {
-                let _ = write!(out, "{}", self.conn.peer.port());
-            }
-            Var::RemoteUser => {}
-            Var::ServerAddr => {
-                let _ = write!(out, "{}", self.conn.local.ip());
-            }
-            Var::ServerPort => {
-                let _ = write!(out, "{}", self.conn.local.port());
-            }
             Var::ServerName => out.push_str(&self.server.primary_name),
             Var::ServerProtocol => {
                 // The version as sent (`HTTP/1.2` stays so).
@@ -204,12 +285,47 @@ impl VarSource for RequestCtx {
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);
             }
+            Var::RequestFilename => out.push_str(self.request_filename.as_deref().unwrap_or("")),
+            Var::DocumentRoot => out.push_str(self.document_root.as_deref().unwrap_or("")),
+            _ => {}
+        }
+    }
+
+    /// The connection and its two addresses.
+    fn append_connection(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
+            Var::RemoteAddr => {
+                let _ = write!(out, "{}", self.conn.peer.ip());
+            }
+            Var::RemotePort => {
+                let _ = write!(out, "{}", self.conn.peer.port());
+            }
+            Var::RemoteUser => {}
+            Var::ServerAddr => {
+                let _ = write!(out, "{}", self.conn.local.ip());
+            }
+            Var::ServerPort => {
+                let _ = write!(out, "{}", self.conn.local.port());
+            }
+            Var::Connection => {
+                let _ = write!(out, "{}", self.conn.id);
+            }
+            Var::ConnectionRequests => {
+                let _ = write!(out, "{}", self.conn_requests);
+            }
+            _ => {}
+        }
+    }
+
+    /// What was sent, when, and by which process.
+    fn append_figure(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
             Var::RequestTime => {
                 let ms = self.start.elapsed().as_millis();
                 let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
             }
-            Var::RequestFilename => out.push_str(self.request_filename.as_deref().unwrap_or("")),
-            Var::DocumentRoot => out.push_str(self.document_root.as_deref().unwrap_or("")),
             Var::Status => {
                 let _ = write!(out, "{:03}", self.status);
             }
@@ -218,22 +334,6 @@ impl VarSource for RequestCtx {
             }
             Var::BytesSent => {
                 let _ = write!(out, "{}", self.bytes_sent);
-            }
-            Var::ContentLength => {
-                if let Some(v) = self.header("content-length") {
-                    out.push_str(v)
-                }
-            }
-            Var::ContentType => {
-                if let Some(v) = self.header("content-type") {
-                    out.push_str(v)
-                }
-            }
-            Var::Connection => {
-                let _ = write!(out, "{}", self.conn.id);
-            }
-            Var::ConnectionRequests => {
-                let _ = write!(out, "{}", self.conn_requests);
             }
             Var::Msec => {
                 let (s, ms) = crate::util::time::now();
@@ -245,6 +345,24 @@ impl VarSource for RequestCtx {
                 let _ = write!(out, "{}", std::process::id());
             }
             Var::Version => out.push_str(env!("CARGO_PKG_VERSION")),
+            _ => {}
+        }
+    }
+
+    /// Values read from request or response headers.
+    fn append_header(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        match var {
+            Var::ContentLength => {
+                if let Some(v) = self.header("content-length") {
+                    out.push_str(v)
+                }
+            }
+            Var::ContentType => {
+                if let Some(v) = self.header("content-type") {
+                    out.push_str(v)
+                }
+            }
             Var::Http(name) => {
                 // Repeated headers join with ", " except cookies ("; ").
                 let sep = if name == "cookie" { "; " } else { ", " };
@@ -284,19 +402,6 @@ impl VarSource for RequestCtx {
                 }
                 let _ = write!(out, "{}", self.conn.peer.ip());
             }
-            Var::ProxyHost
-            | Var::ProxyPort
-            | Var::UpstreamAddr
-            | Var::UpstreamStatus
-            | Var::UpstreamResponseTime
-            | Var::UpstreamConnectTime
-            | Var::UpstreamHeaderTime
-            | Var::UpstreamCacheStatus
-            | Var::UpstreamHttp(_) => {
-                if let Some(u) = &self.upstream {
-                    u.append(var, out)
-                }
-            }
             Var::Cookie(name) => {
                 for (n, v) in &self.head.headers {
                     if n.eq_ignore_ascii_case("cookie") {
@@ -310,7 +415,7 @@ impl VarSource for RequestCtx {
                     }
                 }
             }
-            Var::Split(sc) => sc.append(self, out),
+            _ => {}
         }
     }
 }

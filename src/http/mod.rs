@@ -1,7 +1,11 @@
 //! HTTP/1.1: request parsing and URI normalisation, ranges, conditional
-//! requests, chunked bodies, responses and the connection loop.
+//! requests, chunked coding, responses and the connection loop that reads
+//! requests and writes responses. The layer below the handlers: the
+//! connection asks them for responses through [`connection::Respond`] and
+//! imports nothing from them, the runtime or the upstreams.
 
 pub mod body;
+mod buffers;
 pub mod chunked;
 pub mod conditional;
 pub mod connection;
@@ -10,4 +14,6 @@ pub mod range;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod upstream_vars;
 pub mod uri;
+mod writer;

@@ -159,44 +159,9 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
         .strip_suffix(b"\r")
         .unwrap_or(&data[..line_end]);
     let (version, version_at) = request_version(request_line)?;
-    // Header lines: length limits apply before the head is complete.
-    let mut pos = line_end + 1;
-    let mut complete = None;
-    let mut lines = 0;
-    loop {
-        match memchr::memchr(b'\n', &data[pos..]) {
-            Some(i) => {
-                let line = &data[pos..pos + i];
-                if line.len() > limits.max_header_line {
-                    return Err(HeadError::HeaderTooLarge.into());
-                }
-                pos += i + 1;
-                if line.is_empty() || line == b"\r" {
-                    complete = Some(pos);
-                    break;
-                }
-                lines += 1;
-            }
-            None => {
-                if data.len() - pos > limits.max_header_line {
-                    return Err(HeadError::HeaderTooLarge.into());
-                }
-                break;
-            }
-        }
-        if pos > limits.max_head {
-            return Err(HeadError::HeaderTooLarge.into());
-        }
-    }
-    let Some(end) = complete else {
-        if data.len() > limits.max_head {
-            return Err(HeadError::HeaderTooLarge.into());
-        }
+    let Some((end, lines)) = head_end(data, line_end, limits)? else {
         return Ok(None);
     };
-    if end > limits.max_head + line_end + 1 {
-        return Err(HeadError::HeaderTooLarge.into());
-    }
     let mut head = &data[..end];
     if memchr::memchr(0, head).is_some() {
         return Err(HeadError::Invalid("NUL byte in request head").into());
@@ -213,29 +178,9 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     }
     let mut hdrs = vec![httparse::EMPTY_HEADER; lines];
     let mut req = httparse::Request::new(&mut hdrs);
-    match req.parse(head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        Ok(httparse::Status::Partial) => {
-            return Err(HeadError::Invalid("malformed request head").into())
-        }
-        Err(httparse::Error::Version) => {
-            return Err(HeadError::Invalid("invalid HTTP version").into())
-        }
-        Err(httparse::Error::Token) => return Err(HeadError::Invalid("invalid method").into()),
-        Err(httparse::Error::HeaderName) => {
-            return Err(HeadError::Invalid("invalid header name").into())
-        }
-        Err(httparse::Error::HeaderValue) => {
-            return Err(HeadError::Invalid("invalid header value").into())
-        }
-        Err(_) => return Err(HeadError::Invalid("malformed request line").into()),
-    }
+    tokenise(&mut req, head)?;
     let method = req.method.unwrap_or_default();
-    if method.is_empty()
-        || !method
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
-    {
+    if !is_method(method) {
         return Err(HeadError::Invalid("invalid method").into());
     }
     let target = req.path.unwrap_or_default();
@@ -246,109 +191,201 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     if !target.starts_with('/') && absolute_host.is_none() {
         return Err(HeadError::Invalid("invalid request target").into());
     }
-
-    let mut headers = Vec::with_capacity(req.headers.len());
-    let mut host: Option<String> = None;
-    // The host that picks the server once known: the request line's, else
-    // the first Host header's.
-    let fail = |error: HeadError, host: &Option<String>| BadHead {
-        error,
-        host: absolute_host.clone().or_else(|| host.clone()),
-    };
-    let mut content_length: Option<u64> = None;
-    let mut transfer_encoding: Option<String> = None;
-    let mut conn_close = false;
-    let mut conn_keep_alive = false;
-    for h in req.headers.iter() {
-        let value = match std::str::from_utf8(h.value) {
-            Ok(v) => v.trim().to_string(),
-            Err(_) => String::from_utf8_lossy(h.value).trim().to_string(),
-        };
-        let name = h.name;
-        if name.eq_ignore_ascii_case("host") {
-            if host.is_some() {
-                return Err(fail(HeadError::Invalid("duplicate Host header"), &host));
-            }
-            host = Some(validate_host(&value).map_err(|e| fail(e, &host))?);
-        } else if name.eq_ignore_ascii_case("content-length") {
-            let invalid = HeadError::Invalid("invalid Content-Length header");
-            if content_length.is_some() {
-                return Err(fail(
-                    HeadError::Invalid("duplicate Content-Length header"),
-                    &host,
-                ));
-            }
-            if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(fail(invalid, &host));
-            }
-            content_length = Some(value.parse().map_err(|_| fail(invalid, &host))?);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            if transfer_encoding.is_some() {
-                return Err(fail(
-                    HeadError::Invalid("duplicate Transfer-Encoding header"),
-                    &host,
-                ));
-            }
-            transfer_encoding = Some(value.clone());
-        } else if name.eq_ignore_ascii_case("connection") {
-            for tok in value.split(',') {
-                let tok = tok.trim();
-                if tok.eq_ignore_ascii_case("close") {
-                    conn_close = true;
-                } else if tok.eq_ignore_ascii_case("keep-alive") {
-                    conn_keep_alive = true;
-                }
-            }
-        }
-        headers.push((name.to_string(), value));
-    }
-    if version == Version::Http11 && host.is_none() && absolute_host.is_none() {
+    let fields = HeaderFields::read(req.headers, &absolute_host)?;
+    if version == Version::Http11 && fields.host.is_none() && absolute_host.is_none() {
         return Err(
             HeadError::Invalid("client sent HTTP/1.1 request without \"Host\" header").into(),
         );
     }
-    let mut chunked = false;
-    if let Some(te) = transfer_encoding {
-        if version == Version::Http10 {
-            return Err(fail(
-                HeadError::Invalid(
-                    "client sent HTTP/1.0 request with \"Transfer-Encoding\" header",
-                ),
-                &host,
-            ));
-        }
-        if content_length.is_some() {
-            return Err(fail(
-                HeadError::Invalid(
-                    "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
-                ),
-                &host,
-            ));
-        }
-        if !te.eq_ignore_ascii_case("chunked") {
-            return Err(fail(HeadError::NotImplemented, &host));
-        }
-        chunked = true;
-    }
-    if absolute_host.is_some() {
-        host = absolute_host;
-    }
+    let chunked = fields.chunked(version, &absolute_host)?;
     let keep_alive = match version {
-        Version::Http11 => !conn_close,
-        Version::Http10 => conn_keep_alive && !conn_close,
+        Version::Http11 => !fields.conn_close,
+        Version::Http10 => fields.conn_keep_alive && !fields.conn_close,
     };
     Ok(Some(RequestHead {
         line: String::from_utf8_lossy(request_line).into_owned(),
         method: method.to_string(),
         target: target.to_string(),
         version,
-        headers,
-        host,
-        content_length,
+        headers: fields.headers,
+        host: absolute_host.or(fields.host),
+        content_length: fields.content_length,
         chunked,
         keep_alive,
         head_len: skip + end,
     }))
+}
+
+/// Where the head whose request line ends at `line_end` ends, and how
+/// many header lines it has; `None` while it is incomplete. The length
+/// limits apply before the head is complete.
+fn head_end(
+    data: &[u8],
+    line_end: usize,
+    limits: &HeadLimits,
+) -> Result<Option<(usize, usize)>, HeadError> {
+    let mut pos = line_end + 1;
+    let mut complete = None;
+    let mut lines = 0;
+    loop {
+        match memchr::memchr(b'\n', &data[pos..]) {
+            Some(i) => {
+                let line = &data[pos..pos + i];
+                if line.len() > limits.max_header_line {
+                    return Err(HeadError::HeaderTooLarge);
+                }
+                pos += i + 1;
+                if line.is_empty() || line == b"\r" {
+                    complete = Some(pos);
+                    break;
+                }
+                lines += 1;
+            }
+            None => {
+                if data.len() - pos > limits.max_header_line {
+                    return Err(HeadError::HeaderTooLarge);
+                }
+                break;
+            }
+        }
+        if pos > limits.max_head {
+            return Err(HeadError::HeaderTooLarge);
+        }
+    }
+    let Some(end) = complete else {
+        if data.len() > limits.max_head {
+            return Err(HeadError::HeaderTooLarge);
+        }
+        return Ok(None);
+    };
+    if end > limits.max_head + line_end + 1 {
+        return Err(HeadError::HeaderTooLarge);
+    }
+    Ok(Some((end, lines)))
+}
+
+/// Tokenises a complete head with httparse, naming what was malformed.
+fn tokenise<'b>(req: &mut httparse::Request<'_, 'b>, head: &'b [u8]) -> Result<(), HeadError> {
+    match req.parse(head) {
+        Ok(httparse::Status::Complete(_)) => Ok(()),
+        Ok(httparse::Status::Partial) => Err(HeadError::Invalid("malformed request head")),
+        Err(httparse::Error::Version) => Err(HeadError::Invalid("invalid HTTP version")),
+        Err(httparse::Error::Token) => Err(HeadError::Invalid("invalid method")),
+        Err(httparse::Error::HeaderName) => Err(HeadError::Invalid("invalid header name")),
+        Err(httparse::Error::HeaderValue) => Err(HeadError::Invalid("invalid header value")),
+        Err(_) => Err(HeadError::Invalid("malformed request line")),
+    }
+}
+
+/// What the header lines say, as far as the server acts on it.
+struct HeaderFields {
+    /// Every line, values trimmed.
+    headers: Vec<(String, String)>,
+    /// The Host header, validated.
+    host: Option<String>,
+    content_length: Option<u64>,
+    transfer_encoding: Option<String>,
+    /// `Connection: close`.
+    conn_close: bool,
+    /// `Connection: keep-alive`.
+    conn_keep_alive: bool,
+}
+
+impl HeaderFields {
+    /// Reads the header lines, refusing duplicate or invalid Host,
+    /// Content-Length and Transfer-Encoding. A refusal names the host that
+    /// picks the server once known: the request line's (`absolute_host`),
+    /// else the first Host header's.
+    fn read(
+        lines: &[httparse::Header<'_>],
+        absolute_host: &Option<String>,
+    ) -> Result<HeaderFields, BadHead> {
+        let mut f = HeaderFields {
+            headers: Vec::with_capacity(lines.len()),
+            host: None,
+            content_length: None,
+            transfer_encoding: None,
+            conn_close: false,
+            conn_keep_alive: false,
+        };
+        let fail = |error: HeadError, host: &Option<String>| BadHead {
+            error,
+            host: absolute_host.clone().or_else(|| host.clone()),
+        };
+        for h in lines {
+            let value = match std::str::from_utf8(h.value) {
+                Ok(v) => v.trim().to_string(),
+                Err(_) => String::from_utf8_lossy(h.value).trim().to_string(),
+            };
+            let name = h.name;
+            if name.eq_ignore_ascii_case("host") {
+                if f.host.is_some() {
+                    return Err(fail(HeadError::Invalid("duplicate Host header"), &f.host));
+                }
+                f.host = Some(validate_host(&value).map_err(|e| fail(e, &f.host))?);
+            } else if name.eq_ignore_ascii_case("content-length") {
+                let invalid = HeadError::Invalid("invalid Content-Length header");
+                if f.content_length.is_some() {
+                    let dup = HeadError::Invalid("duplicate Content-Length header");
+                    return Err(fail(dup, &f.host));
+                }
+                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(fail(invalid, &f.host));
+                }
+                f.content_length = Some(value.parse().map_err(|_| fail(invalid, &f.host))?);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                if f.transfer_encoding.is_some() {
+                    let dup = HeadError::Invalid("duplicate Transfer-Encoding header");
+                    return Err(fail(dup, &f.host));
+                }
+                f.transfer_encoding = Some(value.clone());
+            } else if name.eq_ignore_ascii_case("connection") {
+                for tok in value.split(',') {
+                    let tok = tok.trim();
+                    if tok.eq_ignore_ascii_case("close") {
+                        f.conn_close = true;
+                    } else if tok.eq_ignore_ascii_case("keep-alive") {
+                        f.conn_keep_alive = true;
+                    }
+                }
+            }
+            f.headers.push((name.to_string(), value));
+        }
+        Ok(f)
+    }
+
+    /// Whether the body is chunked: a Transfer-Encoding must be `chunked`
+    /// (501 otherwise), on HTTP/1.1, without Content-Length.
+    fn chunked(&self, version: Version, absolute_host: &Option<String>) -> Result<bool, BadHead> {
+        let Some(te) = &self.transfer_encoding else {
+            return Ok(false);
+        };
+        let fail = |error: HeadError| BadHead {
+            error,
+            host: absolute_host.clone().or_else(|| self.host.clone()),
+        };
+        if version == Version::Http10 {
+            return Err(fail(HeadError::Invalid(
+                "client sent HTTP/1.0 request with \"Transfer-Encoding\" header",
+            )));
+        }
+        if self.content_length.is_some() {
+            return Err(fail(HeadError::Invalid(
+                "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
+            )));
+        }
+        if !te.eq_ignore_ascii_case("chunked") {
+            return Err(fail(HeadError::NotImplemented));
+        }
+        Ok(true)
+    }
+}
+
+/// NGINX's method token: uppercase letters, `_` and `-`.
+fn is_method(m: &str) -> bool {
+    !m.is_empty()
+        && m.bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
 }
 
 /// The request line at the start of `buf`, as far as it was received
@@ -368,10 +405,7 @@ pub fn raw_request_line(buf: &[u8]) -> String {
 /// page without a body, as soon as it has read the method).
 pub fn method_token(line: &str) -> Option<&str> {
     let (m, _) = line.split_once(' ')?;
-    let valid = !m.is_empty()
-        && m.bytes()
-            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-');
-    valid.then_some(m)
+    is_method(m).then_some(m)
 }
 
 impl Version {

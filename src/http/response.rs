@@ -57,62 +57,6 @@ pub trait BodyStream {
     fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a>;
 }
 
-/// Receives a copy of every piece of a body as it is sent (a cache
-/// writer), and at the end whether the body was complete.
-pub trait BodySink {
-    /// One piece, in order.
-    fn chunk(&mut self, data: &[u8]);
-    /// The body ended: `complete` is false when it was truncated.
-    fn finish(&mut self, complete: bool);
-}
-
-/// A [`BodyStream`] that also feeds every piece to a [`BodySink`].
-pub struct Tee {
-    inner: Box<dyn BodyStream>,
-    sink: Box<dyn BodySink>,
-    finished: bool,
-}
-
-impl Tee {
-    /// Tees `inner` into `sink`.
-    pub fn new(inner: Box<dyn BodyStream>, sink: Box<dyn BodySink>) -> Tee {
-        Tee {
-            inner,
-            sink,
-            finished: false,
-        }
-    }
-}
-
-impl BodyStream for Tee {
-    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
-        Box::pin(async move {
-            let r = self.inner.read_chunk(out).await;
-            match &r {
-                Ok(true) => self.sink.chunk(out),
-                Ok(false) => {
-                    self.finished = true;
-                    self.sink.finish(true);
-                }
-                Err(_) => {
-                    self.finished = true;
-                    self.sink.finish(false);
-                }
-            }
-            r
-        })
-    }
-}
-
-impl Drop for Tee {
-    fn drop(&mut self) {
-        // Dropped before its end: the client went away mid-body.
-        if !self.finished {
-            self.sink.finish(false);
-        }
-    }
-}
-
 /// The streaming body of a response (a `RefCell` because the connection
 /// loop writes a response it holds by shared reference).
 pub struct StreamBody(pub RefCell<Box<dyn BodyStream>>);
@@ -123,7 +67,8 @@ impl StreamBody {
         StreamBody(RefCell::new(s))
     }
 
-    /// The stream, to wrap it (in a [`Tee`]) before the response is sent.
+    /// The stream itself, to wrap it (a cache fill, a filter) or to read it
+    /// elsewhere before the response is sent.
     pub fn into_inner(self) -> Box<dyn BodyStream> {
         self.0.into_inner()
     }
@@ -367,83 +312,6 @@ fn header(out: &mut Vec<u8>, name: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
-
-    /// Three pieces, then the end or a failure.
-    struct Pieces(Vec<&'static [u8]>, bool);
-
-    impl BodyStream for Pieces {
-        fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
-            Box::pin(async move {
-                if self.0.is_empty() {
-                    return if self.1 {
-                        Ok(false)
-                    } else {
-                        Err(logged_error())
-                    };
-                }
-                out.extend_from_slice(self.0.remove(0));
-                Ok(true)
-            })
-        }
-    }
-
-    #[derive(Default)]
-    struct Seen {
-        bytes: Vec<u8>,
-        end: Option<bool>,
-    }
-
-    struct Sink(Rc<RefCell<Seen>>);
-
-    impl BodySink for Sink {
-        fn chunk(&mut self, data: &[u8]) {
-            self.0.borrow_mut().bytes.extend_from_slice(data);
-        }
-        fn finish(&mut self, complete: bool) {
-            self.0.borrow_mut().end = Some(complete);
-        }
-    }
-
-    fn drain(t: &mut Tee) -> std::io::Result<Vec<u8>> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let mut all = Vec::new();
-            let mut piece = Vec::new();
-            loop {
-                piece.clear();
-                if !t.read_chunk(&mut piece).await? {
-                    return Ok(all);
-                }
-                all.extend_from_slice(&piece);
-            }
-        })
-    }
-
-    #[test]
-    fn tee_copies_every_piece_and_reports_completeness() {
-        for complete in [true, false] {
-            let seen = Rc::new(RefCell::new(Seen::default()));
-            let mut t = Tee::new(
-                Box::new(Pieces(vec![b"ab", b"", b"cd"], complete)),
-                Box::new(Sink(seen.clone())),
-            );
-            let r = drain(&mut t);
-            assert_eq!(r.is_ok(), complete);
-            assert!(r.as_ref().map_or_else(is_logged, |_| true));
-            assert_eq!(seen.borrow().bytes, b"abcd");
-            assert_eq!(seen.borrow().end, Some(complete));
-        }
-        // Dropped half-way (the client left): told it is incomplete.
-        let seen = Rc::new(RefCell::new(Seen::default()));
-        drop(Tee::new(
-            Box::new(Pieces(vec![b"ab"], true)),
-            Box::new(Sink(seen.clone())),
-        ));
-        assert_eq!(seen.borrow().end, Some(false));
-    }
 
     #[test]
     fn head_order_follows_nginx() {

@@ -14,7 +14,6 @@ use signal_hook::iterator::Signals;
 
 use super::listen::Listeners;
 use super::privileges::{self, Credentials};
-use super::shutdown::{self, Mode, ShutdownTrigger};
 use super::worker::{self, WorkerStart};
 use crate::cache::CacheSet;
 use crate::config::{self, Config, LoadOptions};
@@ -22,6 +21,7 @@ use crate::disk::fastpath;
 use crate::disk::pool::PoolSet;
 use crate::log::{self, ErrorLog, Level};
 use crate::util::errno_text;
+use crate::util::shutdown::{self, Mode, ShutdownTrigger};
 
 /// A running set of workers on one config.
 struct Generation {

@@ -1,9 +1,8 @@
 //! Process and threads: the master (signals, reload, pid file, daemon),
-//! worker threads with their event loops, listening sockets, privilege
-//! drop and the shutdown mechanism.
+//! worker threads with their event loops, listening sockets and the
+//! privilege drop. The shutdown signal they share is `util::shutdown`.
 
 pub mod listen;
 pub mod master;
 pub mod privileges;
-pub mod shutdown;
 pub mod worker;

@@ -13,14 +13,15 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use super::privileges::{self, Credentials};
-use super::shutdown::{Mode, ShutdownSignal};
 use crate::config::Config;
 use crate::disk::pool::PoolSet;
 use crate::disk::Disk;
+use crate::handlers::Handlers;
 use crate::http::connection::{self, WorkerEnv};
 use crate::http::context::ConnInfo;
 use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge};
+use crate::util::shutdown::{Mode, ShutdownSignal};
 
 /// Connection serial numbers, process-wide (`$connection`, `*N`).
 static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
@@ -102,12 +103,20 @@ struct Live {
 }
 
 async fn worker_main(start: WorkerStart) {
+    // One disk layer per worker, shared by the handlers (which open files)
+    // and the connections (which send them).
+    let disk = Rc::new(Disk::new(start.pools.clone()));
     let env = Rc::new(WorkerEnv {
         config: start.config.clone(),
         log: start.log.clone(),
-        disk: Rc::new(Disk::new(start.pools.clone()).with_caches(start.caches.clone())),
+        disk: Rc::clone(&disk),
         figures: metrics::worker(start.index),
         shutdown: start.shutdown.clone(),
+        handlers: Handlers {
+            disk,
+            log: start.log.clone(),
+            caches: start.caches.clone(),
+        },
     });
     let live = Rc::new(Live {
         count: Cell::new(0),
@@ -149,7 +158,7 @@ async fn worker_main(start: WorkerStart) {
 async fn accept_loop(
     listener: TcpListener,
     group: usize,
-    env: Rc<WorkerEnv>,
+    env: Rc<WorkerEnv<Handlers>>,
     live: Rc<Live>,
     limit: usize,
 ) {

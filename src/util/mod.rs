@@ -1,6 +1,9 @@
-//! Small helpers shared across modules: OS error text in NGINX's wording and
-//! cached time strings.
+//! Small helpers shared across modules: OS error text in NGINX's wording,
+//! cached time strings, the graceful/fast shutdown signal the master, the
+//! workers and the connections share, and the user background threads
+//! switch to.
 
+pub mod shutdown;
 pub mod thread_user;
 pub mod time;
 

@@ -1,0 +1,97 @@
+//! What proxying records on a request for the variables that read it:
+//! `$proxy_host`, `$proxy_port`, `$upstream_cache_status` and the
+//! `$upstream_*` values, one entry per try at a peer. The proxy handler
+//! fills it in (`RequestCtx::upstream`); it
+//! lives here, beside the request it describes, so that `http` needs
+//! nothing from `upstream`.
+
+use std::time::Duration;
+
+use crate::config::template::Var;
+
+/// One try at a peer, for the `$upstream_*` variables.
+#[derive(Debug, Clone, Default)]
+pub struct TryRecord {
+    /// `$upstream_addr` part.
+    pub addr: String,
+    /// The status it answered, or the status its failure gave (502, 504).
+    pub status: Option<u16>,
+    /// Time to connect (None: not connected).
+    pub connect: Option<Duration>,
+    /// Time to the end of the response head (None: no head).
+    pub header: Option<Duration>,
+    /// Time the try took.
+    pub response: Duration,
+}
+
+/// What proxying recorded on a request, for variables.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamVars {
+    /// `$proxy_host`.
+    pub proxy_host: String,
+    /// `$proxy_port`.
+    pub proxy_port: String,
+    /// Every try, in order.
+    pub tries: Vec<TryRecord>,
+    /// The last response head's headers (`$upstream_http_*`).
+    pub headers: Vec<(String, String)>,
+    /// `$upstream_cache_status` (None: the cache was not consulted).
+    pub cache_status: Option<crate::cache::CacheStatus>,
+}
+
+fn secs(d: Duration, out: &mut String) {
+    use std::fmt::Write as _;
+    let ms = d.as_millis();
+    let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
+}
+
+impl UpstreamVars {
+    /// Appends the value of a proxy or upstream variable to `out`; tries
+    /// are joined with `, ` and a missing value is `-`, as in NGINX.
+    pub fn append(&self, var: &Var, out: &mut String) {
+        use std::fmt::Write as _;
+        let each = |out: &mut String, f: &dyn Fn(&TryRecord, &mut String)| {
+            for (i, t) in self.tries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                f(t, out);
+            }
+        };
+        match var {
+            Var::ProxyHost => out.push_str(&self.proxy_host),
+            Var::UpstreamCacheStatus => {
+                if let Some(c) = self.cache_status {
+                    out.push_str(c.as_str())
+                }
+            }
+            Var::ProxyPort => out.push_str(&self.proxy_port),
+            Var::UpstreamAddr => each(out, &|t, o| o.push_str(&t.addr)),
+            Var::UpstreamStatus => each(out, &|t, o| match t.status {
+                Some(s) => {
+                    let _ = write!(o, "{s}");
+                }
+                None => o.push('-'),
+            }),
+            Var::UpstreamResponseTime => each(out, &|t, o| secs(t.response, o)),
+            Var::UpstreamConnectTime => each(out, &|t, o| match t.connect {
+                Some(d) => secs(d, o),
+                None => o.push('-'),
+            }),
+            Var::UpstreamHeaderTime => each(out, &|t, o| match t.header {
+                Some(d) => secs(d, o),
+                None => o.push('-'),
+            }),
+            Var::UpstreamHttp(name) => {
+                if let Some((_, v)) = self
+                    .headers
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                {
+                    out.push_str(v)
+                }
+            }
+            _ => {}
+        }
+    }
+}

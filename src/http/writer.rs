@@ -1,0 +1,283 @@
+//! Writing a response to the client socket: the head the connection loop
+//! serialised, then the body its source calls for — bytes (one `writev`
+//! with the head), a file range (`sendfile`, or read-and-write copies with
+//! `sendfile off`), a `multipart/byteranges` body, or a stream written
+//! piece by piece (chunked when the response says so). Every wait for the
+//! socket to drain is bounded by `send_timeout`. The connection loop
+//! decides what to write; this file only how, and how a failed send is
+//! reported in the error log ([`log_send_error`]).
+
+use std::io;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use super::chunked;
+use super::context::RequestCtx;
+use super::response::{self, Body, Response, StreamBody};
+use crate::config::LocSettings;
+use crate::disk::{Disk, OpenFile};
+use crate::log::{ErrorLog, Level};
+
+/// Buffer for `sendfile off` copies, and the first size of a streamed
+/// body's piece buffer.
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// Writes one response to a client socket, with the settings of the
+/// location that produced it (`send_timeout`, `sendfile`,
+/// `sendfile_max_chunk`) and the worker's disk layer for file bodies.
+pub struct Writer<'a> {
+    stream: &'a TcpStream,
+    disk: &'a Disk,
+    s: &'a LocSettings,
+}
+
+impl<'a> Writer<'a> {
+    /// A writer to `stream` under the location settings `s`.
+    pub fn new(stream: &'a TcpStream, disk: &'a Disk, s: &'a LocSettings) -> Writer<'a> {
+        Writer { stream, disk, s }
+    }
+
+    /// Writes `head` and the body of `resp` (none when `head_only`);
+    /// returns body bytes sent.
+    pub async fn send(&self, resp: &Response, head_only: bool, head: &[u8]) -> io::Result<u64> {
+        if head_only {
+            self.write_all(head, false).await?;
+            return Ok(0);
+        }
+        match &resp.body {
+            Body::Empty => {
+                self.write_all(head, false).await?;
+                Ok(0)
+            }
+            Body::Bytes(b) => {
+                // Head and body in one `writev`, without copying the body.
+                self.write_two(head, b).await?;
+                Ok(b.len() as u64)
+            }
+            Body::File { file, start, len } => {
+                self.write_all(head, true).await?;
+                self.send_file_range(file, *start, *len).await?;
+                Ok(*len)
+            }
+            Body::Multipart { file, parts } => {
+                self.write_all(head, true).await?;
+                let mut total = 0;
+                for (hdr, range) in &parts.parts {
+                    self.write_all(hdr.as_bytes(), true).await?;
+                    self.send_file_range(file, range.start, range.end - range.start)
+                        .await?;
+                    total += hdr.len() as u64 + (range.end - range.start);
+                }
+                self.write_all(parts.trailer.as_bytes(), false).await?;
+                Ok(total + parts.trailer.len() as u64)
+            }
+            Body::Stream(body) => self.send_stream(head, body, resp.chunked).await,
+        }
+    }
+
+    /// Sends `head` and a streamed body piece by piece, each written before
+    /// the next is asked for (so a slow client holds back the source), with
+    /// chunked framing when `chunked`. A first piece already at hand goes
+    /// out with the head in one write (a small proxied response is one
+    /// packet); otherwise the head goes at once, as the body may be a while
+    /// coming. Returns body bytes sent.
+    #[allow(clippy::await_holding_refcell_ref)]
+    async fn send_stream(&self, head: &[u8], body: &StreamBody, chunked: bool) -> io::Result<u64> {
+        // One writer per response: the borrow lasts the send and nothing else
+        // touches the stream.
+        let mut source = body.0.borrow_mut();
+        let mut piece = Vec::with_capacity(COPY_CHUNK);
+        let mut total = 0u64;
+        // One poll without a waker: ready only if the piece needs no waiting
+        // (body streams are cancel-safe, so a pending poll is simply dropped).
+        let first = source
+            .read_chunk(&mut piece)
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
+        let mut at_hand = match first {
+            std::task::Poll::Ready(r) => Some(r?),
+            std::task::Poll::Pending => None,
+        };
+        let mut head = head;
+        if at_hand.is_none() {
+            self.write_all(head, false).await?;
+            head = &[];
+        }
+        loop {
+            let more = match at_hand.take() {
+                Some(m) => m,
+                None => {
+                    piece.clear();
+                    source.read_chunk(&mut piece).await?
+                }
+            };
+            if !more {
+                break;
+            }
+            if piece.is_empty() {
+                continue;
+            }
+            total += piece.len() as u64;
+            let mut lead = head.to_vec();
+            head = &[];
+            if chunked {
+                chunked::push_size_line(&mut lead, piece.len());
+                piece.extend_from_slice(chunked::CHUNK_END);
+            }
+            self.write_two(&lead, &piece).await?;
+        }
+        let mut tail = head.to_vec();
+        if chunked {
+            tail.extend_from_slice(chunked::LAST_CHUNK);
+        }
+        self.write_all(&tail, false).await?;
+        Ok(total)
+    }
+
+    /// Sends `len` bytes of `file` from `start`: `sendfile` when enabled,
+    /// else read-and-write copies. After each `sendfile_max_chunk` bytes the
+    /// task yields, so one large response cannot monopolise the worker.
+    async fn send_file_range(&self, file: &OpenFile, start: u64, len: u64) -> io::Result<()> {
+        let s = self.s;
+        let max_chunk = if s.sendfile_max_chunk == 0 {
+            u64::MAX
+        } else {
+            s.sendfile_max_chunk
+        };
+        let mut offset = start;
+        let end = start + len;
+        let mut since_yield: u64 = 0;
+        if s.sendfile {
+            while offset < end {
+                let want = (end - offset).min(max_chunk - since_yield) as usize;
+                match self
+                    .disk
+                    .sendfile(self.stream, file, &mut offset, want)
+                    .await
+                {
+                    Ok(0) => return Err(truncated()),
+                    Ok(n) => {
+                        since_yield += n as u64;
+                        if since_yield >= max_chunk {
+                            since_yield = 0;
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        since_yield = 0;
+                        self.wait_writable().await?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        } else {
+            let mut chunk = vec![0u8; COPY_CHUNK.min(len as usize)];
+            while offset < end {
+                let want = ((end - offset) as usize).min(chunk.len());
+                let n = file.read_at(&mut chunk[..want], offset).await?;
+                if n == 0 {
+                    return Err(truncated());
+                }
+                self.write_all(&chunk[..n], offset + (n as u64) < end)
+                    .await?;
+                offset += n as u64;
+                since_yield += n as u64;
+                if since_yield >= max_chunk {
+                    since_yield = 0;
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `head` then `body` with vectored writes.
+    async fn write_two(&self, head: &[u8], body: &[u8]) -> io::Result<()> {
+        let mut done = 0;
+        let total = head.len() + body.len();
+        while done < total {
+            let bufs = if done < head.len() {
+                [io::IoSlice::new(&head[done..]), io::IoSlice::new(body)]
+            } else {
+                [
+                    io::IoSlice::new(&body[done - head.len()..]),
+                    io::IoSlice::new(&[]),
+                ]
+            };
+            match self.stream.try_write_vectored(&bufs) {
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable().await?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes all of `buf`; `more` sets `MSG_MORE` (a body follows).
+    pub async fn write_all(&self, mut buf: &[u8], more: bool) -> io::Result<()> {
+        let flags = if more {
+            rustix::net::SendFlags::MORE | rustix::net::SendFlags::NOSIGNAL
+        } else {
+            rustix::net::SendFlags::NOSIGNAL
+        };
+        let stream = self.stream;
+        while !buf.is_empty() {
+            match stream.try_io(Interest::WRITABLE, || {
+                rustix::net::send(stream, buf, flags).map_err(io::Error::from)
+            }) {
+                Ok(n) => buf = &buf[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable().await?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for the socket to take more, at most `send_timeout`
+    /// (`ETIMEDOUT` then).
+    async fn wait_writable(&self) -> io::Result<()> {
+        match tokio::time::timeout(self.s.send_timeout, self.stream.writable()).await {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+        }
+    }
+}
+
+fn truncated() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "file was truncated")
+}
+
+/// Logs why sending the response to `ctx` failed, as NGINX words it: a
+/// disk error (`crit`) or a missing thread pool (`error`), a file that
+/// shrank while it was sent (`crit`), or the client's socket (`info`). A
+/// streamed body that already logged why it stopped is not logged again.
+pub fn log_send_error(log: &ErrorLog, ctx: &RequestCtx, e: &io::Error) {
+    let conn = Some(ctx.conn.id);
+    let file = ctx.request_filename.as_deref().unwrap_or("");
+    match crate::disk::disk_error(e) {
+        // The file's or the pool's failure: the disk layer's one wording.
+        Some(_) => {
+            let f = crate::disk::Failure::of(e, "sendfile", file);
+            let level = if f.crit { Level::Crit } else { Level::Error };
+            log.log_conn(level, conn, format_args!("{}", f.line), &ctx.log_context());
+        }
+        // A proxied body the upstream cut short: already logged.
+        None if response::is_logged(e) => {}
+        None if e.kind() == io::ErrorKind::UnexpectedEof => log.log_conn(
+            Level::Crit,
+            conn,
+            format_args!("file \"{file}\" was truncated while sending it"),
+            &ctx.log_context(),
+        ),
+        None => log.log_conn(
+            Level::Info,
+            conn,
+            format_args!(
+                "writev() failed {} while sending response to client",
+                crate::util::errno_text(e)
+            ),
+            &ctx.log_context(),
+        ),
+    }
+}
