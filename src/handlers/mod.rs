@@ -11,7 +11,6 @@ pub mod disk_io;
 pub mod filters;
 pub mod metrics;
 pub mod proxy;
-pub mod proxy_cache;
 pub mod static_file;
 mod stub_status;
 

@@ -28,7 +28,6 @@ use wire::{Framing, ResponseHead};
 
 use crate::config::template::Template;
 use crate::http::response::{logged_error, BodyStream, ChunkFuture};
-pub use crate::http::upstream_vars::{TryRecord, UpstreamVars};
 use crate::log::{ErrorLog, Level};
 
 /// Most bytes one read from an upstream takes: the bound on what a

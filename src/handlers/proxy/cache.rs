@@ -1,0 +1,539 @@
+//! `proxy_cache`: the cache between the client and [`super::fetch_with`],
+//! with NGINX's flow (ngx_http_upstream_cache, ngx_http_file_cache):
+//!
+//! 1. the zone is `proxy_cache` rendered (`cache_$disk`), the key
+//!    `proxy_cache_key` rendered; a `proxy_cache_purge` request purges the
+//!    key; a method outside `proxy_cache_methods` is not the cache's (the
+//!    dispatcher sends it upstream);
+//! 2. `proxy_cache_bypass` → upstream (BYPASS), the answer may be stored;
+//! 3. a lookup (a stored variant whose `Vary` values differ sends the
+//!    lookup to the variant's own key); a fresh entry is a HIT, sent from
+//!    its file (a file body starting at `body_offset`: small bodies are
+//!    read, large ones go out with `sendfile`, through the fast path when
+//!    the pages are cached, and the range and not-modified filters run on
+//!    it as on a static file);
+//! 4. otherwise the fill of the key is claimed (`proxy_cache_lock`: one
+//!    request goes upstream, the others wait, or serve the stale entry with
+//!    `proxy_cache_use_stale updating`); an expired entry is revalidated
+//!    with its validators (`proxy_cache_revalidate`), refreshed in the
+//!    background (`proxy_cache_background_update`), or served stale when
+//!    the upstream fails (`proxy_cache_use_stale`);
+//! 5. a cacheable response is streamed to the client and stored on the way
+//!    (`fill.rs`). With `proxy_buffering off` nothing is stored, as in
+//!    NGINX.
+//!
+//! Every file-system call goes through the disk layer on the location's
+//! I/O route ([`crate::disk::Io`], resolved once by `disk_io::route`).
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::fetch::fetch_with;
+use super::fill::{drain, refresh, request_header, respond_and_store, CacheReq};
+use super::request::{FetchOptions, UpstreamError};
+use super::response::{head_response, intercepted, into_response};
+use super::target::prepare;
+use crate::cache::policy::{self, Validity};
+use crate::cache::{CacheLog, CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
+use crate::config::model::{
+    stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
+};
+use crate::config::template::Template;
+use crate::handlers::disk_io::{self, failed};
+use crate::handlers::{Env, Outcome};
+use crate::http::context::RequestCtx;
+use crate::http::response::{Body, Response};
+use crate::log::Level;
+use crate::upstream::ProxyPass;
+
+fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
+    env.log
+        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
+}
+
+fn set_status(ctx: &mut RequestCtx, st: CacheStatus) {
+    if let Some(u) = ctx.upstream.as_mut() {
+        u.cache_status = Some(st);
+    }
+}
+
+/// Whether any of `conds` renders to a value that is neither empty nor
+/// `0` (`proxy_cache_bypass`, `proxy_no_cache`).
+fn any_set(ctx: &RequestCtx, conds: &[Template]) -> bool {
+    conds.iter().any(|t| {
+        let v = t.render(ctx);
+        !v.is_empty() && v != "0"
+    })
+}
+
+/// The content handler with `proxy_cache ZONE` on; `None` when the
+/// request is not the cache's (a method outside `proxy_cache_methods`):
+/// the caller sends it upstream.
+pub async fn serve(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    zone: &Template,
+) -> Option<Outcome> {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    if let Err(e) = prepare(ctx, env, pass) {
+        return Some(match e {
+            UpstreamError::Status(c) => Outcome::Status(c),
+            UpstreamError::ClientGone => Outcome::Close,
+        });
+    }
+    let Some(zone) = find_zone(ctx, env, zone) else {
+        return Some(Outcome::Status(500));
+    };
+    let method = ctx.head.method.as_str();
+    let purge = s
+        .proxy_cache_purge
+        .as_ref()
+        .filter(|p| p.method == method)
+        .cloned();
+    let cacheable_method =
+        matches!(method, "GET" | "HEAD") || (method == "POST" && s.proxy_cache_methods.post);
+    if purge.is_none() && !cacheable_method {
+        return None;
+    }
+    let key = match &s.proxy_cache_key {
+        Some(t) => t.render(ctx),
+        None => {
+            let host = ctx.upstream.as_ref().map_or("", |u| u.proxy_host.as_str());
+            format!("http{host}{}", ctx.head.target)
+        }
+    };
+    let io = match disk_io::route(ctx, env) {
+        Ok(io) => io,
+        Err(o) => return Some(*o),
+    };
+    let c = CacheReq {
+        zone,
+        disk: env.disk.clone(),
+        caches: env.caches.clone(),
+        io,
+        log: CacheLog {
+            log: env.log.clone(),
+            conn: Some(ctx.conn.id),
+            ctx: ctx.log_context(),
+        },
+    };
+    Some(match purge {
+        Some(p) if !p.allows(ctx.conn.peer.ip()) => Outcome::Status(403),
+        Some(_) => purge_key(ctx, env, &c, &key).await,
+        None => serve_key(ctx, env, pass, &c, key).await,
+    })
+}
+
+/// The zone `proxy_cache` renders to; an unknown one is logged with
+/// NGINX's line (the request's 500).
+fn find_zone(ctx: &RequestCtx, env: &Env<'_>, zone: &Template) -> Option<Arc<CacheZone>> {
+    let name = zone.render(ctx);
+    let found = env.caches.get(&name).cloned();
+    if found.is_none() {
+        log(
+            ctx,
+            env,
+            Level::Error,
+            format_args!("cache \"{name}\" not found"),
+        );
+    }
+    found
+}
+
+/// What a waiter for another request's fill does next.
+enum AfterWait {
+    /// The stale entry (`proxy_cache_use_stale updating`).
+    Stale,
+    /// The fill ended: look the key up again.
+    LookAgain,
+    /// Waited `proxy_cache_lock_timeout`: upstream without storing.
+    UpstreamNoStore,
+    /// Upstream, storing (no lock, or the fill is `proxy_cache_lock_age`
+    /// old).
+    Upstream,
+}
+
+/// A request that found the key's fill claimed by another: NGINX 1.22's
+/// rules for `proxy_cache_use_stale updating` and `proxy_cache_lock`.
+async fn wait_for_fill(
+    ctx: &RequestCtx,
+    w: FillWaiter,
+    have_stale: bool,
+    waited: bool,
+) -> AfterWait {
+    let s = &ctx.loc.s;
+    if s.proxy_cache_use_stale & STALE_UPDATING != 0 && have_stale {
+        return AfterWait::Stale;
+    }
+    if !s.proxy_cache_lock || waited {
+        return AfterWait::Upstream;
+    }
+    // A request that waited `lock_timeout` goes upstream and does not
+    // store; once the fill is `lock_age` old (when that comes first) the
+    // waiter goes upstream and stores.
+    let age = s.proxy_cache_lock_age.saturating_sub(w.since().elapsed());
+    let timeout = s.proxy_cache_lock_timeout;
+    let (limit, take_over) = if age < timeout {
+        (age, true)
+    } else {
+        (timeout, false)
+    };
+    if w.wait(limit).await {
+        AfterWait::LookAgain
+    } else if take_over {
+        AfterWait::Upstream
+    } else {
+        AfterWait::UpstreamNoStore
+    }
+}
+
+/// The cache's answer for `key`: bypass, HIT, or the fill (with the lock,
+/// stale entries and revalidation).
+async fn serve_key(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    c: &CacheReq,
+    base: String,
+) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    let store = !any_set(ctx, &s.proxy_no_cache);
+    if any_set(ctx, &s.proxy_cache_bypass) {
+        set_status(ctx, CacheStatus::Bypass);
+        let guard = match c.zone.claim_fill(&base) {
+            Fill::Owner(g) => Some(g),
+            Fill::Wait(_) => None,
+        };
+        return go_upstream(ctx, env, pass, c, &base, None, store.then_some(guard)).await;
+    }
+    let (mut key, mut found) = match find(ctx, env, c, &base).await {
+        Ok(x) => x,
+        Err(o) => return o,
+    };
+    let mut waited = false;
+    loop {
+        let stale = match found {
+            Found::Hit(e) if e.fresh(crate::util::time::now().0) => {
+                set_status(ctx, CacheStatus::Hit);
+                return hit(ctx, pass, *e);
+            }
+            Found::Hit(e) => Some(e),
+            Found::Miss(uses) if u64::from(uses) < s.proxy_cache_min_uses => {
+                set_status(ctx, CacheStatus::Miss);
+                return go_upstream(ctx, env, pass, c, &key, None, None).await;
+            }
+            Found::Miss(_) => None,
+        };
+        let guard = match c.zone.claim_fill(&key) {
+            Fill::Owner(g) => Some(g),
+            Fill::Wait(w) => match wait_for_fill(ctx, w, stale.is_some(), waited).await {
+                AfterWait::Stale => {
+                    set_status(ctx, CacheStatus::Updating);
+                    return hit(ctx, pass, *stale.expect("a stale entry"));
+                }
+                AfterWait::LookAgain => {
+                    waited = true;
+                    (key, found) = match find(ctx, env, c, &base).await {
+                        Ok(x) => x,
+                        Err(o) => return o,
+                    };
+                    continue;
+                }
+                AfterWait::UpstreamNoStore => {
+                    set_status(ctx, CacheStatus::Miss);
+                    return go_upstream(ctx, env, pass, c, &key, None, None).await;
+                }
+                AfterWait::Upstream => None,
+            },
+        };
+        let claim = Claim { guard, store };
+        return fill_or_stale(ctx, env, pass, c, &key, stale, claim).await;
+    }
+}
+
+/// The fill lock as claimed: the guard when this request holds it, and
+/// whether its answer may be stored (`proxy_no_cache` unset).
+struct Claim {
+    guard: Option<FillGuard>,
+    store: bool,
+}
+
+impl Claim {
+    /// What [`go_upstream`] is given: `Some(guard)` when storing.
+    fn fill(self) -> Option<Option<FillGuard>> {
+        self.store.then_some(self.guard)
+    }
+}
+
+/// The request holds (or gave up waiting for) the key's fill: a miss goes
+/// upstream; an expired entry is refreshed in the background, or
+/// revalidated / fetched again.
+async fn fill_or_stale(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    c: &CacheReq,
+    key: &str,
+    stale: Option<Box<Entry>>,
+    claim: Claim,
+) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    let Some(e) = stale else {
+        set_status(ctx, CacheStatus::Miss);
+        return go_upstream(ctx, env, pass, c, key, None, claim.fill()).await;
+    };
+    if s.proxy_cache_background_update
+        && s.proxy_cache_use_stale & STALE_UPDATING != 0
+        && claim.guard.is_some()
+    {
+        // The stale entry at once; the refresh runs as a task on this
+        // worker's loop (NGINX's background subrequest).
+        set_status(ctx, CacheStatus::Stale);
+        background_update(ctx, env, pass, c, key, &e, claim.fill());
+        return hit(ctx, pass, *e);
+    }
+    set_status(ctx, CacheStatus::Expired);
+    go_upstream(ctx, env, pass, c, key, Some(e), claim.fill()).await
+}
+
+/// Refreshes `key` in a task of its own, as a GET without a body carrying
+/// the request's headers, storing the answer (then dropping the lock).
+fn background_update(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    c: &CacheReq,
+    key: &str,
+    e: &Entry,
+    fill: Option<Option<FillGuard>>,
+) {
+    let mut bg = RequestCtx::new(&ctx.conn, ctx.conn_requests, ctx.head.clone(), &ctx.server);
+    bg.method = ctx.method;
+    bg.uri = ctx.uri.clone();
+    bg.args = ctx.args.clone();
+    bg.loc = Arc::clone(&ctx.loc);
+    bg.internal = ctx.internal;
+    bg.error_page = ctx.error_page;
+    bg.expect_tested = true;
+    bg.upstream = ctx.upstream.clone();
+    bg.head.content_length = None;
+    let entry = Box::new(Entry {
+        file: e.file.clone(),
+        header: e.header.clone(),
+        path: e.path.clone(),
+        updating: true,
+    });
+    let (pass, c, key, log) = (
+        Arc::clone(pass),
+        c.clone(),
+        key.to_string(),
+        env.log.clone(),
+    );
+    tokio::task::spawn_local(async move {
+        let env = Env {
+            disk: &c.disk,
+            log: &log,
+            caches: &c.caches,
+            body: None,
+        };
+        let out = go_upstream(&mut bg, &env, &pass, &c, &key, Some(entry), fill).await;
+        if let Outcome::Send(r) = out {
+            if let Body::Stream(sb) = r.body {
+                drain(sb.into_inner()).await;
+            }
+        }
+    });
+}
+
+/// What a lookup found, `Vary` applied.
+enum Found {
+    Hit(Box<Entry>),
+    Miss(u32),
+}
+
+/// Looks `key` up; a stored variant whose `Vary` values differ from the
+/// request's sends the lookup to the variant's own key (NGINX's secondary
+/// key). Returns the key that answers (and is to be filled).
+async fn find(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    c: &CacheReq,
+    key: &str,
+) -> Result<(String, Found), Outcome> {
+    let req = |n: &str| request_header(ctx, n);
+    match lookup(ctx, env, c, key).await? {
+        Found::Hit(e) if !policy::variant_matches(&e.header.meta.vary, req) => {
+            let names: Vec<String> = e.header.meta.vary.iter().map(|(n, _)| n.clone()).collect();
+            let vk = policy::variant_key(key, &policy::vary_values(&names, req));
+            match lookup(ctx, env, c, &vk).await? {
+                Found::Hit(e2) if !policy::variant_matches(&e2.header.meta.vary, req) => {
+                    Ok((vk, Found::Miss(u32::MAX)))
+                }
+                f => Ok((vk, f)),
+            }
+        }
+        f => Ok((key.to_string(), f)),
+    }
+}
+
+async fn lookup(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    c: &CacheReq,
+    key: &str,
+) -> Result<Found, Outcome> {
+    match c.zone.lookup(&c.io, key, &c.log).await {
+        Ok(Lookup::Hit(e)) => Ok(Found::Hit(e)),
+        Ok(Lookup::Miss { uses }) => Ok(Found::Miss(uses)),
+        Err(e) => {
+            let path = c
+                .zone
+                .entry_path(&crate::cache::KeyHash::of(key.as_bytes()));
+            Err(failed(ctx, env, &e, "open", &path.to_string_lossy()))
+        }
+    }
+}
+
+/// The answer from a stored entry: its status and headers, its body as
+/// a file range after the header.
+fn hit(ctx: &RequestCtx, pass: &ProxyPass, e: Entry) -> Outcome {
+    let h = &e.header;
+    let mut r = head_response(ctx, pass, h.meta.status, &h.meta.headers);
+    // As NGINX (ngx_http_upstream_copy_allow_ranges): a cached response
+    // is served in ranges when the upstream said `Accept-Ranges`; the
+    // range filter then sends its own `Accept-Ranges: bytes`.
+    let n = r.headers.len();
+    r.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
+    r.allow_ranges = r.headers.len() != n;
+    r.content_length = Some(h.body_len);
+    r.body = if h.body_len == 0 {
+        Body::Empty
+    } else {
+        Body::File {
+            start: h.body_offset,
+            len: h.body_len,
+            file: Rc::new(e.file),
+        }
+    };
+    Outcome::Send(r)
+}
+
+/// Purges `key`: 200 with a short page when an entry was removed, 404
+/// when there was none.
+async fn purge_key(ctx: &RequestCtx, env: &Env<'_>, c: &CacheReq, key: &str) -> Outcome {
+    let path = c
+        .zone
+        .entry_path(&crate::cache::KeyHash::of(key.as_bytes()));
+    match c.zone.purge(&c.io, key).await {
+        Ok(true) => {
+            let body = format!(
+                "<html>\r\n<head><title>Successful purge</title></head>\r\n<body>\r\n<center><h1>Successful purge</h1></center>\r\n<center>Key : {}</center>\r\n<center>Path: {}</center>\r\n</body>\r\n</html>\r\n",
+                html_escape(key),
+                path.display()
+            );
+            Outcome::Send(Response::bytes(200, "text/html", body.into_bytes()))
+        }
+        Ok(false) => Outcome::Status(404),
+        Err(e) => failed(ctx, env, &e, "unlink", &path.to_string_lossy()),
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The `proxy_cache_use_stale` condition a failed fetch meets.
+fn failure_bits(code: u16) -> u16 {
+    match code {
+        504 => STALE_TIMEOUT,
+        502 => STALE_ERROR | STALE_INVALID_HEADER,
+        _ => STALE_ERROR,
+    }
+}
+
+/// Asks the upstream (conditionally, when revalidating `stale`), then
+/// answers: the stale entry (use_stale, 304), or the new response, stored
+/// through a [`CacheFill`] when `fill` is given (`Some(guard)`: the lock
+/// this request holds, released when the fill ends) and the response may
+/// be cached.
+async fn go_upstream(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &ProxyPass,
+    c: &CacheReq,
+    key: &str,
+    stale: Option<Box<Entry>>,
+    fill: Option<Option<FillGuard>>,
+) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    let mut opts = FetchOptions {
+        cache: true,
+        head_as_get: fill.is_some(),
+        ..Default::default()
+    };
+    let revalidating = match &stale {
+        Some(e) if s.proxy_cache_revalidate => {
+            let m = &e.header.meta;
+            opts.if_none_match = m.etag.clone();
+            opts.if_modified_since = m.last_modified.map(crate::util::time::http_date);
+            opts.if_none_match.is_some() || opts.if_modified_since.is_some()
+        }
+        _ => false,
+    };
+    let up = match fetch_with(ctx, env, pass, &opts).await {
+        Ok(up) => up,
+        Err(UpstreamError::Status(code)) => {
+            if let Some(e) = stale.filter(|_| s.proxy_cache_use_stale & failure_bits(code) != 0) {
+                set_status(ctx, CacheStatus::Stale);
+                return hit(ctx, pass, *e);
+            }
+            return Outcome::Status(code);
+        }
+        Err(UpstreamError::ClientGone) => return Outcome::Close,
+    };
+    let status = up.status();
+    if let Some(e) = stale {
+        if revalidating && status == 304 {
+            set_status(ctx, CacheStatus::Revalidated);
+            if fill.is_some() {
+                refresh(c, &e, up.headers(), &s.proxy_cache_valid).await;
+            }
+            return hit(ctx, pass, *e);
+        }
+        if stale_status_bit(status).is_some_and(|b| s.proxy_cache_use_stale & b != 0) {
+            set_status(ctx, CacheStatus::Stale);
+            return hit(ctx, pass, *e);
+        }
+    }
+    if let Some(o) = intercepted(ctx, status) {
+        return o;
+    }
+    let valid = policy::validity(
+        status,
+        up.headers(),
+        &s.proxy_cache_valid,
+        crate::util::time::now().0,
+    );
+    // NGINX caches only what it buffers.
+    match (fill.filter(|_| s.proxy_buffering), valid) {
+        (Some(guard), Validity::Until(t)) => {
+            respond_and_store(ctx, pass, c, key, up, t, guard).await
+        }
+        _ => {
+            let head_req = ctx.is_head();
+            let mut r = into_response(ctx, pass, up);
+            if head_req {
+                r.body = Body::Empty;
+            }
+            Outcome::Send(r)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! The `proxy_pass` content handler: through the cache when `proxy_cache`
+//! is on and the request is the cache's, else straight through the two
+//! steps ([`super::fetch`], [`super::into_response`]).
+
+use std::sync::Arc;
+
+use super::cache;
+use super::fetch::fetch_with;
+use super::request::{FetchOptions, UpstreamError};
+use super::response::{intercepted, into_response};
+use crate::handlers::{Env, Outcome};
+use crate::http::context::RequestCtx;
+use crate::upstream::ProxyPass;
+
+/// The content handler.
+pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
+    let Some(zone) = ctx.loc.s.proxy_cache.clone() else {
+        return serve_with(ctx, env, pass, &FetchOptions::default()).await;
+    };
+    match cache::serve(ctx, env, pass, &zone).await {
+        Some(o) => o,
+        // A method the cache does not take: upstream, with the cache's
+        // header rules.
+        None => {
+            let opts = FetchOptions {
+                cache: true,
+                ..Default::default()
+            };
+            serve_with(ctx, env, pass, &opts).await
+        }
+    }
+}
+
+/// Proxies without the cache (a request the cache does not take).
+pub async fn serve_with(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    pass: &Arc<ProxyPass>,
+    opts: &FetchOptions,
+) -> Outcome {
+    match fetch_with(ctx, env, pass, opts).await {
+        Ok(up) => match intercepted(ctx, up.status()) {
+            Some(o) => o,
+            None => Outcome::Send(into_response(ctx, pass, up)),
+        },
+        Err(UpstreamError::Status(code)) => Outcome::Status(code),
+        Err(UpstreamError::ClientGone) => Outcome::Close,
+    }
+}

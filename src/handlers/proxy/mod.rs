@@ -1,0 +1,31 @@
+//! The `proxy_pass` content handler and `proxy_cache`, split by step, each
+//! file importing only those below it:
+//!
+//! | File | Holds |
+//! |---|---|
+//! | `dispatch.rs` | [`serve`]: through the cache, or straight through the two steps |
+//! | `cache.rs` | the `proxy_cache` flow: lookup, HIT, lock, stale, revalidate, purge |
+//! | `fill.rs` | storing a response while it is sent ([`CacheFill`](fill)), refresh after a 304 |
+//! | `fetch.rs` | step one, [`fetch`]: peers, tries, `proxy_next_upstream`, the response head |
+//! | `target.rs` | where the request goes: the `upstream` group, `$proxy_host` |
+//! | `request.rs` | what goes upstream: URI, method, head, body |
+//! | `response.rs` | step two, [`into_response`]: the client's response for an upstream's |
+//!
+//! What NGINX does that porter does not (yet): buffering of large request
+//! bodies to a temp file (a body over 64 KiB streams, so once it went to a
+//! failing peer the request is not retried), regex `proxy_redirect`,
+//! `proxy_cookie_*`.
+
+mod cache;
+mod dispatch;
+mod fetch;
+mod fill;
+mod request;
+mod response;
+mod target;
+
+pub use self::dispatch::{serve, serve_with};
+pub use self::fetch::{fetch, fetch_with};
+pub use self::request::{escape_uri, upstream_uri, FetchOptions, UpstreamError};
+pub use self::response::{head_response, hop_by_hop, intercepted, into_response};
+pub use self::target::prepare;

@@ -1,0 +1,316 @@
+//! What goes upstream: the request's URI (NGINX's `proxy_pass` rules),
+//! method, head (`proxy_set_header` lines, then the client's headers the
+//! proxy does not govern) and body (streamed, or read whole first when it
+//! is small or must be re-framed), and how a failure on the client's side
+//! is answered. The lowest layer of the proxy: it imports nothing of the
+//! other files of `handlers/proxy/`.
+
+use std::cell::RefCell;
+
+use crate::config::LocSettings;
+use crate::handlers::Env;
+use crate::http::body::ClientBody;
+use crate::http::context::{Method, RequestCtx};
+use crate::log::Level;
+use crate::upstream::{wire, ProxyPass};
+
+/// A request body up to this long is read whole before the upstream is
+/// asked (like NGINX's `client_body_buffer_size`, in memory): it can then
+/// be sent again to the next peer, or on a fresh connection when a pooled
+/// one turns out dead. Longer bodies stream.
+const SMALL_BODY: u64 = 64 * 1024;
+
+/// Why [`super::fetch`] produced no response (already logged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamError {
+    /// Answer with this status (502, 504, 413, 500).
+    Status(u16),
+    /// The client went away or sent a broken body: close without answering.
+    ClientGone,
+}
+
+/// How a request goes upstream when a cache is involved.
+#[derive(Debug, Default, Clone)]
+pub struct FetchOptions {
+    /// `proxy_cache` is on in the location: NGINX's cache header rules
+    /// apply (the client's `If-*`, `Range`, `Expect` and `Keep-Alive`
+    /// are not passed unless `proxy_set_header` sets them).
+    pub cache: bool,
+    /// Ask with GET for a HEAD request (`proxy_cache_convert_head`, so the
+    /// body can be stored).
+    pub head_as_get: bool,
+    /// `If-None-Match` of a stale entry (`proxy_cache_revalidate`).
+    pub if_none_match: Option<String>,
+    /// `If-Modified-Since` of a stale entry (`proxy_cache_revalidate`).
+    pub if_modified_since: Option<String>,
+}
+
+/// Request headers `proxy_set_header` governs even when not set (NGINX's
+/// `ngx_http_proxy_headers`): a client's own are never passed on.
+const SET_BY_PROXY: &[&str] = &[
+    "host",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "te",
+    "keep-alive",
+    "expect",
+    "upgrade",
+];
+
+/// Request headers NGINX's proxy clears when a cache is configured
+/// (`ngx_http_proxy_cache_headers`).
+const CLEARED_FOR_CACHE: &[&str] = &[
+    "if-modified-since",
+    "if-unmodified-since",
+    "if-none-match",
+    "if-match",
+    "range",
+    "if-range",
+];
+
+/// NGINX's `ngx_escape_uri` (URI table): space, `#`, `%`, `?`, controls
+/// and non-ASCII bytes become `%XX`.
+pub fn escape_uri(s: &str, out: &mut String) {
+    use std::fmt::Write as _;
+    for &b in s.as_bytes() {
+        if b <= 0x20 || b >= 0x7f || matches!(b, b'#' | b'%' | b'?') {
+            let _ = write!(out, "%{b:02X}");
+        } else {
+            out.push(b as char);
+        }
+    }
+}
+
+/// The URI sent upstream, by NGINX's rules: a literal `proxy_pass` with a
+/// URI part replaces the location's prefix with it; one without passes the
+/// client's URI as it was sent (the normalised URI after an internal
+/// redirect); a URL with variables that has a URI part is sent as is.
+pub fn upstream_uri(
+    ctx: &RequestCtx,
+    pass: &ProxyPass,
+    url_uri: Option<&str>,
+    dynamic: bool,
+) -> String {
+    let mut out = String::with_capacity(ctx.uri.len() + 16);
+    match url_uri {
+        Some(u) if dynamic => out.push_str(u),
+        None if !ctx.internal && ctx.head.target.starts_with('/') => out.push_str(&ctx.head.target),
+        _ => {
+            let rest = match url_uri {
+                Some(u) => {
+                    out.push_str(u);
+                    ctx.uri
+                        .strip_prefix(pass.location.as_str())
+                        .unwrap_or(&ctx.uri)
+                }
+                None => &ctx.uri,
+            };
+            escape_uri(rest, &mut out);
+            if let Some(a) = &ctx.args {
+                out.push('?');
+                out.push_str(a);
+            }
+        }
+    }
+    out
+}
+
+/// The method sent upstream: GET for a request an `error_page` redirect
+/// turned into one, GET for a HEAD the cache asks as GET
+/// (`proxy_cache_convert_head`), else the client's.
+pub fn upstream_method(ctx: &RequestCtx, opts: &FetchOptions) -> String {
+    let redirected_to_get = ctx.method == Method::Get && ctx.head.method != "GET" && !ctx.is_head();
+    if redirected_to_get || (opts.head_as_get && ctx.is_head()) {
+        "GET".to_string()
+    } else {
+        ctx.head.method.clone()
+    }
+}
+
+/// How the request body travels upstream.
+pub enum ReqBody {
+    /// No body.
+    None,
+    /// Read from the client while sending; `chunked` re-frames it.
+    Stream { chunked: bool },
+    /// Read whole first (a chunked body to an HTTP/1.0 upstream).
+    Buffered(Vec<u8>),
+}
+
+/// The request head (with a body read whole appended) and how the body
+/// travels: streamed as it arrives, except a small one or a chunked one to
+/// an HTTP/1.0 upstream, which is read whole first (so it can be sent
+/// again, and an HTTP/1.0 upstream gets its length).
+// The connection loop waits while the handler runs: no one else borrows
+// the request body meanwhile.
+#[allow(clippy::await_holding_refcell_ref)]
+pub async fn build_request(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    client_body: Option<&RefCell<ClientBody<'_>>>,
+    method: &str,
+    uri: &str,
+    opts: &FetchOptions,
+) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
+    let loc = std::sync::Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    let mut body = match client_body {
+        None => ReqBody::None,
+        Some(b) => {
+            ctx.test_expect();
+            if ctx.send_continue {
+                ctx.send_continue = false;
+                if b.borrow().send_continue(s.send_timeout).await.is_err() {
+                    return Err(UpstreamError::ClientGone);
+                }
+            }
+            let chunked = b.borrow().is_chunked();
+            let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
+            if (chunked && !s.proxy_http11) || small {
+                ReqBody::Buffered(read_whole_body(ctx, env, b).await?)
+            } else {
+                ReqBody::Stream { chunked }
+            }
+        }
+    };
+    let headers = request_headers(ctx, s, &body, opts);
+    let mut head = wire::request_head(method, uri, s.proxy_http11, &headers);
+    if let ReqBody::Buffered(b) = &mut body {
+        head.append(b);
+    }
+    Ok((head, body))
+}
+
+/// The request head sent upstream: `proxy_set_header` lines (then NGINX's
+/// default Host and Connection), the body's framing, then the client's
+/// headers not governed by the proxy.
+fn request_headers(
+    ctx: &RequestCtx,
+    s: &LocSettings,
+    body: &ReqBody,
+    opts: &FetchOptions,
+) -> Vec<(String, String)> {
+    let mut out = Vec::with_capacity(ctx.head.headers.len() + 4);
+    let set = &s.proxy_set_header;
+    let named = |n: &str| set.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+    for (n, t) in set.iter() {
+        let v = t.render(ctx);
+        if !v.is_empty() {
+            out.push((n.clone(), v));
+        }
+    }
+    if !named("host") {
+        let host = ctx.upstream.as_ref().map_or("", |u| u.proxy_host.as_str());
+        out.push(("Host".into(), host.to_string()));
+    }
+    if !named("connection") {
+        out.push(("Connection".into(), "close".into()));
+    }
+    if opts.cache {
+        if let (Some(v), false) = (&opts.if_modified_since, named("if-modified-since")) {
+            out.push(("If-Modified-Since".into(), v.clone()));
+        }
+        if let (Some(v), false) = (&opts.if_none_match, named("if-none-match")) {
+            out.push(("If-None-Match".into(), v.clone()));
+        }
+    }
+    match body {
+        ReqBody::None => {
+            if ctx.head.content_length == Some(0) && s.proxy_pass_request_body {
+                out.push(("Content-Length".into(), "0".into()));
+            }
+        }
+        ReqBody::Stream { chunked: true } => {
+            out.push(("Transfer-Encoding".into(), "chunked".into()))
+        }
+        ReqBody::Stream { chunked: false } => out.push((
+            "Content-Length".into(),
+            ctx.head.content_length.unwrap_or(0).to_string(),
+        )),
+        ReqBody::Buffered(b) => out.push(("Content-Length".into(), b.len().to_string())),
+    }
+    if s.proxy_pass_request_headers {
+        for (n, v) in &ctx.head.headers {
+            let lower = n.to_ascii_lowercase();
+            if SET_BY_PROXY.contains(&lower.as_str())
+                || named(&lower)
+                || (opts.cache && CLEARED_FOR_CACHE.contains(&lower.as_str()))
+            {
+                continue;
+            }
+            out.push((n.clone(), v.clone()));
+        }
+    }
+    out
+}
+
+/// Reads a whole chunked request body (bounded by `client_max_body_size`).
+// The connection loop waits while the handler runs: no one else borrows
+// the request body meanwhile.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn read_whole_body(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    b: &RefCell<ClientBody<'_>>,
+) -> Result<Vec<u8>, UpstreamError> {
+    let max = ctx.loc.s.client_max_body_size;
+    let mut all = Vec::new();
+    // The connection loop waits for this handler: nothing else borrows the
+    // body meanwhile.
+    let mut b = b.borrow_mut();
+    loop {
+        match b.read(&mut all).await {
+            Ok(true) => {
+                if max != 0 && all.len() as u64 > max {
+                    too_large(ctx, env, all.len() as u64);
+                    return Err(UpstreamError::Status(413));
+                }
+            }
+            Ok(false) => return Ok(all),
+            Err(e) => return Err(client_body_error(ctx, env, &e)),
+        }
+    }
+}
+
+pub fn too_large(ctx: &RequestCtx, env: &Env<'_>, n: u64) {
+    env.log.log_conn(
+        Level::Error,
+        Some(ctx.conn.id),
+        format_args!("client intended to send too large chunked body: {n} bytes"),
+        &ctx.log_context(),
+    );
+}
+
+pub fn client_body_error(ctx: &RequestCtx, env: &Env<'_>, e: &std::io::Error) -> UpstreamError {
+    let what = match e.kind() {
+        std::io::ErrorKind::TimedOut => {
+            "client timed out (110: Connection timed out) while reading client request body"
+        }
+        std::io::ErrorKind::InvalidData => "client sent invalid chunked body",
+        _ => "client prematurely closed connection",
+    };
+    env.log.log_conn(
+        Level::Info,
+        Some(ctx.conn.id),
+        format_args!("{what}"),
+        &ctx.log_context(),
+    );
+    if e.kind() == std::io::ErrorKind::InvalidData {
+        UpstreamError::Status(400)
+    } else {
+        UpstreamError::ClientGone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_like_nginx() {
+        let mut out = String::new();
+        escape_uri("/a b/%?#é~", &mut out);
+        assert_eq!(out, "/a%20b/%25%3F%23%C3%A9~");
+    }
+}

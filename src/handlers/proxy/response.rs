@@ -1,0 +1,157 @@
+//! Step two of a proxied request: the client's [`Response`] for an
+//! upstream's — its status and headers less the hidden and hop-by-hop ones,
+//! `Location` through `proxy_redirect`, the validators in their slots — and
+//! its body as a [`Body::Stream`] the connection loop pulls piece by piece
+//! (Content-Length passed through, or chunked to an HTTP/1.1 client when
+//! the length is unknown). A cached entry's head goes through the same
+//! [`head_response`].
+
+use crate::handlers::Outcome;
+use crate::http::context::RequestCtx;
+use crate::http::request::Version;
+use crate::http::response::{Body, Response, StreamBody};
+use crate::upstream::{ProxyPass, RedirectRule, UpstreamResponse};
+
+/// Response headers NGINX's proxy never passes: it sends its own Date and
+/// Server, and the hop-by-hop headers belong to the upstream connection.
+const HIDDEN: &[&str] = &[
+    "date",
+    "server",
+    "x-pad",
+    "x-accel-expires",
+    "x-accel-redirect",
+    "x-accel-limit-rate",
+    "x-accel-buffering",
+    "x-accel-charset",
+];
+
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "upgrade",
+    "te",
+    "trailer",
+    "proxy-connection",
+];
+
+/// `proxy_intercept_errors`: an upstream status with an `error_page`
+/// becomes that page.
+pub fn intercepted(ctx: &RequestCtx, status: u16) -> Option<Outcome> {
+    let s = &ctx.loc.s;
+    (s.proxy_intercept_errors
+        && status >= 300
+        && s.error_pages.iter().any(|p| p.codes.contains(&status)))
+    .then_some(Outcome::Status(status))
+}
+
+/// Step two: the client response for an upstream response — its status
+/// and headers (less the hidden and hop-by-hop ones) and its body as a
+/// stream.
+pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -> Response {
+    let mut r = head_response(ctx, pass, up.status(), up.headers());
+    let empty = up.body.is_complete();
+    r.content_length = up.content_length();
+    if empty {
+        r.body = Body::Empty;
+        if r.content_length.is_none()
+            && !(up.status() == 204 || up.status() == 304 || ctx.is_head())
+        {
+            r.content_length = Some(0);
+        }
+    } else {
+        if r.content_length.is_none() {
+            if ctx.head.version == Version::Http11 {
+                r.chunked = true;
+            } else {
+                r.close = true;
+            }
+        }
+        r.body = Body::Stream(StreamBody::new(Box::new(up.body)));
+    }
+    r
+}
+
+/// The client response's status and headers for an upstream's (or a
+/// cached entry's) `status` and `headers`: less the hidden and hop-by-hop
+/// ones, `Location` rewritten, validators in their slots. No body.
+pub fn head_response(
+    ctx: &RequestCtx,
+    pass: &ProxyPass,
+    status: u16,
+    headers: &[(String, String)],
+) -> Response {
+    let s = &ctx.loc.s;
+    let mut r = Response::new(status);
+    let hidden = |n: &str| {
+        (HIDDEN.contains(&n) && !s.proxy_pass_header.iter().any(|p| p == n))
+            || s.proxy_hide_header.iter().any(|p| p == n)
+    };
+    for (n, v) in headers {
+        let lower = n.to_ascii_lowercase();
+        if HOP_BY_HOP.contains(&lower.as_str()) || hidden(&lower) {
+            continue;
+        }
+        match lower.as_str() {
+            "server" => {
+                r.own_server = false;
+                r.headers.push((n.clone(), v.clone()));
+            }
+            "date" => {
+                r.own_date = false;
+                r.headers.push((n.clone(), v.clone()));
+            }
+            "content-type" if r.content_type.is_none() => r.content_type = Some(v.clone()),
+            "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
+            "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {
+                // Rewritten to a path: made absolute and sent in its own
+                // slot, as NGINX's header filter does. Anything else
+                // (a URL, or a Location no rule matched) stays in line.
+                Some(v) if v.starts_with('/') => {
+                    r.location = Some(crate::handlers::absolute_location(ctx, &v))
+                }
+                Some(v) => r.headers.push((n.clone(), v)),
+                None => r.headers.push((n.clone(), v.clone())),
+            },
+            // In line, where the upstream put it (NGINX's header filter
+            // writes a proxied Last-Modified among the other lines); the
+            // parsed time is for the conditional filters.
+            "last-modified" if r.last_modified.is_none() => {
+                if let Ok(t) = httpdate::parse_http_date(v) {
+                    r.last_modified = t
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .ok()
+                        .map(|d| d.as_secs() as i64);
+                    r.last_modified_inline = true;
+                }
+                r.headers.push((n.clone(), v.clone()));
+            }
+            _ => r.headers.push((n.clone(), v.clone())),
+        }
+    }
+    r
+}
+
+/// Whether an upstream header is hop-by-hop (never stored or passed).
+pub fn hop_by_hop(name: &str) -> bool {
+    HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// An upstream's `Location` after `proxy_redirect`: the first rule whose
+/// prefix matches replaces it (`None`: no rule matched).
+fn rewrite_location(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> Option<String> {
+    for rule in ctx.loc.s.proxy_redirect.iter() {
+        let (from, to) = match rule {
+            RedirectRule::Default => match &pass.redirect_default {
+                Some((f, t)) => (f.clone(), t.clone()),
+                None => continue,
+            },
+            RedirectRule::Replace(f, t) => (f.render(ctx), t.render(ctx)),
+        };
+        if let Some(rest) = v.strip_prefix(from.as_str()) {
+            return Some(format!("{to}{rest}"));
+        }
+    }
+    None
+}
