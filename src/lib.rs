@@ -23,3 +23,4 @@ pub mod metrics;
 pub mod runtime;
 pub mod upstream;
 pub mod util;
+pub mod vars;

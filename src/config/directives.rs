@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::model::*;
 use super::parser::{ConfError, Directive};
-use super::split_clients::SplitClients;
-use super::template::{self, Template, Var};
+use crate::vars::split_clients::SplitClients;
+use crate::vars::template::{self, Template, Var};
 use super::value::{parse_flag, parse_size, parse_time};
 use crate::cache::policy::CacheValid;
 use crate::cache::{Levels, TempPath, ZoneSpec};

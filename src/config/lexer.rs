@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::parser::ConfError;
+use super::error::ConfError;
 
 /// Size of nginx's configuration read buffer (`NGX_CONF_BUFFER`); words that
 /// fill it make nginx fail, and we fail on the same inputs.

@@ -5,17 +5,17 @@
 //! table of accepted directives and builds the typed `model` from the tree.
 
 pub mod directives;
+pub mod error;
 pub mod lexer;
 pub mod model;
 pub mod parser;
-pub mod split_clients;
-pub mod template;
 pub mod value;
 
 use std::path::{Path, PathBuf};
 
 pub use model::*;
-pub use parser::{ConfError, Directive};
+pub use error::ConfError;
+pub use parser::Directive;
 
 /// The configuration used when no `-c FILE` is given: serve one directory on
 /// 127.0.0.1:8080 in the foreground, as the invoking user.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::template::Template;
+use crate::vars::template::Template;
 use crate::log::{AccessLog, ErrorLogSpec};
 
 /// The whole running configuration: one immutable value per generation.

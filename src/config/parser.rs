@@ -7,12 +7,12 @@
 //! at follow nginx 1.22 (see NOTES.md for the verified cases).
 
 use std::collections::HashSet;
-use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::error::ConfError;
 use super::lexer::{Lexer, Origin, TokenKind};
 use crate::util::errno_text;
 
@@ -70,27 +70,6 @@ impl Directive {
     }
 }
 
-/// A configuration error, worded like nginx's `[emerg]` messages.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfError {
-    /// The message without location, e.g. `unexpected "}"`.
-    pub message: String,
-    /// The file the error is in; `None` when nginx prints no location.
-    pub file: Option<Arc<Path>>,
-    /// The line within `file` (meaningless when `file` is `None`).
-    pub line: u32,
-}
-
-impl fmt::Display for ConfError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.file {
-            Some(file) => write!(f, "{} in {}:{}", self.message, file.display(), self.line),
-            None => f.write_str(&self.message),
-        }
-    }
-}
-
-impl std::error::Error for ConfError {}
 
 /// How a text is being parsed, as nginx's `parse_file` / `parse_param`.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::disk_io::{self, failed};
 use super::{redirect, Env, Outcome};
-use crate::config::template::Template;
+use crate::vars::template::Template;
 use crate::config::{DocRoot, LocationKind, TryFallback, TryFiles};
 use crate::disk::{Failure, FileKind, Io, OpenFile};
 use crate::http::conditional;

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
-use crate::config::template::{Var, VarSource};
+use crate::vars::template::{Var, VarSource};
 use crate::config::{LocationConf, ServerConf};
 
 /// Facts about the connection a request arrived on.

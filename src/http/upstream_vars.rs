@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::config::template::Var;
+use crate::vars::template::Var;
 
 /// One try at a peer, for the `$upstream_*` variables.
 #[derive(Debug, Clone, Default)]

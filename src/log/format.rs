@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{submit, LogFile};
-use crate::config::template::{Template, TemplateError, VarSource};
+use crate::vars::template::{Template, TemplateError, VarSource};
 
 /// NGINX's predefined `combined` format.
 pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
@@ -108,7 +108,7 @@ impl AccessLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::template::Var;
+    use crate::vars::template::Var;
 
     struct Req;
     impl VarSource for Req {

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::config::template::Template;
+use crate::vars::template::Template;
 
 /// One `server` line after its address resolved (a name with several
 /// addresses gives several peers, as in NGINX).

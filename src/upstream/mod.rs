@@ -26,7 +26,7 @@ pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
 pub use pool::UpstreamConn;
 use wire::{Framing, ResponseHead};
 
-use crate::config::template::Template;
+use crate::vars::template::Template;
 use crate::http::response::{logged_error, BodyStream, ChunkFuture};
 use crate::log::{ErrorLog, Level};
 

@@ -38,7 +38,7 @@ use crate::cache::{CacheLog, CacheStatus, CacheZone, Entry, Fill, FillGuard, Fil
 use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
 };
-use crate::config::template::Template;
+use crate::vars::template::Template;
 use crate::handlers::disk_io::{self, failed};
 use crate::handlers::{Env, Outcome};
 use crate::http::context::RequestCtx;
