@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::model::*;
-use super::parser::{ConfError, Directive};
+use super::error::ConfError;
+use super::parser::Directive;
 use crate::vars::split_clients::SplitClients;
 use crate::vars::template::{self, Template, Var};
 use super::value::{parse_flag, parse_size, parse_time};
