@@ -13,8 +13,8 @@ pub mod value;
 
 use std::path::{Path, PathBuf};
 
-pub use model::*;
 pub use error::ConfError;
+pub use model::*;
 pub use parser::Directive;
 
 /// The configuration used when no `-c FILE` is given: serve one directory on

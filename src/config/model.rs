@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::vars::template::Template;
 use crate::log::{AccessLog, ErrorLogSpec};
+use crate::vars::template::Template;
 
 /// The whole running configuration: one immutable value per generation.
 #[derive(Debug)]

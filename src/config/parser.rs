@@ -70,7 +70,6 @@ impl Directive {
     }
 }
 
-
 /// How a text is being parsed, as nginx's `parse_file` / `parse_param`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {

@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use super::disk_io::{self, failed};
 use super::{redirect, Env, Outcome};
-use crate::vars::template::Template;
 use crate::config::{DocRoot, LocationKind, TryFallback, TryFiles};
 use crate::disk::{Failure, FileKind, Io, OpenFile};
 use crate::http::conditional;
@@ -20,6 +19,7 @@ use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{Body, Response};
 use crate::log::Level;
 use crate::util::errno_text;
+use crate::vars::template::Template;
 
 fn concat(a: &str, b: &str) -> String {
     let mut s = String::with_capacity(a.len() + b.len());

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
-use crate::vars::template::{Var, VarSource};
 use crate::config::{LocationConf, ServerConf};
+use crate::vars::template::{Var, VarSource};
 
 /// Facts about the connection a request arrived on.
 #[derive(Debug, Clone)]

@@ -26,9 +26,9 @@ pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
 pub use pool::UpstreamConn;
 use wire::{Framing, ResponseHead};
 
-use crate::vars::template::Template;
 use crate::http::response::{logged_error, BodyStream, ChunkFuture};
 use crate::log::{ErrorLog, Level};
+use crate::vars::template::Template;
 
 /// Most bytes one read from an upstream takes: the bound on what a
 /// proxied body holds in memory per request.

@@ -38,13 +38,13 @@ use crate::cache::{CacheLog, CacheStatus, CacheZone, Entry, Fill, FillGuard, Fil
 use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
 };
-use crate::vars::template::Template;
 use crate::handlers::disk_io::{self, failed};
 use crate::handlers::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, Response};
 use crate::log::Level;
 use crate::upstream::ProxyPass;
+use crate::vars::template::Template;
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
     env.log

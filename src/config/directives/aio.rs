@@ -1,0 +1,143 @@
+//! Disk I/O directives: `thread_pool`, `aio`, `aio_write`,
+//! `aio_fast_path`, `sendfile`, `sendfile_max_chunk`, `open_file_cache*`.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("sendfile", HSL, Arity::N(1), loc_flag!(sendfile)),
+    d(
+        "sendfile_max_chunk",
+        HSL,
+        Arity::N(1),
+        loc_size!(sendfile_max_chunk),
+    ),
+    d("thread_pool", MAIN, Arity::Range(2, 3), set_thread_pool),
+    d("aio", HSL, Arity::N(1), set_aio),
+    d("aio_write", HSL, Arity::N(1), loc_flag!(aio_write)),
+    d("aio_fast_path", HSL, Arity::N(1), loc_flag!(aio_fast_path)),
+    d(
+        "open_file_cache",
+        HSL,
+        Arity::Range(1, 2),
+        set_open_file_cache,
+    ),
+    d(
+        "open_file_cache_valid",
+        HSL,
+        Arity::N(1),
+        loc_time!(open_file_cache_valid),
+    ),
+    d("open_file_cache_min_uses", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.loc().open_file_cache_min_uses, n, d)
+    }),
+    d(
+        "open_file_cache_errors",
+        HSL,
+        Arity::N(1),
+        loc_flag!(open_file_cache_errors),
+    ),
+];
+
+/// `thread_pool NAME threads=N [max_queue=M]`, NGINX's messages.
+pub(super) fn set_thread_pool(b: &mut Build, d: &Directive) -> Res {
+    let name = d.args[0].clone();
+    let mut threads = 0usize;
+    let mut max_queue = 65536usize;
+    for a in &d.args[1..] {
+        if let Some(v) = a.strip_prefix("threads=") {
+            threads = match v.parse::<usize>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err(format!("invalid threads value \"{a}\"")),
+            };
+        } else if let Some(v) = a.strip_prefix("max_queue=") {
+            max_queue = v
+                .parse::<usize>()
+                .map_err(|_| format!("invalid max_queue value \"{a}\""))?;
+        } else {
+            return Err(format!("invalid parameter \"{a}\""));
+        }
+    }
+    if threads == 0 {
+        return Err("\"thread_pool\" must have \"threads\" parameter".to_string());
+    }
+    if b.pools.iter().any(|p| p.name == name) {
+        return Err(format!("duplicate thread pool \"{name}\""));
+    }
+    b.pools.push(PoolSpec {
+        name,
+        threads,
+        max_queue,
+    });
+    Ok(())
+}
+
+/// `aio off | threads[=NAME|=$var] | on`. A literal pool name must be
+/// declared (or be `default`); a variable one is resolved per request.
+pub(super) fn set_aio(b: &mut Build, d: &Directive) -> Res {
+    let v = d.args[0].as_str();
+    let conf = match v {
+        "off" => AioConf::Off,
+        "on" => {
+            return Err(
+                "\"aio on\" (io_uring) is not supported yet, use \"aio threads\"".to_string(),
+            )
+        }
+        "threads" => {
+            b.default_pool_used = true;
+            AioConf::Threads(Template::literal("default"))
+        }
+        _ => match v.strip_prefix("threads=") {
+            Some(name) if !name.is_empty() => {
+                let t = template(name)?;
+                if t.is_literal() && !b.pools.iter().any(|p| p.name == name) {
+                    if name != "default" {
+                        return Err(format!("unknown thread pool \"{name}\""));
+                    }
+                    b.default_pool_used = true;
+                }
+                AioConf::Threads(t)
+            }
+            _ => return Err(invalid(d)),
+        },
+    };
+    set_once(&mut b.loc().aio, conf, d)
+}
+
+/// `open_file_cache off | max=N [inactive=T]`.
+pub(super) fn set_open_file_cache(b: &mut Build, d: &Directive) -> Res {
+    if d.args[0] == "off" {
+        if d.args.len() > 1 {
+            return Err(format!(
+                "invalid \"open_file_cache\" parameter \"{}\"",
+                d.args[1]
+            ));
+        }
+        return set_once(&mut b.loc().open_file_cache, None, d);
+    }
+    let mut max = None;
+    let mut inactive = Duration::from_secs(60);
+    for a in &d.args {
+        if let Some(v) = a.strip_prefix("max=") {
+            max = match v.parse::<usize>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => return Err(format!("invalid \"open_file_cache\" parameter \"{a}\"")),
+            };
+        } else if let Some(v) = a.strip_prefix("inactive=") {
+            inactive = parse_time(v)
+                .ok_or_else(|| format!("invalid \"open_file_cache\" parameter \"{a}\""))?;
+        } else {
+            return Err(format!("invalid \"open_file_cache\" parameter \"{a}\""));
+        }
+    }
+    let Some(max) = max else {
+        return Err("\"open_file_cache\" must have the \"max\" parameter".to_string());
+    };
+    set_once(
+        &mut b.loc().open_file_cache,
+        Some(OpenFileCacheConf { max, inactive }),
+        d,
+    )
+}

@@ -1,0 +1,413 @@
+//! [`Build`]: the configuration under construction while the walker
+//! applies the directive tree — the three-pass walk of a block (variable
+//! definitions, plain directives, nested blocks), the checks every
+//! directive gets (context, block or not, arity), and the final merge into
+//! a [`Config`] (NGINX's defaults, servers and their locations, listen
+//! groups).
+
+use super::cache::CacheBuild;
+use super::upstream::UpstreamB;
+#[allow(unused_imports)]
+use super::*;
+
+/// Config under construction.
+pub struct Build {
+    pub(super) prefix: PathBuf,
+    pub(super) is_root: bool,
+    pub(super) ctx: u16,
+    pub(super) events_seen: bool,
+    pub(super) http_seen: bool,
+    pub(super) daemon: Option<bool>,
+    pub(super) worker_processes: Option<usize>,
+    pub(super) worker_connections: Option<usize>,
+    pub(super) rlimit_nofile: Option<u64>,
+    pub(super) shutdown_timeout: Option<Duration>,
+    pub(super) accept_mutex: Option<bool>,
+    pub(super) user: Option<(String, Option<String>)>,
+    pub(super) pid: Option<PathBuf>,
+    pub(super) error_log: Vec<ErrorLogSpec>,
+    pub(super) http: LocBuilder,
+    pub(super) formats: HashMap<String, Arc<LogFormat>>,
+    pub(super) logs: LogFiles,
+    pub(super) servers: Vec<ServerB>,
+    pub(super) cur_loc: Option<usize>,
+    pub(super) pools: Vec<PoolSpec>,
+    pub(super) default_pool_used: bool,
+    pub(super) cache: CacheBuild,
+    pub(super) upstreams: Vec<Arc<UpstreamGroup>>,
+    pub(super) implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
+    pub(super) cur_upstream: Option<UpstreamB>,
+}
+
+pub(super) struct ListenB {
+    pub(super) addr: SocketAddr,
+    pub(super) default_server: bool,
+    pub(super) backlog: i32,
+}
+
+pub(super) struct ServerB {
+    pub(super) loc: LocBuilder,
+    pub(super) names: Vec<ServerName>,
+    pub(super) primary: Option<String>,
+    pub(super) listens: Vec<ListenB>,
+    pub(super) ret: Option<Return>,
+    pub(super) locations: Vec<LocB>,
+}
+
+pub(super) struct LocB {
+    pub(super) path: String,
+    pub(super) kind: LocationKind,
+    pub(super) internal: bool,
+    pub(super) ret: Option<Return>,
+    pub(super) handler: Handler,
+    pub(super) loc: LocBuilder,
+    pub(super) parent: Option<usize>,
+}
+
+impl Build {
+    /// A new build; `prefix` resolves relative paths.
+    pub fn new(prefix: PathBuf) -> Build {
+        template::reset_defined();
+        Build {
+            prefix,
+            is_root: rustix::process::geteuid().is_root(),
+            ctx: MAIN,
+            events_seen: false,
+            http_seen: false,
+            daemon: None,
+            worker_processes: None,
+            worker_connections: None,
+            rlimit_nofile: None,
+            shutdown_timeout: None,
+            accept_mutex: None,
+            user: None,
+            pid: None,
+            error_log: Vec::new(),
+            http: LocBuilder::default(),
+            formats: HashMap::from([("combined".to_string(), LogFormat::combined())]),
+            logs: LogFiles::default(),
+            servers: Vec::new(),
+            cur_loc: None,
+            pools: Vec::new(),
+            default_pool_used: false,
+            cache: CacheBuild::default(),
+            upstreams: Vec::new(),
+            implicit_upstreams: HashMap::new(),
+            cur_upstream: None,
+        }
+    }
+
+    pub(super) fn full_path(&self, p: &str) -> PathBuf {
+        let p = Path::new(p);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.prefix.join(p)
+        }
+    }
+
+    /// The location-level settings of the current level.
+    pub(super) fn loc(&mut self) -> &mut LocBuilder {
+        match self.ctx {
+            HTTP => &mut self.http,
+            SRV => &mut self.servers.last_mut().expect("server").loc,
+            _ => {
+                let i = self.cur_loc.expect("location");
+                &mut self.servers.last_mut().expect("server").locations[i].loc
+            }
+        }
+    }
+
+    pub(super) fn server(&mut self) -> &mut ServerB {
+        self.servers.last_mut().expect("server")
+    }
+
+    pub(super) fn upstream(&mut self) -> &mut UpstreamB {
+        self.cur_upstream.as_mut().expect("upstream")
+    }
+
+    pub(super) fn location(&mut self) -> &mut LocB {
+        let i = self.cur_loc.expect("location");
+        &mut self.servers.last_mut().expect("server").locations[i]
+    }
+
+    /// Applies `dirs` in the current context: plain directives first, then
+    /// nested blocks that open a new level.
+    pub fn walk(&mut self, dirs: &[Directive]) -> Result<(), ConfError> {
+        // Pass 0 defines variables (`split_clients`), so any directive of
+        // the block may use them wherever the definition is written, as
+        // NGINX resolves variables after parsing; pass 1 applies the plain
+        // directives, pass 2 the blocks that open a new level.
+        for pass in 0..3 {
+            for dir in dirs {
+                let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
+                let defines = dir.name == "split_clients";
+                let my_pass = if defines {
+                    0
+                } else if nests {
+                    2
+                } else {
+                    1
+                };
+                if pass != my_pass {
+                    continue;
+                }
+                self.apply(dir)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, dir: &Directive) -> Result<(), ConfError> {
+        let at = |m: String| dir.error(m);
+        let spec = find_in(&dir.name, self.ctx)
+            .ok_or_else(|| at(format!("unknown directive \"{}\"", dir.name)))?;
+        if spec.contexts & self.ctx == 0 {
+            return Err(at(format!(
+                "\"{}\" directive is not allowed here",
+                dir.name
+            )));
+        }
+        if spec.block && dir.block.is_none() {
+            return Err(at(format!(
+                "directive \"{}\" has no opening \"{{\"",
+                dir.name
+            )));
+        }
+        if !spec.block && dir.block.is_some() {
+            return Err(at(format!(
+                "directive \"{}\" is not terminated by \";\"",
+                dir.name
+            )));
+        }
+        if !spec.arity.accepts(dir.args.len()) {
+            return Err(at(format!(
+                "invalid number of arguments in \"{}\" directive",
+                dir.name
+            )));
+        }
+        match (spec.set)(self, dir) {
+            Ok(()) => Ok(()),
+            Err(m) => match NESTED.with(|n| n.borrow_mut().take()) {
+                Some(inner) => Err(inner),
+                None => Err(at(m)),
+            },
+        }
+    }
+
+    /// Applies `-g` directives (main context), before the file as NGINX does.
+    pub fn apply_globals(&mut self, dirs: &[Directive]) -> Result<(), ConfError> {
+        self.walk(dirs)
+    }
+
+    /// `-e`: the error log used when the config names none (instead of
+    /// `logs/error.log`).
+    pub fn override_error_log(&mut self, target: &str) -> Res {
+        if self.error_log.is_empty() {
+            let path = if target == "stderr" {
+                PathBuf::from("stderr")
+            } else {
+                self.full_path(target)
+            };
+            let file = self.logs.get(&path)?;
+            self.error_log.push(ErrorLogSpec {
+                file,
+                level: Level::Error,
+            });
+        }
+        Ok(())
+    }
+    /// Resolves everything into a [`Config`].
+    pub fn finish(mut self, files: Vec<PathBuf>) -> Result<Config, ConfError> {
+        self.default_logs().map_err(plain)?;
+        let main = self.main_conf();
+        let mut servers = Vec::new();
+        let mut groups: Vec<(ListenGroup, bool)> = Vec::new();
+        let default_port = if self.is_root { 80 } else { 8000 };
+        for mut sb in std::mem::take(&mut self.servers) {
+            let server = self.server_conf(&mut sb);
+            if sb.listens.is_empty() {
+                sb.listens.push(ListenB {
+                    addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
+                    default_server: false,
+                    backlog: 511,
+                });
+            }
+            add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
+            servers.push(server);
+        }
+        let cache_zones = self.cache.finish().map_err(plain)?;
+        Ok(Config {
+            main,
+            cache_zones,
+            servers,
+            listens: groups.into_iter().map(|(g, _)| g).collect(),
+            files,
+            prefix: self.prefix,
+        })
+    }
+
+    /// NGINX's default logs: `logs/error.log` when the config names no
+    /// error log, `logs/access.log` (combined) when `http` names no
+    /// access log.
+    fn default_logs(&mut self) -> Res {
+        if self.error_log.is_empty() {
+            let path = self.prefix.join("logs/error.log");
+            let file = self.logs.get(&path)?;
+            self.error_log.push(ErrorLogSpec {
+                file,
+                level: Level::Error,
+            });
+        }
+        if self.http.access_log.is_none() && self.http_seen {
+            let path = self.prefix.join("logs/access.log");
+            let file = self.logs.get(&path)?;
+            self.http.access_log = Some(Arc::new(vec![AccessLog {
+                file,
+                format: LogFormat::combined(),
+            }]));
+        }
+        Ok(())
+    }
+
+    /// The main context's settings, with NGINX's defaults.
+    fn main_conf(&mut self) -> MainConf {
+        MainConf {
+            daemon: self.daemon.unwrap_or(true),
+            worker_processes: self.worker_processes.unwrap_or(1),
+            worker_connections: self.worker_connections.unwrap_or(512),
+            worker_rlimit_nofile: self.rlimit_nofile,
+            worker_shutdown_timeout: self.shutdown_timeout,
+            accept_mutex: self.accept_mutex.unwrap_or(false),
+            user: self.user.take(),
+            pid: Some(
+                self.pid
+                    .take()
+                    .unwrap_or_else(|| self.prefix.join("logs/porter.pid")),
+            ),
+            error_log: std::mem::take(&mut self.error_log),
+            thread_pools: {
+                let mut v = std::mem::take(&mut self.pools);
+                if self.default_pool_used && !v.iter().any(|p| p.name == "default") {
+                    v.push(PoolSpec::default_pool());
+                }
+                v
+            },
+        }
+    }
+
+    /// One `server { }` resolved: its settings merged from `http`, its
+    /// locations merged from their parents and sorted for lookup.
+    fn server_conf(&self, sb: &mut ServerB) -> Arc<ServerConf> {
+        sb.loc.inherit(&self.http);
+        let base_s = sb.loc.finish();
+        let limits = HeadLimitsConf {
+            max_line: base_s.large_client_header_buffers.1,
+            max_head: base_s.large_client_header_buffers.0 * base_s.large_client_header_buffers.1,
+            header_timeout: base_s.client_header_timeout,
+        };
+        let mut exact = HashMap::new();
+        let mut prefixes = Vec::new();
+        let mut merged: Vec<LocBuilder> = Vec::with_capacity(sb.locations.len());
+        for lb in &sb.locations {
+            let mut b = lb.loc.clone();
+            match lb.parent {
+                Some(p) => b.inherit(&merged[p]),
+                None => b.inherit(&sb.loc),
+            }
+            let lc = Arc::new(LocationConf {
+                path: lb.path.clone(),
+                kind: lb.kind,
+                internal: lb.internal,
+                ret: lb.ret.clone(),
+                handler: lb.handler.clone(),
+                s: b.finish(),
+            });
+            merged.push(b);
+            match lb.kind {
+                LocationKind::Exact => {
+                    exact.insert(lb.path.clone(), lc);
+                }
+                _ => prefixes.push(lc),
+            }
+        }
+        prefixes.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
+        Arc::new(ServerConf {
+            names: sb.names.clone(),
+            primary_name: sb.primary.clone().unwrap_or_default(),
+            exact,
+            prefixes,
+            base: Arc::new(LocationConf {
+                path: String::new(),
+                kind: LocationKind::Server,
+                internal: false,
+                ret: None,
+                handler: Handler::Static,
+                s: base_s,
+            }),
+            server_return: sb.ret.clone(),
+            limits,
+        })
+    }
+}
+
+fn plain(m: String) -> ConfError {
+    ConfError {
+        message: m,
+        file: None,
+        line: 0,
+    }
+}
+
+/// Adds `server` to the group of each address it listens on (one default
+/// server per address).
+fn add_listens(
+    groups: &mut Vec<(ListenGroup, bool)>,
+    listens: &[ListenB],
+    server: &Arc<ServerConf>,
+) -> Res {
+    for l in listens {
+        match groups.iter_mut().find(|(g, _)| g.addr == l.addr) {
+            Some((g, has_default)) => {
+                if l.default_server {
+                    if *has_default {
+                        return Err(format!("a duplicate default server for {}", l.addr));
+                    }
+                    *has_default = true;
+                    g.default = g.servers.len();
+                }
+                g.servers.push(server.clone());
+            }
+            None => groups.push((
+                ListenGroup {
+                    addr: l.addr,
+                    backlog: l.backlog,
+                    servers: vec![server.clone()],
+                    default: 0,
+                },
+                l.default_server,
+            )),
+        }
+    }
+    Ok(())
+}
+
+// A nested block's error already carries its own file:line; it travels out
+// through the setter's `String` error via this slot so the outer directive
+// does not re-label it.
+thread_local! {
+    pub(super) static NESTED: std::cell::RefCell<Option<ConfError>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Build {
+    pub(super) fn walk_nested(&mut self, d: &Directive, ctx: u16) -> Res {
+        let saved = self.ctx;
+        self.ctx = ctx;
+        let r = self.walk(d.block.as_deref().unwrap_or(&[]));
+        self.ctx = saved;
+        r.map_err(|e| {
+            NESTED.with(|n| *n.borrow_mut() = Some(e));
+            String::new()
+        })
+    }
+}

@@ -1,0 +1,461 @@
+//! HTTP core directives: `http`, `server`, `listen`, `server_name`,
+//! `location`, `return`, `error_page`, timeouts, header limits, redirects,
+//! `split_clients`, and the handlers `stub_status` and `porter_metrics`.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    blk("http", MAIN, Arity::N(0), |b, d| {
+        if b.http_seen {
+            return Err(dup(d));
+        }
+        b.http_seen = true;
+        b.walk_nested(d, HTTP)
+    }),
+    blk("split_clients", HTTP, Arity::N(2), set_split_clients),
+    blk("server", HTTP, Arity::N(0), set_server),
+    d("listen", SRV, Arity::Min(1), set_listen),
+    d("server_name", SRV, Arity::Min(1), set_server_name),
+    blk("location", SRV | LOC, Arity::Range(1, 2), set_location),
+    d("internal", LOC, Arity::N(0), |b, _| {
+        b.location().internal = true;
+        Ok(())
+    }),
+    d("return", SRV | LOC, Arity::Range(1, 2), set_return),
+    d("error_page", HSL, Arity::Min(2), set_error_page),
+    d("tcp_nodelay", HSL, Arity::N(1), loc_flag!(tcp_nodelay)),
+    d("tcp_nopush", HSL, Arity::N(1), |_, d| flag(d).map(|_| ())),
+    d(
+        "keepalive_timeout",
+        HSL,
+        Arity::Range(1, 2),
+        set_keepalive_timeout,
+    ),
+    d("keepalive_requests", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.loc().keepalive_requests, n, d)
+    }),
+    d("send_timeout", HSL, Arity::N(1), loc_time!(send_timeout)),
+    d(
+        "client_header_timeout",
+        HTTP | SRV,
+        Arity::N(1),
+        loc_time!(client_header_timeout),
+    ),
+    d("client_body_timeout", HSL, Arity::N(1), |_, d| {
+        time(d, &d.args[0]).map(|_| ())
+    }),
+    d(
+        "client_header_buffer_size",
+        HTTP | SRV,
+        Arity::N(1),
+        |_, d| size(d, &d.args[0]).map(|_| ()),
+    ),
+    d(
+        "large_client_header_buffers",
+        HTTP | SRV,
+        Arity::N(2),
+        |b, d| {
+            let n = number(d, &d.args[0])? as usize;
+            let s = size(d, &d.args[1])? as usize;
+            if n == 0 || s == 0 {
+                return Err(invalid(d));
+            }
+            set_once(&mut b.loc().large_client_header_buffers, (n, s), d)
+        },
+    ),
+    d(
+        "client_max_body_size",
+        HSL,
+        Arity::N(1),
+        loc_size!(client_max_body_size),
+    ),
+    d("max_ranges", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])? as usize;
+        set_once(&mut b.loc().max_ranges, Some(n), d)
+    }),
+    d("if_modified_since", HSL, Arity::N(1), |b, d| {
+        let m = match d.args[0].as_str() {
+            "off" => ImsMode::Off,
+            "exact" => ImsMode::Exact,
+            "before" => ImsMode::Before,
+            v => return Err(format!("invalid value \"{v}\" in \"{}\" directive", d.name)),
+        };
+        set_once(&mut b.loc().if_modified_since, m, d)
+    }),
+    d("server_tokens", HSL, Arity::N(1), loc_flag!(server_tokens)),
+    d("msie_padding", HSL, Arity::N(1), loc_flag!(msie_padding)),
+    d(
+        "absolute_redirect",
+        HSL,
+        Arity::N(1),
+        loc_flag!(absolute_redirect),
+    ),
+    d(
+        "port_in_redirect",
+        HSL,
+        Arity::N(1),
+        loc_flag!(port_in_redirect),
+    ),
+    d(
+        "server_name_in_redirect",
+        HSL,
+        Arity::N(1),
+        loc_flag!(server_name_in_redirect),
+    ),
+    d("stub_status", LOC, Arity::Range(0, 1), |b, _| {
+        b.location().handler = Handler::StubStatus;
+        Ok(())
+    }),
+    d("porter_metrics", LOC, Arity::N(0), |b, _| {
+        b.location().handler = Handler::Metrics;
+        Ok(())
+    }),
+    d("types_hash_max_size", HTTP | SRV | LOC, Arity::N(1), ignore),
+    d(
+        "types_hash_bucket_size",
+        HTTP | SRV | LOC,
+        Arity::N(1),
+        ignore,
+    ),
+    d("server_names_hash_max_size", HTTP, Arity::N(1), ignore),
+    d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
+    d("reset_timedout_connection", HSL, Arity::N(1), |_, d| {
+        flag(d).map(|_| ())
+    }),
+];
+
+fn set_server(b: &mut Build, d: &Directive) -> Res {
+    b.servers.push(ServerB {
+        loc: LocBuilder::default(),
+        names: Vec::new(),
+        primary: None,
+        listens: Vec::new(),
+        ret: None,
+        locations: Vec::new(),
+    });
+    let saved = b.cur_loc.take();
+    let r = b.walk_nested(d, SRV);
+    b.cur_loc = saved;
+    r
+}
+
+/// Parses a `listen` address: `8000`, `127.0.0.1:8000`, `*:80`, `[::1]:80`,
+/// `localhost:8000`, `127.0.0.1` (port 80).
+pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
+    if s.starts_with("unix:") {
+        return Err(format!(
+            "unix sockets are not supported by porter in \"{s}\" of the \"listen\" directive"
+        ));
+    }
+    let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
+    let port = |p: &str| -> Result<u16, String> {
+        match p.parse::<u32>() {
+            Ok(n) if (1..=65535).contains(&n) => Ok(n as u16),
+            _ => Err(bad_port()),
+        }
+    };
+    if s.bytes().all(|c| c.is_ascii_digit()) {
+        return Ok(vec![SocketAddr::from(([0, 0, 0, 0], port(s)?))]);
+    }
+    let (host, p) = if let Some(rest) = s.strip_prefix('[') {
+        let end = rest
+            .find(']')
+            .ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
+        let host = &rest[..end];
+        let after = &rest[end + 1..];
+        let p = match after.strip_prefix(':') {
+            Some(p) => port(p)?,
+            None if after.is_empty() => 80,
+            None => return Err(bad_port()),
+        };
+        let ip: std::net::Ipv6Addr = host
+            .parse()
+            .map_err(|_| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
+        return Ok(vec![SocketAddr::from((ip, p))]);
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (h, port(p)?),
+            None => (s, 80),
+        }
+    };
+    if host == "*" {
+        return Ok(vec![SocketAddr::from(([0, 0, 0, 0], p))]);
+    }
+    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
+        return Ok(vec![SocketAddr::from((ip, p))]);
+    }
+    let addrs: Vec<SocketAddr> = (host, p)
+        .to_socket_addrs()
+        .map_err(|_| format!("host not found in \"{s}\" of the \"listen\" directive"))?
+        .filter(|a| a.is_ipv4())
+        .collect();
+    if addrs.is_empty() {
+        return Err(format!(
+            "host not found in \"{s}\" of the \"listen\" directive"
+        ));
+    }
+    Ok(addrs)
+}
+
+fn set_listen(b: &mut Build, d: &Directive) -> Res {
+    let addrs = parse_listen_addr(&d.args[0])?;
+    let mut default_server = false;
+    let mut backlog = 511;
+    for p in &d.args[1..] {
+        match p.as_str() {
+            "default_server" | "default" => default_server = true,
+            "reuseport" | "deferred" | "bind" => {}
+            p if p.starts_with("backlog=") => {
+                backlog = p[8..]
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("invalid backlog \"{}\"", &p[8..]))?;
+            }
+            p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
+            "ssl" | "http2" | "quic" | "proxy_protocol" => {
+                return Err(format!("the \"{p}\" parameter is not supported by porter"));
+            }
+            p => return Err(format!("invalid parameter \"{p}\"")),
+        }
+    }
+    let srv = b.server();
+    for addr in addrs {
+        if srv.listens.iter().any(|l| l.addr == addr) {
+            return Err(format!("a duplicate listen {addr}"));
+        }
+        srv.listens.push(ListenB {
+            addr,
+            default_server,
+            backlog,
+        });
+    }
+    Ok(())
+}
+
+fn set_server_name(b: &mut Build, d: &Directive) -> Res {
+    let srv = b.server();
+    for raw in &d.args {
+        let n = raw.to_ascii_lowercase();
+        if n.starts_with('~') {
+            return Err(format!(
+                "regex server names are not supported by porter (\"{raw}\")"
+            ));
+        }
+        if srv.primary.is_none() {
+            srv.primary = Some(n.clone());
+        }
+        if let Some(rest) = n.strip_prefix("*.") {
+            srv.names.push(ServerName::Suffix(format!(".{rest}")));
+        } else if let Some(rest) = n.strip_prefix('.') {
+            srv.names.push(ServerName::Exact(rest.to_string()));
+            srv.names.push(ServerName::Suffix(n.clone()));
+        } else if let Some(rest) = n.strip_suffix(".*") {
+            srv.names.push(ServerName::Prefix(format!("{rest}.")));
+        } else if n.contains('*') {
+            return Err(format!("invalid server name or wildcard \"{raw}\""));
+        } else {
+            srv.names.push(ServerName::Exact(n));
+        }
+    }
+    Ok(())
+}
+
+fn set_location(b: &mut Build, d: &Directive) -> Res {
+    let (kind, path) = match d.args.as_slice() {
+        [m, p] => match m.as_str() {
+            "=" => (LocationKind::Exact, p.clone()),
+            "^~" => (LocationKind::Prefix, p.clone()),
+            "~" | "~*" => return Err("regex locations are not supported by porter yet".into()),
+            _ => return Err(format!("invalid location modifier \"{m}\"")),
+        },
+        [p] => {
+            if let Some(rest) = p.strip_prefix('=') {
+                (LocationKind::Exact, rest.to_string())
+            } else if let Some(rest) = p.strip_prefix("^~") {
+                (LocationKind::Prefix, rest.to_string())
+            } else if p.starts_with('~') {
+                return Err("regex locations are not supported by porter yet".into());
+            } else if p.starts_with('@') {
+                return Err("named locations are not supported by porter yet".into());
+            } else {
+                (LocationKind::Prefix, p.clone())
+            }
+        }
+        _ => unreachable!("arity checked"),
+    };
+    let parent = if b.ctx == LOC { b.cur_loc } else { None };
+    let srv = b.server();
+    if let Some(p) = parent {
+        let outer = &srv.locations[p];
+        if outer.kind == LocationKind::Exact {
+            return Err(format!(
+                "location \"{path}\" cannot be inside the exact location \"{}\"",
+                outer.path
+            ));
+        }
+        if !path.starts_with(&outer.path) {
+            return Err(format!(
+                "location \"{path}\" is outside location \"{}\"",
+                outer.path
+            ));
+        }
+    }
+    if srv
+        .locations
+        .iter()
+        .any(|l| l.path == path && l.kind == kind)
+    {
+        return Err(format!("duplicate location \"{path}\""));
+    }
+    srv.locations.push(LocB {
+        path,
+        kind,
+        internal: false,
+        ret: None,
+        handler: Handler::Static,
+        loc: LocBuilder::default(),
+        parent,
+    });
+    let idx = srv.locations.len() - 1;
+    let saved = b.cur_loc.replace(idx);
+    let r = b.walk_nested(d, LOC);
+    b.cur_loc = saved;
+    r
+}
+
+/// An error about a line inside a block, reported at that line.
+pub(super) fn inner_error(entry: &Directive, message: String) -> Res {
+    NESTED.with(|n| *n.borrow_mut() = Some(entry.error(message)));
+    Err(String::new())
+}
+
+fn set_split_clients(_: &mut Build, d: &Directive) -> Res {
+    let source = template(&d.args[0])?;
+    let name = match d.args[1].strip_prefix('$') {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(format!("invalid variable name \"{}\"", d.args[1])),
+    };
+    let entries = d.block.as_deref().unwrap_or(&[]);
+    let mut lines = Vec::with_capacity(entries.len());
+    for e in entries {
+        if e.block.is_some() {
+            return inner_error(e, format!("unexpected \"{{\" after \"{}\"", e.name));
+        }
+        // NGINX reads a missing value from stale memory and ignores extra
+        // words; porter wants exactly `PERCENT VALUE;`.
+        if e.args.len() != 1 {
+            return inner_error(
+                e,
+                format!(
+                    "invalid number of arguments in \"split_clients\" entry \"{}\", expected \"PERCENT VALUE;\"",
+                    e.name
+                ),
+            );
+        }
+        lines.push((e.name.as_str(), e.args[0].as_str()));
+    }
+    match SplitClients::new(name, source, &lines) {
+        Ok(sc) => {
+            template::define(name, Var::Split(Arc::new(sc)));
+            Ok(())
+        }
+        // NGINX checks bad percentages per line and the total at the end.
+        Err(m) => match entries
+            .iter()
+            .find(|e| m.contains(&format!("\"{}\"", e.name)))
+        {
+            Some(e) => inner_error(e, m),
+            None => {
+                let mut end = d.clone();
+                end.line = d.end_line;
+                inner_error(&end, m)
+            }
+        },
+    }
+}
+
+fn set_return(b: &mut Build, d: &Directive) -> Res {
+    let first = &d.args[0];
+    let ret = match first.parse::<u16>() {
+        Ok(code) => {
+            if code > 999 {
+                return Err(format!("invalid return code \"{first}\""));
+            }
+            Return {
+                code,
+                text: d.args.get(1).map(|t| template(t)).transpose()?,
+            }
+        }
+        Err(_) => {
+            if d.args.len() > 1 {
+                return Err(format!("invalid return code \"{first}\""));
+            }
+            if !(first.starts_with("http://")
+                || first.starts_with("https://")
+                || first.starts_with("$scheme"))
+            {
+                return Err(format!("invalid return code \"{first}\""));
+            }
+            Return {
+                code: 302,
+                text: Some(template(first)?),
+            }
+        }
+    };
+    let slot = if b.ctx == SRV {
+        &mut b.server().ret
+    } else {
+        &mut b.location().ret
+    };
+    if slot.is_none() {
+        *slot = Some(ret);
+    }
+    Ok(())
+}
+
+fn set_error_page(b: &mut Build, d: &Directive) -> Res {
+    let target = d.args.last().unwrap();
+    let mut codes = Vec::new();
+    let mut status = None;
+    for a in &d.args[..d.args.len() - 1] {
+        if let Some(rest) = a.strip_prefix('=') {
+            if rest.is_empty() {
+                status = Some(None);
+            } else {
+                let c: u16 = rest.parse().map_err(|_| format!("invalid value \"{a}\""))?;
+                status = Some(Some(c));
+            }
+            continue;
+        }
+        let c: u16 = a.parse().map_err(|_| format!("invalid value \"{a}\""))?;
+        if !(300..=599).contains(&c) || c == 499 {
+            return Err(format!("value \"{a}\" must be between 300 and 599"));
+        }
+        codes.push(c);
+    }
+    if codes.is_empty() {
+        return Err(format!("invalid value \"{target}\""));
+    }
+    let page = ErrorPage {
+        codes,
+        status,
+        target: template(target)?,
+    };
+    let slot = &mut b.loc().error_pages;
+    let mut list: Vec<ErrorPage> = slot.as_deref().cloned().unwrap_or_default();
+    list.push(page);
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+fn set_keepalive_timeout(b: &mut Build, d: &Directive) -> Res {
+    let t = time(d, &d.args[0])?;
+    let h = d.args.get(1).map(|s| time(d, s)).transpose()?;
+    set_once(&mut b.loc().keepalive_timeout, t, d)?;
+    b.loc().keepalive_header = Some(h);
+    Ok(())
+}

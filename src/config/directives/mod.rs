@@ -1,0 +1,311 @@
+//! The directive table: every directive porter accepts, the contexts it may
+//! appear in, its arity and the small function that applies it. As NGINX
+//! keeps each module's directives beside the module, each area's rows and
+//! setters live in a file of their own; [`all`] assembles them (and
+//! `docs/directives.md` is kept in step with it by a test). Adding a
+//! directive is adding a row to its area (and a line in the docs).
+//!
+//! | File | Area |
+//! |---|---|
+//! | `core.rs` | main and `events` contexts |
+//! | `http.rs` | HTTP core: servers, listen, locations, timeouts, `return`, `error_page` |
+//! | `logs.rs` | `error_log`, `log_format`, `access_log` |
+//! | `static_files.rs` | `root`/`alias`, `index`, `try_files`, `types`, headers |
+//! | `aio.rs` | `thread_pool`, `aio`, `sendfile`, `open_file_cache` |
+//! | `proxy.rs` | `proxy_pass` and `proxy_*` |
+//! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
+//! | `upstream.rs` | `upstream { }` |
+//! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
+//!
+//! The walker applies a block's plain directives before its nested blocks,
+//! so a `server` inherits http-level settings written after it, as NGINX's
+//! merge step gives.
+
+use super::error::ConfError;
+use super::model::*;
+use super::parser::Directive;
+use super::value::{parse_flag, parse_size, parse_time};
+use crate::cache::policy::CacheValid;
+use crate::cache::{Levels, TempPath, ZoneSpec};
+use crate::disk::pool::PoolSpec;
+use crate::log::format::Escape;
+use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
+use crate::upstream::balance::{self, HashConf, PeerSet, PeerSpec, UpstreamGroup};
+use crate::vars::split_clients::SplitClients;
+use crate::vars::template::{self, Template, Var};
+use std::collections::HashMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Contexts, as bit flags.
+pub const MAIN: u16 = 1;
+
+/// `events { }`.
+pub const EVENTS: u16 = 2;
+
+/// `http { }`.
+pub const HTTP: u16 = 4;
+
+/// `server { }`.
+pub const SRV: u16 = 8;
+
+/// `location { }`.
+pub const LOC: u16 = 16;
+
+/// `upstream { }`.
+pub const UPSTREAM: u16 = 32;
+
+const HSL: u16 = HTTP | SRV | LOC;
+
+/// How many arguments a directive takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Arity {
+    /// Exactly n.
+    N(usize),
+    /// n or more.
+    Min(usize),
+    /// Between a and b inclusive.
+    Range(usize, usize),
+}
+
+impl Arity {
+    fn accepts(self, n: usize) -> bool {
+        match self {
+            Arity::N(k) => n == k,
+            Arity::Min(k) => n >= k,
+            Arity::Range(a, b) => n >= a && n <= b,
+        }
+    }
+}
+
+type Res = Result<(), String>;
+
+type Setter = fn(&mut Build, &Directive) -> Res;
+
+/// One row of the directive table.
+pub struct Spec {
+    /// Directive name.
+    pub name: &'static str,
+    /// Allowed contexts (bit flags).
+    pub contexts: u16,
+    /// Accepted argument counts.
+    pub arity: Arity,
+    /// True for block directives (`http { }`).
+    pub block: bool,
+    set: Setter,
+}
+
+const fn d(name: &'static str, contexts: u16, arity: Arity, set: Setter) -> Spec {
+    Spec {
+        name,
+        contexts,
+        arity,
+        block: false,
+        set,
+    }
+}
+
+const fn blk(name: &'static str, contexts: u16, arity: Arity, set: Setter) -> Spec {
+    Spec {
+        name,
+        contexts,
+        arity,
+        block: true,
+        set,
+    }
+}
+
+fn ignore(_: &mut Build, _: &Directive) -> Res {
+    Ok(())
+}
+
+macro_rules! loc_flag {
+    ($field:ident) => {
+        |b: &mut Build, d: &Directive| {
+            let v = flag(d)?;
+            set_once(&mut b.loc().$field, v, d)
+        }
+    };
+}
+macro_rules! loc_time {
+    ($field:ident) => {
+        |b: &mut Build, d: &Directive| {
+            let v = time(d, &d.args[0])?;
+            set_once(&mut b.loc().$field, v, d)
+        }
+    };
+}
+macro_rules! loc_size {
+    ($field:ident) => {
+        |b: &mut Build, d: &Directive| {
+            let v = size(d, &d.args[0])?;
+            set_once(&mut b.loc().$field, v, d)
+        }
+    };
+}
+
+mod aio;
+mod build;
+mod cache;
+mod core;
+mod http;
+mod logs;
+mod proxy;
+mod static_files;
+mod upstream;
+
+pub use build::Build;
+use build::{ListenB, LocB, ServerB, NESTED};
+pub use http::parse_listen_addr;
+use upstream::resolve_upstream;
+
+/// The areas' rows, in lookup order: where two rows share a name (`server`,
+/// `keepalive_timeout`, `keepalive_requests`), the `upstream { }` one
+/// comes last.
+static AREAS: &[&[Spec]] = &[
+    core::ROWS,
+    http::ROWS,
+    logs::ROWS,
+    static_files::ROWS,
+    aio::ROWS,
+    proxy::ROWS,
+    cache::ROWS,
+    upstream::ROWS,
+];
+
+/// Every directive porter accepts.
+pub fn all() -> impl Iterator<Item = &'static Spec> {
+    AREAS.iter().flat_map(|rows| rows.iter())
+}
+
+/// Looks a directive up by name.
+pub fn find(name: &str) -> Option<&'static Spec> {
+    all().find(|s| s.name == name)
+}
+
+/// Looks a directive up by name as written in context `ctx`: the row
+/// allowed there (`server` in `upstream { }` is not the `server` block),
+/// else the first row of that name (which then reports "not allowed here").
+pub fn find_in(name: &str, ctx: u16) -> Option<&'static Spec> {
+    all()
+        .find(|s| s.name == name && s.contexts & ctx != 0)
+        .or_else(|| find(name))
+}
+
+fn dup(d: &Directive) -> String {
+    format!("\"{}\" directive is duplicate", d.name)
+}
+
+fn invalid(d: &Directive) -> String {
+    format!("\"{}\" directive invalid value", d.name)
+}
+
+fn set_once<T>(slot: &mut Option<T>, v: T, d: &Directive) -> Res {
+    if slot.is_some() {
+        return Err(dup(d));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+fn flag(d: &Directive) -> Result<bool, String> {
+    parse_flag(&d.args[0]).ok_or_else(|| {
+        format!(
+            "invalid value \"{}\" in \"{}\" directive, it must be \"on\" or \"off\"",
+            d.args[0], d.name
+        )
+    })
+}
+
+fn time(d: &Directive, s: &str) -> Result<Duration, String> {
+    parse_time(s).ok_or_else(|| invalid(d))
+}
+
+fn size(d: &Directive, s: &str) -> Result<u64, String> {
+    parse_size(s).ok_or_else(|| invalid(d))
+}
+
+fn number(d: &Directive, s: &str) -> Result<u64, String> {
+    s.parse::<u64>()
+        .map_err(|_| format!("invalid value \"{s}\" in \"{}\" directive", d.name))
+}
+
+fn template(s: &str) -> Result<Template, String> {
+    Template::compile(s).map_err(|e| e.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_forms() {
+        assert_eq!(
+            parse_listen_addr("8000").unwrap(),
+            vec!["0.0.0.0:8000".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("127.0.0.1:81").unwrap(),
+            vec!["127.0.0.1:81".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("*:82").unwrap(),
+            vec!["0.0.0.0:82".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("[::1]:83").unwrap(),
+            vec!["[::1]:83".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("127.0.0.1").unwrap(),
+            vec!["127.0.0.1:80".parse().unwrap()]
+        );
+        assert_eq!(
+            parse_listen_addr("80x").unwrap_err(),
+            "host not found in \"80x\" of the \"listen\" directive"
+        );
+        assert_eq!(
+            parse_listen_addr("1.2.3.4:0").unwrap_err(),
+            "invalid port in \"1.2.3.4:0\" of the \"listen\" directive"
+        );
+    }
+
+    #[test]
+    fn table_names_are_unique_per_context() {
+        let table: Vec<&Spec> = all().collect();
+        for (i, a) in table.iter().enumerate() {
+            for b in &table[i + 1..] {
+                assert!(
+                    a.name != b.name || a.contexts & b.contexts == 0,
+                    "`{}` twice in one context",
+                    a.name
+                );
+            }
+        }
+        assert_eq!(find_in("server", UPSTREAM).unwrap().contexts, UPSTREAM);
+        assert_eq!(find_in("server", HTTP).unwrap().contexts, HTTP);
+    }
+
+    #[test]
+    fn docs_list_every_directive() {
+        let docs = include_str!("../../../docs/directives.md");
+        for s in all() {
+            assert!(
+                docs.contains(&format!("### `{}`", s.name)),
+                "docs/directives.md lacks `{}`",
+                s.name
+            );
+        }
+        for line in docs.lines() {
+            if let Some(rest) = line.strip_prefix("### `") {
+                let name = rest.trim_end_matches('`');
+                assert!(
+                    find(name).is_some(),
+                    "docs/directives.md documents unknown `{name}`"
+                );
+            }
+        }
+    }
+}

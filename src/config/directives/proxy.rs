@@ -1,0 +1,216 @@
+//! Reverse-proxy directives: `proxy_pass` and the `proxy_*` settings of a
+//! proxied request (src/handlers/proxy, src/upstream).
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("proxy_pass", LOC, Arity::N(1), set_proxy_pass),
+    d("proxy_set_header", HSL, Arity::N(2), |b, d| {
+        let v = template(&d.args[1])?;
+        let slot = &mut b.loc().proxy_set_header;
+        let mut list = slot.as_deref().cloned().unwrap_or_default();
+        list.push((d.args[0].clone(), v));
+        *slot = Some(Arc::new(list));
+        Ok(())
+    }),
+    d("proxy_http_version", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "1.0" => false,
+            "1.1" => true,
+            v => return Err(format!("invalid value \"{v}\"")),
+        };
+        set_once(&mut b.loc().proxy_http11, v, d)
+    }),
+    d(
+        "proxy_connect_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_connect_timeout),
+    ),
+    d(
+        "proxy_read_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_read_timeout),
+    ),
+    d(
+        "proxy_send_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_send_timeout),
+    ),
+    d("proxy_next_upstream", HSL, Arity::Min(1), |b, d| {
+        let v = crate::upstream::NextUpstream::parse(&d.args)?;
+        set_once(&mut b.loc().proxy_next_upstream, v, d)
+    }),
+    d("proxy_next_upstream_tries", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.loc().proxy_next_upstream_tries, n, d)
+    }),
+    d(
+        "proxy_next_upstream_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(proxy_next_upstream_timeout),
+    ),
+    d(
+        "proxy_buffering",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_buffering),
+    ),
+    d(
+        "proxy_pass_request_headers",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_pass_request_headers),
+    ),
+    d(
+        "proxy_pass_request_body",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_pass_request_body),
+    ),
+    d("proxy_hide_header", HSL, Arity::N(1), |b, d| {
+        let slot = &mut b.loc().proxy_hide_header;
+        let mut list = slot.as_deref().cloned().unwrap_or_default();
+        list.push(d.args[0].to_ascii_lowercase());
+        *slot = Some(Arc::new(list));
+        Ok(())
+    }),
+    d("proxy_pass_header", HSL, Arity::N(1), |b, d| {
+        let slot = &mut b.loc().proxy_pass_header;
+        let mut list = slot.as_deref().cloned().unwrap_or_default();
+        list.push(d.args[0].to_ascii_lowercase());
+        *slot = Some(Arc::new(list));
+        Ok(())
+    }),
+    d(
+        "proxy_intercept_errors",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_intercept_errors),
+    ),
+    d(
+        "proxy_buffer_size",
+        HSL,
+        Arity::N(1),
+        loc_size!(proxy_buffer_size),
+    ),
+    d(
+        "proxy_redirect",
+        HSL,
+        Arity::Range(1, 2),
+        set_proxy_redirect,
+    ),
+];
+
+/// `proxy_pass http://NAME|HOST[:PORT][URI]`: an `upstream` name, else an
+/// address resolved now (NGINX's implicit upstream); with variables, the
+/// URL is rendered per request.
+pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
+    use crate::upstream::{split_url, ProxyPass, ProxyTarget};
+    if matches!(b.location().handler, Handler::Proxy(_)) {
+        return Err(dup(d));
+    }
+    let url = &d.args[0];
+    let groups = Arc::new(b.upstreams.clone());
+    let location = b.location().path.clone();
+    let pass = if url.contains('$') {
+        if !(url.starts_with('$') || url.len() > 7 && url[..7].eq_ignore_ascii_case("http://")) {
+            split_url(url)?;
+        }
+        ProxyPass {
+            target: ProxyTarget::Dynamic(template(url)?),
+            uri: None,
+            proxy_host: String::new(),
+            proxy_port: 80,
+            location,
+            groups,
+            redirect_default: None,
+        }
+    } else {
+        let split = split_url(url)?;
+        let shown = &url[7..];
+        let proxy_host = match split.port {
+            Some(p) if p != 80 => format!("{}:{p}", split.host),
+            _ => split.host.clone(),
+        };
+        let group = match b.upstreams.iter().find(|g| g.name == split.host) {
+            Some(g) => Arc::clone(g),
+            None => {
+                let key = format!("{}:{}", split.host, split.port.unwrap_or(80));
+                match b.implicit_upstreams.get(&key) {
+                    Some(g) => Arc::clone(g),
+                    None => {
+                        let addrs = resolve_upstream(&split.host, split.port, shown)?;
+                        let peers = addrs
+                            .into_iter()
+                            .map(|a| PeerSpec {
+                                server: proxy_host.clone(),
+                                addr: a,
+                                weight: 1,
+                                max_fails: 1,
+                                fail_timeout: Duration::from_secs(10),
+                                down: false,
+                            })
+                            .collect();
+                        let g = Arc::new(UpstreamGroup {
+                            id: balance::next_id(),
+                            name: proxy_host.clone(),
+                            primary: PeerSet::new(peers),
+                            backup: PeerSet::new(Vec::new()),
+                            hash: None,
+                            keepalive: 0,
+                            keepalive_timeout: Duration::from_secs(60),
+                            keepalive_requests: 1000,
+                        });
+                        b.implicit_upstreams.insert(key, Arc::clone(&g));
+                        g
+                    }
+                }
+            }
+        };
+        let redirect_default = Some(match &split.uri {
+            Some(_) => (url.clone(), location.clone()),
+            None => (format!("{url}/"), "/".to_string()),
+        });
+        ProxyPass {
+            target: ProxyTarget::Group(group),
+            uri: split.uri,
+            proxy_host,
+            proxy_port: split.port.unwrap_or(80),
+            location,
+            groups,
+            redirect_default,
+        }
+    };
+    b.location().handler = Handler::Proxy(Arc::new(pass));
+    Ok(())
+}
+
+/// `proxy_redirect off | default | redirect replacement` (lines add up;
+/// `off` clears them).
+pub(super) fn set_proxy_redirect(b: &mut Build, d: &Directive) -> Res {
+    use crate::upstream::RedirectRule;
+    let rule = match d.args.as_slice() {
+        [a] if a == "off" => None,
+        [a] if a == "default" => Some(RedirectRule::Default),
+        [a] => return Err(format!("invalid parameter \"{a}\"")),
+        [from, _] if from.starts_with('~') => {
+            return Err("regex \"proxy_redirect\" is not supported by porter".to_string())
+        }
+        [from, to] => Some(RedirectRule::Replace(template(from)?, template(to)?)),
+        _ => unreachable!("arity checked"),
+    };
+    let slot = &mut b.loc().proxy_redirect;
+    let mut list = match (&rule, slot.as_deref()) {
+        (None, _) | (_, None) => Vec::new(),
+        (Some(_), Some(v)) => v.clone(),
+    };
+    list.extend(rule);
+    *slot = Some(Arc::new(list));
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! Static-file directives: `root`/`alias`, `index`, `try_files`, `types`,
+//! `add_header`, `expires`, `charset`, `etag`, `disable_symlinks`.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    blk("types", HSL, Arity::N(0), set_types),
+    d("default_type", HSL, Arity::N(1), |b, d| {
+        let v = d.args[0].clone();
+        set_once(&mut b.loc().default_type, v, d)
+    }),
+    d("root", HSL, Arity::N(1), set_root),
+    d("alias", LOC, Arity::N(1), set_root),
+    d("index", HSL, Arity::Min(1), set_index),
+    d("try_files", SRV | LOC, Arity::Min(2), set_try_files),
+    d("add_header", HSL, Arity::Range(2, 3), set_add_header),
+    d("expires", HSL, Arity::Range(1, 2), set_expires),
+    d("charset", HSL, Arity::N(1), |b, d| {
+        let v = if d.args[0] == "off" {
+            None
+        } else {
+            Some(d.args[0].clone())
+        };
+        set_once(&mut b.loc().charset, v, d)
+    }),
+    d("etag", HSL, Arity::N(1), loc_flag!(etag)),
+    d(
+        "disable_symlinks",
+        HSL,
+        Arity::N(1),
+        loc_flag!(disable_symlinks),
+    ),
+];
+
+fn set_types(b: &mut Build, d: &Directive) -> Res {
+    let mut map: Types = match &b.loc().types {
+        Some(t) => (**t).clone(),
+        None => Types::new(),
+    };
+    for entry in d.block.as_deref().unwrap_or(&[]) {
+        if entry.block.is_some() {
+            return Err(format!("unexpected \"{{\" after \"{}\"", entry.name));
+        }
+        for ext in &entry.args {
+            map.insert(ext.to_ascii_lowercase(), entry.name.clone());
+        }
+    }
+    b.loc().types = Some(Arc::new(map));
+    Ok(())
+}
+
+fn set_root(b: &mut Build, d: &Directive) -> Res {
+    let is_alias = d.name == "alias";
+    if let Some(prev) = &b.loc().root {
+        let prev_name = match prev {
+            DocRoot::Root(_) => "root",
+            DocRoot::Alias(_) => "alias",
+        };
+        return Err(if prev_name == d.name {
+            dup(d)
+        } else {
+            format!(
+                "\"{}\" directive is duplicate, \"{prev_name}\" directive was specified earlier",
+                d.name
+            )
+        });
+    }
+    let raw = &d.args[0];
+    // A relative root is relative to the prefix, as in NGINX.
+    let full = if raw.starts_with('/') || raw.starts_with('$') {
+        raw.clone()
+    } else {
+        b.full_path(raw).to_string_lossy().into_owned()
+    };
+    let t = template(&full)?;
+    b.loc().root = Some(if is_alias {
+        DocRoot::Alias(t)
+    } else {
+        DocRoot::Root(t)
+    });
+    Ok(())
+}
+
+fn set_index(b: &mut Build, d: &Directive) -> Res {
+    let mut list = Vec::new();
+    for a in &d.args {
+        if a.is_empty() {
+            return Err("index \"\" in \"index\" directive is invalid".into());
+        }
+        list.push(template(a)?);
+    }
+    let slot = &mut b.loc().index;
+    match slot {
+        Some(v) => v.extend(list),
+        None => *slot = Some(list),
+    }
+    Ok(())
+}
+
+fn set_try_files(b: &mut Build, d: &Directive) -> Res {
+    let (last, files) = d.args.split_last().unwrap();
+    let candidates = files
+        .iter()
+        .map(|a| {
+            // A trailing `/` asks for a directory and is not part of the
+            // URI tested, as in NGINX.
+            let dir = a.len() > 1 && a.ends_with('/');
+            let name = if dir { &a[..a.len() - 1] } else { a.as_str() };
+            Ok(TryFile {
+                name: template(name)?,
+                dir,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let fallback = match last.strip_prefix('=') {
+        Some(code) => match code.parse::<u16>() {
+            Ok(c) if (100..=999).contains(&c) => TryFallback::Code(c),
+            _ => return Err(format!("invalid code \"{code}\"")),
+        },
+        None => TryFallback::Uri(template(last)?),
+    };
+    let tf = TryFiles {
+        candidates,
+        fallback,
+    };
+    set_once(&mut b.loc().try_files, Some(Arc::new(tf)), d)
+}
+
+fn set_add_header(b: &mut Build, d: &Directive) -> Res {
+    let always = match d.args.get(2).map(String::as_str) {
+        None => false,
+        Some("always") => true,
+        Some(p) => return Err(format!("invalid parameter \"{p}\"")),
+    };
+    let h = AddHeader {
+        name: d.args[0].clone(),
+        value: template(&d.args[1])?,
+        always,
+    };
+    let slot = &mut b.loc().add_headers;
+    let mut list: Vec<AddHeader> = slot.as_deref().cloned().unwrap_or_default();
+    list.push(h);
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+fn set_expires(b: &mut Build, d: &Directive) -> Res {
+    if d.args.len() == 2 {
+        return Err("\"expires modified\" is not supported by porter".into());
+    }
+    let a = d.args[0].as_str();
+    let v = match a {
+        "off" => None,
+        "epoch" => Some(i64::MIN),
+        "max" => Some(i64::MAX),
+        _ => {
+            let (neg, t) = match a.strip_prefix('-') {
+                Some(t) => (true, t),
+                None => (false, a.strip_prefix('+').unwrap_or(a)),
+            };
+            let secs = parse_time(t)
+                .ok_or_else(|| format!("invalid value \"{a}\""))?
+                .as_secs() as i64;
+            Some(if neg { -secs } else { secs })
+        }
+    };
+    set_once(&mut b.loc().expires, v, d)
+}

@@ -1,0 +1,183 @@
+//! `upstream { }` and its directives: `server`, `keepalive`,
+//! `keepalive_timeout`, `keepalive_requests`, `hash`. `server`,
+//! `keepalive_timeout` and `keepalive_requests` inside `upstream { }` are
+//! other directives than the same names elsewhere: [`super::find_in`]
+//! picks the row by context.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    blk("upstream", HTTP, Arity::N(1), set_upstream),
+    d("server", UPSTREAM, Arity::Min(1), set_upstream_server),
+    d("keepalive", UPSTREAM, Arity::N(1), |b, d| {
+        let n = match d.args[0].parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(format!(
+                    "invalid value \"{}\" in \"{}\" directive",
+                    d.args[0], d.name
+                ))
+            }
+        };
+        set_once(&mut b.upstream().keepalive, n, d)
+    }),
+    d("keepalive_timeout", UPSTREAM, Arity::N(1), |b, d| {
+        let t = time(d, &d.args[0])?;
+        set_once(&mut b.upstream().keepalive_timeout, t, d)
+    }),
+    d("keepalive_requests", UPSTREAM, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.upstream().keepalive_requests, n, d)
+    }),
+    d("hash", UPSTREAM, Arity::Range(1, 2), set_upstream_hash),
+];
+
+/// An `upstream { }` block being read.
+pub(super) struct UpstreamB {
+    pub(super) name: String,
+    pub(super) primary: Vec<PeerSpec>,
+    pub(super) backup: Vec<PeerSpec>,
+    pub(super) keepalive: Option<usize>,
+    pub(super) keepalive_timeout: Option<Duration>,
+    pub(super) keepalive_requests: Option<u64>,
+    pub(super) hash: Option<(Template, bool)>,
+}
+
+/// Resolves `host[:port]` (port 80 when absent) at config time, as NGINX
+/// does for upstream servers; the error is NGINX's.
+pub(super) fn resolve_upstream(
+    host: &str,
+    port: Option<u16>,
+    shown: &str,
+) -> Result<Vec<SocketAddr>, String> {
+    let port = port.unwrap_or(80);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let mut addrs: Vec<SocketAddr> = (bare, port)
+        .to_socket_addrs()
+        .map_err(|_| format!("host not found in upstream \"{shown}\""))?
+        .collect();
+    addrs.dedup();
+    if addrs.is_empty() {
+        return Err(format!("host not found in upstream \"{shown}\""));
+    }
+    Ok(addrs)
+}
+
+fn set_upstream(b: &mut Build, d: &Directive) -> Res {
+    let name = d.args[0].clone();
+    if b.upstreams.iter().any(|g| g.name == name) {
+        return Err(format!("duplicate upstream \"{name}\""));
+    }
+    b.cur_upstream = Some(UpstreamB {
+        name,
+        primary: Vec::new(),
+        backup: Vec::new(),
+        keepalive: None,
+        keepalive_timeout: None,
+        keepalive_requests: None,
+        hash: None,
+    });
+    let r = b.walk_nested(d, UPSTREAM);
+    let ub = b.cur_upstream.take().expect("upstream");
+    r?;
+    if ub.primary.is_empty() {
+        return Err("no servers are inside upstream".to_string());
+    }
+    if ub.hash.is_some() && !ub.backup.is_empty() {
+        return Err("invalid parameter \"backup\"".to_string());
+    }
+    let hash = ub.hash.map(|(key, consistent)| HashConf {
+        key,
+        ring: consistent.then(|| balance::ketama_ring(&ub.primary)),
+    });
+    b.upstreams.push(Arc::new(UpstreamGroup {
+        id: balance::next_id(),
+        name: ub.name,
+        primary: PeerSet::new(ub.primary),
+        backup: PeerSet::new(ub.backup),
+        hash,
+        keepalive: ub.keepalive.unwrap_or(0),
+        keepalive_timeout: ub.keepalive_timeout.unwrap_or(Duration::from_secs(60)),
+        keepalive_requests: ub.keepalive_requests.unwrap_or(1000),
+    }));
+    Ok(())
+}
+
+/// `server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down]`
+/// inside `upstream { }`.
+pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
+    let addr = &d.args[0];
+    let mut weight = 1u32;
+    let mut max_fails = 1u32;
+    let mut fail_timeout = Duration::from_secs(10);
+    let mut backup = false;
+    let mut down = false;
+    let bad = |p: &str| format!("invalid parameter \"{p}\"");
+    for p in &d.args[1..] {
+        if let Some(v) = p.strip_prefix("weight=") {
+            weight = v
+                .parse()
+                .ok()
+                .filter(|&n: &u32| n > 0)
+                .ok_or_else(|| bad(p))?;
+        } else if let Some(v) = p.strip_prefix("max_fails=") {
+            max_fails = v.parse().map_err(|_| bad(p))?;
+        } else if let Some(v) = p.strip_prefix("fail_timeout=") {
+            fail_timeout = parse_time(v).ok_or_else(|| bad(p))?;
+        } else if p == "backup" {
+            backup = true;
+        } else if p == "down" {
+            down = true;
+        } else if p.starts_with("max_conns=") || p.starts_with("slow_start=") {
+            return Err(format!("the \"{p}\" parameter is not supported by porter"));
+        } else {
+            return Err(bad(p));
+        }
+    }
+    if addr.starts_with("unix:") {
+        return Err(format!(
+            "unix sockets are not supported by porter in upstream \"{addr}\""
+        ));
+    }
+    let split = crate::upstream::split_url(&format!("http://{addr}"))
+        .map_err(|_| format!("invalid host in upstream \"{addr}\""))?;
+    if split.uri.is_some() {
+        return Err(format!("invalid host in upstream \"{addr}\""));
+    }
+    let addrs = resolve_upstream(&split.host, split.port, addr)?;
+    let ub = b.upstream();
+    let list = if backup {
+        &mut ub.backup
+    } else {
+        &mut ub.primary
+    };
+    for a in addrs {
+        list.push(PeerSpec {
+            server: addr.clone(),
+            addr: a,
+            weight,
+            max_fails,
+            fail_timeout,
+            down,
+        });
+    }
+    Ok(())
+}
+
+fn set_upstream_hash(b: &mut Build, d: &Directive) -> Res {
+    let consistent = match d.args.get(1).map(String::as_str) {
+        None => false,
+        Some("consistent") => true,
+        Some(p) => return Err(format!("invalid parameter \"{p}\"")),
+    };
+    if !b.upstream().backup.is_empty() {
+        return Err("load balancing method redefined".to_string());
+    }
+    let key = template(&d.args[0])?;
+    set_once(&mut b.upstream().hash, (key, consistent), d)
+}
