@@ -197,203 +197,234 @@ impl<'a> Lexer<'a> {
     }
 
     /// Returns the next token, `Ok(None)` at a clean end of input, or the
-    /// syntax error nginx would report.
+    /// syntax error nginx would report (nginx's `ngx_conf_read_token`).
     pub fn next_token(&mut self) -> Result<Option<Token>, ConfError> {
         if let Some(tok) = self.pending.take() {
             return Ok(Some(tok));
         }
-        let mut last_space = !self.need_space;
-        let mut sharp_comment = false;
-        let mut quoted = false;
-        let mut d_quoted = false;
-        let mut s_quoted = false;
-        let mut variable = false;
-
+        let mut sc = Scan {
+            last_space: !self.need_space,
+            ..Scan::default()
+        };
         loop {
             if self.pos >= self.src.len() {
-                if self.nargs > 0 || !last_space {
-                    let msg = match self.origin {
-                        Origin::File(_) => "unexpected end of file, expecting \";\" or \"}\"",
-                        Origin::CommandLine => "unexpected end of parameter, expecting \";\"",
-                    };
-                    return Err(self.error(msg, self.line));
-                }
-                return Ok(None);
+                return self.end_of_input(&sc);
             }
-
-            // nginx refills its buffer here; if the pending span already
-            // fills the whole buffer it gives up. -g text is never buffered.
-            if matches!(self.origin, Origin::File(_)) && self.pos - self.start == CONF_BUFFER {
-                let msg = if d_quoted {
-                    "too long parameter, probably missing terminating \"\"\" character".to_string()
-                } else if s_quoted {
-                    "too long parameter, probably missing terminating \"'\" character".to_string()
-                } else {
-                    let head = &self.src[self.start..self.start + 10];
-                    format!(
-                        "too long parameter \"{}...\" started",
-                        String::from_utf8_lossy(head)
-                    )
-                };
-                return Err(self.error(msg, self.start_line));
-            }
-
+            self.check_buffer(&sc)?;
             let ch = self.src[self.pos];
             self.pos += 1;
-
             if ch == b'\n' {
                 self.line += 1;
-                sharp_comment = false;
+                sc.sharp_comment = false;
             }
-            if sharp_comment {
+            if sc.sharp_comment {
                 continue;
             }
-            if quoted {
-                quoted = false;
+            if sc.quoted {
+                sc.quoted = false;
                 continue;
             }
-
             if self.need_space {
-                if is_space(ch) {
-                    last_space = true;
-                    self.need_space = false;
-                    continue;
-                }
-                match ch {
-                    b';' => {
-                        self.need_space = false;
-                        return Ok(Some(self.terminator(TokenKind::Semicolon)));
-                    }
-                    b'{' => {
-                        self.need_space = false;
-                        return Ok(Some(self.terminator(TokenKind::OpenBrace)));
-                    }
-                    // nginx lets `)` follow a quoted string, for `if ("a")`.
-                    b')' => {
-                        last_space = true;
-                        self.need_space = false;
-                    }
-                    _ => {
-                        let msg = format!("unexpected \"{}\"", char_at(self.src, self.pos - 1));
-                        return Err(self.error(msg, self.line));
-                    }
+                match self.after_quote(ch, &mut sc) {
+                    Next::Continue => continue,
+                    Next::Done(r) => return r,
+                    Next::Fallthrough => {}
                 }
             }
-
-            if last_space {
-                self.start = self.pos - 1;
-                self.start_line = self.line;
-                if is_space(ch) {
-                    continue;
-                }
-                match ch {
-                    b';' | b'{' => {
-                        if self.nargs == 0 {
-                            let msg = format!("unexpected \"{}\"", ch as char);
-                            return Err(self.error(msg, self.line));
-                        }
-                        let kind = if ch == b';' {
-                            TokenKind::Semicolon
-                        } else {
-                            TokenKind::OpenBrace
-                        };
-                        return Ok(Some(self.terminator(kind)));
-                    }
-                    b'}' => {
-                        if self.nargs != 0 {
-                            return Err(self.error("unexpected \"}\"", self.line));
-                        }
-                        return Ok(Some(self.terminator(TokenKind::CloseBrace)));
-                    }
-                    b'#' => {
-                        sharp_comment = true;
-                        continue;
-                    }
-                    b'\\' => {
-                        quoted = true;
-                        last_space = false;
-                        continue;
-                    }
-                    b'"' => {
-                        self.start += 1;
-                        d_quoted = true;
-                        last_space = false;
-                        continue;
-                    }
-                    b'\'' => {
-                        self.start += 1;
-                        s_quoted = true;
-                        last_space = false;
-                        continue;
-                    }
-                    b'$' => {
-                        variable = true;
-                        last_space = false;
-                        continue;
-                    }
-                    _ => {
-                        last_space = false;
-                        continue;
-                    }
-                }
-            }
-
-            // Inside a word.
-            if ch == b'{' && variable {
-                continue;
-            }
-            variable = false;
-            if ch == b'\\' {
-                quoted = true;
-                continue;
-            }
-            if ch == b'$' {
-                variable = true;
-                continue;
-            }
-
-            let found = if d_quoted {
-                if ch == b'"' {
-                    d_quoted = false;
-                    self.need_space = true;
-                    true
-                } else {
-                    false
-                }
-            } else if s_quoted {
-                if ch == b'\'' {
-                    s_quoted = false;
-                    self.need_space = true;
-                    true
-                } else {
-                    false
-                }
+            let next = if sc.last_space {
+                self.word_start(ch, &mut sc)
             } else {
-                is_space(ch) || ch == b';' || ch == b'{'
+                self.in_word(ch, &mut sc)
             };
-            if !found {
-                continue;
+            match next {
+                Next::Done(r) => return r,
+                Next::Continue | Next::Fallthrough => continue,
             }
-
-            let text = unescape(&self.src[self.start..self.pos - 1]);
-            let word = Token {
-                kind: TokenKind::Word {
-                    text,
-                    quoted: self.need_space,
-                },
-                line: self.start_line,
-            };
-            self.nargs += 1;
-            if !self.need_space {
-                match ch {
-                    b';' => self.pending = Some(self.terminator(TokenKind::Semicolon)),
-                    b'{' => self.pending = Some(self.terminator(TokenKind::OpenBrace)),
-                    _ => {}
-                }
-            }
-            return Ok(Some(word));
         }
     }
+
+    /// The input ended: clean between statements, else nginx's error.
+    fn end_of_input(&self, sc: &Scan) -> Result<Option<Token>, ConfError> {
+        if self.nargs > 0 || !sc.last_space {
+            let msg = match self.origin {
+                Origin::File(_) => "unexpected end of file, expecting \";\" or \"}\"",
+                Origin::CommandLine => "unexpected end of parameter, expecting \";\"",
+            };
+            return Err(self.error(msg, self.line));
+        }
+        Ok(None)
+    }
+
+    /// nginx refills its buffer here; if the pending span already fills
+    /// the whole buffer it gives up. -g text is never buffered.
+    fn check_buffer(&self, sc: &Scan) -> Result<(), ConfError> {
+        if !matches!(self.origin, Origin::File(_)) || self.pos - self.start != CONF_BUFFER {
+            return Ok(());
+        }
+        let msg = if sc.d_quoted {
+            "too long parameter, probably missing terminating \"\"\" character".to_string()
+        } else if sc.s_quoted {
+            "too long parameter, probably missing terminating \"'\" character".to_string()
+        } else {
+            let head = &self.src[self.start..self.start + 10];
+            format!(
+                "too long parameter \"{}...\" started",
+                String::from_utf8_lossy(head)
+            )
+        };
+        Err(self.error(msg, self.start_line))
+    }
+
+    /// Right after a closing quote a space, `;`, `{` or `)` must follow.
+    fn after_quote(&mut self, ch: u8, sc: &mut Scan) -> Next {
+        if is_space(ch) {
+            sc.last_space = true;
+            self.need_space = false;
+            return Next::Continue;
+        }
+        match ch {
+            b';' => {
+                self.need_space = false;
+                Next::Done(Ok(Some(self.terminator(TokenKind::Semicolon))))
+            }
+            b'{' => {
+                self.need_space = false;
+                Next::Done(Ok(Some(self.terminator(TokenKind::OpenBrace))))
+            }
+            // nginx lets `)` follow a quoted string, for `if ("a")`.
+            b')' => {
+                sc.last_space = true;
+                self.need_space = false;
+                Next::Fallthrough
+            }
+            _ => {
+                let msg = format!("unexpected \"{}\"", char_at(self.src, self.pos - 1));
+                Next::Done(Err(self.error(msg, self.line)))
+            }
+        }
+    }
+
+    /// After a space: a terminator, a comment, or the start of a word.
+    fn word_start(&mut self, ch: u8, sc: &mut Scan) -> Next {
+        self.start = self.pos - 1;
+        self.start_line = self.line;
+        if is_space(ch) {
+            return Next::Continue;
+        }
+        match ch {
+            b';' | b'{' => {
+                if self.nargs == 0 {
+                    let msg = format!("unexpected \"{}\"", ch as char);
+                    return Next::Done(Err(self.error(msg, self.line)));
+                }
+                let kind = if ch == b';' {
+                    TokenKind::Semicolon
+                } else {
+                    TokenKind::OpenBrace
+                };
+                return Next::Done(Ok(Some(self.terminator(kind))));
+            }
+            b'}' => {
+                if self.nargs != 0 {
+                    return Next::Done(Err(self.error("unexpected \"}\"", self.line)));
+                }
+                return Next::Done(Ok(Some(self.terminator(TokenKind::CloseBrace))));
+            }
+            b'#' => {
+                sc.sharp_comment = true;
+                return Next::Continue;
+            }
+            b'\\' => sc.quoted = true,
+            b'"' => {
+                self.start += 1;
+                sc.d_quoted = true;
+            }
+            b'\'' => {
+                self.start += 1;
+                sc.s_quoted = true;
+            }
+            b'$' => sc.variable = true,
+            _ => {}
+        }
+        sc.last_space = false;
+        Next::Continue
+    }
+
+    /// Inside a word: escapes, variables, and its end (a space, `;`, `{`
+    /// or the closing quote).
+    fn in_word(&mut self, ch: u8, sc: &mut Scan) -> Next {
+        if ch == b'{' && sc.variable {
+            return Next::Continue;
+        }
+        sc.variable = false;
+        if ch == b'\\' {
+            sc.quoted = true;
+            return Next::Continue;
+        }
+        if ch == b'$' {
+            sc.variable = true;
+            return Next::Continue;
+        }
+        let found = if sc.d_quoted {
+            let end = ch == b'"';
+            if end {
+                sc.d_quoted = false;
+                self.need_space = true;
+            }
+            end
+        } else if sc.s_quoted {
+            let end = ch == b'\'';
+            if end {
+                sc.s_quoted = false;
+                self.need_space = true;
+            }
+            end
+        } else {
+            is_space(ch) || ch == b';' || ch == b'{'
+        };
+        if !found {
+            return Next::Continue;
+        }
+        let text = unescape(&self.src[self.start..self.pos - 1]);
+        let word = Token {
+            kind: TokenKind::Word {
+                text,
+                quoted: self.need_space,
+            },
+            line: self.start_line,
+        };
+        self.nargs += 1;
+        if !self.need_space {
+            match ch {
+                b';' => self.pending = Some(self.terminator(TokenKind::Semicolon)),
+                b'{' => self.pending = Some(self.terminator(TokenKind::OpenBrace)),
+                _ => {}
+            }
+        }
+        Next::Done(Ok(Some(word)))
+    }
+}
+
+/// The per-token scanning state of [`Lexer::next_token`] (nginx's local
+/// flags in `ngx_conf_read_token`).
+#[derive(Default)]
+struct Scan {
+    last_space: bool,
+    sharp_comment: bool,
+    quoted: bool,
+    d_quoted: bool,
+    s_quoted: bool,
+    variable: bool,
+}
+
+/// What one character decided.
+enum Next {
+    /// Read the next character.
+    Continue,
+    /// Go on with this character (a `)` right after a quote).
+    Fallthrough,
+    /// The token (or the error).
+    Done(Result<Option<Token>, ConfError>),
 }
 
 #[cfg(test)]

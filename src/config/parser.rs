@@ -211,22 +211,13 @@ impl Parser {
                 TokenKind::OpenBrace => {
                     let mut args = std::mem::take(&mut words);
                     let name = args.remove(0);
-                    if mode == Mode::Param {
-                        return Err(lexer
-                            .origin()
-                            .error("block directives are not supported in -g option", tok.line));
-                    }
-                    if name == "include" {
-                        return Err(lexer
-                            .origin()
-                            .error("directive \"include\" is not terminated by \";\"", tok.line));
-                    }
-                    if base_depth + open.len() >= MAX_BLOCK_DEPTH {
-                        return Err(lexer.origin().error(
-                            format!("too deep nesting of blocks (more than {MAX_BLOCK_DEPTH})"),
-                            tok.line,
-                        ));
-                    }
+                    may_open(
+                        lexer.origin(),
+                        mode,
+                        &name,
+                        base_depth + open.len(),
+                        tok.line,
+                    )?;
                     open.push(Open {
                         name,
                         args,
@@ -409,6 +400,30 @@ pub fn dump(directives: &[Directive]) -> String {
     let mut out = String::new();
     walk(&mut out, directives, 0);
     out
+}
+
+/// Whether block `name` may open at `line`, `depth` blocks deep: not in
+/// `-g` text, not `include`, not past [`MAX_BLOCK_DEPTH`].
+fn may_open(
+    origin: &Origin,
+    mode: Mode,
+    name: &str,
+    depth: usize,
+    line: u32,
+) -> Result<(), ConfError> {
+    if mode == Mode::Param {
+        return Err(origin.error("block directives are not supported in -g option", line));
+    }
+    if name == "include" {
+        return Err(origin.error("directive \"include\" is not terminated by \";\"", line));
+    }
+    if depth >= MAX_BLOCK_DEPTH {
+        return Err(origin.error(
+            format!("too deep nesting of blocks (more than {MAX_BLOCK_DEPTH})"),
+            line,
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
