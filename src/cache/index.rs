@@ -268,6 +268,25 @@ impl Index {
         n.clone()
     }
 
+    /// The node of `hash` now holds a complete file of `size` bytes valid
+    /// until `valid_until`, under a new generation; the zone's total follows.
+    fn put_file<'a>(
+        st: &'a mut State,
+        capacity: usize,
+        (hash, size, valid_until): (KeyHash, u64, i64),
+        now: Instant,
+        out: &mut Vec<Evicted>,
+    ) -> &'a mut Node {
+        let n = Self::node(st, capacity, hash, now, out);
+        let old = n.size;
+        n.size = size;
+        n.valid_until = valid_until;
+        n.exists = true;
+        n.gen = next_gen();
+        st.total = st.total - old + size;
+        st.nodes.peek_mut(&hash).expect("just put")
+    }
+
     /// Records a complete entry of `size` bytes valid until `valid_until`
     /// (after its rename), replacing what the node held.
     pub fn stored(
@@ -279,14 +298,8 @@ impl Index {
         out: &mut Vec<Evicted>,
     ) {
         let mut st = self.state.lock().unwrap();
-        let n = Self::node(&mut st, self.capacity, hash, now, out);
-        let old = n.size;
-        n.size = size;
-        n.valid_until = valid_until;
-        n.exists = true;
-        n.gen = next_gen();
+        let n = Self::put_file(&mut st, self.capacity, (hash, size, valid_until), now, out);
         n.last_use = now;
-        st.total = st.total - old + size;
     }
 
     /// The loader found a complete entry: add it unless the key is known
@@ -303,13 +316,7 @@ impl Index {
         if st.nodes.peek(&hash).is_some_and(|n| n.exists) {
             return false;
         }
-        let n = Self::node(&mut st, self.capacity, hash, now, out);
-        let old = n.size;
-        n.size = size;
-        n.valid_until = valid_until;
-        n.exists = true;
-        n.gen = next_gen();
-        st.total = st.total - old + size;
+        Self::put_file(&mut st, self.capacity, (hash, size, valid_until), now, out);
         // The loader's entries are older than anything a request touched.
         st.nodes.demote(&hash);
         true
