@@ -475,7 +475,7 @@ async fn go_upstream(
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
     let mut opts = FetchOptions {
-        cache: true,
+        cache_headers: true,
         head_as_get: fill.is_some(),
         ..Default::default()
     };

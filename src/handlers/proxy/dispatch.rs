@@ -23,7 +23,7 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -
         // header rules.
         None => {
             let opts = FetchOptions {
-                cache: true,
+                cache_headers: true,
                 ..Default::default()
             };
             serve_with(ctx, env, pass, &opts).await

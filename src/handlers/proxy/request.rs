@@ -35,7 +35,7 @@ pub struct FetchOptions {
     /// `proxy_cache` is on in the location: NGINX's cache header rules
     /// apply (the client's `If-*`, `Range`, `Expect` and `Keep-Alive`
     /// are not passed unless `proxy_set_header` sets them).
-    pub cache: bool,
+    pub cache_headers: bool,
     /// Ask with GET for a HEAD request (`proxy_cache_convert_head`, so the
     /// body can be stored).
     pub head_as_get: bool,
@@ -207,7 +207,7 @@ fn request_headers(
     if !named("connection") {
         out.push(("Connection".into(), "close".into()));
     }
-    if opts.cache {
+    if opts.cache_headers {
         if let (Some(v), false) = (&opts.if_modified_since, named("if-modified-since")) {
             out.push(("If-Modified-Since".into(), v.clone()));
         }
@@ -235,7 +235,7 @@ fn request_headers(
             let lower = n.to_ascii_lowercase();
             if SET_BY_PROXY.contains(&lower.as_str())
                 || named(&lower)
-                || (opts.cache && CLEARED_FOR_CACHE.contains(&lower.as_str()))
+                || (opts.cache_headers && CLEARED_FOR_CACHE.contains(&lower.as_str()))
             {
                 continue;
             }
