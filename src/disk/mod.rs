@@ -59,6 +59,9 @@ pub struct Disk {
     open_files: RefCell<OpenFileCache>,
     /// Buffer of the copy fast path (used within one synchronous step).
     scratch: RefCell<Vec<u8>>,
+    /// Hole reads in flight on this worker, by (device, inode, offset):
+    /// requests that meet the same hole wait for the one read.
+    fills: RefCell<std::collections::HashMap<(u64, u64, u64), std::rc::Rc<tokio::sync::Notify>>>,
 }
 
 impl Disk {
@@ -322,6 +325,49 @@ mod tests {
                 fastpath::cached_pages(&f.file, 0, len as u64).unwrap(),
                 (pages, pages)
             );
+        });
+    }
+
+    #[test]
+    fn requests_meeting_the_same_hole_wait_for_one_read() {
+        fastpath::probe();
+        let fp = fastpath::features();
+        if !fp.cachestat || !fp.read_nowait {
+            return;
+        }
+        let d = dir();
+        let p = d.join("holed-shared");
+        std::fs::write(&p, vec![7u8; 512 * 1024]).unwrap();
+        let disk = Disk::new(pools(1, 16));
+        rt().block_on(async {
+            let (s1, s2) = (drained_socket().await, drained_socket().await);
+            let io = threads(&disk, true);
+            let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
+            f.file.sync_all().unwrap();
+            rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            let r = std::fs::File::open(&p).unwrap();
+            rustix::fs::fadvise(&r, 0, None, rustix::fs::Advice::Random).unwrap();
+            let mut b = [0u8; 1];
+            for at in (0..512 * 1024).step_by(4096).filter(|&at| at != 256 * 1024) {
+                std::os::unix::fs::FileExt::read_at(&r, &mut b, at as u64).unwrap();
+            }
+            f.cachestat_denied.set(true);
+            let g = f.clone();
+            // Keep the only thread busy a moment, so both requests meet the
+            // hole before any read of it ends.
+            let busy = disk.pools().get("p").unwrap().submit(|| {
+                std::thread::sleep(Duration::from_millis(200));
+            });
+            let before = short_done(&disk);
+            let (mut o1, mut o2) = (256 * 1024, 256 * 1024);
+            let (a, b) = tokio::join!(
+                disk.sendfile(&s1, &f, &mut o1, 64 * 1024),
+                disk.sendfile(&s2, &g, &mut o2, 64 * 1024)
+            );
+            assert!(a.unwrap() > 0 && b.unwrap() > 0);
+            busy.unwrap().await.unwrap();
+            assert_eq!(short_done(&disk) - before, 1, "the hole was read twice");
+            assert!(disk.fills.borrow().is_empty());
         });
     }
 

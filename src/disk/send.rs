@@ -108,7 +108,7 @@ impl Disk {
                     // Nothing cached at `offset`: a small hole is read
                     // alone, in the short lane, and the copy goes on.
                     if let Some(hole) = fastpath::hole_len(&f.file, *offset, len, SHORT_MISS) {
-                        fill_hole(pool, f, *offset, hole).await?;
+                        self.fill_hole_once(pool, f, *offset, hole).await?;
                         if let Some(r) = self.copy_nowait(stream, f, offset, len as usize) {
                             return r;
                         }
@@ -220,6 +220,54 @@ async fn fill_hole(pool: &ThreadPool, f: &OpenFile, offset: u64, len: u64) -> io
     })
     .await
     .map_err(|e| file_error("pread", e))
+}
+
+impl Disk {
+    /// [`fill_hole`], once per hole on this worker: a hot file that loses
+    /// a page is asked for by many connections at once, and all of them
+    /// wait for the one read (then copy again from the page cache) instead
+    /// of each queueing its own.
+    async fn fill_hole_once(
+        &self,
+        pool: &ThreadPool,
+        f: &OpenFile,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        let key = (f.meta.id.0, f.meta.id.1, offset);
+        let pending = self.fills.borrow().get(&key).cloned();
+        if let Some(done) = pending {
+            // Created before the read can end (one thread), so the wake-up
+            // cannot be missed.
+            done.notified().await;
+            return Ok(());
+        }
+        let done = std::rc::Rc::new(tokio::sync::Notify::new());
+        self.fills.borrow_mut().insert(key, done.clone());
+        // Dropped with this future too (the client went away): the
+        // waiters then look again and read the hole themselves.
+        let _owner = HoleOwner {
+            disk: self,
+            key,
+            done,
+        };
+        fill_hole(pool, f, offset, len).await
+    }
+}
+
+/// The read of one hole on this worker: when it ends (or is dropped),
+/// the hole leaves the map and its waiters wake.
+struct HoleOwner<'a> {
+    disk: &'a Disk,
+    key: (u64, u64, u64),
+    done: std::rc::Rc<tokio::sync::Notify>,
+}
+
+impl Drop for HoleOwner<'_> {
+    fn drop(&mut self) {
+        self.disk.fills.borrow_mut().remove(&self.key);
+        self.done.notify_waiters();
+    }
 }
 
 /// One `sendfile` of at most `count` bytes by a thread of `pool`, on a
