@@ -2,7 +2,8 @@
 //! route has no pool or the fast path finds the range in the page cache
 //! (zero-copy `sendfile`, or the copy fast path where `cachestat` is
 //! refused); otherwise a pool thread calls `sendfile` on a duplicate of the
-//! non-blocking socket, at most `count` bytes per task.
+//! non-blocking socket, at most `count` bytes per task. Under `aio on` the
+//! ring's send takes over ([`super::uring`]: no plain `sendfile` at all).
 
 use std::fs::File;
 use std::io;
@@ -64,6 +65,9 @@ impl Disk {
                 })
                 .map_err(sendfile_error)
         };
+        if let Some(ring) = &f.io.ring {
+            return ring.send_file(stream, f, offset, count).await;
+        }
         let Some(pool) = &f.io.pool else {
             return inline_sendfile(offset);
         };
