@@ -21,6 +21,7 @@ use super::value::{parse_flag, parse_size, parse_time};
 use crate::cache::policy::CacheValid;
 use crate::cache::{Levels, TempPath, ZoneSpec};
 use crate::disk::pool::PoolSpec;
+use crate::disk::uring::UringSpec;
 use crate::log::format::Escape;
 use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
 use crate::upstream::balance::{self, HashConf, PeerSet, PeerSpec, UpstreamGroup};
@@ -415,6 +416,7 @@ pub static TABLE: &[Spec] = &[
     }),
     d("thread_pool", MAIN, Arity::Range(2, 3), set_thread_pool),
     d("aio", HSL, Arity::N(1), set_aio),
+    d("aio_uring", MAIN, Arity::Range(1, 2), set_aio_uring),
     d("aio_write", HSL, Arity::N(1), loc_flag!(aio_write)),
     d("aio_fast_path", HSL, Arity::N(1), loc_flag!(aio_fast_path)),
     d(
@@ -640,6 +642,8 @@ pub struct Build {
     cur_loc: Option<usize>,
     pools: Vec<PoolSpec>,
     default_pool_used: bool,
+    aio_on_at: Option<String>,
+    uring: Option<UringSpec>,
     cache: CacheBuild,
     upstreams: Vec<Arc<UpstreamGroup>>,
     implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
@@ -697,6 +701,8 @@ impl Build {
             cur_loc: None,
             pools: Vec::new(),
             default_pool_used: false,
+            aio_on_at: None,
+            uring: None,
             cache: CacheBuild::default(),
             upstreams: Vec::new(),
             implicit_upstreams: HashMap::new(),
@@ -870,6 +876,8 @@ impl Build {
                 }
                 v
             },
+            aio_on_at: self.aio_on_at.take(),
+            aio_uring: self.uring.unwrap_or_default(),
         };
 
         let mut servers = Vec::new();
@@ -1697,6 +1705,24 @@ fn set_thread_pool(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
+/// `aio_uring workers=N [max_in_flight=M]`: io-wq workers and operations
+/// in flight per worker's ring.
+fn set_aio_uring(b: &mut Build, d: &Directive) -> Res {
+    let mut spec = UringSpec::default();
+    for a in &d.args {
+        let (slot, v) = match a.split_once('=') {
+            Some(("workers", v)) => (&mut spec.workers, v),
+            Some(("max_in_flight", v)) => (&mut spec.max_in_flight, v),
+            _ => return Err(format!("invalid parameter \"{a}\"")),
+        };
+        *slot = match v.parse::<u32>() {
+            Ok(n) if (1..=4096).contains(&n) => n,
+            _ => return Err(format!("invalid value \"{a}\"")),
+        };
+    }
+    set_once(&mut b.uring, spec, d)
+}
+
 /// `aio off | threads[=NAME|=$var] | on`. A literal pool name must be
 /// declared (or be `default`); a variable one is resolved per request.
 fn set_aio(b: &mut Build, d: &Directive) -> Res {
@@ -1704,9 +1730,12 @@ fn set_aio(b: &mut Build, d: &Directive) -> Res {
     let conf = match v {
         "off" => AioConf::Off,
         "on" => {
-            return Err(
-                "\"aio on\" (io_uring) is not supported yet, use \"aio threads\"".to_string(),
-            )
+            // The default pool carries the calls the ring does not, and
+            // everything when the kernel gives no ring.
+            b.default_pool_used = true;
+            let at = format!("{}:{}", d.file.display(), d.line);
+            b.aio_on_at.get_or_insert(at);
+            AioConf::On
         }
         "threads" => {
             b.default_pool_used = true;

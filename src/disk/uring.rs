@@ -85,6 +85,16 @@ pub fn probe() -> Result<(), String> {
     PROBED.get_or_init(try_ring).clone()
 }
 
+/// The `notice` line for a configuration with `aio on` at `at`
+/// (`file:line`) when the kernel gives no io_uring ([`probe`]); `None` when
+/// it does.
+pub fn fallback_notice(at: &str) -> Option<String> {
+    let why = probe().err()?;
+    Some(format!(
+        "\"aio on\" in {at} falls back to \"aio threads\": {why}"
+    ))
+}
+
 /// What [`probe`] found; `false` before it ran.
 pub fn available() -> bool {
     matches!(PROBED.get(), Some(Ok(())))
