@@ -47,6 +47,9 @@ pub struct OpenFile {
     /// Under `aio on`: bytes read for a send that the socket did not take
     /// yet, sent first by the next send at their offset.
     pub(super) unsent: RefCell<Option<Unsent>>,
+    /// Under `aio on`: whether the file system refuses `RWF_NOWAIT`
+    /// (asked once, see `ring_punts`).
+    pub(super) nowait_refused: Cell<Option<bool>>,
 }
 
 impl Clone for OpenFile {
@@ -55,6 +58,7 @@ impl Clone for OpenFile {
     fn clone(&self) -> OpenFile {
         OpenFile {
             cachestat_denied: self.cachestat_denied.clone(),
+            nowait_refused: self.nowait_refused.clone(),
             ..OpenFile::new(self.file.clone(), self.meta, self.io.clone())
         }
     }
@@ -71,6 +75,7 @@ impl OpenFile {
             io,
             cachestat_denied: Cell::new(false),
             unsent: RefCell::new(None),
+            nowait_refused: Cell::new(None),
         }
     }
 
@@ -101,8 +106,9 @@ impl OpenFile {
             // The ring reads into its own buffer (a dropped read must not
             // leave the kernel writing into `buf`), then copies.
             let at = offset + done as u64;
+            let punt = self.ring_punts(at);
             let (rest, n) = ring
-                .read_full(&self.file, buf.len() - done, at)
+                .read_full(&self.file, buf.len() - done, at, punt)
                 .await
                 .map_err(|e| file_error("pread", e))?;
             buf[done..done + n].copy_from_slice(&rest[..n]);

@@ -656,14 +656,14 @@ mod tests {
         on_worker(|| async {
             let ring = Ring::new(spec(8)).unwrap();
             let f = Arc::new(File::open(&p).unwrap());
-            let (buf, n) = ring.read_full(&f, 200_000, 50_000).await.unwrap();
+            let (buf, n) = ring.read_full(&f, 200_000, 50_000, false).await.unwrap();
             assert_eq!(n, 200_000);
             assert_eq!(&buf[..n], &data[50_000..250_000]);
             ring.give_back(buf);
             // At the end of the file: fewer bytes, then none.
-            let (buf, n) = ring.read_full(&f, 10_000, 295_000).await.unwrap();
+            let (buf, n) = ring.read_full(&f, 10_000, 295_000, true).await.unwrap();
             assert_eq!(&buf[..n], &data[295_000..]);
-            let (_, n) = ring.read_full(&f, 10, 300_000).await.unwrap();
+            let (_, n) = ring.read_full(&f, 10, 300_000, false).await.unwrap();
             assert_eq!(n, 0);
             assert!(idle(&ring));
         });
@@ -721,7 +721,7 @@ mod tests {
                 let rx = Arc::new(File::from(OwnedFd::from(rx)));
                 let ring = ring.clone();
                 pipes.push(tokio::task::spawn_local(async move {
-                    let (r, buf) = ring.read(&rx, ring.buffer(4), 0..4, 0).await;
+                    let (r, buf) = ring.read(&rx, ring.buffer(4), 0..4, 0, false).await;
                     buf[..r.unwrap()].to_vec()
                 }));
                 writers.push(tx);
@@ -732,7 +732,7 @@ mod tests {
                     let (ring, f) = (ring.clone(), f.clone());
                     tokio::task::spawn_local(async move {
                         let at = i * 1000;
-                        let (buf, n) = ring.read_full(&f, 1000, at).await.unwrap();
+                        let (buf, n) = ring.read_full(&f, 1000, at, false).await.unwrap();
                         (at as usize, buf[..n].to_vec())
                     })
                 })
@@ -769,7 +769,7 @@ mod tests {
             let (rx, mut tx) = std::io::pipe().unwrap();
             let pipe = Arc::new(File::from(OwnedFd::from(rx)));
             // Nothing to read yet: the read stays in flight.
-            let stuck = ring.read(&pipe, ring.buffer(16), 0..16, 0);
+            let stuck = ring.read(&pipe, ring.buffer(16), 0..16, 0, false);
             let mut stuck = Box::pin(stuck);
             let waker = futures_noop_waker();
             let mut cx = Context::from_waker(&waker);
@@ -781,7 +781,7 @@ mod tests {
             let f = Arc::new(File::open(&p).unwrap());
             let ring2 = ring.clone();
             let after = tokio::task::spawn_local(async move {
-                let (buf, n) = ring2.read_full(&f, 4, 0).await.unwrap();
+                let (buf, n) = ring2.read_full(&f, 4, 0, false).await.unwrap();
                 buf[..n].to_vec()
             });
             tokio::time::sleep(Duration::from_millis(50)).await;

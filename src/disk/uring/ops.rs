@@ -13,12 +13,12 @@ use std::path::Path;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use io_uring::{opcode, types};
+use io_uring::{opcode, squeue, types};
 use rustix::fs::{OFlags, ResolveFlags};
 
 use super::{Keep, Ring};
 use crate::disk::fastpath;
-use crate::disk::open::{PathRules, PATH_FLAGS, READ_FLAGS};
+use crate::disk::open::{OpenFile, PathRules, PATH_FLAGS, READ_FLAGS};
 use crate::disk::types::FileMeta;
 
 fn errno(res: i32) -> io::Error {
@@ -37,20 +37,22 @@ fn c_path(p: &Path) -> io::Result<CString> {
 
 impl Ring {
     /// One read of `file` at `offset` into `buf[range]`; returns the bytes
-    /// read and the buffer. A file opened `O_NONBLOCK` on a file system
-    /// without non-blocking reads (FUSE) makes the ring answer `EAGAIN`
-    /// instead of using an io-wq thread: the flag (meaningless for a
-    /// regular file otherwise) is cleared and the read sent again.
+    /// read and the buffer. With `punt` the read goes straight to an io-wq
+    /// thread (`IOSQE_ASYNC`), see [`OpenFile::ring_punts`]. A file opened
+    /// `O_NONBLOCK` may make the ring answer `EAGAIN` instead of using a
+    /// thread: the flag (meaningless for a regular file otherwise) is
+    /// cleared and the read sent again.
     pub(in crate::disk) async fn read(
         self: &Rc<Self>,
         file: &Arc<File>,
         buf: Vec<u8>,
         range: Range<usize>,
         offset: u64,
+        punt: bool,
     ) -> (io::Result<usize>, Vec<u8>) {
-        let (mut res, mut buf) = self.read_once(file, buf, range.clone(), offset).await;
+        let (mut res, mut buf) = self.read_once(file, buf, range.clone(), offset, punt).await;
         if res == -libc::EAGAIN && clear_nonblock(file) {
-            (res, buf) = self.read_once(file, buf, range, offset).await;
+            (res, buf) = self.read_once(file, buf, range, offset, punt).await;
         }
         let r = if res < 0 {
             Err(errno(res))
@@ -66,12 +68,19 @@ impl Ring {
         mut buf: Vec<u8>,
         range: Range<usize>,
         offset: u64,
+        punt: bool,
     ) -> (i32, Vec<u8>) {
         let dst = &mut buf[range];
         let len = dst.len().min(u32::MAX as usize) as u32;
+        let flags = if punt {
+            squeue::Flags::ASYNC
+        } else {
+            squeue::Flags::empty()
+        };
         let entry = opcode::Read::new(types::Fd(file.as_raw_fd()), dst.as_mut_ptr(), len)
             .offset(offset)
-            .build();
+            .build()
+            .flags(flags);
         let keep = Keep::Read {
             buf,
             file: file.clone(),
@@ -90,11 +99,13 @@ impl Ring {
         file: &Arc<File>,
         want: usize,
         offset: u64,
+        punt: bool,
     ) -> io::Result<(Vec<u8>, usize)> {
         let mut buf = self.buffer(want);
         let mut done = 0;
         while done < want {
-            let (r, b) = self.read(file, buf, done..want, offset + done as u64).await;
+            let at = offset + done as u64;
+            let (r, b) = self.read(file, buf, done..want, at, punt).await;
             buf = b;
             match r {
                 Ok(0) => break,
@@ -124,7 +135,12 @@ impl Ring {
                 .resolve(resolve.bits()),
         );
         let dirfd = dir.as_ref().map_or(libc::AT_FDCWD, |d| d.as_raw_fd());
-        let entry = opcode::OpenAt2::new(types::Fd(dirfd), path.as_ptr(), &*how).build();
+        // Straight to io-wq: the ring gets only walks the fast path could
+        // not do from the dentry cache, and the kernel's own inline try
+        // could sleep in a file system's open (FUSE asks its daemon).
+        let entry = opcode::OpenAt2::new(types::Fd(dirfd), path.as_ptr(), &*how)
+            .build()
+            .flags(squeue::Flags::ASYNC);
         let (res, _) = self.op(entry, Keep::Open { path, how, dir }).await;
         if res < 0 {
             return Err(errno(res));
@@ -157,7 +173,8 @@ impl Ring {
         )
         .flags(flags)
         .mask(libc::STATX_BASIC_STATS)
-        .build();
+        .build()
+        .flags(squeue::Flags::ASYNC);
         match self.op(entry, Keep::Statx { path, out, dir }).await {
             (res, _) if res < 0 => Err(errno(res)),
             (_, Keep::Statx { out, .. }) => Ok(FileMeta::from_statx(&out)),
@@ -223,6 +240,31 @@ impl Ring {
         }
         let fd = self.open_path(path, rules, PATH_FLAGS).await?;
         self.statx(Some(Arc::new(File::from(fd))), None).await
+    }
+}
+
+impl OpenFile {
+    /// Whether the ring's reads of this file go straight to an io-wq
+    /// thread: its file system refuses `RWF_NOWAIT` (FUSE, NFS). io_uring
+    /// still tries such a read at submission, and the file system may then
+    /// sleep in it (FUSE reads ahead synchronously) — on the event loop.
+    /// File systems that take `RWF_NOWAIT` honour it there too, and a miss
+    /// waits for its page without a thread. Asked once per open file with
+    /// a one-byte `preadv2(RWF_NOWAIT)` at `offset`.
+    pub(in crate::disk) fn ring_punts(&self, offset: u64) -> bool {
+        if let Some(p) = self.nowait_refused.get() {
+            return p;
+        }
+        let mut b = [0u8; 1];
+        let r = rustix::io::preadv2(
+            &*self.file,
+            &mut [io::IoSliceMut::new(&mut b)],
+            offset,
+            rustix::io::ReadWriteFlags::NOWAIT,
+        );
+        let refused = r == Err(rustix::io::Errno::OPNOTSUPP);
+        self.nowait_refused.set(Some(refused));
+        refused
     }
 }
 

@@ -73,7 +73,8 @@ impl Ring {
             }
         }
         if got == 0 {
-            let (r, b) = self.read(&f.file, buf, 0..len, *offset).await;
+            let punt = f.ring_punts(*offset);
+            let (r, b) = self.read(&f.file, buf, 0..len, *offset, punt).await;
             buf = b;
             got = match r {
                 Ok(0) | Err(_) => {
