@@ -74,6 +74,8 @@ const KEEP_BUFS: usize = 32;
 /// How long a ring being dropped waits for its operations to finish before
 /// it leaks their buffers instead of freeing memory the kernel may write.
 const DROP_WAIT: Duration = Duration::from_secs(1);
+/// When to submit again what a busy kernel left queued.
+const RETRY_SUBMIT: Duration = Duration::from_millis(1);
 
 static PROBED: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -208,6 +210,7 @@ struct State {
 pub struct Ring {
     state: RefCell<State>,
     driver: tokio::task::AbortHandle,
+    me: Weak<Ring>,
 }
 
 impl std::fmt::Debug for Ring {
@@ -254,6 +257,7 @@ impl Ring {
                     bufs: Vec::new(),
                 }),
                 driver,
+                me: weak.clone(),
             }
         }))
     }
@@ -285,14 +289,27 @@ impl Ring {
     /// Reaps completions and retries submissions left in the queue; wakes
     /// whoever is waiting on them.
     fn reap_and_flush(&self) {
-        let wake = {
+        let (wake, submitted) = {
             let mut s = self.state.borrow_mut();
-            if !s.uring.submission().is_empty() {
-                s.submit_now();
-            }
-            s.reap(None)
+            let submitted = s.uring.submission().is_empty() || s.submit_now();
+            (s.reap(None), submitted)
         };
         wake.into_iter().for_each(Waker::wake);
+        if !submitted {
+            self.retry_later();
+        }
+    }
+
+    /// Entries the kernel did not take stay queued; with nothing else in
+    /// flight no completion would wake the driver, so a timer does.
+    fn retry_later(&self) {
+        let ring = self.me.clone();
+        tokio::task::spawn_local(async move {
+            tokio::time::sleep(RETRY_SUBMIT).await;
+            if let Some(r) = ring.upgrade() {
+                r.reap_and_flush();
+            }
+        });
     }
 }
 
@@ -303,19 +320,21 @@ impl State {
         }
     }
 
-    /// `io_uring_enter` for what is queued. A busy kernel (`EBUSY`,
-    /// `EAGAIN`) leaves entries queued for the driver's next pass.
-    fn submit_now(&mut self) {
+    /// `io_uring_enter` for what is queued. A kernel short of memory or
+    /// busy (`EAGAIN`, `EBUSY`) leaves entries queued: `false` then, and
+    /// the caller schedules another try ([`Ring::retry_later`]).
+    fn submit_now(&mut self) -> bool {
         loop {
             match self.uring.submit() {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                _ => return,
+                _ => return self.uring.submission().is_empty(),
             }
         }
     }
 
-    /// Queues `entry` in slot `slot` and submits it.
-    fn start(&mut self, slot: u32, entry: squeue::Entry, keep: Keep) {
+    /// Queues `entry` in slot `slot` and submits it; `false` when the
+    /// kernel left it queued.
+    fn start(&mut self, slot: u32, entry: squeue::Entry, keep: Keep) -> bool {
         let entry = entry.user_data(slot as u64);
         // SAFETY: the entry's pointers point into `keep`, which the slot
         // owns until the completion arrives.
@@ -329,7 +348,7 @@ impl State {
             orphan: false,
         };
         STATS.submitted.fetch_add(1, Ordering::Relaxed);
-        self.submit_now();
+        self.submit_now()
     }
 
     /// Moves completions into their slots; `just` is the slot submitted by
@@ -535,7 +554,9 @@ impl Op {
     /// Takes a free slot, submits, and reaps what came inline.
     fn submit(&mut self, s: &mut State, entry: squeue::Entry, keep: Keep) {
         let slot = s.free.pop().expect("a free slot");
-        s.start(slot, entry, keep);
+        if !s.start(slot, entry, keep) {
+            self.ring.retry_later();
+        }
         let wake = s.reap(Some(slot));
         self.state = OpState::InFlight(slot);
         // Others' completions reaped here: their tasks run later.
