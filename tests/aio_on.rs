@@ -4,7 +4,8 @@
 //! filter that makes `io_uring_setup` fail with `EPERM`, as
 //! `kernel.io_uring_disabled` or a container's profile does — `porter -t`
 //! and start-up say so once with the directive's file:line, and requests
-//! are served by the `default` pool.
+//! are served by the `default` pool. The proxy cache under `aio on`:
+//! entries written through the pool, hits read and sent through the ring.
 //!
 //! Tests that need io_uring skip, saying why, where the kernel has none.
 
@@ -16,6 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::metrics::Metrics;
+use common::origin::*;
 use common::*;
 
 fn body(n: usize) -> Vec<u8> {
@@ -215,4 +217,55 @@ fn without_io_uring_aio_on_falls_back_to_threads_with_one_notice() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains(&format!("porter: [notice] {notice}")), "{err}");
     assert!(err.contains("test is successful"), "{err}");
+}
+
+#[test]
+fn proxy_cache_fills_through_the_pool_and_hits_through_the_ring() {
+    if !uring_available() {
+        return;
+    }
+    let big = body(200_000);
+    let b2 = big.clone();
+    let origin = Origin::start(move |_| Reply::ok(&b2));
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  \
+           proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m;\n  \
+           server {{\n    listen 127.0.0.1:{{PORT}};\n    aio on;\n    aio_fast_path off;\n    \
+             sendfile on;\n    location = /metrics {{ porter_metrics; }}\n    \
+             location / {{ proxy_pass http://127.0.0.1:{}; proxy_cache one; \
+               proxy_cache_valid 200 10m; add_header X-Cache $upstream_cache_status always; }}\n  \
+           }}\n}}\n",
+        origin.port
+    );
+    let s = Server::start(&conf);
+    let miss = get(s.port, "/big");
+    assert_eq!(miss.header("X-Cache"), Some("MISS"));
+    assert!(miss.body == big);
+    // The entry is renamed into place when the fill ends.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let before = loop {
+        let m = Metrics::fetch(s.port);
+        let r = get(s.port, "/big");
+        assert!(r.body == big, "{:?}", r.header("X-Cache"));
+        if r.header("X-Cache") == Some("HIT") {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "no HIT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for _ in 0..3 {
+        let r = get(s.port, "/big");
+        assert_eq!(r.header("X-Cache"), Some("HIT"));
+        assert!(r.body == big, "a hit differs");
+    }
+    let after = Metrics::fetch(s.port);
+    let ring = after.must("porter_uring_submissions_total", &[])
+        - before.must("porter_uring_submissions_total", &[]);
+    // Entries stay open between hits: at least the body read of each.
+    assert!(ring >= 3.0, "three hits made {ring} ring operations");
+    assert_eq!(after.must("porter_uring_in_flight", &[]), 0.0);
+    assert_eq!(origin.count(), 1, "one upstream request");
 }
