@@ -191,6 +191,10 @@ fn main() -> ExitCode {
     if cli.test {
         return match config::load(&cli.opts) {
             Ok(loaded) => {
+                let aio_on = loaded.config.main.aio_on_at.as_deref();
+                if let Some(m) = aio_on.and_then(porter::disk::uring::fallback_notice) {
+                    eprintln!("{PROG}: [notice] {m}");
+                }
                 if !cli.quiet {
                     eprintln!("{PROG}: the configuration file {name} syntax is ok");
                     eprintln!("{PROG}: configuration file {name} test is successful");

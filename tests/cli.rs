@@ -92,9 +92,9 @@ fn errors_name_file_and_line_and_exit_1() {
             4,
         ),
         (
-            "events {}\nhttp {\n aio on;\n}\n",
-            "\"aio on\" (io_uring) is not supported yet, use \"aio threads\"",
-            3,
+            "events {}\nhttp {\n aio on;\n}\naio_uring workers=0;\n",
+            "invalid value \"workers=0\"",
+            5,
         ),
         (
             "events {}\nhttp {\n aio bogus;\n}\n",

@@ -6,10 +6,14 @@
 //! One worker (`worker_processes 1`) so one event loop is shared; a "hot"
 //! file lives in a normal, cached directory, "cold" files on the slow
 //! mount. With `aio off` a cold request stalls the hot ones; with
-//! `aio threads` the hot ones keep their latency and never touch the pool.
+//! `aio threads` the hot ones keep their latency and never touch the pool;
+//! with `aio on` (io_uring) the same holds, the cold work going through the
+//! worker's ring instead of a pool.
 //! Then the pool's edges: overflow (503 + Retry-After + log line) and
 //! recovery, `max_queue=0`, per-request pool names, a client leaving during
-//! an offloaded sendfile, and a read error mid-file.
+//! an offloaded sendfile (and during a ring send), and a read error
+//! mid-file (pool, inline and ring). Tests of `aio on` skip, saying so,
+//! where the kernel gives no io_uring.
 //!
 //! Timing assertions compare ratios with wide margins, never absolute
 //! times. The tests hold one lock so their timings do not disturb each
@@ -126,6 +130,30 @@ fn wait_pool_idle(port: u16, pool: &str) -> Metrics {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Waits until the workers' rings have nothing in flight.
+fn wait_ring_idle(port: u16) -> Metrics {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let m = Metrics::fetch(port);
+        let n = m.must("porter_uring_in_flight", &[]);
+        if n == 0.0 {
+            return m;
+        }
+        assert!(Instant::now() < deadline, "ring still has {n} in flight");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether this kernel gives porter an io_uring (else `aio on` tests
+/// skip, saying why).
+fn uring_available() -> bool {
+    let ok = porter::disk::uring::probe();
+    if let Err(why) = &ok {
+        eprintln!("skipping aio on test: {why}");
+    }
+    ok.is_ok()
 }
 
 /// Lines of the error log containing `needle`.
@@ -391,6 +419,70 @@ fn aio_threads_hot_requests_keep_their_latency() {
     assert!(ttfb >= n as f64, "porter_ttfb_seconds_count grew by {ttfb}");
 }
 
+/// `aio on`: the cold opens and reads go through the worker's io_uring;
+/// hot requests keep their latency, the loop stays free, and hot requests
+/// never reach the ring (the fast path serves them) nor a pool.
+#[test]
+fn aio_on_hot_requests_keep_their_latency() {
+    let Some(_serial) = setup() else { return };
+    if !uring_available() {
+        return;
+    }
+    let (_fs, _backing, _hot, s) = latency_server("aio on;");
+    let run = hot_under_cold_load(&s, None);
+    report("aio on", &run);
+    let c = secs(run.cold_alone);
+    let hot_median = secs(median(&run.probes));
+    let hot_max = secs(*run.probes.iter().max().unwrap());
+    assert!(
+        hot_median <= 0.1 * c && hot_max <= 0.25 * c,
+        "hot requests should not wait for cold ones: median {hot_median:.3}s, max \
+         {hot_max:.3}s, cold alone {c:.3}s (probes {:?})",
+        run.probes
+    );
+    let after = wait_ring_idle(s.port);
+    let ring = |m: &Metrics, name: &str| m.must(name, &[]);
+    let submitted = ring(&after, "porter_uring_submissions_total")
+        - ring(&run.before, "porter_uring_submissions_total");
+    assert!(
+        submitted >= 2.0 * COLD_LOAD as f64,
+        "each cold request should open and read through the ring: {submitted} submissions"
+    );
+    let not_inline = ring(&after, "porter_uring_not_inline_total")
+        - ring(&run.before, "porter_uring_not_inline_total");
+    assert!(
+        not_inline >= COLD_LOAD as f64,
+        "the slow disk's calls cannot complete at submission: {not_inline} not inline"
+    );
+    let pool = [("pool", "default")];
+    assert_eq!(
+        after.must("porter_pool_tasks_total", &pool),
+        run.before.must("porter_pool_tasks_total", &pool),
+        "aio on reads went to the default pool"
+    );
+    let busy = loop_busy_delta(&run);
+    let one_op_each = COLD_LOAD as f64 * DELAY_MS as f64 / 1000.0;
+    assert!(
+        busy <= 0.5 * one_op_each,
+        "the event loop was busy {busy:.3}s during the cold load: it waited on the slow disk"
+    );
+
+    // Hot only: served inline by the fast path, nothing reaches the ring.
+    let m0 = wait_ring_idle(s.port);
+    for _ in 0..20 {
+        let r = get(s.port, "/hot.bin");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, hot_body());
+    }
+    let m1 = wait_ring_idle(s.port);
+    assert_eq!(
+        ring(&m1, "porter_uring_submissions_total"),
+        ring(&m0, "porter_uring_submissions_total"),
+        "hot (cached) requests went to the ring"
+    );
+    assert_no_crash_in_log(&s);
+}
+
 /// Server for the pool-limit tests: `pool_line` defines pool `p`, every
 /// location uses it, cold files on a mount with `delay_ms` per operation.
 fn pool_server(pool_line: &str, delay_ms: u64) -> (SlowFs, TempDir, TempDir, Server) {
@@ -605,11 +697,43 @@ fn full_length(port: u16, path: &str) -> usize {
 #[test]
 fn client_leaving_during_offloaded_sendfile() {
     let Some(_serial) = setup() else { return };
+    client_leaving("thread_pool io threads=4;", "aio threads=io;", |port| {
+        let m = wait_pool_idle(port, "io");
+        assert!(
+            m.must("porter_pool_tasks_total", &[("pool", "io")]) > 0.0,
+            "aio_fast_path off should send everything through the pool"
+        );
+    });
+}
+
+/// The same under `aio on`: a client leaving while the ring reads for it
+/// (the read's buffer stays the ring's until the kernel is done) leaves
+/// nothing in flight and the server healthy.
+#[test]
+fn client_leaving_during_a_ring_send() {
+    let Some(_serial) = setup() else { return };
+    if !uring_available() {
+        return;
+    }
+    client_leaving("", "aio on;", |port| {
+        let m = wait_ring_idle(port);
+        assert!(
+            m.must("porter_uring_submissions_total", &[]) > 0.0,
+            "aio_fast_path off should read everything through the ring"
+        );
+    });
+}
+
+/// Clients leave big responses (cached, and on a slow mount) half-way
+/// with `aio` as given and the fast path off; `settled` waits for the
+/// disk work to end and checks it went where `aio` says. Hot requests in
+/// between and whole files after are served intact.
+fn client_leaving(main_extra: &str, aio: &str, settled: impl Fn(u16)) {
     const BIG: usize = 64 * 1024 * 1024;
     let hot = hot_dir();
     hot.write("big.bin", vec![b'b'; BIG]);
     // A second big file on the slow mount: each 128 KiB read takes 20 ms,
-    // so the pool thread is inside a slow sendfile when the client leaves.
+    // so the read is in progress when the client leaves.
     let backing = TempDir::new("slowbig");
     const SLOW_BIG: usize = 8 * 1024 * 1024;
     backing.write("big.bin", vec![b's'; SLOW_BIG]);
@@ -621,9 +745,9 @@ fn client_leaving_during_offloaded_sendfile() {
         },
     );
     let s = Server::start(&conf(
-        "thread_pool io threads=4;",
+        main_extra,
         &format!(
-            "    root {};\n    aio threads=io;\n    aio_fast_path off;\n    sendfile on;\n    \
+            "    root {};\n    {aio}\n    aio_fast_path off;\n    sendfile on;\n    \
              sendfile_max_chunk 256k;\n    location /slow/ {{ alias {}/; }}",
             hot.path().display(),
             fs.path().display()
@@ -646,12 +770,8 @@ fn client_leaving_during_offloaded_sendfile() {
             "after slow disconnect {i}"
         );
     }
-    let m = wait_pool_idle(port, "io");
-    assert!(
-        m.must("porter_pool_tasks_total", &[("pool", "io")]) > 0.0,
-        "aio_fast_path off should send everything through the pool"
-    );
-    // Whole files still come through the pool intact.
+    settled(port);
+    // Whole files still come through intact.
     assert_eq!(full_length(port, "/big.bin"), BIG);
     assert_eq!(full_length(port, "/slow/big.bin"), SLOW_BIG);
     assert_no_crash_in_log(&s);
@@ -659,7 +779,9 @@ fn client_leaving_during_offloaded_sendfile() {
 }
 
 /// A read error in the middle of a file: the response is cut short (or is
-/// a 5xx if nothing was sent), one error log line, and the server goes on.
+/// a 5xx if nothing was sent), one error log line, and the server goes on
+/// — through a pool (`/t`), inline (`/o`) and, where the kernel has
+/// io_uring, the ring (`/u`).
 #[test]
 fn read_error_mid_file() {
     let Some(_serial) = setup() else { return };
@@ -681,14 +803,19 @@ fn read_error_mid_file() {
         &format!(
             "    root {};\n    sendfile on;\n    sendfile_max_chunk 256k;\n    \
              location /t/ {{ alias {mnt}/; aio threads=p; }}\n    \
-             location /o/ {{ alias {mnt}/; aio off; }}",
+             location /o/ {{ alias {mnt}/; aio off; }}\n    \
+             location /u/ {{ alias {mnt}/; aio on; }}",
             hot.path().display(),
             mnt = fs.path().display()
         ),
     ));
     let port = s.port;
     let eio = "Input/output error";
-    for (n, prefix) in [(1, "/t"), (2, "/o")] {
+    let mut routes = vec![(1, "/t"), (2, "/o")];
+    if uring_available() {
+        routes.push((3, "/u"));
+    }
+    for (n, prefix) in routes {
         let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
         write!(c, "GET {prefix}/bad.bin HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
         let raw = read_all(&mut c);

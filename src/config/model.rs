@@ -58,6 +58,11 @@ pub struct MainConf {
     /// `thread_pool` declarations (plus the implicit `default` pool when
     /// `aio threads` uses it without declaring it).
     pub thread_pools: Vec<crate::disk::pool::PoolSpec>,
+    /// Where `aio on` first appears (`file:line`), if it does: workers
+    /// then create their io_uring, and the fallback notice names it.
+    pub aio_on_at: Option<String>,
+    /// `aio_uring workers=N max_in_flight=M`: the rings' bounds.
+    pub aio_uring: crate::disk::uring::UringSpec,
 }
 
 /// One distinct listening address and the servers that answer on it.
@@ -203,6 +208,8 @@ pub enum AioConf {
     Off,
     /// `aio threads[=NAME]`: the pool name, possibly with variables.
     Threads(Template),
+    /// `aio on`: the worker's io_uring (the `default` pool without one).
+    On,
 }
 
 /// `open_file_cache max=N inactive=T`.

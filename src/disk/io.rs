@@ -1,28 +1,37 @@
 //! [`Io`]: the route a request's disk calls take — inline (`aio off`, and
-//! the proxy cache's loader and manager threads) or a thread pool (`aio
-//! threads`), with or without the fast path first — and the calls that
+//! the proxy cache's loader and manager threads), a thread pool (`aio
+//! threads`) or the worker's io_uring (`aio on`), with or without the fast
+//! path first — and the calls that
 //! need nothing but that route: the proxy cache store's `create`,
 //! `write_at`, `sync`, `mkdir_all`, `rename`, `unlink`, `read_dir`,
 //! `free_space` (metadata calls in the pool's short lane, data writes in
-//! the bulk lane). A route is a cheap clone (an `Arc` of the pool), resolved
-//! once by the caller ([`super::Disk::route`]) and carried as one value.
+//! the bulk lane; on the pool under `aio on` too: the ring does not carry
+//! them). A route is a cheap clone (an `Arc` of the pool, an `Rc` of the
+//! ring), resolved once by the caller ([`super::Disk::route`]) and carried
+//! as one value. A route with a ring is not `Send`: it stays on the worker
+//! thread that owns the ring.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use rustix::fs::OFlags;
 
 use super::pool::{Lane, PoolError, ThreadPool};
 use super::types::{DiskError, FileKind};
+use super::uring::Ring;
 
 /// How the calls of one request are carried out: a resolved pool (none
-/// for `aio off`) and whether the fast path is tried first.
+/// for `aio off`), the worker's ring for `aio on` (opens, stats and reads
+/// go through it; everything else to the pool), and whether the fast path
+/// is tried first.
 #[derive(Debug, Clone, Default)]
 pub struct Io {
     pub(super) pool: Option<Arc<ThreadPool>>,
+    pub(super) ring: Option<Rc<Ring>>,
     pub(super) fast: bool,
 }
 
@@ -36,8 +45,24 @@ impl Io {
     pub fn threads(pool: Arc<ThreadPool>, fast: bool) -> Io {
         Io {
             pool: Some(pool),
+            ring: None,
             fast,
         }
+    }
+
+    /// Opens, stats and reads through `ring` (after the fast path when
+    /// `fast`); the other calls on `pool`.
+    pub(super) fn uring(ring: Rc<Ring>, pool: Arc<ThreadPool>, fast: bool) -> Io {
+        Io {
+            pool: Some(pool),
+            ring: Some(ring),
+            fast,
+        }
+    }
+
+    /// Whether this route uses an io_uring (`aio on` with a ring).
+    pub fn has_ring(&self) -> bool {
+        self.ring.is_some()
     }
 
     /// Runs `f` inline without a pool, else on the pool in `lane`.

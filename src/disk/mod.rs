@@ -15,6 +15,11 @@
 //!   path, resident pages. A hit is served inline and never meets the pool;
 //!   a miss (`EAGAIN`, a short read, pages not resident) is offloaded, and
 //!   a partial read keeps what it got and offloads only the rest.
+//! - `aio on`: opens, stats and reads go through the worker's io_uring
+//!   ([`uring`]) after the same fast path; a file range is read and
+//!   `send`t, never `sendfile`d; the other calls (the cache store's
+//!   writes) run on the `default` pool. Without io_uring, `aio on` is
+//!   `aio threads`.
 //!
 //! A task owns everything it touches (an `Arc` of the file, a `dup` of the
 //! socket), so a task whose connection has gone finishes harmlessly and
@@ -31,6 +36,7 @@
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
+//! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
 pub mod fastpath;
 mod io;
@@ -39,8 +45,10 @@ pub mod open_file_cache;
 pub mod pool;
 mod send;
 mod types;
+pub mod uring;
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 pub use self::io::{make_dir_owned, Io};
@@ -49,10 +57,11 @@ use self::open_file_cache::OpenFileCache;
 pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
+use self::uring::Ring;
 
-/// The disk layer of one worker: the pools of its generation and what the
-/// worker keeps between requests (its `open_file_cache`, the copy fast
-/// path's buffer).
+/// The disk layer of one worker: the pools of its generation, its io_uring
+/// (`aio on`), and what the worker keeps between requests (its
+/// `open_file_cache`, the copy fast path's buffer).
 #[derive(Debug, Default)]
 pub struct Disk {
     pools: Arc<PoolSet>,
@@ -62,6 +71,9 @@ pub struct Disk {
     /// Hole reads in flight on this worker, by (device, inode, offset):
     /// requests that meet the same hole wait for the one read.
     fills: RefCell<std::collections::HashMap<(u64, u64, u64), std::rc::Rc<tokio::sync::Notify>>>,
+    /// The worker's ring, when the configuration has `aio on` and the
+    /// kernel gives one.
+    ring: Option<Rc<Ring>>,
 }
 
 impl Disk {
@@ -71,6 +83,11 @@ impl Disk {
             pools,
             ..Disk::default()
         }
+    }
+
+    /// The same disk layer with this worker's ring (`aio on`).
+    pub fn with_ring(self, ring: Option<Rc<Ring>>) -> Disk {
+        Disk { ring, ..self }
     }
 
     /// The pools of this generation.
@@ -91,6 +108,21 @@ impl Disk {
             Some(p) => Ok(Io::threads(p.clone(), fast_path)),
             None => Err(DiskError::PoolNotFound(name.to_string())),
         }
+    }
+
+    /// The route for `aio on`: the worker's ring for opens, stats and
+    /// reads (after the fast path when `fast_path`), the `default` pool
+    /// for the rest; without a ring, the `default` pool for everything
+    /// (`aio threads`: the fallback the start-up notice announced).
+    pub fn route_uring(&self, fast_path: bool) -> Result<Io, DiskError> {
+        let pool = self
+            .pools
+            .get("default")
+            .ok_or_else(|| DiskError::PoolNotFound("default".to_string()))?;
+        Ok(match &self.ring {
+            Some(ring) => Io::uring(ring.clone(), pool.clone(), fast_path),
+            None => Io::threads(pool.clone(), fast_path),
+        })
     }
 }
 

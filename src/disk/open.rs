@@ -1,10 +1,11 @@
 //! Opening and reading files: [`PathRules`] (how a path may be resolved:
 //! `disable_symlinks` beneath the document root), [`Io::open`] /
 //! [`Io::stat`] (with the fast path, `openat2(RESOLVE_CACHED)` inline
-//! first), [`OpenFile::read_at`] (`preadv2(RWF_NOWAIT)` inline first), and
+//! first; then the pool, or the ring under `aio on`),
+//! [`OpenFile::read_at`] (`preadv2(RWF_NOWAIT)` inline first), and
 //! [`Disk::open`], the same open through the worker's `open_file_cache`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -19,6 +20,7 @@ use super::io::{offload, Io};
 use super::open_file_cache::{self, OpenFileCacheSettings};
 use super::pool::Lane;
 use super::types::{file_error, FileMeta};
+use super::uring::Unsent;
 use super::Disk;
 
 /// How paths are resolved: NGINX's `disable_symlinks`.
@@ -33,7 +35,7 @@ pub struct PathRules {
 
 /// An open file and its metadata, taken from the same descriptor, with the
 /// route its reads take.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct OpenFile {
     /// The descriptor (shared with `open_file_cache`; closed with the last
     /// reference).
@@ -43,6 +45,24 @@ pub struct OpenFile {
     pub(super) io: Io,
     /// `cachestat` refused this file (`EPERM`): use the copy fast path.
     pub(super) cachestat_denied: Cell<bool>,
+    /// Under `aio on`: bytes read for a send that the socket did not take
+    /// yet, sent first by the next send at their offset.
+    pub(super) unsent: RefCell<Option<Unsent>>,
+    /// Under `aio on`: whether the file system refuses `RWF_NOWAIT`
+    /// (asked once, see `ring_punts`).
+    pub(super) nowait_refused: Cell<Option<bool>>,
+}
+
+impl Clone for OpenFile {
+    /// The same file and route; bytes a send left unsent stay with the
+    /// original.
+    fn clone(&self) -> OpenFile {
+        OpenFile {
+            cachestat_denied: self.cachestat_denied.clone(),
+            nowait_refused: self.nowait_refused.clone(),
+            ..OpenFile::new(self.file.clone(), self.meta, self.io.clone())
+        }
+    }
 }
 
 impl OpenFile {
@@ -55,6 +75,8 @@ impl OpenFile {
             meta,
             io,
             cachestat_denied: Cell::new(false),
+            unsent: RefCell::new(None),
+            nowait_refused: Cell::new(None),
         }
     }
 
@@ -80,6 +102,19 @@ impl OpenFile {
         if fast {
             // a real miss: the read to come will start readahead
             fastpath::note_offloaded(self.meta.id);
+        }
+        if let Some(ring) = &self.io.ring {
+            // The ring reads into its own buffer (a dropped read must not
+            // leave the kernel writing into `buf`), then copies.
+            let at = offset + done as u64;
+            let punt = self.ring_punts(at);
+            let (rest, n) = ring
+                .read_full(&self.file, buf.len() - done, at, punt)
+                .await
+                .map_err(|e| file_error("pread", e))?;
+            buf[done..done + n].copy_from_slice(&rest[..n]);
+            ring.give_back(rest);
+            return Ok(done + n);
         }
         let file = self.file.clone();
         let want = buf.len() - done;
@@ -113,11 +148,11 @@ impl OpenFile {
 /// Reads of at most this much go in the pool's short lane.
 const SHORT_READ: usize = 64 * 1024;
 
-const READ_FLAGS: OFlags = OFlags::RDONLY
+pub(super) const READ_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::CLOEXEC)
     .union(OFlags::NONBLOCK)
     .union(OFlags::NOCTTY);
-const PATH_FLAGS: OFlags = OFlags::PATH.union(OFlags::CLOEXEC);
+pub(super) const PATH_FLAGS: OFlags = OFlags::PATH.union(OFlags::CLOEXEC);
 
 /// Opens `path` with `flags`. With `no_symlinks`, the root is opened first
 /// (no symlink on its own path) and the rest resolved beneath it. With
@@ -184,9 +219,32 @@ pub(super) fn pread_full(f: &File, buf: &mut [u8], offset: u64) -> io::Result<us
 }
 
 impl Io {
-    /// A call on a path (`open_and_stat`, `stat_path`): with the fast path,
-    /// first inline with `RESOLVE_CACHED`; a walk that would need the disk,
-    /// or any call without the fast path, runs as the route says.
+    /// With the fast path, `call` inline with `RESOLVE_CACHED`: `None`
+    /// when the walk would need the disk (or without the fast path).
+    fn cached_first<T>(
+        &self,
+        op: Op,
+        call: fn(&Path, &PathRules, bool) -> io::Result<T>,
+        path: &Path,
+        rules: &PathRules,
+    ) -> Option<io::Result<T>> {
+        if self.pool.is_none() || !self.fast || !fastpath::features().open_cached {
+            return None;
+        }
+        match call(path, rules, true) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                fastpath::count(op, false);
+                None
+            }
+            r => {
+                fastpath::count(op, true);
+                Some(r)
+            }
+        }
+    }
+
+    /// A call on a path (`open_and_stat`, `stat_path`): the fast path
+    /// first, then as the route says (inline or on the pool).
     async fn path_call<T: Send + 'static>(
         &self,
         op: Op,
@@ -194,14 +252,8 @@ impl Io {
         path: &Path,
         rules: &PathRules,
     ) -> io::Result<T> {
-        if self.pool.is_some() && self.fast && fastpath::features().open_cached {
-            match call(path, rules, true) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => fastpath::count(op, false),
-                r => {
-                    fastpath::count(op, true);
-                    return r;
-                }
-            }
+        if let Some(r) = self.cached_first(op, call, path, rules) {
+            return r;
         }
         let path = path.to_path_buf();
         let rules = rules.clone();
@@ -215,13 +267,25 @@ impl Io {
     /// `O_NONBLOCK` keeps a FIFO planted under the root from hanging the
     /// open, as NGINX does.
     pub async fn open(&self, path: &Path, rules: &PathRules) -> io::Result<OpenFile> {
-        let (file, meta) = self.path_call(Op::Open, open_and_stat, path, rules).await?;
+        let (file, meta) = match &self.ring {
+            Some(ring) => match self.cached_first(Op::Open, open_and_stat, path, rules) {
+                Some(r) => r?,
+                None => ring.open_and_stat(path, rules).await?,
+            },
+            None => self.path_call(Op::Open, open_and_stat, path, rules).await?,
+        };
         Ok(OpenFile::new(Arc::new(file), meta, self.clone()))
     }
 
     /// `stat`s `path` (following symlinks unless `disable_symlinks`).
     pub async fn stat(&self, path: &Path, rules: &PathRules) -> io::Result<FileMeta> {
-        self.path_call(Op::Stat, stat_path, path, rules).await
+        match &self.ring {
+            Some(ring) => match self.cached_first(Op::Stat, stat_path, path, rules) {
+                Some(r) => r,
+                None => ring.stat_path(path, rules).await,
+            },
+            None => self.path_call(Op::Stat, stat_path, path, rules).await,
+        }
     }
 }
 

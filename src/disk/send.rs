@@ -6,7 +6,9 @@
 //! most `count` bytes per task — in the pool's short lane when only a few
 //! pages are missing (about one small disk read), in the bulk lane
 //! otherwise. A small hole in a file `cachestat` refuses is read alone on
-//! the short lane and the copy goes on from the page cache.
+//! the short lane and the copy goes on from the page cache. Under `aio on`
+//! the ring's send takes over ([`super::uring`]: no plain `sendfile` at
+//! all).
 
 use std::fs::File;
 use std::io;
@@ -88,6 +90,9 @@ impl Disk {
                 })
                 .map_err(sendfile_error)
         };
+        if let Some(ring) = &f.io.ring {
+            return ring.send_file(stream, f, offset, count).await;
+        }
         let Some(pool) = &f.io.pool else {
             return inline_sendfile(offset);
         };

@@ -45,6 +45,27 @@ impl FileMeta {
     }
 }
 
+impl FileMeta {
+    /// The same facts from a `statx` answer (the ring's `stat`); `id`
+    /// encodes the device as `stat` does, so both compare equal.
+    pub(super) fn from_statx(st: &libc::statx) -> FileMeta {
+        let kind = match u32::from(st.stx_mode) & libc::S_IFMT {
+            libc::S_IFREG => FileKind::Regular,
+            libc::S_IFDIR => FileKind::Directory,
+            _ => FileKind::Other,
+        };
+        FileMeta {
+            size: st.stx_size,
+            mtime: st.stx_mtime.tv_sec,
+            kind,
+            id: (
+                libc::makedev(st.stx_dev_major, st.stx_dev_minor),
+                st.stx_ino,
+            ),
+        }
+    }
+}
+
 /// Failures of the thread-pool machinery (not of the disk itself).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DiskError {

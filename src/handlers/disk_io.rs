@@ -13,18 +13,18 @@ use crate::http::response::Response;
 use crate::log::Level;
 
 /// The location's I/O route: `aio threads=NAME` (a variable name rendered
-/// now) resolved to its pool, or inline for `aio off`. Handlers resolve it
+/// now) resolved to its pool, `aio on` to the worker's ring (or the
+/// `default` pool without one), or inline for `aio off`. Handlers resolve it
 /// once, when they start, and carry it. An unknown pool name is the
 /// request's 500 (with NGINX's `thread pool "NAME" not found`).
 pub fn route(ctx: &RequestCtx, env: &Env<'_>) -> Result<Io, Box<Outcome>> {
     let s = &ctx.loc.s;
-    let name = match &s.aio {
-        AioConf::Off => None,
-        AioConf::Threads(t) => Some(t.render(ctx)),
+    let routed = match &s.aio {
+        AioConf::Off => env.disk.route(None, s.aio_fast_path),
+        AioConf::Threads(t) => env.disk.route(Some(&t.render(ctx)), s.aio_fast_path),
+        AioConf::On => env.disk.route_uring(s.aio_fast_path),
     };
-    env.disk
-        .route(name.as_deref(), s.aio_fast_path)
-        .map_err(|e| Box::new(failed(ctx, env, &io::Error::other(e), "open", "")))
+    routed.map_err(|e| Box::new(failed(ctx, env, &io::Error::other(e), "open", "")))
 }
 
 /// `disable_symlinks`: with it on, paths resolve beneath `$document_root`.

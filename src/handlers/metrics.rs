@@ -10,6 +10,11 @@
 //!   `porter_pool_{tasks,overflows}_total{pool}` counters.
 //! - `porter_fastpath_total{op,result}`: calls served inline from the page
 //!   cache (`hit`) or offloaded (`miss`).
+//! - `porter_uring_{submissions,completions,not_inline,queued}_total` and
+//!   `porter_uring_in_flight` (`aio on`, all workers' rings): a completion
+//!   is `not_inline` when it was not there as its submission returned —
+//!   the read went to an io-wq thread or waited for a page; the kernel's
+//!   completion does not say which, so io-wq punts alone are not counted.
 //! - `porter_log_dropped_lines_total`: log lines dropped, never waited for.
 //! - The `stub_status` figures as `porter_connections_*` and
 //!   `porter_requests_total`.
@@ -19,6 +24,7 @@ use std::sync::atomic::Ordering;
 
 use super::{Env, Outcome};
 use crate::disk::fastpath::{self, Op};
+use crate::disk::uring;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
 use crate::metrics::{self, get, Histogram, BUCKETS};
@@ -55,6 +61,7 @@ pub fn render(env: &Env<'_>) -> String {
     worker_figures(&mut out);
     pool_figures(&mut out, env);
     fastpath_and_log_figures(&mut out);
+    uring_figures(&mut out);
     connection_figures(&mut out);
     out
 }
@@ -181,6 +188,47 @@ fn fastpath_and_log_figures(out: &mut String) {
         "Log lines dropped because the log thread could not keep up.",
         &[(String::new(), crate::log::dropped_lines())],
     );
+}
+
+/// The io_uring figures of `aio on`.
+fn uring_figures(out: &mut String) {
+    let st = uring::stats();
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    let (sub, done) = (get(&st.submitted), get(&st.completed));
+    for (name, kind, help, v) in [
+        (
+            "porter_uring_submissions_total",
+            "counter",
+            "Operations submitted to the workers' io_urings.",
+            sub,
+        ),
+        (
+            "porter_uring_completions_total",
+            "counter",
+            "Completions reaped from the workers' io_urings.",
+            done,
+        ),
+        (
+            "porter_uring_in_flight",
+            "gauge",
+            "Operations submitted and not yet completed.",
+            sub.saturating_sub(done),
+        ),
+        (
+            "porter_uring_not_inline_total",
+            "counter",
+            "Completions not ready when their submission returned (io-wq or a page wait).",
+            get(&st.not_inline),
+        ),
+        (
+            "porter_uring_queued_total",
+            "counter",
+            "Operations that waited for a free slot (max_in_flight reached).",
+            get(&st.queued),
+        ),
+    ] {
+        family(out, name, kind, help, &[(String::new(), v)]);
+    }
 }
 
 /// The `stub_status` figures.

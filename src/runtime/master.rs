@@ -17,8 +17,8 @@ use super::privileges::{self, Credentials};
 use super::worker::{self, WorkerStart};
 use crate::cache::CacheSet;
 use crate::config::{self, Config, LoadOptions};
-use crate::disk::fastpath;
 use crate::disk::pool::PoolSet;
+use crate::disk::{fastpath, uring};
 use crate::log::{self, ErrorLog, Level};
 use crate::util::errno_text;
 use crate::util::shutdown::{self, Mode, ShutdownTrigger};
@@ -315,6 +315,7 @@ fn prepare(
     for m in fastpath::probe() {
         log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
     }
+    uring_notice(cfg, log);
     Ok((listeners, creds, signals, pid_path))
 }
 
@@ -375,7 +376,10 @@ impl Master<'_> {
         );
         let (new_cfg, new_log, new_creds) =
             match reload(self.opts, &mut self.listeners, self.embedded, log) {
-                Ok(r) => r,
+                Ok(r) => {
+                    uring_notice(&r.0, &r.1);
+                    r
+                }
                 Err(e) => {
                     log.log(Level::Emerg, format_args!("{e}"));
                     log.log(
@@ -405,6 +409,18 @@ impl Master<'_> {
             }
             Err(e) => self.log.log(Level::Emerg, format_args!("{e}")),
         }
+    }
+}
+
+/// With `aio on` in `cfg` and no io_uring: the fallback's one notice.
+fn uring_notice(cfg: &Config, log: &ErrorLog) {
+    if let Some(m) = cfg
+        .main
+        .aio_on_at
+        .as_deref()
+        .and_then(uring::fallback_notice)
+    {
+        log.log(Level::Notice, format_args!("{m}"));
     }
 }
 

@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use super::privileges::{self, Credentials};
 use crate::config::Config;
 use crate::disk::pool::PoolSet;
+use crate::disk::uring::{self, Ring};
 use crate::disk::Disk;
 use crate::handlers::Handlers;
 use crate::http::connection::{self, WorkerEnv};
@@ -97,6 +98,31 @@ fn run(start: WorkerStart) {
     local.block_on(&rt, worker_main(start));
 }
 
+/// This worker's io_uring when the configuration has `aio on` and the
+/// start-up probe found io_uring; a ring this thread may not create (after
+/// its privilege drop) is logged once and `aio on` uses the pool here.
+fn worker_ring(start: &WorkerStart) -> Option<Rc<Ring>> {
+    let at = start.config.main.aio_on_at.as_deref()?;
+    if !uring::available() {
+        return None;
+    }
+    match Ring::new(start.config.main.aio_uring) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            start.log.log(
+                Level::Notice,
+                format_args!(
+                    "\"aio on\" in {at} falls back to \"aio threads\" in worker {}: \
+                     io_uring_setup() failed {}",
+                    start.index,
+                    crate::util::errno_text(&e)
+                ),
+            );
+            None
+        }
+    }
+}
+
 struct Live {
     count: Cell<usize>,
     idle: Notify,
@@ -105,7 +131,7 @@ struct Live {
 async fn worker_main(start: WorkerStart) {
     // One disk layer per worker, shared by the handlers (which open files)
     // and the connections (which send them).
-    let disk = Rc::new(Disk::new(start.pools.clone()));
+    let disk = Rc::new(Disk::new(start.pools.clone()).with_ring(worker_ring(&start)));
     let env = Rc::new(WorkerEnv {
         config: start.config.clone(),
         log: start.log.clone(),

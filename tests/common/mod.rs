@@ -119,20 +119,31 @@ impl Server {
 
     /// Starts porter in an existing prefix with extra arguments.
     pub fn start_in(prefix: TempDir, conf: &str, extra: &[&str]) -> Server {
+        Self::start_with(prefix, conf, extra, |_| {})
+    }
+
+    /// [`Server::start_in`], with `setup` applied to the command first
+    /// (such as a `pre_exec` hook).
+    pub fn start_with(
+        prefix: TempDir,
+        conf: &str,
+        extra: &[&str],
+        setup: impl FnOnce(&mut Command),
+    ) -> Server {
         let port = free_port();
         std::fs::create_dir_all(prefix.path().join("logs")).unwrap();
         let text = config_text(conf, port, prefix.path());
         prefix.write("porter.conf", &text);
-        let child = Command::new(BIN)
-            .arg("-p")
+        let mut cmd = Command::new(BIN);
+        cmd.arg("-p")
             .arg(prefix.path())
             .arg("-c")
             .arg("porter.conf")
             .args(extra)
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        setup(&mut cmd);
+        let child = cmd.spawn().unwrap();
         let mut s = Server {
             child,
             port,

@@ -3,6 +3,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::disk::uring::UringSpec;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
@@ -15,6 +16,7 @@ pub(super) static ROWS: &[Spec] = &[
     ),
     d("thread_pool", MAIN, Arity::Range(2, 3), set_thread_pool),
     d("aio", HSL, Arity::N(1), set_aio),
+    d("aio_uring", MAIN, Arity::Range(1, 2), set_aio_uring),
     d("aio_write", HSL, Arity::N(1), loc_flag!(aio_write)),
     d("aio_fast_path", HSL, Arity::N(1), loc_flag!(aio_fast_path)),
     d(
@@ -81,9 +83,12 @@ pub(super) fn set_aio(b: &mut Build, d: &Directive) -> Res {
     let conf = match v {
         "off" => AioConf::Off,
         "on" => {
-            return Err(
-                "\"aio on\" (io_uring) is not supported yet, use \"aio threads\"".to_string(),
-            )
+            // The default pool carries the calls the ring does not, and
+            // everything when the kernel gives no ring.
+            b.default_pool_used = true;
+            let at = format!("{}:{}", d.file.display(), d.line);
+            b.aio_on_at.get_or_insert(at);
+            AioConf::On
         }
         "threads" => {
             b.default_pool_used = true;
@@ -140,4 +145,22 @@ pub(super) fn set_open_file_cache(b: &mut Build, d: &Directive) -> Res {
         Some(OpenFileCacheConf { max, inactive }),
         d,
     )
+}
+
+/// `aio_uring workers=N [max_in_flight=M]`: io-wq workers and operations
+/// in flight per worker's ring.
+fn set_aio_uring(b: &mut Build, d: &Directive) -> Res {
+    let mut spec = UringSpec::default();
+    for a in &d.args {
+        let (slot, v) = match a.split_once('=') {
+            Some(("workers", v)) => (&mut spec.workers, v),
+            Some(("max_in_flight", v)) => (&mut spec.max_in_flight, v),
+            _ => return Err(format!("invalid parameter \"{a}\"")),
+        };
+        *slot = match v.parse::<u32>() {
+            Ok(n) if (1..=4096).contains(&n) => n,
+            _ => return Err(format!("invalid value \"{a}\"")),
+        };
+    }
+    set_once(&mut b.uring, spec, d)
 }

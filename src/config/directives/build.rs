@@ -33,6 +33,8 @@ pub struct Build {
     pub(super) cur_loc: Option<usize>,
     pub(super) pools: Vec<PoolSpec>,
     pub(super) default_pool_used: bool,
+    pub(super) aio_on_at: Option<String>,
+    pub(super) uring: Option<crate::disk::uring::UringSpec>,
     pub(super) cache: CacheBuild,
     pub(super) upstreams: Vec<Arc<UpstreamGroup>>,
     pub(super) implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
@@ -90,6 +92,8 @@ impl Build {
             cur_loc: None,
             pools: Vec::new(),
             default_pool_used: false,
+            aio_on_at: None,
+            uring: None,
             cache: CacheBuild::default(),
             upstreams: Vec::new(),
             implicit_upstreams: HashMap::new(),
@@ -293,6 +297,8 @@ impl Build {
                 }
                 v
             },
+            aio_on_at: self.aio_on_at.take(),
+            aio_uring: self.uring.take().unwrap_or_default(),
         }
     }
 

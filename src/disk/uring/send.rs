@@ -1,0 +1,134 @@
+//! Sending a file range under `aio on` without plain `sendfile`, which has
+//! no non-blocking form and can sleep on a page evicted after any check:
+//! what the page cache holds is copied with `preadv2(RWF_NOWAIT)` (the
+//! fast path), anything else is read through the ring, and the bytes are
+//! `send`t on the non-blocking socket. Bytes the full socket did not take
+//! stay with the [`OpenFile`] ([`Unsent`], keyed by file offset) and go
+//! first on the next call: nothing is read twice or lost.
+
+use std::io;
+use std::rc::Rc;
+
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+use super::Ring;
+use crate::disk::fastpath::{self, Op};
+use crate::disk::open::OpenFile;
+use crate::disk::types::file_error;
+
+/// Largest read per send (the caller also bounds it by
+/// `sendfile_max_chunk`), as the copy fast path's.
+const SEND_MAX: usize = 256 * 1024;
+
+/// Bytes read for a send that the socket has not taken yet:
+/// `buf[start..end]` belongs at file offset `offset`.
+#[derive(Debug)]
+pub struct Unsent {
+    offset: u64,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Ring {
+    /// Sends at most `count` bytes of `f` from `*offset` and advances it:
+    /// bytes kept from the last call first, else a read (page cache
+    /// inline, or the ring) and a `send`. `WouldBlock`: the socket is full
+    /// (what was read is kept); `Ok(0)`: the file ended early.
+    pub(in crate::disk) async fn send_file(
+        self: &Rc<Self>,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        count: usize,
+    ) -> io::Result<usize> {
+        let kept = f.unsent.borrow_mut().take();
+        if let Some(u) = kept {
+            if u.offset == *offset {
+                return self.send_kept(stream, f, u, offset, count);
+            }
+            // Another range of the file: the caller moved on.
+            self.give_back(u.buf);
+        }
+        let left = f.meta.size.saturating_sub(*offset);
+        let len = (count as u64).min(left).min(SEND_MAX as u64) as usize;
+        if len == 0 {
+            return Ok(0);
+        }
+        let mut buf = self.buffer(len);
+        let mut got = 0;
+        if f.io.fast && fastpath::features().read_nowait {
+            got = match fastpath::read_nowait(&f.file, &mut buf[..len], *offset) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.give_back(buf);
+                    return Err(file_error("pread", e));
+                }
+            };
+            fastpath::count(Op::Sendfile, got > 0);
+            if got == 0 {
+                // a real miss: the read to come will start readahead
+                fastpath::note_offloaded(f.meta.id);
+            }
+        }
+        if got == 0 {
+            let punt = f.ring_punts(*offset);
+            let (r, b) = self.read(&f.file, buf, 0..len, *offset, punt).await;
+            buf = b;
+            got = match r {
+                Ok(0) | Err(_) => {
+                    self.give_back(buf);
+                    return r.map_err(|e| file_error("pread", e));
+                }
+                Ok(n) => n,
+            };
+        }
+        let u = Unsent {
+            offset: *offset,
+            buf,
+            start: 0,
+            end: got,
+        };
+        self.send_kept(stream, f, u, offset, count)
+    }
+
+    /// `send`s up to `count` bytes of `u`; keeps what the socket does not
+    /// take.
+    fn send_kept(
+        &self,
+        stream: &TcpStream,
+        f: &OpenFile,
+        mut u: Unsent,
+        offset: &mut u64,
+        count: usize,
+    ) -> io::Result<usize> {
+        let n = (u.end - u.start).min(count);
+        let bytes = &u.buf[u.start..u.start + n];
+        let sent = stream.try_io(Interest::WRITABLE, || {
+            rustix::net::send(stream, bytes, rustix::net::SendFlags::NOSIGNAL)
+                .map_err(io::Error::from)
+        });
+        match sent {
+            Ok(s) => {
+                *offset += s as u64;
+                u.offset += s as u64;
+                u.start += s;
+                if u.start < u.end {
+                    *f.unsent.borrow_mut() = Some(u);
+                } else {
+                    self.give_back(u.buf);
+                }
+                Ok(s)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                *f.unsent.borrow_mut() = Some(u);
+                Err(e)
+            }
+            Err(e) => {
+                self.give_back(u.buf);
+                Err(e)
+            }
+        }
+    }
+}
