@@ -316,6 +316,16 @@ fn prepare(
         log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
     }
     uring_notice(cfg, log);
+    if let Err(e) = super::code_lock::lock_code() {
+        log.log(
+            Level::Notice,
+            format_args!(
+                "mlock() of porter's code failed {}: under memory pressure its pages may be \
+                 read back from the disk",
+                errno_text(&e)
+            ),
+        );
+    }
     Ok((listeners, creds, signals, pid_path))
 }
 

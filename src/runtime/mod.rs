@@ -2,6 +2,7 @@
 //! worker threads with their event loops, listening sockets and the
 //! privilege drop. The shutdown signal they share is `util::shutdown`.
 
+pub mod code_lock;
 pub mod listen;
 pub mod master;
 pub mod privileges;
