@@ -302,6 +302,25 @@ mod tests {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Caches all of `f` but the 4 KiB pages in `hole`: drops the file,
+    /// then reads it back page by page through a descriptor without
+    /// readahead.
+    fn cache_all_but(
+        f: &OpenFile,
+        path: &std::path::Path,
+        len: usize,
+        hole: std::ops::Range<usize>,
+    ) {
+        f.file.sync_all().unwrap();
+        rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        let r = std::fs::File::open(path).unwrap();
+        rustix::fs::fadvise(&r, 0, None, rustix::fs::Advice::Random).unwrap();
+        let mut b = [0u8; 1];
+        for at in (0..len).step_by(4096).filter(|at| !hole.contains(at)) {
+            std::os::unix::fs::FileExt::read_at(&r, &mut b, at as u64).unwrap();
+        }
+    }
+
     #[test]
     fn a_small_hole_in_a_file_cachestat_refuses_is_read_alone_on_the_short_lane() {
         fastpath::probe();
@@ -319,17 +338,8 @@ mod tests {
             let sock = drained_socket().await;
             let io = threads(&disk, true);
             let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
-            f.file.sync_all().unwrap();
-            // Cache all but 16 KiB in the middle: drop the file, then read it
-            // back page by page through a descriptor without readahead.
-            rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
-            let r = std::fs::File::open(&p).unwrap();
-            rustix::fs::fadvise(&r, 0, None, rustix::fs::Advice::Random).unwrap();
-            let hole = 256 * 1024..272 * 1024;
-            let mut b = [0u8; 1];
-            for at in (0..len).step_by(4096).filter(|at| !hole.contains(at)) {
-                std::os::unix::fs::FileExt::read_at(&r, &mut b, at as u64).unwrap();
-            }
+            // Cache all but 16 KiB in the middle.
+            cache_all_but(&f, &p, len, 256 * 1024..272 * 1024);
             let (resident, pages) = fastpath::cached_pages(&f.file, 0, len as u64).unwrap();
             let missing = (pages - resident) * 4096;
             assert!(
@@ -375,14 +385,7 @@ mod tests {
             let (s1, s2) = (drained_socket().await, drained_socket().await);
             let io = threads(&disk, true);
             let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
-            f.file.sync_all().unwrap();
-            rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
-            let r = std::fs::File::open(&p).unwrap();
-            rustix::fs::fadvise(&r, 0, None, rustix::fs::Advice::Random).unwrap();
-            let mut b = [0u8; 1];
-            for at in (0..512 * 1024).step_by(4096).filter(|&at| at != 256 * 1024) {
-                std::os::unix::fs::FileExt::read_at(&r, &mut b, at as u64).unwrap();
-            }
+            cache_all_but(&f, &p, 512 * 1024, 256 * 1024..260 * 1024);
             f.cachestat_denied.set(true);
             let g = f.clone();
             // Keep the only thread busy a moment, so both requests meet the
