@@ -38,6 +38,7 @@
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
+pub mod bulk_gate;
 pub mod fastpath;
 mod io;
 mod open;

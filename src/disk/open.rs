@@ -274,6 +274,9 @@ impl Io {
             },
             None => self.path_call(Op::Open, open_and_stat, path, rules).await?,
         };
+        if self.pool.is_some() || self.ring.is_some() {
+            fastpath::own_readahead(&file, meta.size);
+        }
         Ok(OpenFile::new(Arc::new(file), meta, self.clone()))
     }
 

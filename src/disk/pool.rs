@@ -13,8 +13,11 @@
 //! thread takes the oldest short task first; bulk tasks may occupy at most
 //! `threads - threads / 4` threads, so a quarter of the threads (none for
 //! pools of under four) is always free for short tasks, and a request that
-//! misses one page never waits behind a queue of cold reads. `max_queue`
-//! counts both lanes, as NGINX's single queue does. A task owns everything it
+//! misses one page never waits behind a queue of cold reads. Within that
+//! bound the bulk lane's [`BulkGate`] admits only as many tasks as the disk
+//! serves within its latency target, so the short lane's reads do not wait
+//! long in the disk's own queue either. `max_queue` counts both lanes, as
+//! NGINX's single queue does. A task owns everything it
 //! touches (duplicated descriptors, `Arc`ed files), so it stays safe when
 //! the connection that posted it is gone: its result is then dropped.
 
@@ -25,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::bulk_gate::BulkGate;
 use crate::log::{ErrorLog, Level};
 use crate::util::thread_user::ThreadUser;
 
@@ -71,6 +75,8 @@ pub struct PoolStats {
     pub waiting: AtomicUsize,
     /// Short-lane tasks completed.
     pub short_done: AtomicU64,
+    /// Bulk tasks the gate lets run at once now.
+    pub bulk_allowed: AtomicUsize,
 }
 
 impl Queue {
@@ -92,8 +98,10 @@ pub enum Lane {
 struct Queue {
     short: VecDeque<Task>,
     bulk: VecDeque<Task>,
-    /// Bulk tasks running now (at most `bulk_limit`).
+    /// Bulk tasks running now (at most the gate's `allowed`, itself at
+    /// most `bulk_limit`).
     running_bulk: usize,
+    gate: BulkGate,
     idle: usize,
     /// Tasks taken by a thread and not yet delivered.
     running: usize,
@@ -151,6 +159,7 @@ impl ThreadPool {
                 short: VecDeque::new(),
                 bulk: VecDeque::new(),
                 running_bulk: 0,
+                gate: BulkGate::new(bulk_limit(spec.threads)),
                 idle: 0,
                 running: 0,
                 stopping: false,
@@ -161,6 +170,8 @@ impl ThreadPool {
             log: Mutex::new(log),
             spec,
         });
+        let allowed = inner.queue.lock().unwrap().gate.allowed();
+        inner.stats.bulk_allowed.store(allowed, Ordering::Relaxed);
         for i in 0..inner.spec.threads {
             let inner2 = inner.clone();
             let user = user.clone();
@@ -308,12 +319,13 @@ fn bulk_limit(threads: usize) -> usize {
 /// The next task for a free thread: the oldest short one, else the oldest
 /// bulk one while fewer than the bulk limit run; `None` when stopping.
 fn next_task(inner: &Inner) -> Option<(Task, Lane)> {
-    let limit = bulk_limit(inner.spec.threads);
     let mut q = inner.queue.lock().unwrap();
     loop {
         let picked = match q.short.pop_front() {
             Some(t) => Some((t, Lane::Short)),
-            None if q.running_bulk < limit => q.bulk.pop_front().map(|t| (t, Lane::Bulk)),
+            None if q.running_bulk < q.gate.allowed() => {
+                q.bulk.pop_front().map(|t| (t, Lane::Bulk))
+            }
             None => None,
         };
         if let Some((t, lane)) = picked {
@@ -336,7 +348,8 @@ fn next_task(inner: &Inner) -> Option<(Task, Lane)> {
 fn run_thread(inner: &Inner, index: usize) {
     while let Some((task, lane)) = next_task(inner) {
         inner.stats.busy.fetch_add(1, Ordering::Relaxed);
-        inner.running.lock().unwrap()[index] = Some((Instant::now(), false));
+        let began = Instant::now();
+        inner.running.lock().unwrap()[index] = Some((began, false));
         // A panicking task drops its sender (the submitter sees the task
         // as lost) and leaves the thread serving.
         let deliver = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).ok();
@@ -344,6 +357,12 @@ fn run_thread(inner: &Inner, index: usize) {
             let mut q = inner.queue.lock().unwrap();
             q.running -= 1;
             if lane == Lane::Bulk {
+                let (now, running) = (Instant::now(), q.running_bulk);
+                q.gate.completed(now - began, running, now);
+                inner
+                    .stats
+                    .bulk_allowed
+                    .store(q.gate.allowed(), Ordering::Relaxed);
                 q.running_bulk -= 1;
                 // A bulk task may have waited for this slot, not for a
                 // thread: wake one to take it.

@@ -112,7 +112,7 @@ impl Disk {
                     fastpath::count(Op::Sendfile, false);
                     // Nothing cached at `offset`: a small hole is read
                     // alone, in the short lane, and the copy goes on.
-                    if let Some(hole) = fastpath::hole_len(&f.file, *offset, len, SHORT_MISS) {
+                    if let Some(hole) = fastpath::small_hole(&f.file, *offset, len, SHORT_MISS) {
                         self.fill_hole_once(pool, f, *offset, hole).await?;
                         if let Some(r) = self.copy_nowait(stream, f, offset, len as usize) {
                             return r;
@@ -301,6 +301,19 @@ async fn sendfile_on_pool(
                 Residency::Known(all) => !all,
                 Residency::Denied => missed,
             };
+        if lane == Lane::Bulk {
+            // The kernel does no readahead on this descriptor (see
+            // `fastpath::own_readahead`), and `sendfile` asks for a pipe's
+            // worth (64 KiB) at a time: ask for the chunk in one request.
+            // The gate counts this task for as long as the read takes.
+            let want = (count as u64).min(len);
+            let _ = rustix::fs::fadvise(
+                &*file,
+                start,
+                std::num::NonZeroU64::new(want),
+                rustix::fs::Advice::WillNeed,
+            );
+        }
         let r = sendfile_some(&sock, &file, &mut off, count);
         if from_disk {
             fastpath::note_offloaded(id);

@@ -4,9 +4,15 @@
 //! - `porter_loop_busy_seconds{worker}`: histogram of how long each
 //!   event-loop iteration ran before waiting for events again — the
 //!   "event loop blocked" figure; a disk call made inline on a cold disk
-//!   shows up here as a long iteration.
+//!   shows up here as a long iteration, and so do preemption and
+//!   back-to-back work under a saturating load.
+//! - `porter_loop_blocked_max_seconds{worker}`,
+//!   `porter_loop_blocked_seconds_total{worker}`: how long a busy loop
+//!   slept in the kernel (a page read, a page lock, a contended mutex),
+//!   sampled every 5 ms from outside (`runtime::loop_watch`) — what
+//!   "never waits on a disk" promises, apart from preemption.
 //! - `porter_ttfb_seconds{worker}`: request head read → response head ready.
-//! - `porter_pool_{threads,busy,queued}{pool}` gauges and
+//! - `porter_pool_{threads,busy,queued,bulk_allowed}{pool}` gauges and
 //!   `porter_pool_{tasks,overflows}_total{pool}` counters.
 //! - `porter_fastpath_total{op,result}`: calls served inline from the page
 //!   cache (`hit`) or offloaded (`miss`).
@@ -92,6 +98,26 @@ fn worker_figures(out: &mut String) {
     for (l, v) in max {
         let _ = writeln!(out, "porter_loop_busy_max_seconds{{{l}}} {v}");
     }
+    let blocked: Vec<_> = workers.iter().map(|w| w.loop_blocked_figures()).collect();
+    let _ = writeln!(
+        out,
+        "# HELP porter_loop_blocked_max_seconds Longest time an event loop, busy, slept in the kernel (sampled every 5 ms).\n# TYPE porter_loop_blocked_max_seconds gauge"
+    );
+    for (i, (max, _)) in blocked.iter().enumerate() {
+        let v = max.as_secs_f64();
+        let _ = writeln!(out, "porter_loop_blocked_max_seconds{{worker=\"{i}\"}} {v}");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP porter_loop_blocked_seconds_total Time event loops, busy, slept in the kernel.\n# TYPE porter_loop_blocked_seconds_total counter"
+    );
+    for (i, (_, total)) in blocked.iter().enumerate() {
+        let v = total.as_secs_f64();
+        let _ = writeln!(
+            out,
+            "porter_loop_blocked_seconds_total{{worker=\"{i}\"}} {v}"
+        );
+    }
     let ttfb: Vec<_> = workers
         .iter()
         .enumerate()
@@ -162,6 +188,13 @@ fn pool_figures(out: &mut String, env: &Env<'_>) {
         "counter",
         "Tasks completed from the short lane (metadata, mostly-resident reads).",
         &rows(&|p| p.stats().short_done.load(Ordering::Relaxed)),
+    );
+    family(
+        out,
+        "porter_pool_bulk_allowed",
+        "gauge",
+        "Bulk tasks the pool's gate lets run at once (the disk's latency target).",
+        &rows(&|p| p.stats().bulk_allowed.load(Ordering::Relaxed) as u64),
     );
 }
 

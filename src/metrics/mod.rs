@@ -107,6 +107,26 @@ pub struct WorkerMetrics {
     pub loop_busy: Histogram,
     /// From a complete request head to the response head ready to send.
     pub ttfb: Histogram,
+    /// Longest blocked episode seen by the loop watch, in nanoseconds.
+    blocked_max_ns: AtomicU64,
+    /// Sum of the blocked episodes, in nanoseconds.
+    blocked_ns: AtomicU64,
+}
+
+impl WorkerMetrics {
+    /// Counts one episode in which the loop, busy, slept in the kernel
+    /// (`runtime::loop_watch`).
+    pub fn loop_blocked(&self, d: std::time::Duration) {
+        let ns = d.as_nanos() as u64;
+        self.blocked_ns.fetch_add(ns, Ordering::Relaxed);
+        self.blocked_max_ns.fetch_max(ns, Ordering::Relaxed);
+    }
+
+    /// The longest blocked episode and the sum of all of them.
+    pub fn loop_blocked_figures(&self) -> (std::time::Duration, std::time::Duration) {
+        let ns = |a: &AtomicU64| std::time::Duration::from_nanos(a.load(Ordering::Relaxed));
+        (ns(&self.blocked_max_ns), ns(&self.blocked_ns))
+    }
 }
 
 static WORKERS: std::sync::Mutex<Vec<std::sync::Arc<WorkerMetrics>>> =

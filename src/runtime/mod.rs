@@ -4,6 +4,7 @@
 
 pub mod code_lock;
 pub mod listen;
+pub mod loop_watch;
 pub mod master;
 pub mod privileges;
 pub mod worker;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
+use super::loop_watch;
 use super::privileges::{self, Credentials};
 use crate::config::Config;
 use crate::disk::pool::PoolSet;
@@ -76,10 +77,22 @@ fn run(start: WorkerStart) {
         static WOKE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
     }
     let figures = metrics::worker(start.index);
+    // Whether the loop sleeps in the kernel while busy is sampled from
+    // outside (`loop_watch`); the loop only says when it is busy.
+    let watch = loop_watch::watch(figures.clone());
+    let watch2 = watch.clone();
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .on_thread_unpark(|| WOKE.with(|w| w.set(Some(Instant::now()))))
+        .on_thread_unpark(move || {
+            WOKE.with(|w| w.set(Some(Instant::now())));
+            if let Some(s) = &watch {
+                s.set_busy(true);
+            }
+        })
         .on_thread_park(move || {
+            if let Some(s) = &watch2 {
+                s.set_busy(false);
+            }
             if let Some(t) = WOKE.with(|w| w.take()) {
                 figures.loop_busy.observe(t.elapsed());
             }

@@ -22,6 +22,9 @@ COLUMNS = {
         ("server_cpu_s", "server CPU s", True),
         ("other_cpu_cores", "other CPU (cores)", True),
         ("loop_busy_max_ms", "porter loop busy max ms", True),
+        ("loop_blocked_max_ms", "porter loop blocked max ms", True),
+        ("loop_blocked_ms", "porter loop blocked ms in all", True),
+        ("bulk_allowed", "porter bulk gate at end", False),
         ("loop_over_100ms", "porter loop iterations > 100 ms", True),
     ],
     "S2": [
@@ -40,6 +43,9 @@ COLUMNS = {
         ("mem_peak_mib", "mem peak MiB", True),
         ("other_cpu_cores", "other CPU (cores)", True),
         ("loop_busy_max_ms", "porter loop busy max ms", True),
+        ("loop_blocked_max_ms", "porter loop blocked max ms", True),
+        ("loop_blocked_ms", "porter loop blocked ms in all", True),
+        ("bulk_allowed", "porter bulk gate at end", False),
         ("loop_over_100ms", "porter loop iterations > 100 ms", True),
     ],
     "S3": [  # per file: the key is prefixed with "<file>."
@@ -344,6 +350,8 @@ def targets(agg):
                   "hot_p99_ratio", 2.0, True)
         every_rep("S1", mode, f"S1: {label} loop busy max ≤ 20 ms, every rep",
                   "loop_busy_max_ms", 20.0, True)
+        every_rep("S1", mode, f"S1: {label} loop blocked max ≤ 20 ms, every rep",
+                  "loop_blocked_max_ms", 20.0, True)
         if "S2" in agg:
             every_rep("S2", mode, f"S2: {label} hot p99 under load ≤ 5× hot alone p99, every rep",
                       "hot_p99_ratio", 5.0, True)

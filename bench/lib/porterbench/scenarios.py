@@ -315,7 +315,9 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
 def loop_figures(pm0, pm1):
     """porter's own evidence from two scrapes of its metrics (before and
     after the mixed load): the longest event-loop iteration since start,
-    loop iterations longer than 100 ms during the load, and the fast path's
+    the longest time a busy loop slept in the kernel since start and the
+    sum of such sleeps during the load (runtime::loop_watch), the bulk
+    gate's opening at the end, loop iterations longer than 100 ms during the load, and the fast path's
     sendfile/read hits and misses during the load. {} for nginx."""
     if not pm1:
         return {}
@@ -331,6 +333,11 @@ def loop_figures(pm0, pm1):
         "loop_busy_max_ms": 1000 * max((v for k, v in pm1.items()
                                         if k.startswith("porter_loop_busy_max_seconds")),
                                        default=0.0),
+        "loop_blocked_max_ms": 1000 * max((v for k, v in pm1.items()
+                                           if k.startswith("porter_loop_blocked_max_seconds")),
+                                          default=0.0),
+        "loop_blocked_ms": 1000 * total("porter_loop_blocked_seconds_total"),
+        "bulk_allowed": sum(v for k, v in pm1.items() if k.startswith("porter_pool_bulk_allowed")),
         "loop_over_100ms": (total("porter_loop_busy_seconds_count")
                             - total("porter_loop_busy_seconds_bucket", 'le="0.1"}')),
     }
