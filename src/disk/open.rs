@@ -108,6 +108,10 @@ impl OpenFile {
             // leave the kernel writing into `buf`), then copies.
             let at = offset + done as u64;
             let punt = self.ring_punts(at);
+            let _permit = match buf.len() - done > SHORT_READ {
+                true => Some(ring.cold_permit().await),
+                false => None,
+            };
             let (rest, n) = ring
                 .read_full(&self.file, buf.len() - done, at, punt)
                 .await

@@ -31,7 +31,7 @@ const COPY_MAX: usize = 256 * 1024;
 
 /// A miss of at most this much (missing pages) is one small disk read:
 /// the pool's short lane.
-const SHORT_MISS: u64 = 64 * 1024;
+pub(in crate::disk) const SHORT_MISS: u64 = 64 * 1024;
 
 /// How the fast path decided one send.
 enum Decision {

@@ -24,6 +24,7 @@
 //! The operations themselves live in `uring/ops.rs`, the send of a file
 //! range (no plain `sendfile` under `aio on`) in `uring/send.rs`.
 
+mod gate;
 mod ops;
 mod send;
 
@@ -209,6 +210,8 @@ struct State {
 /// is reached through the `Rc` its routes carry.
 pub struct Ring {
     state: RefCell<State>,
+    /// Cold reads admitted at once (see `gate.rs`).
+    cold: gate::RingGate,
     driver: tokio::task::AbortHandle,
     me: Weak<Ring>,
 }
@@ -257,9 +260,16 @@ impl Ring {
                     bufs: Vec::new(),
                 }),
                 driver,
+                cold: gate::RingGate::new(n),
                 me: weak.clone(),
             }
         }))
+    }
+
+    /// A place for a read of a cold range (see `gate.rs`); a read of a
+    /// small hole needs none.
+    pub(in crate::disk) async fn cold_permit(&self) -> gate::Permit<'_> {
+        self.cold.enter().await
     }
 
     /// A buffer of at least `len` bytes (initialised: its length is its

@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 use super::Ring;
 use crate::disk::fastpath::{self, Op};
 use crate::disk::open::OpenFile;
+use crate::disk::send::SHORT_MISS;
 use crate::disk::types::file_error;
 
 /// Largest read per send (the caller also bounds it by
@@ -73,6 +74,15 @@ impl Ring {
             }
         }
         if got == 0 {
+            // A small hole in a cached range is read at once; a cold range
+            // waits for a place in the ring's gate, so that the disk's
+            // queue stays short for such holes.
+            let hole = f.io.fast
+                && fastpath::small_hole(&f.file, *offset, len as u64, SHORT_MISS).is_some();
+            let _permit = match hole {
+                true => None,
+                false => Some(self.cold_permit().await),
+            };
             let punt = f.ring_punts(*offset);
             let (r, b) = self.read(&f.file, buf, 0..len, *offset, punt).await;
             buf = b;
