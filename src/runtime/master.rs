@@ -302,6 +302,16 @@ fn prepare(
             log.log(Level::Alert, format_args!("{e}"));
         }
     }
+    // A connection, an upstream connection and a socket lent to a pool
+    // thread per `worker_connections`, plus open files (`fd_table`).
+    let workers = cfg.main.worker_processes.max(1) as u64;
+    let want = workers * cfg.main.worker_connections as u64 * 3 + 1024;
+    if let Err(e) = super::fd_table::grow(want) {
+        log.log(
+            Level::Info,
+            format_args!("growing the descriptor table failed {}", errno_text(&e)),
+        );
+    }
     if cfg.main.daemon {
         daemonize(logs_to_stderr)?;
     }

@@ -3,6 +3,7 @@
 //! privilege drop. The shutdown signal they share is `util::shutdown`.
 
 pub mod code_lock;
+pub mod fd_table;
 pub mod listen;
 pub mod loop_watch;
 pub mod master;
