@@ -107,8 +107,12 @@ impl OpenFile {
             // The ring reads into its own buffer (a dropped read must not
             // leave the kernel writing into `buf`), then copies.
             let at = offset + done as u64;
-            let punt = self.ring_punts(at);
-            let _permit = match buf.len() - done > SHORT_READ {
+            let cold = buf.len() - done > SHORT_READ;
+            // A cold read's page-cache pages are allocated (and, at a
+            // memory cgroup's limit, reclaimed for) by an io-wq thread,
+            // not the loop: see `Ring::send_file`.
+            let punt = cold || self.ring_punts(at);
+            let _permit = match cold {
                 true => Some(ring.cold_permit().await),
                 false => None,
             };

@@ -83,7 +83,11 @@ impl Ring {
                 true => None,
                 false => Some(self.cold_permit().await),
             };
-            let punt = f.ring_punts(*offset);
+            // A cold range goes straight to an io-wq thread: submitted
+            // here, the kernel would allocate its page-cache pages on the
+            // loop, and under a memory cgroup's limit that allocation
+            // reclaims first (seen as 15-30 ms asleep in S1).
+            let punt = !hole || f.ring_punts(*offset);
             let (r, b) = self.read(&f.file, buf, 0..len, *offset, punt).await;
             buf = b;
             got = match r {
