@@ -344,3 +344,101 @@ fn nginx_passes_last_modified_and_reason_as_porter_does() {
         assert_eq!(p.status_line, n.status_line, "{path}");
     }
 }
+
+/// A worker at `worker_connections` 8 with one worker process.
+fn small_worker_conf(server_body: &str) -> String {
+    http_conf(server_body)
+        .replace("worker_processes 2", "worker_processes 1")
+        .replace("worker_connections 256", "worker_connections 8")
+}
+
+fn open_conns(port: u16, n: usize, send: &[u8]) -> Vec<TcpStream> {
+    let v: Vec<TcpStream> = (0..n)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(send).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    v
+}
+
+#[test]
+fn silent_connections_at_the_limit_are_reclaimed_for_a_request() {
+    let srv = Server::start(&small_worker_conf("    location / { return 200 ok; }"));
+    // Eight connections that never send a byte fill the worker.
+    let _silent = open_conns(srv.port, 8, b"");
+    for i in 0..5 {
+        let r = try_raw(
+            srv.port,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(r.map(|r| r.status), Some(200), "request {i} kept out");
+    }
+    srv.wait_log(
+        "logs/error.log",
+        "8 worker_connections are not enough, reusing connections",
+        Duration::from_secs(2),
+    );
+}
+
+#[test]
+fn refused_connections_are_logged_at_most_once_a_second() {
+    let srv = Server::start(&small_worker_conf(
+        "    client_header_timeout 30s;\n    location / { return 200 ok; }",
+    ));
+    // Eight connections inside their heads: nothing to reclaim.
+    let _busy = open_conns(srv.port, 8, b"GET / HTTP/1.1\r\n");
+    let t0 = Instant::now();
+    for _ in 0..40 {
+        let r = try_raw(
+            srv.port,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert!(r.is_none(), "a connection over the limit was served");
+    }
+    let secs = t0.elapsed().as_secs() as usize + 1;
+    std::thread::sleep(Duration::from_millis(200));
+    let log = srv.read("logs/error.log");
+    let lines = log.matches("8 worker_connections are not enough").count();
+    assert!(
+        (1..=secs + 1).contains(&lines),
+        "{lines} log lines for 40 refused connections in {secs} s"
+    );
+}
+
+#[test]
+fn a_reader_that_stops_is_reset_after_send_timeout() {
+    let root = TempDir::new("slowread");
+    root.write("big.bin", vec![b'x'; 32 << 20]);
+    let srv = Server::start(&static_conf(
+        root.path(),
+        "    send_timeout 1s;\n    reset_timedout_connection on;",
+    ));
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    // Read nothing while the send timeout runs out.
+    std::thread::sleep(Duration::from_millis(3500));
+    srv.wait_log(
+        "logs/error.log",
+        "client timed out (110: Connection timed out) while sending response to client",
+        Duration::from_secs(2),
+    );
+    // What the kernel had buffered may arrive, then the reset: never the
+    // whole file, never a clean end.
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = 0usize;
+    let mut b = vec![0u8; 1 << 16];
+    let end = loop {
+        match s.read(&mut b) {
+            Ok(0) => break "eof",
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break "reset",
+            Err(e) => panic!("{e} after {got} bytes"),
+        }
+    };
+    assert_eq!(end, "reset", "after {got} bytes");
+    assert!(got < 32 << 20);
+}

@@ -20,7 +20,9 @@
 //! (`lingering_close`), so the client sees the response rather than a
 //! reset; a connection closed on a timeout is reset instead when
 //! `reset_timedout_connection` is on. An idle connection holds no buffers
-//! (`buffers`).
+//! (`buffers`). While it waits for a first byte or for the next
+//! keep-alive request, a connection is reusable (`reuse`): the worker may
+//! close it to admit a new one when `worker_connections` is reached.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -35,12 +37,14 @@ use tokio::net::TcpStream;
 
 use super::body::{ClientBody, DiscardError, Leftover};
 use super::buffers;
+use super::closing::{self, Linger};
 use super::context::{strip_port, ConnInfo, RequestCtx};
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
 use super::response::{write_head, Body, HeadOptions, Response};
+use super::reuse::Reusable;
 use super::uri;
 use super::writer::{log_send_error, Writer};
-use crate::config::{Config, LingeringClose, ListenGroup, LocSettings, ServerConf};
+use crate::config::{Config, LingeringClose, ListenGroup, ServerConf};
 use crate::disk::Disk;
 use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge, WorkerMetrics};
@@ -121,25 +125,6 @@ enum Next {
     TimedOut(bool),
 }
 
-/// How a closing connection drains its input: the `lingering_*` settings
-/// of the location that answered.
-#[derive(Clone, Copy)]
-struct Linger {
-    mode: LingeringClose,
-    time: Duration,
-    timeout: Duration,
-}
-
-impl Linger {
-    fn of(s: &LocSettings) -> Linger {
-        Linger {
-            mode: s.lingering_close,
-            time: s.lingering_time,
-            timeout: s.lingering_timeout,
-        }
-    }
-}
-
 /// What is left of a request body once the handlers answered.
 enum BodyLeft {
     /// Nothing: it was read whole (or there was none).
@@ -211,7 +196,7 @@ impl<H: Respond> Connection<H> {
                 ReadHead::Closed => return,
                 ReadHead::TimedOut => {
                     let reset = self.default_server.base.s.reset_timedout_connection;
-                    self.close_timed_out(reset);
+                    closing::close_timed_out(self.stream, reset);
                     return;
                 }
                 ReadHead::Error(bad) => {
@@ -230,11 +215,11 @@ impl<H: Respond> Connection<H> {
                 Next::KeepAlive(t) => self.keepalive_timeout = t,
                 Next::Close => return,
                 Next::Linger(l) => {
-                    Box::pin(self.lingering_close(l)).await;
+                    Box::pin(closing::lingering_close(self.stream, l)).await;
                     return;
                 }
                 Next::TimedOut(reset) => {
-                    self.close_timed_out(reset);
+                    closing::close_timed_out(self.stream, reset);
                     return;
                 }
             }
@@ -280,8 +265,21 @@ impl<H: Respond> Connection<H> {
             }
             let deadline =
                 *deadline.get_or_insert_with(|| tokio::time::Instant::now() + self.header_timeout);
+            // Until its first byte a new connection holds nothing: the
+            // worker may reclaim it when `worker_connections` is reached.
+            let fresh = (self.requests == 0 && self.buf.is_empty()).then(Reusable::enter);
             let read = tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf));
-            match read.await {
+            let reclaimed = async {
+                match &fresh {
+                    Some(r) => r.reclaimed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let read = tokio::select! {
+                r = read => r,
+                _ = reclaimed => return ReadHead::Closed,
+            };
+            match read {
                 Err(_) => {
                     self.log_header_timeout();
                     return ReadHead::TimedOut;
@@ -310,16 +308,6 @@ impl<H: Respond> Connection<H> {
         );
     }
 
-    /// Closes a connection a timeout ended; with `reset`
-    /// (`reset_timedout_connection`) as a reset, so the kernel frees the
-    /// socket and its unsent data at once instead of keeping it in
-    /// FIN_WAIT.
-    fn close_timed_out(self, reset: bool) {
-        if reset {
-            let _ = socket2::SockRef::from(&self.stream).set_linger(Some(Duration::ZERO));
-        }
-    }
-
     /// Waits on an idle connection for the next request, at most
     /// `keepalive_timeout`: true when there is something to read, false
     /// when the connection is to close (closed, failed, timed out, or a
@@ -337,9 +325,11 @@ impl<H: Respond> Connection<H> {
         buffers::give(std::mem::take(&mut self.buf));
         buffers::give(std::mem::take(&mut self.out));
         let wait = self.keepalive_timeout;
+        let reusable = Reusable::enter();
         tokio::select! {
             r = tokio::time::timeout(wait, self.stream.readable()) => matches!(r, Ok(Ok(()))),
             _ = self.shutdown.wait_for(Mode::Graceful) => false,
+            _ = reusable.reclaimed() => false,
         }
     }
 
@@ -373,7 +363,7 @@ impl<H: Respond> Connection<H> {
         let head_only = ctx.is_head();
         let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
         access_log(&ctx);
-        self.lingering_close(Linger::of(&ctx.loc.s)).await;
+        closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
     }
 
     /// Answers one request whose head has been read: what the connection
@@ -575,30 +565,6 @@ impl<H: Respond> Connection<H> {
             Err(e) => {
                 ctx.body_bytes_sent = 0;
                 Err(e)
-            }
-        }
-    }
-
-    /// Shuts the write side and drains input for a while, so a client still
-    /// sending (a pipelined request, a body) reads our response instead of a
-    /// reset.
-    async fn lingering_close(self, l: Linger) {
-        if l.mode == LingeringClose::Off {
-            return;
-        }
-        let mut stream = self.stream;
-        let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
-        let deadline = Instant::now() + l.time;
-        // On the heap: an array here would make every connection's future 4 KiB bigger.
-        let mut junk = vec![0u8; 4096];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            match tokio::time::timeout(left.min(l.timeout), stream.read(&mut junk)).await {
-                Ok(Ok(n)) if n > 0 => continue,
-                _ => return,
             }
         }
     }
