@@ -4,8 +4,10 @@
 //!
 //! Validity, first answer wins (NGINX's `ngx_http_upstream` header
 //! handlers with no `proxy_ignore_headers`):
-//! 1. `Set-Cookie` present → not cached; `Vary: *` (or a `Vary` longer
-//!    than NGINX's 128 bytes) → not cached.
+//! 1. `Set-Cookie` present → not cached; `Vary` naming `*` anywhere (in a
+//!    list, or on any of several `Vary` lines — NGINX looks only at a
+//!    first line that is exactly `*`), or a `Vary` longer than NGINX's
+//!    128 bytes → not cached: `*` means no later request can be matched.
 //! 2. `X-Accel-Expires`: `0` → not cached, `N` → N seconds, `@T` → until
 //!    unix time T.
 //! 3. `Cache-Control`: `no-store`, `no-cache` or `private` → not cached;
@@ -92,9 +94,8 @@ pub fn validity(
     if header(headers, "set-cookie").is_some() {
         return Validity::No(NotCached::SetCookie);
     }
-    if let Some(v) = header(headers, "vary") {
-        let v = v.trim();
-        if v == "*" || v.len() > MAX_VARY {
+    for v in all(headers, "vary") {
+        if v.trim().len() > MAX_VARY || v.split(',').any(|n| n.trim() == "*") {
             return Validity::No(NotCached::Vary);
         }
     }
@@ -381,6 +382,18 @@ mod tests {
             validity(200, &h(&[("Vary", "*")]), &r, NOW),
             Validity::No(NotCached::Vary)
         );
+        for vary in [
+            &[("Vary", "Accept, *")][..],
+            &[("Vary", "*,Accept")],
+            &[("Vary", "Accept"), ("Vary", "*")],
+            &[("Vary", "Accept"), ("vary", " * ")],
+        ] {
+            assert_eq!(
+                validity(200, &h(vary), &r, NOW),
+                Validity::No(NotCached::Vary),
+                "{vary:?}"
+            );
+        }
         assert_eq!(
             validity(200, &h(&[("Vary", &"x".repeat(129))]), &r, NOW),
             Validity::No(NotCached::Vary)

@@ -397,6 +397,17 @@ pub enum ImsMode {
     Before,
 }
 
+/// `lingering_close`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LingeringClose {
+    /// Never: close at once.
+    Off,
+    /// When the client may still be sending (NGINX's default).
+    On,
+    /// After every request that closes the connection.
+    Always,
+}
+
 /// `types { }` content: lowercase extension → MIME type.
 pub type Types = HashMap<String, String>;
 
@@ -462,8 +473,20 @@ loc_settings! {
     keepalive_requests: u64 = 1000;
     /// `send_timeout`.
     send_timeout: Duration = Duration::from_secs(60);
-    /// `client_header_timeout` (read at server level).
+    /// `client_header_timeout` (read at server level): the whole head.
     client_header_timeout: Duration = Duration::from_secs(60);
+    /// `client_body_timeout`: between two reads of a body a handler reads.
+    client_body_timeout: Duration = Duration::from_secs(60);
+    /// `lingering_close`.
+    lingering_close: LingeringClose = LingeringClose::On;
+    /// `lingering_time`: the longest a lingering close (or the discard of
+    /// an unread body after the response) reads.
+    lingering_time: Duration = Duration::from_secs(30);
+    /// `lingering_timeout`: the longest wait for more input then.
+    lingering_timeout: Duration = Duration::from_secs(5);
+    /// `reset_timedout_connection`: a connection closed on a timeout is
+    /// reset (RST) instead of closed with a FIN.
+    reset_timedout_connection: bool = false;
     /// `large_client_header_buffers` (number, size; read at server level).
     large_client_header_buffers: (usize, usize) = (4, 8192);
     /// `client_max_body_size` (0 = unlimited).

@@ -2,7 +2,8 @@
 //! it is written: the not-modified filter (conditional requests, 200 only),
 //! the headers filter (`expires`, `add_header`), the charset filter, the
 //! range filter (200 responses whose handler allows ranges), and the header
-//! writer's rule that only 200, 206 and 304 carry `Last-Modified`.
+//! writer's rule that only 200, 206 and 304 carry the `Last-Modified` it
+//! writes itself (a proxied one goes out with any status).
 //!
 //! A filter can turn the response into an error (412 from the not-modified
 //! filter, 416 from the range filter), which the caller answers like any
@@ -98,12 +99,12 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
         resp.content_length = None;
         resp.body = Body::Empty;
     }
+    // NGINX's header filter drops only the Last-Modified it writes itself
+    // (`headers_out.last_modified`); a proxied line stays in the header
+    // list and goes out with any status (a 404 or a 301 keeps its origin's
+    // Last-Modified).
     if !matches!(resp.status, 200 | 206 | 304) {
         resp.last_modified = None;
-        if resp.last_modified_inline {
-            resp.headers
-                .retain(|(n, _)| !n.eq_ignore_ascii_case("last-modified"));
-        }
     }
     ctx.status = resp.status;
     Ok(())

@@ -255,6 +255,9 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if loc.internal && !ctx.internal {
         return Outcome::Status(404);
     }
+    if let Some(b) = env.body {
+        b.borrow_mut().set_timeout(loc.s.client_body_timeout);
+    }
     let max_body = loc.s.client_max_body_size;
     if let Some(len) = ctx.head.content_length {
         if max_body != 0 && len > max_body {

@@ -49,6 +49,36 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
     }
 }
 
+/// Whether `path` (the root or alias joined with the URI) leaves the
+/// directory configured: it has more `..` segments than the `root` or
+/// `alias` text itself. The URI is normalised, so only the join can make
+/// one: `location /img { alias /srv/img/; }` and `/img../secret` give
+/// `/srv/img/../secret` (NGINX's classic off-by-slash, which NGINX serves;
+/// porter answers 404, as for a file that is not there). A capture that
+/// brings `..` into an alias or root with variables is caught the same way.
+fn leaves_root(ctx: &RequestCtx, path: &str) -> bool {
+    let (DocRoot::Root(t) | DocRoot::Alias(t)) = &ctx.loc.s.root;
+    dot_dots(path) > dot_dots(t.raw())
+}
+
+fn dot_dots(p: &str) -> usize {
+    p.split('/').filter(|s| *s == "..").count()
+}
+
+/// The 404 for a path that [`leaves_root`], logged as a missing file is
+/// (an error when `log_not_found` is on) with the reason.
+fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
+    if ctx.loc.s.log_not_found {
+        log(
+            ctx,
+            env,
+            Level::Error,
+            format_args!("\"{path}\" is outside of the root or alias directory"),
+        );
+    }
+    Outcome::Status(404)
+}
+
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
     env.log
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
@@ -106,6 +136,9 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let (path, root) = map_path(ctx, &uri);
     ctx.document_root = Some(root);
     ctx.request_filename = Some(path.clone());
+    if leaves_root(ctx, &path) {
+        return outside_root(ctx, env, &path);
+    }
     let file = match open(ctx, env, &io, &path).await {
         Ok(f) => f,
         Err(e) => return open_failed(ctx, env, &path, &e),
@@ -201,6 +234,9 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let (dir, root) = map_path(ctx, &uri);
     ctx.document_root = Some(root);
     ctx.request_filename = Some(dir.clone());
+    if leaves_root(ctx, &dir) {
+        return outside_root(ctx, env, &dir);
+    }
     let names: Vec<Template> = ctx.loc.s.index.clone();
     let mut first_missing: Option<String> = None;
     for t in &names {
@@ -262,6 +298,9 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
     for c in &tf.candidates {
         let value = c.name.render(ctx);
         let (path, _) = map_path(ctx, &value);
+        if leaves_root(ctx, &path) {
+            continue;
+        }
         let found = match io.stat(Path::new(&path), &rules).await {
             Ok(m) => (m.kind == FileKind::Directory) == c.dir,
             Err(e) if Failure::is_pool(&e) => {

@@ -3,17 +3,21 @@
 //! Content-Length or chunked framing. A handler that forwards the body
 //! (the proxy) reads it in bounded pieces; whatever it leaves unread, the
 //! connection loop discards afterwards so the next request parses, as it
-//! always did for handlers that ignore bodies.
+//! always did for handlers that ignore bodies. A body no handler read is
+//! discarded after the response went out, as NGINX's
+//! `ngx_http_discard_request_body` does: [`ClientBody::detach`] keeps its
+//! state while the response is written and [`ClientBody::attach`] takes it
+//! up again for [`ClientBody::discard_within`].
 
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
 use super::chunked::ChunkedDecoder;
 
 /// `client_body_timeout` default: the longest wait for the next byte.
-const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most bytes one read takes from the socket.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -37,6 +41,27 @@ pub struct ClientBody<'a> {
     /// Decoded body bytes handed out so far.
     pub read: u64,
     chunked: bool,
+    /// The longest wait for the next byte (`client_body_timeout`).
+    timeout: Duration,
+}
+
+/// The state of a body left unread, kept while the response is written
+/// (it owns no borrow of the socket).
+pub struct Leftover {
+    buf: Vec<u8>,
+    state: State,
+    chunked: bool,
+}
+
+/// Why discarding a body stopped before its end.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DiscardError {
+    /// The client was silent for a whole `lingering_timeout`, or
+    /// `lingering_time` ran out (NGINX closes then; a reset if
+    /// `reset_timedout_connection` is on).
+    TimedOut,
+    /// The client closed, the read failed, or the framing was bad.
+    Failed,
 }
 
 impl<'a> ClientBody<'a> {
@@ -55,6 +80,65 @@ impl<'a> ClientBody<'a> {
             state,
             read: 0,
             chunked: kind == Some(None),
+            timeout: BODY_TIMEOUT,
+        }
+    }
+
+    /// Sets the longest wait for the next byte of the body
+    /// (`client_body_timeout` of the location that reads it).
+    pub fn set_timeout(&mut self, t: Duration) {
+        self.timeout = t;
+    }
+
+    /// The unread rest of the body, to be discarded once the response is
+    /// out: `Err(buf)` (the bytes after it) when the body is already done.
+    pub fn detach(self) -> Result<Leftover, Vec<u8>> {
+        match self.state {
+            State::Done => Err(self.buf),
+            state => Ok(Leftover {
+                buf: self.buf,
+                state,
+                chunked: self.chunked,
+            }),
+        }
+    }
+
+    /// A body taken up again after [`detach`](Self::detach).
+    pub fn attach(stream: &'a TcpStream, left: Leftover) -> ClientBody<'a> {
+        ClientBody {
+            stream,
+            buf: left.buf,
+            state: left.state,
+            read: 0,
+            chunked: left.chunked,
+            timeout: BODY_TIMEOUT,
+        }
+    }
+
+    /// Reads and drops the rest of the body as NGINX does once the
+    /// response has been sent: each wait for input at most `per_read`
+    /// (`lingering_timeout`), all of it within `total` (`lingering_time`).
+    pub async fn discard_within(
+        &mut self,
+        per_read: Duration,
+        total: Duration,
+    ) -> Result<(), DiscardError> {
+        let deadline = Instant::now() + total;
+        let mut sink = Vec::with_capacity(READ_CHUNK);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(DiscardError::TimedOut);
+            }
+            self.timeout = per_read.min(left);
+            match self.read(&mut sink).await {
+                Ok(true) => sink.clear(),
+                Ok(false) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                    return Err(DiscardError::TimedOut)
+                }
+                Err(_) => return Err(DiscardError::Failed),
+            }
         }
     }
 
@@ -125,7 +209,7 @@ impl<'a> ClientBody<'a> {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match tokio::time::timeout(BODY_TIMEOUT, self.stream.readable()).await {
+                    match tokio::time::timeout(self.timeout, self.stream.readable()).await {
                         Err(_) => return Err(io::Error::from(io::ErrorKind::TimedOut)),
                         Ok(r) => r?,
                     }

@@ -10,11 +10,19 @@
 //! `error_page` and `add_header ... always` apply, as in NGINX), and the
 //! connection closes.
 //!
-//! Timeouts follow NGINX: `client_header_timeout` while a head is being
-//! read, `keepalive_timeout` while idle between requests, `send_timeout`
-//! between two successive writes. Closing after an error (or with unread
-//! input) is a lingering close, so the client sees the response rather than
-//! a reset. An idle connection holds no buffers (`buffers`).
+//! Timeouts follow NGINX: `client_header_timeout` bounds the whole head
+//! (one deadline, not a wait per read, so a client trickling a byte at a
+//! time is closed on time), `keepalive_timeout` while idle between
+//! requests, `send_timeout` between two successive writes. A request body
+//! no handler read is discarded after the response went out, each wait at
+//! most `lingering_timeout` and all of it within `lingering_time`. Closing
+//! after an error (or with unread input) is a lingering close
+//! (`lingering_close`), so the client sees the response rather than a
+//! reset; a connection closed on a timeout is reset instead when
+//! `reset_timedout_connection` is on. An idle connection holds no buffers
+//! (`buffers`). While it waits for a first byte or for the next
+//! keep-alive request, a connection is reusable (`reuse`): the worker may
+//! close it to admit a new one when `worker_connections` is reached.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -27,22 +35,20 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::TcpStream;
 
-use super::body::ClientBody;
+use super::body::{ClientBody, DiscardError, Leftover};
 use super::buffers;
+use super::closing::{self, Linger};
 use super::context::{strip_port, ConnInfo, RequestCtx};
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
 use super::response::{write_head, Body, HeadOptions, Response};
+use super::reuse::Reusable;
 use super::uri;
 use super::writer::{log_send_error, Writer};
-use crate::config::{Config, ListenGroup, ServerConf};
+use crate::config::{Config, LingeringClose, ListenGroup, ServerConf};
 use crate::disk::Disk;
 use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge, WorkerMetrics};
 use crate::util::shutdown::{Mode, ShutdownSignal};
-
-/// Lingering close: wait at most this long per read, and in total.
-const LINGERING_TIMEOUT: Duration = Duration::from_secs(5);
-const LINGERING_TIME: Duration = Duration::from_secs(30);
 
 /// What the connection asks of the layer above it: the response to a
 /// request. The handlers implement it (`handlers::Handlers`) and the
@@ -101,6 +107,8 @@ pub async fn serve<H: Respond>(
 enum ReadHead {
     Head(RequestHead),
     Closed,
+    /// `client_header_timeout` ran out.
+    TimedOut,
     Error(BadHead),
 }
 
@@ -111,7 +119,20 @@ enum Next {
     /// Close now.
     Close,
     /// Close after draining what the client still sends.
-    Linger,
+    Linger(Linger),
+    /// Close at once, with a reset when `reset_timedout_connection` is on
+    /// (a timeout fired).
+    TimedOut(bool),
+}
+
+/// What is left of a request body once the handlers answered.
+enum BodyLeft {
+    /// Nothing: it was read whole (or there was none).
+    Done,
+    /// Unread: discarded after the response.
+    Unread(Leftover),
+    /// Unread and not to be read (a 413, or a response that closes).
+    Abandon,
 }
 
 /// One client connection: the socket, its buffers, and what carries over
@@ -173,6 +194,11 @@ impl<H: Respond> Connection<H> {
             let head = match Box::pin(self.read_head()).await {
                 ReadHead::Head(h) => h,
                 ReadHead::Closed => return,
+                ReadHead::TimedOut => {
+                    let reset = self.default_server.base.s.reset_timedout_connection;
+                    closing::close_timed_out(self.stream, reset);
+                    return;
+                }
                 ReadHead::Error(bad) => {
                     Box::pin(self.refuse(bad)).await;
                     return;
@@ -182,20 +208,30 @@ impl<H: Respond> Connection<H> {
             // One request, boxed: its state (request context, response,
             // handler futures) exists only while a request is in flight, so
             // an idle keep-alive connection stays small.
-            match Box::pin(self.serve_request(head)).await {
+            let next = match Box::pin(self.serve_request(head)).await {
+                Ok(n) | Err(n) => n,
+            };
+            match next {
                 Next::KeepAlive(t) => self.keepalive_timeout = t,
                 Next::Close => return,
-                Next::Linger => {
-                    Box::pin(self.lingering_close()).await;
+                Next::Linger(l) => {
+                    Box::pin(closing::lingering_close(self.stream, l)).await;
+                    return;
+                }
+                Next::TimedOut(reset) => {
+                    closing::close_timed_out(self.stream, reset);
                     return;
                 }
             }
         }
     }
 
-    /// Reads until a whole head is in the buffer (or the connection ends).
+    /// Reads until a whole head is in the buffer (or the connection ends),
+    /// all of it within `client_header_timeout` from the first wait for
+    /// it (NGINX arms the timer once per head, not per read).
     async fn read_head(&mut self) -> ReadHead {
         let mut _reading: Option<Gauge> = None;
+        let mut deadline: Option<tokio::time::Instant> = None;
         loop {
             if !self.buf.is_empty() {
                 if _reading.is_none() {
@@ -227,15 +263,49 @@ impl<H: Respond> Connection<H> {
                 }
                 return ReadHead::Closed;
             }
-            let read =
-                tokio::time::timeout(self.header_timeout, self.stream.read_buf(&mut self.buf));
-            match read.await {
-                Err(_) => return ReadHead::Closed,
+            let deadline =
+                *deadline.get_or_insert_with(|| tokio::time::Instant::now() + self.header_timeout);
+            // Until its first byte a new connection holds nothing: the
+            // worker may reclaim it when `worker_connections` is reached.
+            let fresh = (self.requests == 0 && self.buf.is_empty()).then(Reusable::enter);
+            let read = tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf));
+            let reclaimed = async {
+                match &fresh {
+                    Some(r) => r.reclaimed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let read = tokio::select! {
+                r = read => r,
+                _ = reclaimed => return ReadHead::Closed,
+            };
+            match read {
+                Err(_) => {
+                    self.log_header_timeout();
+                    return ReadHead::TimedOut;
+                }
                 Ok(Ok(0)) => return ReadHead::Closed,
                 Ok(Ok(_)) => {}
                 Ok(Err(_)) => return ReadHead::Closed,
             }
         }
+    }
+
+    /// NGINX's info line for a head that did not arrive in time.
+    fn log_header_timeout(&self) {
+        let phase = if self.buf.is_empty() {
+            "waiting for request"
+        } else if self.buf.contains(&b'\n') {
+            "reading client request headers"
+        } else {
+            "reading client request line"
+        };
+        self.worker.log.log_conn(
+            Level::Info,
+            Some(self.info.id),
+            format_args!("client timed out (110: Connection timed out) while {phase}"),
+            &format!(", client: {}", self.info.peer.ip()),
+        );
     }
 
     /// Waits on an idle connection for the next request, at most
@@ -255,9 +325,11 @@ impl<H: Respond> Connection<H> {
         buffers::give(std::mem::take(&mut self.buf));
         buffers::give(std::mem::take(&mut self.out));
         let wait = self.keepalive_timeout;
+        let reusable = Reusable::enter();
         tokio::select! {
             r = tokio::time::timeout(wait, self.stream.readable()) => matches!(r, Ok(Ok(()))),
             _ = self.shutdown.wait_for(Mode::Graceful) => false,
+            _ = reusable.reclaimed() => false,
         }
     }
 
@@ -291,11 +363,12 @@ impl<H: Respond> Connection<H> {
         let head_only = ctx.is_head();
         let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
         access_log(&ctx);
-        self.lingering_close().await;
+        closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
     }
 
-    /// Answers one request whose head has been read.
-    async fn serve_request(&mut self, head: RequestHead) -> Next {
+    /// Answers one request whose head has been read: what the connection
+    /// does next (`Err` when it closes before the end of the request).
+    async fn serve_request(&mut self, head: RequestHead) -> Result<Next, Next> {
         metrics::inc(&metrics::REQUESTS);
         let _writing = Gauge::new(&metrics::WRITING);
         let start = Instant::now();
@@ -307,15 +380,15 @@ impl<H: Respond> Connection<H> {
             ctx.head.content_length.filter(|&n| n > 0).map(Some)
         };
         self.buf.drain(..consumed);
-        let Some((mut resp, body_ok)) = self.call_handlers(&mut ctx, uri_ok, body_kind).await
-        else {
-            return Next::Close;
-        };
+        let (mut resp, left) = self.call_handlers(&mut ctx, uri_ok, body_kind).await?;
 
         let s = &ctx.loc.s;
         let keepalive_timeout = s.keepalive_timeout;
+        let linger = Linger::of(s);
+        let reset = s.reset_timedout_connection;
+        let body_ok = matches!(left, BodyLeft::Done);
         let keep_alive = ctx.head.keep_alive
-            && body_ok
+            && !matches!(left, BodyLeft::Abandon)
             && !resp.close
             && self.requests < s.keepalive_requests
             && !keepalive_timeout.is_zero()
@@ -331,17 +404,32 @@ impl<H: Respond> Connection<H> {
         {
             log_send_error(&self.worker.log, &ctx, &e);
             access_log(&ctx);
-            return Next::Close;
+            return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
         access_log(&ctx);
-        if !keep_alive {
-            if self.buf.is_empty() && body_ok && resp.status < 400 {
-                let _ = socket2::SockRef::from(&self.stream).shutdown(SockShutdown::Write);
-                return Next::Close;
+        if let (BodyLeft::Unread(rest), true) = (left, keep_alive) {
+            // NGINX discards a body it did not read after the response,
+            // within the lingering limits, and then keeps the connection.
+            let mut body = ClientBody::attach(&self.stream, rest);
+            let drained = body.discard_within(linger.timeout, linger.time).await;
+            self.buf = std::mem::take(&mut body.buf);
+            match drained {
+                Ok(()) => {}
+                Err(DiscardError::TimedOut) => return Err(Next::TimedOut(reset)),
+                Err(DiscardError::Failed) => return Err(Next::Close),
             }
-            return Next::Linger;
+        } else if !keep_alive {
+            let clean = self.buf.is_empty() && body_ok && resp.status < 400;
+            return Err(match linger.mode {
+                LingeringClose::Off => Next::Close,
+                LingeringClose::On if clean => {
+                    let _ = socket2::SockRef::from(&self.stream).shutdown(SockShutdown::Write);
+                    Next::Close
+                }
+                _ => Next::Linger(linger),
+            });
         }
-        Next::KeepAlive(keepalive_timeout)
+        Ok(Next::KeepAlive(keepalive_timeout))
     }
 
     /// The context of a request whose head was read, and whether its URI
@@ -370,9 +458,9 @@ impl<H: Respond> Connection<H> {
     }
 
     /// Lends the request body to the handlers and gets their response,
-    /// then sends `100 Continue` if a handler asked for it and discards
-    /// what is left of the body. Returns the response and whether the body
-    /// was consumed cleanly; `None` when the connection closes now.
+    /// then sends `100 Continue` if a handler asked for it. Returns the
+    /// response and what is left of the body; `Err` when the connection
+    /// closes now.
     // The request body's RefCell is borrowed across awaits only by this task.
     #[allow(clippy::await_holding_refcell_ref)]
     async fn call_handlers(
@@ -380,9 +468,9 @@ impl<H: Respond> Connection<H> {
         ctx: &mut RequestCtx,
         uri_ok: bool,
         body_kind: Option<Option<u64>>,
-    ) -> Option<(Response, bool)> {
+    ) -> Result<(Response, BodyLeft), Next> {
         // The body stays unread unless a handler reads it (the proxy); what
-        // is left is discarded after the response is decided.
+        // is left is discarded after the response is sent.
         let buf = std::mem::take(&mut self.buf);
         let body = RefCell::new(ClientBody::new(&self.stream, buf, body_kind));
         let handlers = &self.worker.handlers;
@@ -403,13 +491,17 @@ impl<H: Respond> Connection<H> {
         } else {
             handlers.respond(ctx, &body).await
         };
-        // The handlers are done with the body; only this task uses it now.
-        let mut body = body.borrow_mut();
+        // The handlers are done with the body (the borrow they were lent
+        // lives as long as the body's own lifetime): take it out.
+        let body = std::mem::replace(
+            &mut *body.borrow_mut(),
+            ClientBody::new(&self.stream, Vec::new(), None),
+        );
         let Some(resp) = resp else {
             // `return 444`: close without a response.
             ctx.status = 444;
             access_log(ctx);
-            return None;
+            return Err(Next::Close);
         };
         if ctx.send_continue {
             let w = Writer::new(&self.stream, &self.worker.disk, &ctx.loc.s);
@@ -417,23 +509,20 @@ impl<H: Respond> Connection<H> {
                 .await
                 .is_err()
             {
-                return None;
+                return Err(Next::Close);
             }
         }
-
-        // Discard the request body so the next request parses; on a body we
-        // refuse (413) or cannot read, close after the response.
-        let mut body_ok = true;
-        if !body.is_done() {
-            if resp.status == 413 || resp.close {
-                body_ok = false;
-            } else {
-                body_ok = body.discard().await.is_ok();
+        let left = match body.detach() {
+            Err(buf) => {
+                self.buf = buf;
+                BodyLeft::Done
             }
-        }
-        self.buf = std::mem::take(&mut body.buf);
-        drop(body);
-        Some((resp, body_ok))
+            // A body we refuse (413) or cannot read: close after the
+            // response.
+            Ok(_) if resp.status == 413 || resp.close => BodyLeft::Abandon,
+            Ok(rest) => BodyLeft::Unread(rest),
+        };
+        Ok((resp, left))
     }
 
     /// Writes `resp` (head, then body) and records in `ctx` what was sent,
@@ -476,27 +565,6 @@ impl<H: Respond> Connection<H> {
             Err(e) => {
                 ctx.body_bytes_sent = 0;
                 Err(e)
-            }
-        }
-    }
-
-    /// Shuts the write side and drains input for a while, so a client still
-    /// sending (a pipelined request, a body) reads our response instead of a
-    /// reset.
-    async fn lingering_close(self) {
-        let mut stream = self.stream;
-        let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
-        let deadline = Instant::now() + LINGERING_TIME;
-        // On the heap: an array here would make every connection's future 4 KiB bigger.
-        let mut junk = vec![0u8; 4096];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            match tokio::time::timeout(left.min(LINGERING_TIMEOUT), stream.read(&mut junk)).await {
-                Ok(Ok(n)) if n > 0 => continue,
-                _ => return,
             }
         }
     }

@@ -7,12 +7,14 @@
 pub mod body;
 mod buffers;
 pub mod chunked;
+mod closing;
 pub mod conditional;
 pub mod connection;
 pub mod context;
 pub mod range;
 pub mod request;
 pub mod response;
+pub mod reuse;
 pub mod status;
 pub mod upstream_vars;
 pub mod uri;

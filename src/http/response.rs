@@ -158,6 +158,11 @@ pub struct Response {
     /// goes out there, among `headers`, not in its own slot (NGINX's
     /// `headers_out.last_modified` element).
     pub last_modified_inline: bool,
+    /// The upstream's reason phrase and the status it came with: sent
+    /// instead of the built-in one while the status is unchanged (NGINX
+    /// passes a proxied status line as received; a filter that turns the
+    /// response into a 304 or 206 also drops it).
+    pub reason: Option<(u16, String)>,
 }
 
 impl Response {
@@ -179,6 +184,7 @@ impl Response {
             own_server: true,
             own_date: true,
             last_modified_inline: false,
+            reason: None,
         }
     }
 
@@ -250,7 +256,12 @@ fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
 /// Transfer-Encoding, Connection,
 /// Keep-Alive, ETag, the extra headers, Accept-Ranges.
 pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
-    status::status_line(r.status, out);
+    match &r.reason {
+        Some((code, text)) if *code == r.status && !text.is_empty() => {
+            status::status_line_with(r.status, text, out)
+        }
+        _ => status::status_line(r.status, out),
+    }
     if r.own_server {
         out.extend_from_slice(if o.server_tokens {
             concat!("Server: porter/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()

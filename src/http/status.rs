@@ -2,18 +2,26 @@
 //! them (with porter's name in the tail), so clients and monitoring that
 //! match on them keep working.
 
-/// NGINX's reason phrase for `code` (empty for codes it has none for).
+/// NGINX's reason phrase for `code`; for a code NGINX's table leaves
+/// empty (it sends `HTTP/1.1 203 `), the phrase of RFC 9110 section 15,
+/// so no status line goes out without one.
 pub fn reason(code: u16) -> &'static str {
     match code {
+        100 => "Continue",
+        101 => "Switching Protocols",
         200 => "OK",
         201 => "Created",
         202 => "Accepted",
+        203 => "Non-Authoritative Information",
         204 => "No Content",
+        205 => "Reset Content",
         206 => "Partial Content",
+        300 => "Multiple Choices",
         301 => "Moved Permanently",
         302 => "Moved Temporarily",
         303 => "See Other",
         304 => "Not Modified",
+        305 => "Use Proxy",
         307 => "Temporary Redirect",
         308 => "Permanent Redirect",
         400 => "Bad Request",
@@ -32,15 +40,25 @@ pub fn reason(code: u16) -> &'static str {
         414 => "Request-URI Too Large",
         415 => "Unsupported Media Type",
         416 => "Requested Range Not Satisfiable",
+        417 => "Expectation Failed",
         421 => "Misdirected Request",
+        422 => "Unprocessable Content",
+        425 => "Too Early",
+        426 => "Upgrade Required",
+        428 => "Precondition Required",
         429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        451 => "Unavailable For Legal Reasons",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Temporarily Unavailable",
         504 => "Gateway Time-out",
         505 => "HTTP Version Not Supported",
+        506 => "Variant Also Negotiates",
         507 => "Insufficient Storage",
+        508 => "Loop Detected",
+        511 => "Network Authentication Required",
         _ => "",
     }
 }
@@ -52,6 +70,15 @@ pub fn status_line(code: u16, out: &mut Vec<u8>) {
     out.append(&mut b);
     out.push(b' ');
     out.extend_from_slice(reason(code).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends a status line with the reason phrase `text` (an upstream's).
+pub fn status_line_with(code: u16, text: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.append(&mut itoa_buf(code));
+    out.push(b' ');
+    out.extend_from_slice(text.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 

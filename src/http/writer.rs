@@ -270,6 +270,15 @@ pub fn log_send_error(log: &ErrorLog, ctx: &RequestCtx, e: &io::Error) {
             format_args!("file \"{file}\" was truncated while sending it"),
             &ctx.log_context(),
         ),
+        // `send_timeout` ran out: NGINX's wording for it.
+        None if e.raw_os_error() == Some(libc::ETIMEDOUT) => log.log_conn(
+            Level::Info,
+            conn,
+            format_args!(
+                "client timed out (110: Connection timed out) while sending response to client"
+            ),
+            &ctx.log_context(),
+        ),
         None => log.log_conn(
             Level::Info,
             conn,

@@ -194,6 +194,31 @@ async fn worker_main(start: WorkerStart) {
     }
 }
 
+/// `worker_connections` is reached: reclaims the oldest reusable
+/// connection (idle keep-alive, or no byte sent yet) so the new one can be
+/// admitted, as NGINX's `ngx_drain_connections` does; false when none
+/// waits and the new connection is to be refused. Logged at most once a
+/// second, NGINX's wording, so a flood cannot fill the error log.
+fn over_limit(log: &ErrorLog, limit: usize, last_note: &mut Option<Instant>) -> bool {
+    let reused = crate::http::reuse::reclaim_oldest();
+    let now = Instant::now();
+    if last_note.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+        *last_note = Some(now);
+        if reused {
+            log.log(
+                Level::Warn,
+                format_args!("{limit} worker_connections are not enough, reusing connections"),
+            );
+        } else {
+            log.log(
+                Level::Alert,
+                format_args!("{limit} worker_connections are not enough"),
+            );
+        }
+    }
+    reused
+}
+
 async fn accept_loop(
     listener: TcpListener,
     group: usize,
@@ -201,6 +226,7 @@ async fn accept_loop(
     live: Rc<Live>,
     limit: usize,
 ) {
+    let mut last_note: Option<Instant> = None;
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -216,11 +242,7 @@ async fn accept_loop(
             }
         };
         metrics::inc(&metrics::ACCEPTS);
-        if live.count.get() >= limit {
-            env.log.log(
-                Level::Alert,
-                format_args!("{limit} worker_connections are not enough"),
-            );
+        if live.count.get() >= limit && !over_limit(&env.log, limit, &mut last_note) {
             drop(stream);
             continue;
         }

@@ -61,6 +61,13 @@ pub enum HeadError {
     InvalidHeader(String),
     /// A Content-Length that is not a number.
     InvalidLength(String),
+    /// A second `Content-Length` or `Transfer-Encoding` line: the line and
+    /// the first one, each as `Name: value`.
+    Duplicate(String, String),
+    /// Both `Content-Length` and `Transfer-Encoding`.
+    LengthAndEncoding,
+    /// A `Transfer-Encoding` other than exactly `chunked`.
+    UnknownEncoding(String),
 }
 
 impl std::fmt::Display for HeadError {
@@ -73,6 +80,16 @@ impl std::fmt::Display for HeadError {
                 f,
                 "upstream sent invalid \"Content-Length\" header: \"Content-Length: {v}\""
             ),
+            HeadError::Duplicate(line, prev) => write!(
+                f,
+                "upstream sent duplicate header line: \"{line}\", previous value: \"{prev}\""
+            ),
+            HeadError::LengthAndEncoding => f.write_str(
+                "upstream sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
+            ),
+            HeadError::UnknownEncoding(v) => {
+                write!(f, "upstream sent unknown \"Transfer-Encoding\": \"{v}\"")
+            }
         }
     }
 }
@@ -170,27 +187,25 @@ pub enum Framing {
 
 impl Framing {
     /// The framing of a response to a request with method `head_request`
-    /// (true for HEAD): RFC 9112 section 6.3. A bad Content-Length is an
-    /// invalid header.
+    /// (true for HEAD): RFC 9112 section 6.3. Ambiguous framing is an
+    /// invalid header, whatever the status, as in current NGINX
+    /// (`ngx_http_upstream_process_content_length` and
+    /// `..._transfer_encoding`): a second `Content-Length` or
+    /// `Transfer-Encoding` line (even an equal one), both headers at once,
+    /// a `Transfer-Encoding` other than `chunked`, a `Content-Length` that
+    /// is not a number. Passing such a response on (or caching it) would
+    /// let the origin and a client disagree on where it ends.
     pub fn of(head: &ResponseHead, head_request: bool) -> Result<Framing, HeadError> {
+        let (length, chunked) = framing_headers(head)?;
         if head_request || head.status < 200 || head.status == 204 || head.status == 304 {
             return Ok(Framing::Empty);
         }
-        if head.has_token("transfer-encoding", "chunked") {
-            return Ok(Framing::Chunked(ChunkedDecoder::new()));
-        }
-        if let Some(v) = head.header("content-length") {
-            let v = v.trim();
-            return match v.parse::<u64>() {
-                Ok(n) if v.bytes().all(|c| c.is_ascii_digit()) => Ok(if n == 0 {
-                    Framing::Empty
-                } else {
-                    Framing::Length(n)
-                }),
-                _ => Err(HeadError::InvalidLength(v.to_string())),
-            };
-        }
-        Ok(Framing::Close)
+        Ok(match (chunked, length) {
+            (true, _) => Framing::Chunked(ChunkedDecoder::new()),
+            (false, Some(0)) => Framing::Empty,
+            (false, Some(n)) => Framing::Length(n),
+            (false, None) => Framing::Close,
+        })
     }
 
     /// Decodes body bytes from `input` into `out`; returns the bytes
@@ -217,6 +232,47 @@ impl Framing {
     pub fn complete_at_eof(&self) -> bool {
         matches!(self, Framing::Close | Framing::Empty)
     }
+}
+
+/// The response's `Content-Length` and whether it is chunked, checking the
+/// lines in order as NGINX's header handlers do (the first fault found is
+/// the one logged).
+fn framing_headers(head: &ResponseHead) -> Result<(Option<u64>, bool), HeadError> {
+    let mut length: Option<(&str, &str, u64)> = None;
+    let mut encoding: Option<(&str, &str)> = None;
+    for (n, v) in &head.headers {
+        let v = v.trim();
+        if n.eq_ignore_ascii_case("content-length") {
+            if let Some((pn, pv, _)) = length {
+                return Err(HeadError::Duplicate(
+                    format!("{n}: {v}"),
+                    format!("{pn}: {pv}"),
+                ));
+            }
+            if encoding.is_some() {
+                return Err(HeadError::LengthAndEncoding);
+            }
+            match v.parse::<u64>() {
+                Ok(len) if v.bytes().all(|c| c.is_ascii_digit()) => length = Some((n, v, len)),
+                _ => return Err(HeadError::InvalidLength(v.to_string())),
+            }
+        } else if n.eq_ignore_ascii_case("transfer-encoding") {
+            if let Some((pn, pv)) = encoding {
+                return Err(HeadError::Duplicate(
+                    format!("{n}: {v}"),
+                    format!("{pn}: {pv}"),
+                ));
+            }
+            if length.is_some() {
+                return Err(HeadError::LengthAndEncoding);
+            }
+            if !v.eq_ignore_ascii_case("chunked") {
+                return Err(HeadError::UnknownEncoding(v.to_string()));
+            }
+            encoding = Some((n, v));
+        }
+    }
+    Ok((length.map(|(_, _, n)| n), encoding.is_some()))
 }
 
 /// Serialises a request head: request line, then `headers` in order.
@@ -331,6 +387,48 @@ mod tests {
         let f = Framing::of(&h, false).unwrap();
         assert!(matches!(f, Framing::Close));
         assert!(f.complete_at_eof());
+    }
+
+    fn framing_error(head: &str) -> Option<String> {
+        let raw = format!("HTTP/1.1 200 OK\r\n{head}\r\n");
+        let h = parse_response_head(raw.as_bytes(), 4096).unwrap().unwrap();
+        Framing::of(&h, false).err().map(|e| e.to_string())
+    }
+
+    #[test]
+    fn ambiguous_framing_is_refused_with_nginx_log_text() {
+        assert_eq!(
+            framing_error("Content-Length: 5\r\nContent-Length: 6\r\n").as_deref(),
+            Some("upstream sent duplicate header line: \"Content-Length: 6\", previous value: \"Content-Length: 5\"")
+        );
+        assert!(framing_error("Content-Length: 5\r\ncontent-length: 5\r\n").is_some());
+        assert_eq!(
+            framing_error("Content-Length: 5\r\nTransfer-Encoding: xchunked\r\n").as_deref(),
+            Some("upstream sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time")
+        );
+        assert!(framing_error("Transfer-Encoding: chunked\r\nContent-Length: 5\r\n").is_some());
+        assert_eq!(
+            framing_error("Transfer-Encoding: gzip, chunked\r\n").as_deref(),
+            Some("upstream sent unknown \"Transfer-Encoding\": \"gzip, chunked\"")
+        );
+        assert!(
+            framing_error("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n").is_some()
+        );
+        assert_eq!(
+            framing_error("Content-Length: -1\r\n").as_deref(),
+            Some("upstream sent invalid \"Content-Length\" header: \"Content-Length: -1\"")
+        );
+        // Checked whatever the status (a 304 has no body, but its framing
+        // headers are still read).
+        let h = parse_response_head(
+            b"HTTP/1.1 304 Not Modified\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            4096,
+        )
+        .unwrap()
+        .unwrap();
+        assert!(Framing::of(&h, false).is_err());
+        assert_eq!(framing_error("Transfer-Encoding: Chunked\r\n"), None);
+        assert_eq!(framing_error("Content-Length: 5\r\n"), None);
     }
 
     #[test]

@@ -44,9 +44,33 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_time!(client_header_timeout),
     ),
-    d("client_body_timeout", HSL, Arity::N(1), |_, d| {
-        time(d, &d.args[0]).map(|_| ())
+    d(
+        "client_body_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(client_body_timeout),
+    ),
+    d("lingering_close", HSL, Arity::N(1), |b, d| {
+        let m = match d.args[0].as_str() {
+            "off" => LingeringClose::Off,
+            "on" => LingeringClose::On,
+            "always" => LingeringClose::Always,
+            v => return Err(format!("invalid value \"{v}\" in \"{}\" directive", d.name)),
+        };
+        set_once(&mut b.loc().lingering_close, m, d)
     }),
+    d(
+        "lingering_time",
+        HSL,
+        Arity::N(1),
+        loc_time!(lingering_time),
+    ),
+    d(
+        "lingering_timeout",
+        HSL,
+        Arity::N(1),
+        loc_time!(lingering_timeout),
+    ),
     d(
         "client_header_buffer_size",
         HTTP | SRV,
@@ -122,9 +146,12 @@ pub(super) static ROWS: &[Spec] = &[
     ),
     d("server_names_hash_max_size", HTTP, Arity::N(1), ignore),
     d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
-    d("reset_timedout_connection", HSL, Arity::N(1), |_, d| {
-        flag(d).map(|_| ())
-    }),
+    d(
+        "reset_timedout_connection",
+        HSL,
+        Arity::N(1),
+        loc_flag!(reset_timedout_connection),
+    ),
 ];
 
 fn set_server(b: &mut Build, d: &Directive) -> Res {

@@ -51,6 +51,7 @@ pub fn intercepted(ctx: &RequestCtx, status: u16) -> Option<Outcome> {
 /// stream.
 pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -> Response {
     let mut r = head_response(ctx, pass, up.status(), up.headers());
+    r.reason = Some((up.status(), up.head.reason.clone()));
     let empty = up.body.is_complete();
     r.content_length = up.content_length();
     if empty {
