@@ -74,7 +74,7 @@ def main():
         if r["failed"] - lost_at_killed:
             missed.append("%s window: %d failed" % (name, r["failed"] - lost_at_killed))
         if lost_at_killed:
-            notes.append("- Of the kill window's failures, %d were requests the client "
+            notes.append("- Of the kill window's failures, %d: requests the client "
                          "had in flight on c2's own front port (%s) when it was killed."
                          % (lost_at_killed, a.killed_entry))
     out("")
