@@ -6,7 +6,9 @@
 //! - `max_size`: entries go until the sum of on-disk sizes fits;
 //! - `min_free`: entries go while the file system has less free space;
 //! - files handed over by request paths: temp files of writers dropped
-//!   mid-fill, and entries the index evicted when the keys zone was full.
+//!   mid-fill, and entries the index evicted when the keys zone was full;
+//! - before each pass, whether the zone's directory can still be used
+//!   (`health.rs`).
 //!
 //! Each pass removes at most `manager_files` entries per batch and stops
 //! batching after `manager_threshold`; with work left it sleeps
@@ -47,6 +49,7 @@ pub(crate) fn spawn(zone: &Arc<CacheZone>, user: Option<ThreadUser>) -> io::Resu
             loop {
                 rt.block_on(drain(&weak, &chores, &io));
                 let Some(zone) = weak.upgrade() else { return };
+                rt.block_on(super::health::check(&zone, &io));
                 let more = rt.block_on(pass(&zone, &io));
                 let sleep = if more {
                     zone.spec().manager_sleep

@@ -11,7 +11,9 @@
 //!   (the zones of a configuration generation); `lookup.rs`:
 //!   [`CacheZone::lookup`]; `writer.rs`: [`CacheZone::begin`] and
 //!   [`CacheWriter`];
-//! - [`loader`] and [`manager`]: the background threads;
+//! - [`loader`] and [`manager`]: the background threads; `health.rs`:
+//!   a zone whose directory disappears or turns read-only goes out of
+//!   service ([`CacheZone::in_service`]) and comes back;
 //! - [`policy`]: whether and how long a response may be cached, and which
 //!   stored variant answers a request.
 //!
@@ -55,6 +57,7 @@
 //! ```
 
 pub mod format;
+mod health;
 pub mod index;
 pub mod key;
 pub mod loader;
@@ -292,6 +295,7 @@ pub struct CacheZone {
     loaded: AtomicBool,
     chores: Arc<Chores>,
     log: Mutex<ErrorLog>,
+    health: health::Health,
 }
 
 impl std::fmt::Debug for CacheZone {
@@ -321,6 +325,7 @@ impl CacheZone {
             loaded: AtomicBool::new(false),
             chores: Arc::new(Chores::default()),
             log: Mutex::new(log.clone()),
+            health: health::Health::default(),
         })
     }
 

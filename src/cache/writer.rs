@@ -169,6 +169,8 @@ impl CacheWriter {
                 Level::Crit,
                 format_args!("{op}() \"{}\" failed {text}", path.display()),
             );
+            // Is the zone's directory still usable? The manager looks.
+            self.zone.suspect();
         }
         e
     }

@@ -67,8 +67,8 @@ fn any_set(ctx: &RequestCtx, conds: &[Template]) -> bool {
 }
 
 /// The content handler with `proxy_cache ZONE` on; `None` when the
-/// request is not the cache's (a method outside `proxy_cache_methods`):
-/// the caller sends it upstream.
+/// request is not the cache's (a method outside `proxy_cache_methods`, or
+/// a zone out of service): the caller sends it upstream.
 pub async fn serve(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
@@ -86,6 +86,10 @@ pub async fn serve(
     let Some(zone) = find_zone(ctx, env, zone) else {
         return Some(Outcome::Status(500));
     };
+    if !zone.in_service() {
+        // Its directory is gone or read-only: upstream, uncached.
+        return None;
+    }
     let method = ctx.head.method.as_str();
     let purge = s
         .proxy_cache_purge
