@@ -15,16 +15,18 @@
 //! between two successive writes. Closing after an error (or with unread
 //! input) is a lingering close, so the client sees the response rather than
 //! a reset. An idle connection holds no buffers (`buffers`).
+//!
+//! The stream is plain TCP or TLS (`listen ... ssl`, [`ClientStream`]);
+//! a TLS address starts with the handshake (`tls_accept`), and plain HTTP
+//! sent to it is answered with NGINX's 497 page after its head is read.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
-use std::net::Shutdown as SockShutdown;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::TcpStream;
 
 use super::body::ClientBody;
@@ -32,6 +34,8 @@ use super::buffers;
 use super::context::{strip_port, ConnInfo, RequestCtx};
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
 use super::response::{write_head, Body, HeadOptions, Response};
+use super::stream::ClientStream;
+use super::tls_accept::{self, Accepted};
 use super::uri;
 use super::writer::{log_send_error, Writer};
 use crate::config::{Config, ListenGroup, ServerConf};
@@ -91,11 +95,30 @@ pub struct WorkerEnv<H> {
 /// Serves one client connection until it closes.
 pub async fn serve<H: Respond>(
     stream: TcpStream,
-    conn: ConnInfo,
+    mut conn: ConnInfo,
     group: usize,
     w: Rc<WorkerEnv<H>>,
 ) {
-    Connection::new(stream, conn, group, w).run().await
+    let listen = &w.config.listens[group];
+    let mut plain_on_tls = false;
+    let stream = if listen.ssl {
+        match tls_accept::accept(stream, listen, &w.log, &conn).await {
+            Accepted::Tls(s, facts) => {
+                conn.tls = Some(facts);
+                s
+            }
+            Accepted::PlainHttp(s) => {
+                plain_on_tls = true;
+                s
+            }
+            Accepted::Closed => return,
+        }
+    } else {
+        ClientStream::plain(stream)
+    };
+    let mut c = Connection::new(stream, conn, group, w);
+    c.plain_on_tls = plain_on_tls;
+    c.run().await
 }
 
 enum ReadHead {
@@ -117,7 +140,7 @@ enum Next {
 /// One client connection: the socket, its buffers, and what carries over
 /// from one request to the next.
 struct Connection<H> {
-    stream: TcpStream,
+    stream: ClientStream,
     info: ConnInfo,
     worker: Rc<WorkerEnv<H>>,
     /// Its listen group, an index into `config.listens`.
@@ -136,10 +159,19 @@ struct Connection<H> {
     /// Requests read on this connection.
     requests: u64,
     shutdown: ShutdownSignal,
+    /// Plain HTTP arrived on a TLS address: the first request is answered
+    /// with 497 (NGINX's 400 "The plain HTTP request was sent to HTTPS
+    /// port") and the connection closes.
+    plain_on_tls: bool,
 }
 
 impl<H: Respond> Connection<H> {
-    fn new(stream: TcpStream, info: ConnInfo, group: usize, w: Rc<WorkerEnv<H>>) -> Connection<H> {
+    fn new(
+        stream: ClientStream,
+        info: ConnInfo,
+        group: usize,
+        w: Rc<WorkerEnv<H>>,
+    ) -> Connection<H> {
         let listen: &ListenGroup = &w.config.listens[group];
         let default_server = Arc::clone(&listen.servers[listen.default]);
         let limits = HeadLimits {
@@ -159,6 +191,7 @@ impl<H: Respond> Connection<H> {
             out: buffers::take(),
             requests: 0,
             shutdown: w.shutdown.clone(),
+            plain_on_tls: false,
             worker: w,
         }
     }
@@ -179,6 +212,10 @@ impl<H: Respond> Connection<H> {
                 }
             };
             self.requests += 1;
+            if self.plain_on_tls {
+                Box::pin(self.refuse_plain_http(head)).await;
+                return;
+            }
             // One request, boxed: its state (request context, response,
             // handler futures) exists only while a request is in flight, so
             // an idle keep-alive connection stays small.
@@ -244,7 +281,7 @@ impl<H: Respond> Connection<H> {
     /// graceful shutdown began).
     async fn wait_idle(&mut self) -> bool {
         // A pipelined or quick next request is read at once.
-        match read_now(&self.stream, &mut self.buf) {
+        match self.stream.read_now(&mut self.buf) {
             Ok(0) => return false,
             Ok(_) => return true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -283,6 +320,33 @@ impl<H: Respond> Connection<H> {
         };
         let handlers = &self.worker.handlers;
         let Some(mut resp) = handlers.respond_status(&mut ctx, None, code).await else {
+            ctx.status = 444;
+            access_log(&ctx);
+            return;
+        };
+        resp.close = true;
+        let head_only = ctx.is_head();
+        let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
+        access_log(&ctx);
+        self.lingering_close().await;
+    }
+
+    /// Answers plain HTTP sent to a TLS address (NGINX's 497, a 400
+    /// page of its own; `error_page 497` applies), then closes.
+    async fn refuse_plain_http(mut self, head: RequestHead) {
+        metrics::inc(&metrics::REQUESTS);
+        self.buf.drain(..head.head_len);
+        let (mut ctx, _) = self.start_request(head, Instant::now());
+        self.worker.log.log_conn(
+            Level::Info,
+            Some(self.info.id),
+            format_args!(
+                "client sent plain HTTP request to HTTPS port while reading client request headers"
+            ),
+            &ctx.log_context(),
+        );
+        let handlers = &self.worker.handlers;
+        let Some(mut resp) = handlers.respond_status(&mut ctx, None, 497).await else {
             ctx.status = 444;
             access_log(&ctx);
             return;
@@ -336,7 +400,7 @@ impl<H: Respond> Connection<H> {
         access_log(&ctx);
         if !keep_alive {
             if self.buf.is_empty() && body_ok && resp.status < 400 {
-                let _ = socket2::SockRef::from(&self.stream).shutdown(SockShutdown::Write);
+                self.stream.shutdown_write();
                 return Next::Close;
             }
             return Next::Linger;
@@ -485,7 +549,7 @@ impl<H: Respond> Connection<H> {
     /// reset.
     async fn lingering_close(self) {
         let mut stream = self.stream;
-        let _ = socket2::SockRef::from(&stream).shutdown(SockShutdown::Write);
+        stream.shutdown_write();
         let deadline = Instant::now() + LINGERING_TIME;
         // On the heap: an array here would make every connection's future 4 KiB bigger.
         let mut junk = vec![0u8; 4096];
@@ -494,7 +558,7 @@ impl<H: Respond> Connection<H> {
             if left.is_zero() {
                 return;
             }
-            match tokio::time::timeout(left.min(LINGERING_TIMEOUT), stream.read(&mut junk)).await {
+            match tokio::time::timeout(left.min(LINGERING_TIMEOUT), stream.drain(&mut junk)).await {
                 Ok(Ok(n)) if n > 0 => continue,
                 _ => return,
             }
@@ -547,32 +611,4 @@ fn sent_headers(r: &Response) -> Vec<(String, String)> {
         v.push(("ETag".into(), e.clone()));
     }
     v
-}
-
-/// `try_read_buf`, and a read that did not fill the buffer also clears
-/// the socket's read readiness, as NGINX's `ngx_unix_recv` does (`ready =
-/// 0` after a short read): the socket is drained, so the next attempt
-/// waits for epoll instead of paying a `recv` that says `EAGAIN`. Tokio's
-/// `AsyncRead` does the same; its `try_read*` calls do not. Readiness that
-/// arrived after the `recv` is kept (Tokio clears only the event it saw).
-fn read_now(stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let mut got = 0;
-    let r = stream.try_io(Interest::READABLE, || {
-        let space = buf.capacity() - buf.len();
-        let n = rustix::io::read(stream, buf.spare_capacity_mut())
-            .map(|(init, _)| init.len())
-            .map_err(io::Error::from)?;
-        // SAFETY: `read` initialised the first `n` bytes of the spare capacity.
-        unsafe { buf.set_len(buf.len() + n) };
-        got = n;
-        if n > 0 && n < space {
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(n)
-        }
-    });
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
-        r => r,
-    }
 }

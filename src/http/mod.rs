@@ -14,6 +14,8 @@ pub mod range;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod stream;
+mod tls_accept;
 pub mod upstream_vars;
 pub mod uri;
 mod writer;
