@@ -17,7 +17,8 @@ use common::tls::{self as t, Alg, Ca, ClientOpts};
 use common::{Server, TempDir};
 use rustls::SignatureScheme;
 
-const VARS: &str = r#"return 200 "$scheme $https $ssl_protocol $ssl_cipher $ssl_server_name $server_name\n";"#;
+const VARS: &str =
+    r#"return 200 "$scheme $https $ssl_protocol $ssl_cipher $ssl_server_name $server_name\n";"#;
 
 /// A config around `servers` (whole `server { }` blocks) with logs in the prefix.
 fn conf(servers: &str) -> String {
@@ -58,20 +59,48 @@ fn handshakes_over_tls12_and_tls13_and_refuses_a_version_not_enabled() {
            location / {{ {VARS} }} }}\n"
     );
     let s = Server::start_in(dir, &conf(&body), &[]);
-    let v12 = t::client(&ca, ClientOpts { versions: vec![&rustls::version::TLS12], schemes: None });
-    let v13 = t::client(&ca, ClientOpts { versions: vec![&rustls::version::TLS13], schemes: None });
+    let v12 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS12],
+            schemes: None,
+        },
+    );
+    let v13 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS13],
+            schemes: None,
+        },
+    );
 
     let r = t::get(s.port, &v12, "a.test", "/");
     assert_eq!(r.status, 200);
-    assert_eq!(text(&r), "https on TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 a.test a.test\n");
+    assert_eq!(
+        text(&r),
+        "https on TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384 a.test a.test\n"
+    );
     let r = t::get(s.port, &v13, "a.test", "/");
-    assert_eq!(text(&r), "https on TLSv1.3 TLS_AES_256_GCM_SHA384 a.test a.test\n");
+    assert_eq!(
+        text(&r),
+        "https on TLSv1.3 TLS_AES_256_GCM_SHA384 a.test a.test\n"
+    );
 
     assert!(t::Conn::open(only13, &v13, "a.test").is_ok());
     let refused = t::Conn::open(only13, &v12, "a.test");
-    assert!(refused.is_err(), "TLS 1.2 accepted where only TLSv1.3 is enabled");
-    let log = s.wait_log("logs/error.log", "while SSL handshaking", Duration::from_secs(5));
-    assert!(log.contains("[info]") && log.contains("SSL_do_handshake() failed"), "{log}");
+    assert!(
+        refused.is_err(),
+        "TLS 1.2 accepted where only TLSv1.3 is enabled"
+    );
+    let log = s.wait_log(
+        "logs/error.log",
+        "while SSL handshaking",
+        Duration::from_secs(5),
+    );
+    assert!(
+        log.contains("[info]") && log.contains("SSL_do_handshake() failed"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -90,11 +119,21 @@ fn sni_picks_the_certificate_and_the_server_block() {
     let c = t::client(&ca, ClientOpts::default());
 
     let mut conn = t::Conn::open(s.port, &c, "b.test").unwrap();
-    assert_eq!(conn.peer_cert(), b.der, "SNI b.test must get b's certificate");
+    assert_eq!(
+        conn.peer_cert(),
+        b.der,
+        "SNI b.test must get b's certificate"
+    );
     let r = conn
-        .request("GET / HTTP/1.1\r\nHost: b.test\r\nConnection: close\r\n\r\n", false)
+        .request(
+            "GET / HTTP/1.1\r\nHost: b.test\r\nConnection: close\r\n\r\n",
+            false,
+        )
         .unwrap();
-    assert_eq!(text(&r), "https on TLSv1.3 TLS_AES_256_GCM_SHA384 b.test b.test\n");
+    assert_eq!(
+        text(&r),
+        "https on TLSv1.3 TLS_AES_256_GCM_SHA384 b.test b.test\n"
+    );
 
     let conn = t::Conn::open(s.port, &c, "a.test").unwrap();
     assert_eq!(conn.peer_cert(), a.der);
@@ -113,17 +152,28 @@ fn several_pairs_per_server_are_picked_by_the_clients_signature_algorithms() {
     let s = Server::start_in(dir, &conf(body), &[]);
 
     let any = t::client(&ca, ClientOpts::default());
-    assert_eq!(t::Conn::open(s.port, &any, "a.test").unwrap().peer_cert(), a.der, "ECDSA first for a client that prefers it");
+    assert_eq!(
+        t::Conn::open(s.port, &any, "a.test").unwrap().peer_cert(),
+        a.der,
+        "ECDSA first for a client that prefers it"
+    );
     for versions in [vec![&rustls::version::TLS13], vec![&rustls::version::TLS12]] {
         let rsa_only = t::client(
             &ca,
             ClientOpts {
                 versions,
-                schemes: Some(vec![SignatureScheme::RSA_PSS_SHA256, SignatureScheme::RSA_PKCS1_SHA256]),
+                schemes: Some(vec![
+                    SignatureScheme::RSA_PSS_SHA256,
+                    SignatureScheme::RSA_PKCS1_SHA256,
+                ]),
             },
         );
         let conn = t::Conn::open(s.port, &rsa_only, "a.test").unwrap();
-        assert_eq!(conn.peer_cert(), rsa.der, "a client that verifies only RSA gets the RSA pair");
+        assert_eq!(
+            conn.peer_cert(),
+            rsa.der,
+            "a client that verifies only RSA gets the RSA pair"
+        );
     }
 }
 
@@ -148,7 +198,13 @@ fn sessions_resume_across_connections_and_workers() {
         (s.port, vec![&rustls::version::TLS13]),
         (p12, vec![&rustls::version::TLS12]),
     ] {
-        let c = t::client(&ca, ClientOpts { versions, schemes: None });
+        let c = t::client(
+            &ca,
+            ClientOpts {
+                versions,
+                schemes: None,
+            },
+        );
         let mut first = t::Conn::open(port, &c, "a.test").unwrap();
         assert!(!first.resumed());
         // TLS 1.3 tickets arrive after the handshake: read a response first.
@@ -166,20 +222,26 @@ fn sessions_resume_across_connections_and_workers() {
         }
     }
     let log = s.wait_log("logs/tls.log", "TLSv1.2 r 200", Duration::from_secs(5));
-    assert!(log.contains("TLSv1.3 . 200") && log.contains("TLSv1.3 r 200"), "{log}");
+    assert!(
+        log.contains("TLSv1.3 . 200") && log.contains("TLSv1.3 r 200"),
+        "{log}"
+    );
 }
 
 #[test]
 fn expired_sessions_are_not_resumed() {
     let ca = Ca::new();
     let (dir, _, _) = prefix_with_certs(&ca);
-    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test; ssl_session_timeout 1s;\n\
+    let body =
+        "server { listen 127.0.0.1:{PORT} ssl; server_name a.test; ssl_session_timeout 1s;\n\
            ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
            location / { return 200 ok; } }\n";
     let s = Server::start_in(dir, &conf(body), &[]);
     let c = t::client(&ca, ClientOpts::default());
     let mut first = t::Conn::open(s.port, &c, "a.test").unwrap();
-    first.request("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", false).unwrap();
+    first
+        .request("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", false)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(2200));
     assert!(!t::Conn::open(s.port, &c, "a.test").unwrap().resumed());
 }
@@ -201,15 +263,24 @@ fn plain_http_to_the_tls_port_gets_nginx_400_page_and_a_close() {
          <hr><center>porter/0.1.0</center>\r\n</body>\r\n</html>\r\n"
     );
     let log = s.wait_log("logs/error.log", "plain HTTP", Duration::from_secs(5));
-    assert!(log.contains("[info]") && log.contains("client sent plain HTTP request to HTTPS port while reading client request headers"), "{log}");
-    assert!(s.read("logs/access.log").contains("\"GET / HTTP/1.1\" 400 "));
+    assert!(
+        log.contains("[info]")
+            && log.contains(
+                "client sent plain HTTP request to HTTPS port while reading client request headers"
+            ),
+        "{log}"
+    );
+    assert!(s
+        .read("logs/access.log")
+        .contains("\"GET / HTTP/1.1\" 400 "));
 }
 
 #[test]
 fn stalled_and_garbage_handshakes_close_with_one_info_line() {
     let ca = Ca::new();
     let (dir, _, _) = prefix_with_certs(&ca);
-    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test; ssl_handshake_timeout 1s;\n\
+    let body =
+        "server { listen 127.0.0.1:{PORT} ssl; server_name a.test; ssl_handshake_timeout 1s;\n\
            ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
            location / { return 200 ok; } }\n";
     let s = Server::start_in(dir, &conf(body), &[]);
@@ -220,9 +291,17 @@ fn stalled_and_garbage_handshakes_close_with_one_info_line() {
     let got = common::read_all(&mut stalled);
     assert!(got.is_empty());
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(900) && waited < Duration::from_secs(4), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(4),
+        "{waited:?}"
+    );
     let log = s.wait_log("logs/error.log", "client timed out", Duration::from_secs(5));
-    assert!(log.contains("client timed out (110: Connection timed out) while SSL handshaking, client: 127.0.0.1"), "{log}");
+    assert!(
+        log.contains(
+            "client timed out (110: Connection timed out) while SSL handshaking, client: 127.0.0.1"
+        ),
+        "{log}"
+    );
 
     // A handshake record full of garbage: an alert and a close, not a panic.
     let mut junk = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
@@ -230,9 +309,16 @@ fn stalled_and_garbage_handshakes_close_with_one_info_line() {
     rec.extend(std::iter::repeat_n(0xAB, 0x40));
     junk.write_all(&rec).unwrap();
     let got = common::read_all(&mut junk);
-    assert!(got.is_empty() || got[0] == 0x15, "expected an alert: {got:?}");
+    assert!(
+        got.is_empty() || got[0] == 0x15,
+        "expected an alert: {got:?}"
+    );
     let c = t::client(&ca, ClientOpts::default());
-    assert_eq!(t::get(s.port, &c, "a.test", "/").status, 200, "the server still serves");
+    assert_eq!(
+        t::get(s.port, &c, "a.test", "/").status,
+        200,
+        "the server still serves"
+    );
     assert!(!s.read("logs/error.log").contains("panicked"));
 }
 
@@ -240,7 +326,9 @@ fn stalled_and_garbage_handshakes_close_with_one_info_line() {
 fn large_files_over_tls_are_byte_exact_through_the_disk_layer() {
     let ca = Ca::new();
     let (dir, _, _) = prefix_with_certs(&ca);
-    let data: Vec<u8> = (0..24_000_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let data: Vec<u8> = (0..24_000_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let file = dir.write("www/big.bin", &data);
     let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
            ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
@@ -251,22 +339,39 @@ fn large_files_over_tls_are_byte_exact_through_the_disk_layer() {
     let f = std::fs::File::open(&file).unwrap();
     f.sync_all().unwrap();
     // SAFETY: a valid descriptor; advice only.
-    unsafe { libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&f), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
     let c = t::client(&ca, ClientOpts::default());
     let r = t::get(s.port, &c, "a.test", "/big.bin");
     assert_eq!(r.status, 200);
-    assert!(r.body == data, "cold file differs over TLS ({} bytes)", r.body.len());
+    assert!(
+        r.body == data,
+        "cold file differs over TLS ({} bytes)",
+        r.body.len()
+    );
     // Warm, twice on one connection.
     let mut conn = t::Conn::open(s.port, &c, "a.test").unwrap();
     for _ in 0..2 {
-        let r = conn.request("GET /big.bin HTTP/1.1\r\nHost: a.test\r\n\r\n", false).unwrap();
+        let r = conn
+            .request("GET /big.bin HTTP/1.1\r\nHost: a.test\r\n\r\n", false)
+            .unwrap();
         assert!(r.body == data);
     }
     let m = t::get(s.port, &c, "a.test", "/metrics");
     let m = text(&m);
     let read = |result: &str| {
         m.lines()
-            .find(|l| l.starts_with("porter_fastpath_total") && l.contains("op=\"read\"") && l.contains(&format!("result=\"{result}\"")))
+            .find(|l| {
+                l.starts_with("porter_fastpath_total")
+                    && l.contains("op=\"read\"")
+                    && l.contains(&format!("result=\"{result}\""))
+            })
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or(0.0)
@@ -274,7 +379,9 @@ fn large_files_over_tls_are_byte_exact_through_the_disk_layer() {
     assert!(read("miss") >= 1.0, "the cold read went to the pool:\n{m}");
     assert!(read("hit") >= 1.0, "warm reads were served inline:\n{m}");
     assert!(
-        !m.lines().any(|l| l.starts_with("porter_fastpath_total") && l.contains("op=\"sendfile\"") && !l.ends_with(" 0")),
+        !m.lines().any(|l| l.starts_with("porter_fastpath_total")
+            && l.contains("op=\"sendfile\"")
+            && !l.ends_with(" 0")),
         "sendfile used on a TLS connection:\n{m}"
     );
 }
@@ -291,17 +398,27 @@ fn ranges_over_tls() {
     let c = t::client(&ca, ClientOpts::default());
     let mut conn = t::Conn::open(s.port, &c, "a.test").unwrap();
     let r = conn
-        .request("GET /r.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes=1000-200999\r\n\r\n", false)
+        .request(
+            "GET /r.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes=1000-200999\r\n\r\n",
+            false,
+        )
         .unwrap();
     assert_eq!(r.status, 206);
     assert_eq!(r.header("Content-Range"), Some("bytes 1000-200999/300000"));
     assert!(r.body == data[1000..201000]);
     let r = conn
-        .request("GET /r.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes=0-9,-10\r\n\r\n", false)
+        .request(
+            "GET /r.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes=0-9,-10\r\n\r\n",
+            false,
+        )
         .unwrap();
     assert_eq!(r.status, 206);
     let body = text(&r);
-    assert!(body.contains("Content-Range: bytes 0-9/300000") && body.contains("Content-Range: bytes 299990-299999/300000"), "{body}");
+    assert!(
+        body.contains("Content-Range: bytes 0-9/300000")
+            && body.contains("Content-Range: bytes 299990-299999/300000"),
+        "{body}"
+    );
 }
 
 #[test]
@@ -315,7 +432,10 @@ fn a_directory_redirect_over_tls_says_https() {
     let c = t::client(&ca, ClientOpts::default());
     let r = t::get(s.port, &c, "a.test", "/sub");
     assert_eq!(r.status, 301);
-    assert_eq!(r.header("Location"), Some(format!("https://a.test:{}/sub/", s.port).as_str()));
+    assert_eq!(
+        r.header("Location"),
+        Some(format!("https://a.test:{}/sub/", s.port).as_str())
+    );
 }
 
 /// A prefix with a.test's pair and a config using it, for reload tests.
@@ -342,7 +462,9 @@ fn reload_with_a_new_certificate_swaps_it_without_dropping_a_transfer() {
         .unwrap();
     let new = ca.leaf(&["a.test"], Alg::Rsa);
     new.write(s.prefix.path(), "a");
-    let conf_text = s.read("porter.conf").replace("return 200 v1", "return 200 v2");
+    let conf_text = s
+        .read("porter.conf")
+        .replace("return 200 v1", "return 200 v2");
     std::fs::write(s.prefix.path().join("porter.conf"), conf_text).unwrap();
     s.signal(1);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -354,11 +476,22 @@ fn reload_with_a_new_certificate_swaps_it_without_dropping_a_transfer() {
         assert!(Instant::now() < deadline, "reload not seen");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(t::Conn::open(s.port, &c, "a.test").unwrap().peer_cert(), new.der);
+    assert_eq!(
+        t::Conn::open(s.port, &c, "a.test").unwrap().peer_cert(),
+        new.der
+    );
     let r = busy.request("", false).unwrap();
     assert_eq!(r.status, 200);
-    assert_eq!(r.body.len(), 40_000_000, "the transfer begun before the reload completes");
-    assert!(r.body.iter().enumerate().all(|(i, b)| *b == (i % 253) as u8));
+    assert_eq!(
+        r.body.len(),
+        40_000_000,
+        "the transfer begun before the reload completes"
+    );
+    assert!(r
+        .body
+        .iter()
+        .enumerate()
+        .all(|(i, b)| *b == (i % 253) as u8));
 }
 
 #[test]
@@ -370,7 +503,11 @@ fn reload_with_a_mismatched_key_keeps_the_old_certificate() {
     let other = ca.leaf(&["a.test"], Alg::Ecdsa);
     std::fs::write(s.prefix.path().join("a.crt"), &other.cert_pem).unwrap();
     s.signal(1);
-    let log = s.wait_log("logs/error.log", "key values mismatch", Duration::from_secs(10));
+    let log = s.wait_log(
+        "logs/error.log",
+        "key values mismatch",
+        Duration::from_secs(10),
+    );
     assert!(
         log.contains(&format!(
             "SSL_CTX_use_PrivateKey(\"{}/a.key\") failed (key values mismatch) in {}/porter.conf:11",
@@ -381,19 +518,33 @@ fn reload_with_a_mismatched_key_keeps_the_old_certificate() {
     );
     let r = t::get(s.port, &c, "a.test", "/v");
     assert_eq!(text(&r), "v1");
-    assert_eq!(t::Conn::open(s.port, &c, "a.test").unwrap().peer_cert(), old.der);
+    assert_eq!(
+        t::Conn::open(s.port, &c, "a.test").unwrap().peer_cert(),
+        old.der
+    );
 }
 
 /// `porter -t` on a config made of `server_body` inside a TLS server.
 fn test_config(dir: &TempDir, server_body: &str) -> (bool, String) {
     let text = common::config_text(
-        &conf(&format!("server {{ listen 127.0.0.1:8443 ssl;\n{server_body}\n}}")),
+        &conf(&format!(
+            "server {{ listen 127.0.0.1:8443 ssl;\n{server_body}\n}}"
+        )),
         8443,
         dir.path(),
     );
     let path = dir.write("t.conf", text);
-    let out = common::run(&["-t", "-p", dir.path().to_str().unwrap(), "-c", path.to_str().unwrap()]);
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = common::run(&[
+        "-t",
+        "-p",
+        dir.path().to_str().unwrap(),
+        "-c",
+        path.to_str().unwrap(),
+    ]);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -439,5 +590,167 @@ fn bad_tls_settings_are_emerg_with_file_and_line() {
         assert!(!ok, "accepted: {body}");
         assert!(out.contains(want), "{body}\n=> {out}");
         assert!(out.contains(&format!("t.conf{line}")), "{body}\n=> {out}");
+    }
+}
+
+/// A docroot and certificates shared by porter and nginx.
+fn shared_site(ca: &Ca) -> TempDir {
+    let (dir, _, _) = prefix_with_certs(ca);
+    std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+    dir.write("www/index.html", "<p>hello over TLS</p>\n");
+    dir.write("www/sub/index.html", "sub\n");
+    let data: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
+    dir.write("www/r.bin", &data);
+    dir
+}
+
+fn site_server(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "server {{ listen 127.0.0.1:{{PORT}} ssl; server_name a.test;\n\
+           ssl_protocols TLSv1.2 TLSv1.3; default_type application/octet-stream;\n\
+           ssl_certificate {d}/a.crt; ssl_certificate_key {d}/a.key; root {d}/www;\n\
+           location = /vars {{ return 200 \"$scheme $https $ssl_protocol $ssl_cipher $ssl_server_name\\n\"; }} }}\n"
+    )
+}
+
+use std::path::Path;
+
+/// What must agree between porter and nginx in a response.
+fn comparable(r: &common::Resp, port: u16) -> String {
+    let mut s = format!("{}\n", r.status_line);
+    for (n, v) in &r.headers {
+        let n = n.to_ascii_lowercase();
+        if matches!(n.as_str(), "server" | "date") {
+            continue;
+        }
+        s.push_str(&format!(
+            "{n}: {}\n",
+            v.replace(&format!(":{port}"), ":<PORT>")
+        ));
+    }
+    if std::str::from_utf8(&r.body).is_err() {
+        // Binary: its length and a hash, not the bytes.
+        let h = r.body.iter().fold(0xcbf29ce484222325u64, |h, b| {
+            (h ^ *b as u64).wrapping_mul(0x100000001b3)
+        });
+        return s + &format!("<{} bytes, fnv {h:x}>", r.body.len());
+    }
+    let body = String::from_utf8_lossy(&r.body)
+        .replace(concat!("porter/", env!("CARGO_PKG_VERSION")), "<VERSION>")
+        .replace("nginx/1.22.1", "<VERSION>");
+    s + &body
+}
+
+#[test]
+fn behaves_as_nginx_over_tls() {
+    let ca = Ca::new();
+    let dir = shared_site(&ca);
+    let server = site_server(dir.path());
+    let Some(nginx) = common::Nginx::start(&server) else {
+        eprintln!("SKIP: nginx not installed");
+        return;
+    };
+    let porter = Server::start(&conf(&server));
+    let requests = [
+        "GET / HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        "HEAD /index.html HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        "GET /missing HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        "GET /sub HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        "GET /r.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes=100-4099\r\n\r\n",
+        "GET /r.bin HTTP/1.1\r\nHost: a.test\r\nRange: bytes=200000-\r\n\r\n",
+        "GET /vars HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        "GET /r.bin HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
+    ];
+    for versions in [vec![&rustls::version::TLS13], vec![&rustls::version::TLS12]] {
+        let c = t::client(
+            &ca,
+            ClientOpts {
+                versions,
+                schemes: None,
+            },
+        );
+        let mut pc = t::Conn::open(porter.port, &c, "a.test").unwrap();
+        let mut nc = t::Conn::open(nginx.port, &c, "a.test").unwrap();
+        for req in requests {
+            let head = req.starts_with("HEAD");
+            let p = pc.request(req, head).expect("porter answered");
+            let n = nc.request(req, head).expect("nginx answered");
+            assert_eq!(
+                comparable(&p, porter.port),
+                comparable(&n, nginx.port),
+                "{req}"
+            );
+        }
+    }
+    // Plain HTTP to the TLS port.
+    let p = common::get(porter.port, "/");
+    let n = common::get(nginx.port, "/");
+    assert_eq!(comparable(&p, porter.port), comparable(&n, nginx.port));
+}
+
+#[test]
+fn curl_and_openssl_speak_to_porter() {
+    let ca = Ca::new();
+    let dir = shared_site(&ca);
+    let server = site_server(dir.path());
+    let s = Server::start(&conf(&server));
+    let ca_file = dir.path().join("ca.pem");
+    let ca_file = ca_file.to_str().unwrap();
+    let resolve = format!("a.test:{}:127.0.0.1", s.port);
+    let url = format!("https://a.test:{}/vars", s.port);
+    match std::process::Command::new("curl")
+        .args(["-sS", "--cacert", ca_file, "--resolve", &resolve, &url])
+        .output()
+    {
+        Ok(out) => {
+            let body = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "curl: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                body.starts_with("https on TLSv1.3 ") && body.ends_with(" a.test\n"),
+                "{body}"
+            );
+        }
+        Err(_) => eprintln!("SKIP: curl not installed"),
+    }
+    let s_client = |version: &str| {
+        std::process::Command::new("openssl")
+            .args([
+                "s_client",
+                "-connect",
+                &format!("127.0.0.1:{}", s.port),
+                "-servername",
+                "a.test",
+            ])
+            .args(["-CAfile", ca_file, version])
+            .stdin(std::process::Stdio::null())
+            .output()
+    };
+    match s_client("-tls1_2") {
+        Ok(out) => {
+            let o = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                o.contains("Protocol  : TLSv1.2") || o.contains("Protocol: TLSv1.2"),
+                "{o}"
+            );
+            assert!(o.contains("Verify return code: 0 (ok)"), "{o}");
+            let o = String::from_utf8_lossy(&s_client("-tls1_3").unwrap().stdout).into_owned();
+            assert!(
+                o.contains("TLSv1.3") && o.contains("Verify return code: 0 (ok)"),
+                "{o}"
+            );
+            // TLS 1.1 is not offered (OpenSSL 3 may refuse to try it at all).
+            let old = s_client("-tls1_1").unwrap();
+            let o = String::from_utf8_lossy(&old.stdout);
+            assert!(
+                !old.status.success() || !o.contains("Protocol  : TLSv1.1"),
+                "{o}"
+            );
+        }
+        Err(_) => eprintln!("SKIP: openssl not installed"),
     }
 }

@@ -73,9 +73,8 @@ impl Ca {
             Alg::Ecdsa => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap(),
             Alg::Rsa => KeyPair::from_pem_and_sign_algo(RSA_KEY, &rcgen::PKCS_RSA_SHA256).unwrap(),
         };
-        let mut p =
-            CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .unwrap();
+        let mut p = CertificateParams::new(names.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+            .unwrap();
         p.distinguished_name.push(DnType::CommonName, names[0]);
         let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
         Leaf {
@@ -168,9 +167,7 @@ pub fn client(ca: &Ca, opts: ClientOpts) -> Arc<ClientConfig> {
         .with_protocol_versions(&opts.versions)
         .unwrap();
     let cfg = match opts.schemes {
-        None => builder
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
+        None => builder.with_root_certificates(roots).with_no_client_auth(),
         Some(schemes) => {
             let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
                 Arc::new(roots),
