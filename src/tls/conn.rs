@@ -154,23 +154,26 @@ impl TlsConn {
     async fn finish_handshake(&self, tcp: &TcpStream) -> Result<(), HandshakeError> {
         loop {
             self.flush(tcp, None).await?;
-            let mut c = self.conn.borrow_mut();
-            if !c.is_handshaking() {
-                break;
-            }
-            match read_records(tcp, &mut |s| c.read_tls(s)) {
-                Ok(0) => return Err(HandshakeError::Closed),
-                Ok(_) => {
-                    if let Err(e) = c.process_new_packets() {
-                        let _ = c.write_tls(&mut Sock(tcp));
-                        return Err(HandshakeError::Tls(e));
+            let read = {
+                let mut c = self.conn.borrow_mut();
+                if !c.is_handshaking() {
+                    break;
+                }
+                match read_records(tcp, &mut |s| c.read_tls(s)) {
+                    Ok(0) => return Err(HandshakeError::Closed),
+                    Ok(_) => {
+                        if let Err(e) = c.process_new_packets() {
+                            let _ = c.write_tls(&mut Sock(tcp));
+                            return Err(HandshakeError::Tls(e));
+                        }
+                        true
                     }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+                    Err(e) => return Err(e.into()),
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    drop(c);
-                    tcp.readable().await?;
-                }
-                Err(e) => return Err(e.into()),
+            };
+            if !read {
+                tcp.readable().await?;
             }
         }
         // The server's last flight and its session tickets.
