@@ -754,3 +754,81 @@ fn curl_and_openssl_speak_to_porter() {
         Err(_) => eprintln!("SKIP: openssl not installed"),
     }
 }
+
+#[test]
+fn mutual_tls_accepts_good_client_certificates_and_refuses_others_as_nginx() {
+    let ca = Ca::new();
+    let dir = shared_site(&ca);
+    let other_ca = Ca::new();
+    let good = ca.leaf(&["client.test"], Alg::Ecdsa);
+    let bad = other_ca.leaf(&["client.test"], Alg::Ecdsa);
+    let d = dir.path().display();
+    let optional = common::free_port();
+    let servers = format!(
+        "server {{ listen 127.0.0.1:{{PORT}} ssl; server_name a.test; ssl_protocols TLSv1.2 TLSv1.3; default_type application/octet-stream;\n\
+           ssl_certificate {d}/a.crt; ssl_certificate_key {d}/a.key;\n\
+           ssl_client_certificate {d}/ca.pem; ssl_verify_client on;\n\
+           location / {{ return 200 \"$ssl_client_verify\\n\"; }} }}\n\
+         server {{ listen 127.0.0.1:OPTIONAL ssl; server_name a.test; ssl_protocols TLSv1.2 TLSv1.3; default_type application/octet-stream;\n\
+           ssl_certificate {d}/a.crt; ssl_certificate_key {d}/a.key;\n\
+           ssl_client_certificate {d}/ca.pem; ssl_verify_client optional;\n\
+           location / {{ return 200 \"$ssl_client_verify\\n\"; }} }}\n"
+    );
+    let porter = Server::start(&conf(&servers.replace("OPTIONAL", &optional.to_string())));
+    let with_good = t::client_with_cert(&ca, &good);
+    let with_bad = t::client_with_cert(&ca, &bad);
+    let without = t::client(&ca, ClientOpts::default());
+
+    let ask = |port: u16, c: &std::sync::Arc<rustls::ClientConfig>| -> (u16, String) {
+        let r = t::get(port, c, "a.test", "/");
+        (r.status, text(&r))
+    };
+    assert_eq!(ask(porter.port, &with_good), (200, "SUCCESS\n".into()));
+    let (st, body) = ask(porter.port, &without);
+    assert_eq!(st, 400);
+    assert!(
+        body.contains("<title>400 No required SSL certificate was sent</title>"),
+        "{body}"
+    );
+    let (st, body) = ask(porter.port, &with_bad);
+    assert_eq!(st, 400);
+    assert!(
+        body.contains("<title>400 The SSL certificate error</title>"),
+        "{body}"
+    );
+    assert_eq!(ask(optional, &without), (200, "NONE\n".into()));
+    assert_eq!(ask(optional, &with_good), (200, "SUCCESS\n".into()));
+    assert_eq!(ask(optional, &with_bad).0, 400);
+    let log = porter.wait_log("logs/error.log", "verify error", Duration::from_secs(5));
+    assert!(
+        log.contains(
+            "client sent no required SSL certificate while reading client request headers"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("client SSL certificate verify error: ("),
+        "{log}"
+    );
+
+    // The same answers from nginx (statuses and bodies).
+    let nginx_optional = common::free_port();
+    let Some(nginx) =
+        common::Nginx::start(&servers.replace("OPTIONAL", &nginx_optional.to_string()))
+    else {
+        eprintln!("SKIP: nginx not installed");
+        return;
+    };
+    for (c, port_p, port_n) in [
+        (&with_good, porter.port, nginx.port),
+        (&without, porter.port, nginx.port),
+        (&with_bad, porter.port, nginx.port),
+        (&without, optional, nginx_optional),
+        (&with_good, optional, nginx_optional),
+        (&with_bad, optional, nginx_optional),
+    ] {
+        let p = t::get(port_p, c, "a.test", "/");
+        let n = t::get(port_n, c, "a.test", "/");
+        assert_eq!(comparable(&p, port_p), comparable(&n, port_n));
+    }
+}

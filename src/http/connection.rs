@@ -464,6 +464,21 @@ impl<H: Respond> Connection<H> {
                     r.close = true;
                     r
                 })
+        } else if let Some((code, why)) = client_cert_refusal(ctx) {
+            // `ssl_verify_client` of the server `Host` chose, as NGINX.
+            self.worker.log.log_conn(
+                Level::Info,
+                Some(self.info.id),
+                format_args!("{why} while reading client request headers"),
+                &ctx.log_context(),
+            );
+            handlers
+                .respond_status(ctx, Some(&body), code)
+                .await
+                .map(|mut r| {
+                    r.close = true;
+                    r
+                })
         } else {
             handlers.respond(ctx, &body).await
         };
@@ -581,6 +596,24 @@ fn unparsed_head(line: String, host: Option<String>) -> RequestHead {
         chunked: false,
         keep_alive: false,
         head_len: 0,
+    }
+}
+
+/// NGINX's refusal of a request on a TLS connection whose client
+/// certificate `ssl_verify_client` requires: 496 when none was sent (`on`),
+/// 495 when the one sent did not verify (`on`, `optional`), with the
+/// error-log text.
+fn client_cert_refusal(ctx: &RequestCtx) -> Option<(u16, String)> {
+    use crate::tls::client_auth::VerifyClient;
+    let verify = ctx.server.tls.as_ref()?.verify_client;
+    let got = &ctx.conn.tls.as_ref()?.client_verify;
+    match (verify, got.as_str()) {
+        (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
+        (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
+            495,
+            format!("client SSL certificate verify error: ({})", &v[7..]),
+        )),
+        _ => None,
     }
 }
 

@@ -34,6 +34,8 @@ pub struct TlsInfo {
     pub server_name: Option<String>,
     /// `$ssl_session_reused`: `r` when the session was resumed.
     pub reused: bool,
+    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
+    pub client_verify: String,
 }
 
 /// Request method, as far as the static handler cares.
@@ -227,6 +229,7 @@ impl VarSource for RequestCtx {
             | Var::SslCipher
             | Var::SslServerName
             | Var::SslSessionReused
+            | Var::SslClientVerify
             | Var::RequestMethod
             | Var::Request
             | Var::RequestLength
@@ -302,12 +305,17 @@ impl RequestCtx {
             Var::Scheme if self.conn.tls.is_some() => out.push_str("https"),
             Var::Scheme => out.push_str("http"),
             Var::Https if self.conn.tls.is_some() => out.push_str("on"),
-            Var::SslProtocol | Var::SslCipher | Var::SslServerName | Var::SslSessionReused => {
+            Var::SslProtocol
+            | Var::SslCipher
+            | Var::SslServerName
+            | Var::SslSessionReused
+            | Var::SslClientVerify => {
                 if let Some(t) = &self.conn.tls {
                     out.push_str(match var {
                         Var::SslProtocol => t.protocol,
                         Var::SslCipher => t.cipher,
                         Var::SslServerName => t.server_name.as_deref().unwrap_or(""),
+                        Var::SslClientVerify => &t.client_verify,
                         _ if t.reused => "r",
                         _ => ".",
                     })

@@ -196,9 +196,10 @@ impl Response {
     pub fn special(status: u16, server_tokens: bool) -> Response {
         match status::error_page_body(status, server_tokens) {
             Some(page) => {
-                // NGINX's internal 494 (head too large) and 497 (plain HTTP to
-                // an HTTPS port) go out as 400.
-                let code = if status == 494 || status == 497 {
+                // NGINX's internal 494 (head too large), 495/496 (client
+                // certificate bad / missing) and 497 (plain HTTP to an
+                // HTTPS port) go out as 400.
+                let code = if matches!(status, 494..=497) {
                     400
                 } else {
                     status

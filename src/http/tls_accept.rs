@@ -15,6 +15,7 @@ use super::stream::ClientStream;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
 use crate::tls::conn::{self, HandshakeError, Hello};
+use crate::tls::ServerTls;
 
 /// How a connection to a TLS address began.
 pub enum Accepted {
@@ -51,24 +52,32 @@ pub async fn accept(
     if first[0] != 0x16 && first[0] & 0x80 == 0 {
         return Accepted::PlainHttp(ClientStream::plain(tcp));
     }
+    let mut answered: Option<Arc<ServerTls>> = None;
     let pick = |hello: &Hello<'_>| {
         let name = hello.server_name.map(str::to_ascii_lowercase);
         let chosen = listen.find_server(name.as_deref());
         // A server without certificates on this address answers with the
         // default server's (or, failing that, the first that has some).
-        [chosen, default]
+        let tls = [chosen, default]
             .into_iter()
             .chain(listen.servers.iter())
-            .find_map(|s| s.tls.as_ref())
-            .map(|t| Arc::clone(&t.config))
+            .find_map(|s| s.tls.clone())?;
+        let config = Arc::clone(&tls.config);
+        answered = Some(tls);
+        Some(config)
     };
     match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick)).await {
         Ok(Ok(tls)) => {
+            let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
+                Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
+                None => "NONE".into(),
+            };
             let facts = TlsInfo {
                 protocol: tls.protocol(),
                 cipher: tls.cipher(),
                 server_name: tls.server_name(),
                 reused: tls.resumed(),
+                client_verify,
             };
             Accepted::Tls(ClientStream::tls(tcp, tls), Arc::new(facts))
         }

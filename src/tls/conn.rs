@@ -203,6 +203,14 @@ impl TlsConn {
         self.conn.borrow().server_name().map(str::to_string)
     }
 
+    /// The certificate chain the client sent, if any.
+    pub fn peer_certificates(&self) -> Option<Vec<rustls::pki_types::CertificateDer<'static>>> {
+        self.conn
+            .borrow()
+            .peer_certificates()
+            .map(|c| c.iter().map(|d| d.clone().into_owned()).collect())
+    }
+
     /// Whether the session was resumed (`$ssl_session_reused`).
     pub fn resumed(&self) -> bool {
         matches!(

@@ -8,11 +8,13 @@
 //! | File | What it holds |
 //! |---|---|
 //! | `conn.rs` | the handshake (ClientHello first, for SNI) and record I/O over the worker's socket |
+//! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
 //! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
 //! | `session.rs` | `ssl_session_cache` / `ssl_session_tickets` shared by all workers, `ssl_session_timeout` |
 //! | `ktls.rs` | the start-up probe for kernel TLS |
 
 pub mod ciphers;
+pub mod client_auth;
 pub mod conn;
 pub mod ktls;
 pub mod session;
@@ -41,6 +43,11 @@ pub struct ServerTls {
     pub config: Arc<ServerConfig>,
     /// `ssl_handshake_timeout`.
     pub handshake_timeout: Duration,
+    /// `ssl_verify_client`.
+    pub verify_client: client_auth::VerifyClient,
+    /// `ssl_client_certificate`: the CAs client certificates are checked
+    /// against (when `ssl_verify_client` is not `off`).
+    pub client_auth: Option<Arc<client_auth::ClientAuth>>,
 }
 
 /// The merged `ssl_*` settings of one server block.
@@ -59,6 +66,8 @@ pub struct TlsSettings {
     pub sessions: Arc<dyn StoresServerSessions>,
     /// `ssl_session_tickets on`: the generation's ticket keys.
     pub tickets: Option<Arc<dyn ProducesTickets>>,
+    /// Ask for client certificates (`ssl_verify_client` not `off`).
+    pub client_auth: Option<Arc<client_auth::ClientAuth>>,
 }
 
 /// Reads a PEM certificate chain and its private key (RSA, ECDSA or
@@ -127,11 +136,14 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
     if s.tls12 {
         versions.push(&rustls::version::TLS12);
     }
-    let mut config = ServerConfig::builder_with_provider(Arc::new(provider))
+    let builder = ServerConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&versions)
-        .map_err(|e| format!("SSL_CTX_new() failed ({e})"))?
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(CertPicker(s.keys)));
+        .map_err(|e| format!("SSL_CTX_new() failed ({e})"))?;
+    let builder = match s.client_auth {
+        Some(a) => builder.with_client_cert_verifier(a),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(CertPicker(s.keys)));
     config.ignore_client_order = s.prefer_server_ciphers;
     config.session_storage = s.sessions;
     if let Some(t) = s.tickets {

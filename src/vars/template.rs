@@ -55,6 +55,8 @@ pub enum Var {
     SslServerName,
     /// `$ssl_session_reused`: `r` or `.`.
     SslSessionReused,
+    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
+    SslClientVerify,
     /// `$request_method`.
     RequestMethod,
     /// `$request`: the request line.
@@ -180,6 +182,7 @@ impl Var {
             "ssl_cipher" => Var::SslCipher,
             "ssl_server_name" => Var::SslServerName,
             "ssl_session_reused" => Var::SslSessionReused,
+            "ssl_client_verify" => Var::SslClientVerify,
             "request_method" => Var::RequestMethod,
             "request" => Var::Request,
             "request_length" => Var::RequestLength,

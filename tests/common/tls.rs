@@ -278,3 +278,20 @@ pub fn get(port: u16, cfg: &Arc<ClientConfig>, host: &str, path: &str) -> Resp {
     )
     .expect("response")
 }
+
+/// A client trusting `ca` that presents `cert` (mutual TLS).
+pub fn client_with_cert(ca: &Ca, cert: &Leaf) -> Arc<ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der()).unwrap();
+    let chain = vec![CertificateDer::from(cert.der.clone())];
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes()).unwrap();
+    let cfg =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .unwrap();
+    Arc::new(cfg)
+}

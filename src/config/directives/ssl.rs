@@ -2,7 +2,7 @@
 //! `ssl_certificate_key`, `ssl_protocols`, `ssl_ciphers`,
 //! `ssl_prefer_server_ciphers`, `ssl_session_cache`,
 //! `ssl_session_timeout`, `ssl_session_tickets`, `ssl_handshake_timeout`,
-//! `ssl_early_data`. They are http- or server-level, a server inheriting
+//! `ssl_early_data`, `ssl_client_certificate`, `ssl_verify_client`. They are http- or server-level, a server inheriting
 //! what it does not set; [`server_tls`] turns one server's merged settings
 //! into its rustls configuration when the config loads (certificates
 //! read, keys checked), so a bad pair is `porter -t`'s error with the
@@ -10,6 +10,7 @@
 
 #[allow(unused_imports)]
 use super::*;
+use crate::tls::client_auth::{ClientAuth, VerifyClient};
 use crate::tls::{self, ServerTls, TlsSettings};
 use rustls::server::{ProducesTickets, StoresServerSessions};
 
@@ -65,6 +66,29 @@ pub(super) static ROWS: &[Spec] = &[
         let v = time(d, &d.args[0])?;
         set_once(&mut b.ssl().handshake_timeout, v, d)
     }),
+    d("ssl_client_certificate", HTTP | SRV, Arity::N(1), |b, d| {
+        let p = path_arg(b, d)?;
+        set_once(&mut b.ssl().client_ca, p, d)
+    }),
+    d("ssl_verify_client", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "off" => VerifyClient::Off,
+            "on" => VerifyClient::On,
+            "optional" => VerifyClient::Optional,
+            "optional_no_ca" => VerifyClient::OptionalNoCa,
+            a => {
+                return Err(format!(
+                    "invalid value \"{a}\" in \"ssl_verify_client\" directive, it must be \"on\", \"off\", \"optional\" or \"optional_no_ca\""
+                ))
+            }
+        };
+        let at = NamedPath {
+            path: PathBuf::new(),
+            file: d.file.clone(),
+            line: d.line,
+        };
+        set_once(&mut b.ssl().verify_client, (v, at), d)
+    }),
     d("ssl_early_data", HTTP | SRV, Arity::N(1), |_, d| {
         if flag(d)? {
             return Err(
@@ -118,6 +142,8 @@ pub(super) struct SslB {
     session_timeout: Option<Duration>,
     session_tickets: Option<bool>,
     handshake_timeout: Option<Duration>,
+    client_ca: Option<NamedPath>,
+    verify_client: Option<(VerifyClient, NamedPath)>,
 }
 
 impl SslB {
@@ -136,6 +162,8 @@ impl SslB {
         m.session_timeout = m.session_timeout.or(up.session_timeout);
         m.session_tickets = m.session_tickets.or(up.session_tickets);
         m.handshake_timeout = m.handshake_timeout.or(up.handshake_timeout);
+        m.client_ca = m.client_ca.or_else(|| up.client_ca.clone());
+        m.verify_client = m.verify_client.or_else(|| up.verify_client.clone());
         m
     }
 }
@@ -269,6 +297,7 @@ pub(super) fn server_tls(
     } else {
         None
     };
+    let (verify_client, client_auth) = client_auth(&s)?;
     let (tls12, tls13) = s.protocols.unwrap_or((true, true));
     let settings = TlsSettings {
         keys,
@@ -281,12 +310,36 @@ pub(super) fn server_tls(
         prefer_server_ciphers: s.prefer_server_ciphers.unwrap_or(false),
         sessions,
         tickets,
+        client_auth: client_auth.clone(),
     };
     let config = tls::server_config(settings).map_err(|m| s.certs[0].error(m))?;
     Ok(Some(Arc::new(ServerTls {
         config,
         handshake_timeout: s.handshake_timeout.unwrap_or(header_timeout),
+        verify_client,
+        client_auth,
     })))
+}
+
+/// `ssl_verify_client` and the CAs of `ssl_client_certificate`, loaded.
+fn client_auth(s: &SslB) -> Result<(VerifyClient, Option<Arc<ClientAuth>>), ConfError> {
+    let Some((mode, at)) = s
+        .verify_client
+        .clone()
+        .filter(|(m, _)| *m != VerifyClient::Off)
+    else {
+        return Ok((VerifyClient::Off, None));
+    };
+    let Some(ca) = &s.client_ca else {
+        if mode == VerifyClient::OptionalNoCa {
+            return Err(
+                at.error("\"ssl_verify_client optional_no_ca\" is not supported by porter".into())
+            );
+        }
+        return Err(at.error("no ssl_client_certificate for ssl_verify_client".into()));
+    };
+    let auth = ClientAuth::load(&ca.path).map_err(|m| ca.error(m))?;
+    Ok((mode, Some(auth)))
 }
 
 /// The session ID store of a server: none (NGINX's default `none`), its
