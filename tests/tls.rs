@@ -832,3 +832,84 @@ fn mutual_tls_accepts_good_client_certificates_and_refuses_others_as_nginx() {
         assert_eq!(comparable(&p, port_p), comparable(&n, port_n));
     }
 }
+
+/// Sequential keep-alive GETs of `path` for `for_how_long`: (requests per
+/// second, the slowest request).
+fn hot_rate(
+    port: u16,
+    c: &std::sync::Arc<rustls::ClientConfig>,
+    path: &str,
+    for_how_long: Duration,
+) -> (f64, Duration) {
+    let mut conn = t::Conn::open(port, c, "a.test").unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    let start = Instant::now();
+    let (mut n, mut slowest) = (0u32, Duration::ZERO);
+    while start.elapsed() < for_how_long {
+        let t0 = Instant::now();
+        let r = conn.request(&req, false).unwrap();
+        assert_eq!(r.status, 200);
+        if r.header("Connection") == Some("close") {
+            // `keepalive_requests` (1000) reached.
+            conn = t::Conn::open(port, c, "a.test").unwrap();
+        }
+        slowest = slowest.max(t0.elapsed());
+        n += 1;
+    }
+    (n as f64 / start.elapsed().as_secs_f64(), slowest)
+}
+
+#[test]
+fn a_thousand_stalled_handshakes_do_not_slow_a_hot_file() {
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    dir.write("www/hot.bin", vec![7u8; 64 * 1024]);
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key; root {PREFIX}/www; }\n";
+    let text = conf(body).replace("worker_connections 256", "worker_connections 4096");
+    let s = Server::start_in(dir, &text, &[]);
+    let c = t::client(&ca, ClientOpts::default());
+    let (alone, alone_max) = hot_rate(s.port, &c, "/hot.bin", Duration::from_secs(2));
+
+    // A real ClientHello on each of 1000 connections, then silence: the
+    // server answers each and waits for the client's Finished.
+    let mut hello_conn =
+        rustls::ClientConnection::new(c.clone(), "a.test".try_into().unwrap()).unwrap();
+    let mut hello = Vec::new();
+    hello_conn.write_tls(&mut hello).unwrap();
+    let stalled: Vec<TcpStream> = (0..1000)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+            s.write_all(&hello).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let (during, during_max) = hot_rate(s.port, &c, "/hot.bin", Duration::from_secs(2));
+    let ratio = during / alone;
+    eprintln!(
+        "hot 64 KB over TLS 1.3, one keep-alive connection: alone {alone:.0} req/s (slowest {alone_max:?}), \
+         with 1000 stalled handshakes {during:.0} req/s (slowest {during_max:?}), ratio {ratio:.2}"
+    );
+    assert!(
+        ratio > 0.5,
+        "stalled handshakes slowed the hot file to {ratio:.2} of its rate"
+    );
+    assert!(
+        during_max < Duration::from_millis(500),
+        "a request took {during_max:?}"
+    );
+    // They are still open: nothing pinned a worker or was dropped early.
+    let mut probe = [0u8; 1];
+    let open = stalled
+        .iter()
+        .filter(|s| {
+            s.set_nonblocking(true).unwrap();
+            matches!(s.peek(&mut probe), Ok(n) if n > 0)
+        })
+        .count();
+    assert!(
+        open >= 990,
+        "only {open} stalled handshakes still have the server's answer waiting"
+    );
+}
