@@ -87,6 +87,11 @@ fn handshakes_over_tls12_and_tls13_and_refuses_a_version_not_enabled() {
     );
 
     assert!(t::Conn::open(only13, &v13, "a.test").is_ok());
+    // ALPN: HTTP/1.1 is chosen from what a browser offers.
+    let mut alpn = (*v13).clone();
+    alpn.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let conn = t::Conn::open(s.port, &std::sync::Arc::new(alpn), "a.test").unwrap();
+    assert_eq!(conn.tls.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
     let refused = t::Conn::open(only13, &v12, "a.test");
     assert!(
         refused.is_err(),

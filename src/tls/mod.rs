@@ -150,6 +150,9 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         config.ticketer = t;
     }
     config.max_early_data_size = 0;
+    // As NGINX without HTTP/2: ALPN answers `http/1.1`, and a client that
+    // offers ALPN without it is refused (no_application_protocol).
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 
