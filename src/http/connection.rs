@@ -23,16 +23,18 @@
 //! (`buffers`). While it waits for a first byte or for the next
 //! keep-alive request, a connection is reusable (`reuse`): the worker may
 //! close it to admit a new one when `worker_connections` is reached.
+//!
+//! The stream is plain TCP or TLS (`listen ... ssl`, [`ClientStream`]);
+//! a TLS address starts with the handshake (`tls_accept`), and plain HTTP
+//! sent to it is answered with NGINX's 497 page after its head is read.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
-use std::net::Shutdown as SockShutdown;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::TcpStream;
 
 use super::body::{ClientBody, DiscardError, Leftover};
@@ -42,6 +44,8 @@ use super::context::{strip_port, ConnInfo, RequestCtx};
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
 use super::response::{write_head, Body, HeadOptions, Response};
 use super::reuse::Reusable;
+use super::stream::ClientStream;
+use super::tls_accept::{self, Accepted};
 use super::uri;
 use super::writer::{log_send_error, Writer};
 use crate::config::{Config, LingeringClose, ListenGroup, ServerConf};
@@ -97,11 +101,30 @@ pub struct WorkerEnv<H> {
 /// Serves one client connection until it closes.
 pub async fn serve<H: Respond>(
     stream: TcpStream,
-    conn: ConnInfo,
+    mut conn: ConnInfo,
     group: usize,
     w: Rc<WorkerEnv<H>>,
 ) {
-    Connection::new(stream, conn, group, w).run().await
+    let listen = &w.config.listens[group];
+    let mut plain_on_tls = false;
+    let stream = if listen.ssl {
+        match tls_accept::accept(stream, listen, &w.log, &conn).await {
+            Accepted::Tls(s, facts) => {
+                conn.tls = Some(facts);
+                s
+            }
+            Accepted::PlainHttp(s) => {
+                plain_on_tls = true;
+                s
+            }
+            Accepted::Closed => return,
+        }
+    } else {
+        ClientStream::plain(stream)
+    };
+    let mut c = Connection::new(stream, conn, group, w);
+    c.plain_on_tls = plain_on_tls;
+    c.run().await
 }
 
 enum ReadHead {
@@ -138,7 +161,7 @@ enum BodyLeft {
 /// One client connection: the socket, its buffers, and what carries over
 /// from one request to the next.
 struct Connection<H> {
-    stream: TcpStream,
+    stream: ClientStream,
     info: ConnInfo,
     worker: Rc<WorkerEnv<H>>,
     /// Its listen group, an index into `config.listens`.
@@ -157,10 +180,19 @@ struct Connection<H> {
     /// Requests read on this connection.
     requests: u64,
     shutdown: ShutdownSignal,
+    /// Plain HTTP arrived on a TLS address: the first request is answered
+    /// with 497 (NGINX's 400 "The plain HTTP request was sent to HTTPS
+    /// port") and the connection closes.
+    plain_on_tls: bool,
 }
 
 impl<H: Respond> Connection<H> {
-    fn new(stream: TcpStream, info: ConnInfo, group: usize, w: Rc<WorkerEnv<H>>) -> Connection<H> {
+    fn new(
+        stream: ClientStream,
+        info: ConnInfo,
+        group: usize,
+        w: Rc<WorkerEnv<H>>,
+    ) -> Connection<H> {
         let listen: &ListenGroup = &w.config.listens[group];
         let default_server = Arc::clone(&listen.servers[listen.default]);
         let limits = HeadLimits {
@@ -180,6 +212,7 @@ impl<H: Respond> Connection<H> {
             out: buffers::take(),
             requests: 0,
             shutdown: w.shutdown.clone(),
+            plain_on_tls: false,
             worker: w,
         }
     }
@@ -205,6 +238,10 @@ impl<H: Respond> Connection<H> {
                 }
             };
             self.requests += 1;
+            if self.plain_on_tls {
+                Box::pin(self.refuse_plain_http(head)).await;
+                return;
+            }
             // One request, boxed: its state (request context, response,
             // handler futures) exists only while a request is in flight, so
             // an idle keep-alive connection stays small.
@@ -314,7 +351,7 @@ impl<H: Respond> Connection<H> {
     /// graceful shutdown began).
     async fn wait_idle(&mut self) -> bool {
         // A pipelined or quick next request is read at once.
-        match read_now(&self.stream, &mut self.buf) {
+        match self.stream.read_now(&mut self.buf) {
             Ok(0) => return false,
             Ok(_) => return true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -355,6 +392,33 @@ impl<H: Respond> Connection<H> {
         };
         let handlers = &self.worker.handlers;
         let Some(mut resp) = handlers.respond_status(&mut ctx, None, code).await else {
+            ctx.status = 444;
+            access_log(&ctx);
+            return;
+        };
+        resp.close = true;
+        let head_only = ctx.is_head();
+        let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
+        access_log(&ctx);
+        closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
+    }
+
+    /// Answers plain HTTP sent to a TLS address (NGINX's 497, a 400
+    /// page of its own; `error_page 497` applies), then closes.
+    async fn refuse_plain_http(mut self, head: RequestHead) {
+        metrics::inc(&metrics::REQUESTS);
+        self.buf.drain(..head.head_len);
+        let (mut ctx, _) = self.start_request(head, Instant::now());
+        self.worker.log.log_conn(
+            Level::Info,
+            Some(self.info.id),
+            format_args!(
+                "client sent plain HTTP request to HTTPS port while reading client request headers"
+            ),
+            &ctx.log_context(),
+        );
+        let handlers = &self.worker.handlers;
+        let Some(mut resp) = handlers.respond_status(&mut ctx, None, 497).await else {
             ctx.status = 444;
             access_log(&ctx);
             return;
@@ -423,7 +487,7 @@ impl<H: Respond> Connection<H> {
             return Err(match linger.mode {
                 LingeringClose::Off => Next::Close,
                 LingeringClose::On if clean => {
-                    let _ = socket2::SockRef::from(&self.stream).shutdown(SockShutdown::Write);
+                    self.stream.shutdown_write();
                     Next::Close
                 }
                 _ => Next::Linger(linger),
@@ -483,6 +547,21 @@ impl<H: Respond> Connection<H> {
             );
             handlers
                 .respond_status(ctx, Some(&body), 400)
+                .await
+                .map(|mut r| {
+                    r.close = true;
+                    r
+                })
+        } else if let Some((code, why)) = client_cert_refusal(ctx) {
+            // `ssl_verify_client` of the server `Host` chose, as NGINX.
+            self.worker.log.log_conn(
+                Level::Info,
+                Some(self.info.id),
+                format_args!("{why} while reading client request headers"),
+                &ctx.log_context(),
+            );
+            handlers
+                .respond_status(ctx, Some(&body), code)
                 .await
                 .map(|mut r| {
                     r.close = true;
@@ -588,6 +667,24 @@ fn unparsed_head(line: String, host: Option<String>) -> RequestHead {
     }
 }
 
+/// NGINX's refusal of a request on a TLS connection whose client
+/// certificate `ssl_verify_client` requires: 496 when none was sent (`on`),
+/// 495 when the one sent did not verify (`on`, `optional`), with the
+/// error-log text.
+fn client_cert_refusal(ctx: &RequestCtx) -> Option<(u16, String)> {
+    use crate::tls::client_auth::VerifyClient;
+    let verify = ctx.server.tls.as_ref()?.verify_client;
+    let got = &ctx.conn.tls.as_ref()?.client_verify;
+    match (verify, got.as_str()) {
+        (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
+        (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
+            495,
+            format!("client SSL certificate verify error: ({})", &v[7..]),
+        )),
+        _ => None,
+    }
+}
+
 fn date_now() -> String {
     let mut d = String::with_capacity(29);
     crate::util::time::http_date_now(&mut d);
@@ -615,32 +712,4 @@ fn sent_headers(r: &Response) -> Vec<(String, String)> {
         v.push(("ETag".into(), e.clone()));
     }
     v
-}
-
-/// `try_read_buf`, and a read that did not fill the buffer also clears
-/// the socket's read readiness, as NGINX's `ngx_unix_recv` does (`ready =
-/// 0` after a short read): the socket is drained, so the next attempt
-/// waits for epoll instead of paying a `recv` that says `EAGAIN`. Tokio's
-/// `AsyncRead` does the same; its `try_read*` calls do not. Readiness that
-/// arrived after the `recv` is kept (Tokio clears only the event it saw).
-fn read_now(stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let mut got = 0;
-    let r = stream.try_io(Interest::READABLE, || {
-        let space = buf.capacity() - buf.len();
-        let n = rustix::io::read(stream, buf.spare_capacity_mut())
-            .map(|(init, _)| init.len())
-            .map_err(io::Error::from)?;
-        // SAFETY: `read` initialised the first `n` bytes of the spare capacity.
-        unsafe { buf.set_len(buf.len() + n) };
-        got = n;
-        if n > 0 && n < space {
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(n)
-        }
-    });
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
-        r => r,
-    }
 }

@@ -202,7 +202,14 @@ impl Response {
     pub fn special(status: u16, server_tokens: bool) -> Response {
         match status::error_page_body(status, server_tokens) {
             Some(page) => {
-                let code = if status == 494 { 400 } else { status };
+                // NGINX's internal 494 (head too large), 495/496 (client
+                // certificate bad / missing) and 497 (plain HTTP to an
+                // HTTPS port) go out as 400.
+                let code = if matches!(status, 494..=497) {
+                    400
+                } else {
+                    status
+                };
                 let mut r = Response::bytes(code, "text/html", page.into_bytes());
                 r.close = status::forces_close(status);
                 r
