@@ -41,7 +41,7 @@ use super::body::{ClientBody, DiscardError, Leftover};
 use super::buffers;
 use super::closing::{self, Linger};
 use super::context::{strip_port, ConnInfo, RequestCtx};
-use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
+use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead};
 use super::response::{write_head, Body, HeadOptions, Response};
 use super::reuse::Reusable;
 use super::stream::ClientStream;
@@ -377,7 +377,7 @@ impl<H: Respond> Connection<H> {
         let server = self
             .group()
             .find_server(bad.host.as_deref().map(strip_port));
-        let head = unparsed_head(line, bad.host);
+        let head = RequestHead::unparsed(line, bad.host);
         let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
         self.worker.log.log_conn(
             Level::Info,
@@ -552,7 +552,7 @@ impl<H: Respond> Connection<H> {
                     r.close = true;
                     r
                 })
-        } else if let Some((code, why)) = client_cert_refusal(ctx) {
+        } else if let Some((code, why)) = tls_accept::client_cert_refusal(ctx) {
             // `ssl_verify_client` of the server `Host` chose, as NGINX.
             self.worker.log.log_conn(
                 Level::Info,
@@ -646,42 +646,6 @@ impl<H: Respond> Connection<H> {
                 Err(e)
             }
         }
-    }
-}
-
-/// The head of a request refused before it was parsed: nothing known but
-/// the request line as received, its method if that much is valid, and the
-/// host, if one came before the fault.
-fn unparsed_head(line: String, host: Option<String>) -> RequestHead {
-    RequestHead {
-        method: request::method_token(&line).unwrap_or_default().to_string(),
-        line,
-        target: String::new(),
-        version: Version::Http11,
-        headers: Vec::new(),
-        host,
-        content_length: None,
-        chunked: false,
-        keep_alive: false,
-        head_len: 0,
-    }
-}
-
-/// NGINX's refusal of a request on a TLS connection whose client
-/// certificate `ssl_verify_client` requires: 496 when none was sent (`on`),
-/// 495 when the one sent did not verify (`on`, `optional`), with the
-/// error-log text.
-fn client_cert_refusal(ctx: &RequestCtx) -> Option<(u16, String)> {
-    use crate::tls::client_auth::VerifyClient;
-    let verify = ctx.server.tls.as_ref()?.verify_client;
-    let got = &ctx.conn.tls.as_ref()?.client_verify;
-    match (verify, got.as_str()) {
-        (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
-        (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
-            495,
-            format!("client SSL certificate verify error: ({})", &v[7..]),
-        )),
-        _ => None,
     }
 }
 

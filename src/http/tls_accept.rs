@@ -105,3 +105,21 @@ fn handshake_failed(log: &ErrorLog, info: &ConnInfo, what: &str) {
         &format!(", client: {}, server: {}", info.peer.ip(), info.local),
     );
 }
+
+/// NGINX's refusal of a request on a TLS connection whose client
+/// certificate `ssl_verify_client` requires: 496 when none was sent (`on`),
+/// 495 when the one sent did not verify (`on`, `optional`), with the
+/// error-log text.
+pub(super) fn client_cert_refusal(ctx: &super::context::RequestCtx) -> Option<(u16, String)> {
+    use crate::tls::client_auth::VerifyClient;
+    let verify = ctx.server.tls.as_ref()?.verify_client;
+    let got = &ctx.conn.tls.as_ref()?.client_verify;
+    match (verify, got.as_str()) {
+        (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
+        (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
+            495,
+            format!("client SSL certificate verify error: ({})", &v[7..]),
+        )),
+        _ => None,
+    }
+}
