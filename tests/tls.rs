@@ -275,9 +275,9 @@ fn plain_http_to_the_tls_port_gets_nginx_400_page_and_a_close() {
             ),
         "{log}"
     );
-    assert!(s
-        .read("logs/access.log")
-        .contains("\"GET / HTTP/1.1\" 400 "));
+    // The log thread writes the access line a moment after the response.
+    let access = s.wait_log("logs/access.log", "\" 400 ", Duration::from_secs(5));
+    assert!(access.contains("\"GET / HTTP/1.1\" 400 "), "{access}");
 }
 
 #[test]
