@@ -275,9 +275,9 @@ fn plain_http_to_the_tls_port_gets_nginx_400_page_and_a_close() {
             ),
         "{log}"
     );
-    assert!(s
-        .read("logs/access.log")
-        .contains("\"GET / HTTP/1.1\" 400 "));
+    // The log thread writes the access line a moment after the response.
+    let access = s.wait_log("logs/access.log", "\" 400 ", Duration::from_secs(5));
+    assert!(access.contains("\"GET / HTTP/1.1\" 400 "), "{access}");
 }
 
 #[test]
@@ -323,6 +323,35 @@ fn stalled_and_garbage_handshakes_close_with_one_info_line() {
         t::get(s.port, &c, "a.test", "/").status,
         200,
         "the server still serves"
+    );
+
+    // After a good handshake and request: a forged application-data record.
+    let mut conn = t::Conn::open(s.port, &c, "a.test").unwrap();
+    let r = conn
+        .request("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", false)
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let mut forged = vec![0x17, 0x03, 0x03, 0x00, 0x40];
+    forged.extend(std::iter::repeat_n(0x5A, 0x40));
+    conn.tls.sock.write_all(&forged).unwrap();
+    let log = s.wait_log(
+        "logs/error.log",
+        "SSL_read() failed",
+        Duration::from_secs(5),
+    );
+    assert!(
+        log.contains("[info]") && log.contains("while waiting for request, client: 127.0.0.1"),
+        "{log}"
+    );
+    assert!(
+        conn.request("GET / HTTP/1.1\r\nHost: a.test\r\n\r\n", false)
+            .is_none(),
+        "the connection was closed"
+    );
+    assert_eq!(
+        t::get(s.port, &c, "a.test", "/").status,
+        200,
+        "and the server still serves"
     );
     assert!(!s.read("logs/error.log").contains("panicked"));
 }

@@ -323,7 +323,10 @@ impl<H: Respond> Connection<H> {
                 }
                 Ok(Ok(0)) => return ReadHead::Closed,
                 Ok(Ok(_)) => {}
-                Ok(Err(_)) => return ReadHead::Closed,
+                Ok(Err(e)) => {
+                    self.tls_failed(&e, "while reading client request headers");
+                    return ReadHead::Closed;
+                }
             }
         }
     }
@@ -355,7 +358,10 @@ impl<H: Respond> Connection<H> {
             Ok(0) => return false,
             Ok(_) => return true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => return false,
+            Err(e) => {
+                self.tls_failed(&e, "while waiting for request");
+                return false;
+            }
         }
         // Going idle: hand both buffers back while the connection
         // waits, so an idle keep-alive connection holds no buffers.
@@ -367,6 +373,23 @@ impl<H: Respond> Connection<H> {
             r = tokio::time::timeout(wait, self.stream.readable()) => matches!(r, Ok(Ok(()))),
             _ = self.shutdown.wait_for(Mode::Graceful) => false,
             _ = reusable.reclaimed() => false,
+        }
+    }
+
+    /// One `info` line when the TLS layer refused what the client sent
+    /// (a bad record, an unexpected message), as NGINX logs `SSL_read()`.
+    fn tls_failed(&self, e: &io::Error, doing: &str) {
+        if self.stream.tls_conn().is_some() && e.kind() == io::ErrorKind::InvalidData {
+            self.worker.log.log_conn(
+                Level::Info,
+                Some(self.info.id),
+                format_args!("SSL_read() failed ({e}) {doing}"),
+                &format!(
+                    ", client: {}, server: {}",
+                    self.info.peer.ip(),
+                    self.info.local
+                ),
+            );
         }
     }
 
