@@ -652,7 +652,7 @@ impl<H: Respond> Connection<H> {
         write_head(resp, &opts, &mut self.out);
         if !s.access_log.is_empty() {
             // Only an access log reads `$sent_http_*`.
-            ctx.sent_headers = sent_headers(resp);
+            ctx.sent_headers = resp.sent_headers();
         }
         let head_len = self.out.len() as u64;
         let writer = Writer::new(&self.stream, &self.worker.disk, s);
@@ -682,21 +682,4 @@ fn access_log(ctx: &RequestCtx) {
     for l in ctx.loc.s.access_log.iter() {
         l.write(ctx);
     }
-}
-
-fn sent_headers(r: &Response) -> Vec<(String, String)> {
-    let mut v = r.headers.clone();
-    if let Some(ct) = &r.content_type {
-        v.push(("Content-Type".into(), ct.clone()));
-    }
-    if let Some(l) = r.content_length {
-        v.push(("Content-Length".into(), l.to_string()));
-    }
-    if let Some(l) = &r.location {
-        v.push(("Location".into(), l.clone()));
-    }
-    if let Some(e) = &r.etag {
-        v.push(("ETag".into(), e.clone()));
-    }
-    v
 }

@@ -327,6 +327,27 @@ fn header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(b"\r\n");
 }
 
+impl Response {
+    /// The header lines as sent, for `$sent_http_NAME`: the handler's
+    /// own and the fields the head writes from their slots.
+    pub fn sent_headers(&self) -> Vec<(String, String)> {
+        let mut v = self.headers.clone();
+        if let Some(ct) = &self.content_type {
+            v.push(("Content-Type".into(), ct.clone()));
+        }
+        if let Some(l) = self.content_length {
+            v.push(("Content-Length".into(), l.to_string()));
+        }
+        if let Some(l) = &self.location {
+            v.push(("Location".into(), l.clone()));
+        }
+        if let Some(e) = &self.etag {
+            v.push(("ETag".into(), e.clone()));
+        }
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
