@@ -21,6 +21,7 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod runtime;
+pub mod tls;
 pub mod upstream;
 pub mod util;
 pub mod vars;

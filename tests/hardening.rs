@@ -367,6 +367,8 @@ fn open_conns(port: u16, n: usize, send: &[u8]) -> Vec<TcpStream> {
 #[test]
 fn silent_connections_at_the_limit_are_reclaimed_for_a_request() {
     let srv = Server::start(&small_worker_conf("    location / { return 200 ok; }"));
+    // The worker is up and accepting.
+    assert_eq!(get(srv.port, "/").status, 200);
     // Eight connections that never send a byte fill the worker.
     let _silent = open_conns(srv.port, 8, b"");
     for i in 0..5 {
@@ -388,6 +390,7 @@ fn refused_connections_are_logged_at_most_once_a_second() {
     let srv = Server::start(&small_worker_conf(
         "    client_header_timeout 30s;\n    location / { return 200 ok; }",
     ));
+    assert_eq!(get(srv.port, "/").status, 200);
     // Eight connections inside their heads: nothing to reclaim.
     let _busy = open_conns(srv.port, 8, b"GET / HTTP/1.1\r\n");
     let t0 = Instant::now();

@@ -76,6 +76,9 @@ pub struct ListenGroup {
     pub servers: Vec<Arc<ServerConf>>,
     /// Index into `servers` of the default server.
     pub default: usize,
+    /// `listen ... ssl` on this address (by any of its servers): every
+    /// connection starts with a TLS handshake.
+    pub ssl: bool,
 }
 
 impl ListenGroup {
@@ -147,6 +150,8 @@ pub struct ServerConf {
     pub server_return: Option<Return>,
     /// Server-level limits for reading the request head.
     pub limits: HeadLimitsConf,
+    /// Its TLS (`ssl_certificate` and the other `ssl_*`), if it has any.
+    pub tls: Option<Arc<crate::tls::ServerTls>>,
 }
 
 impl ServerConf {

@@ -302,10 +302,14 @@ pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
         }
     };
     let port = ctx.conn.local.port();
-    if s.port_in_redirect && port != 80 {
-        format!("http://{host}:{port}{target}")
+    let (scheme, default_port) = match ctx.conn.tls {
+        Some(_) => ("https", 443),
+        None => ("http", 80),
+    };
+    if s.port_in_redirect && port != default_port {
+        format!("{scheme}://{host}:{port}{target}")
     } else {
-        format!("http://{host}{target}")
+        format!("{scheme}://{host}{target}")
     }
 }
 

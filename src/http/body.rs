@@ -12,9 +12,8 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
-
 use super::chunked::ChunkedDecoder;
+use super::stream::ClientStream;
 
 /// `client_body_timeout` default: the longest wait for the next byte.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,7 +32,7 @@ enum State {
 
 /// A request body being read from the client connection.
 pub struct ClientBody<'a> {
-    stream: &'a TcpStream,
+    stream: &'a ClientStream,
     /// Bytes read from the socket and not yet consumed (after the body:
     /// the next pipelined request).
     pub buf: Vec<u8>,
@@ -68,7 +67,11 @@ impl<'a> ClientBody<'a> {
     /// The body of a request whose head announced `kind`: `None` for no
     /// body, `Some(Some(n))` for Content-Length, `Some(None)` for chunked.
     /// `buf` holds what followed the head.
-    pub fn new(stream: &'a TcpStream, buf: Vec<u8>, kind: Option<Option<u64>>) -> ClientBody<'a> {
+    pub fn new(
+        stream: &'a ClientStream,
+        buf: Vec<u8>,
+        kind: Option<Option<u64>>,
+    ) -> ClientBody<'a> {
         let state = match kind {
             None | Some(Some(0)) => State::Done,
             Some(Some(n)) => State::Length(n),
@@ -104,7 +107,7 @@ impl<'a> ClientBody<'a> {
     }
 
     /// A body taken up again after [`detach`](Self::detach).
-    pub fn attach(stream: &'a TcpStream, left: Leftover) -> ClientBody<'a> {
+    pub fn attach(stream: &'a ClientStream, left: Leftover) -> ClientBody<'a> {
         ClientBody {
             stream,
             buf: left.buf,
@@ -221,19 +224,8 @@ impl<'a> ClientBody<'a> {
 
     /// Sends `100 Continue` (the handler is about to read the body).
     pub async fn send_continue(&self, send_timeout: Duration) -> io::Result<()> {
-        let mut rest: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
-        while !rest.is_empty() {
-            match self.stream.try_write(rest) {
-                Ok(n) => rest = &rest[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match tokio::time::timeout(send_timeout, self.stream.writable()).await {
-                        Err(_) => return Err(io::Error::from(io::ErrorKind::TimedOut)),
-                        Ok(r) => r?,
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        self.stream
+            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false, send_timeout)
+            .await
     }
 }

@@ -4,12 +4,9 @@
 //! instead of a reset; and the close after a timeout, a reset when
 //! `reset_timedout_connection` is on.
 
-use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
-
+use super::stream::ClientStream;
 use crate::config::{LingeringClose, LocSettings};
 
 /// How a closing connection drains its input: the `lingering_*` settings
@@ -38,11 +35,11 @@ impl Linger {
 /// Shuts the write side and drains input for a while, so a client still
 /// sending (a pipelined request, a body) reads our response instead of a
 /// reset; with `lingering_close off`, closes at once.
-pub async fn lingering_close(mut stream: TcpStream, l: Linger) {
+pub async fn lingering_close(mut stream: ClientStream, l: Linger) {
     if l.mode == LingeringClose::Off {
         return;
     }
-    let _ = socket2::SockRef::from(&stream).shutdown(Shutdown::Write);
+    stream.shutdown_write();
     let deadline = Instant::now() + l.time;
     // On the heap: an array here would make every connection's future 4 KiB bigger.
     let mut junk = vec![0u8; 4096];
@@ -51,7 +48,7 @@ pub async fn lingering_close(mut stream: TcpStream, l: Linger) {
         if left.is_zero() {
             return;
         }
-        match tokio::time::timeout(left.min(l.timeout), stream.read(&mut junk)).await {
+        match tokio::time::timeout(left.min(l.timeout), stream.drain(&mut junk)).await {
             Ok(Ok(n)) if n > 0 => continue,
             _ => return,
         }
@@ -61,8 +58,8 @@ pub async fn lingering_close(mut stream: TcpStream, l: Linger) {
 /// Closes a connection a timeout ended; with `reset`
 /// (`reset_timedout_connection`) as a reset, so the kernel frees the
 /// socket and its unsent data at once instead of keeping it in FIN_WAIT.
-pub fn close_timed_out(stream: TcpStream, reset: bool) {
+pub fn close_timed_out(stream: ClientStream, reset: bool) {
     if reset {
-        let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+        let _ = socket2::SockRef::from(stream.tcp()).set_linger(Some(Duration::ZERO));
     }
 }

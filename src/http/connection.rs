@@ -23,25 +23,29 @@
 //! (`buffers`). While it waits for a first byte or for the next
 //! keep-alive request, a connection is reusable (`reuse`): the worker may
 //! close it to admit a new one when `worker_connections` is reached.
+//!
+//! The stream is plain TCP or TLS (`listen ... ssl`, [`ClientStream`]);
+//! a TLS address starts with the handshake (`tls_accept`), and plain HTTP
+//! sent to it is answered with NGINX's 497 page after its head is read.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
-use std::net::Shutdown as SockShutdown;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::TcpStream;
 
 use super::body::{ClientBody, DiscardError, Leftover};
 use super::buffers;
 use super::closing::{self, Linger};
 use super::context::{strip_port, ConnInfo, RequestCtx};
-use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead, Version};
+use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead};
 use super::response::{write_head, Body, HeadOptions, Response};
 use super::reuse::Reusable;
+use super::stream::ClientStream;
+use super::tls_accept::{self, Accepted};
 use super::uri;
 use super::writer::{log_send_error, Writer};
 use crate::config::{Config, LingeringClose, ListenGroup, ServerConf};
@@ -97,11 +101,30 @@ pub struct WorkerEnv<H> {
 /// Serves one client connection until it closes.
 pub async fn serve<H: Respond>(
     stream: TcpStream,
-    conn: ConnInfo,
+    mut conn: ConnInfo,
     group: usize,
     w: Rc<WorkerEnv<H>>,
 ) {
-    Connection::new(stream, conn, group, w).run().await
+    let listen = &w.config.listens[group];
+    let mut plain_on_tls = false;
+    let stream = if listen.ssl {
+        match tls_accept::accept(stream, listen, &w.log, &conn).await {
+            Accepted::Tls(s, facts) => {
+                conn.tls = Some(facts);
+                s
+            }
+            Accepted::PlainHttp(s) => {
+                plain_on_tls = true;
+                s
+            }
+            Accepted::Closed => return,
+        }
+    } else {
+        ClientStream::plain(stream)
+    };
+    let mut c = Connection::new(stream, conn, group, w);
+    c.plain_on_tls = plain_on_tls;
+    c.run().await
 }
 
 enum ReadHead {
@@ -138,7 +161,7 @@ enum BodyLeft {
 /// One client connection: the socket, its buffers, and what carries over
 /// from one request to the next.
 struct Connection<H> {
-    stream: TcpStream,
+    stream: ClientStream,
     info: ConnInfo,
     worker: Rc<WorkerEnv<H>>,
     /// Its listen group, an index into `config.listens`.
@@ -157,10 +180,19 @@ struct Connection<H> {
     /// Requests read on this connection.
     requests: u64,
     shutdown: ShutdownSignal,
+    /// Plain HTTP arrived on a TLS address: the first request is answered
+    /// with 497 (NGINX's 400 "The plain HTTP request was sent to HTTPS
+    /// port") and the connection closes.
+    plain_on_tls: bool,
 }
 
 impl<H: Respond> Connection<H> {
-    fn new(stream: TcpStream, info: ConnInfo, group: usize, w: Rc<WorkerEnv<H>>) -> Connection<H> {
+    fn new(
+        stream: ClientStream,
+        info: ConnInfo,
+        group: usize,
+        w: Rc<WorkerEnv<H>>,
+    ) -> Connection<H> {
         let listen: &ListenGroup = &w.config.listens[group];
         let default_server = Arc::clone(&listen.servers[listen.default]);
         let limits = HeadLimits {
@@ -180,6 +212,7 @@ impl<H: Respond> Connection<H> {
             out: buffers::take(),
             requests: 0,
             shutdown: w.shutdown.clone(),
+            plain_on_tls: false,
             worker: w,
         }
     }
@@ -205,6 +238,10 @@ impl<H: Respond> Connection<H> {
                 }
             };
             self.requests += 1;
+            if self.plain_on_tls {
+                Box::pin(self.refuse_plain_http(head)).await;
+                return;
+            }
             // One request, boxed: its state (request context, response,
             // handler futures) exists only while a request is in flight, so
             // an idle keep-alive connection stays small.
@@ -286,7 +323,10 @@ impl<H: Respond> Connection<H> {
                 }
                 Ok(Ok(0)) => return ReadHead::Closed,
                 Ok(Ok(_)) => {}
-                Ok(Err(_)) => return ReadHead::Closed,
+                Ok(Err(e)) => {
+                    self.tls_failed(&e, "while reading client request headers");
+                    return ReadHead::Closed;
+                }
             }
         }
     }
@@ -314,11 +354,14 @@ impl<H: Respond> Connection<H> {
     /// graceful shutdown began).
     async fn wait_idle(&mut self) -> bool {
         // A pipelined or quick next request is read at once.
-        match read_now(&self.stream, &mut self.buf) {
+        match self.stream.read_now(&mut self.buf) {
             Ok(0) => return false,
             Ok(_) => return true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => return false,
+            Err(e) => {
+                self.tls_failed(&e, "while waiting for request");
+                return false;
+            }
         }
         // Going idle: hand both buffers back while the connection
         // waits, so an idle keep-alive connection holds no buffers.
@@ -333,6 +376,23 @@ impl<H: Respond> Connection<H> {
         }
     }
 
+    /// One `info` line when the TLS layer refused what the client sent
+    /// (a bad record, an unexpected message), as NGINX logs `SSL_read()`.
+    fn tls_failed(&self, e: &io::Error, doing: &str) {
+        if self.stream.tls_conn().is_some() && e.kind() == io::ErrorKind::InvalidData {
+            self.worker.log.log_conn(
+                Level::Info,
+                Some(self.info.id),
+                format_args!("SSL_read() failed ({e}) {doing}"),
+                &format!(
+                    ", client: {}, server: {}",
+                    self.info.peer.ip(),
+                    self.info.local
+                ),
+            );
+        }
+    }
+
     /// Answers a request whose head could not be parsed, then closes.
     async fn refuse(mut self, bad: BadHead) {
         metrics::inc(&metrics::REQUESTS);
@@ -340,7 +400,7 @@ impl<H: Respond> Connection<H> {
         let server = self
             .group()
             .find_server(bad.host.as_deref().map(strip_port));
-        let head = unparsed_head(line, bad.host);
+        let head = RequestHead::unparsed(line, bad.host);
         let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
         self.worker.log.log_conn(
             Level::Info,
@@ -355,6 +415,33 @@ impl<H: Respond> Connection<H> {
         };
         let handlers = &self.worker.handlers;
         let Some(mut resp) = handlers.respond_status(&mut ctx, None, code).await else {
+            ctx.status = 444;
+            access_log(&ctx);
+            return;
+        };
+        resp.close = true;
+        let head_only = ctx.is_head();
+        let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
+        access_log(&ctx);
+        closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
+    }
+
+    /// Answers plain HTTP sent to a TLS address (NGINX's 497, a 400
+    /// page of its own; `error_page 497` applies), then closes.
+    async fn refuse_plain_http(mut self, head: RequestHead) {
+        metrics::inc(&metrics::REQUESTS);
+        self.buf.drain(..head.head_len);
+        let (mut ctx, _) = self.start_request(head, Instant::now());
+        self.worker.log.log_conn(
+            Level::Info,
+            Some(self.info.id),
+            format_args!(
+                "client sent plain HTTP request to HTTPS port while reading client request headers"
+            ),
+            &ctx.log_context(),
+        );
+        let handlers = &self.worker.handlers;
+        let Some(mut resp) = handlers.respond_status(&mut ctx, None, 497).await else {
             ctx.status = 444;
             access_log(&ctx);
             return;
@@ -423,7 +510,7 @@ impl<H: Respond> Connection<H> {
             return Err(match linger.mode {
                 LingeringClose::Off => Next::Close,
                 LingeringClose::On if clean => {
-                    let _ = socket2::SockRef::from(&self.stream).shutdown(SockShutdown::Write);
+                    self.stream.shutdown_write();
                     Next::Close
                 }
                 _ => Next::Linger(linger),
@@ -483,6 +570,21 @@ impl<H: Respond> Connection<H> {
             );
             handlers
                 .respond_status(ctx, Some(&body), 400)
+                .await
+                .map(|mut r| {
+                    r.close = true;
+                    r
+                })
+        } else if let Some((code, why)) = tls_accept::client_cert_refusal(ctx) {
+            // `ssl_verify_client` of the server `Host` chose, as NGINX.
+            self.worker.log.log_conn(
+                Level::Info,
+                Some(self.info.id),
+                format_args!("{why} while reading client request headers"),
+                &ctx.log_context(),
+            );
+            handlers
+                .respond_status(ctx, Some(&body), code)
                 .await
                 .map(|mut r| {
                     r.close = true;
@@ -550,7 +652,7 @@ impl<H: Respond> Connection<H> {
         write_head(resp, &opts, &mut self.out);
         if !s.access_log.is_empty() {
             // Only an access log reads `$sent_http_*`.
-            ctx.sent_headers = sent_headers(resp);
+            ctx.sent_headers = resp.sent_headers();
         }
         let head_len = self.out.len() as u64;
         let writer = Writer::new(&self.stream, &self.worker.disk, s);
@@ -570,24 +672,6 @@ impl<H: Respond> Connection<H> {
     }
 }
 
-/// The head of a request refused before it was parsed: nothing known but
-/// the request line as received, its method if that much is valid, and the
-/// host, if one came before the fault.
-fn unparsed_head(line: String, host: Option<String>) -> RequestHead {
-    RequestHead {
-        method: request::method_token(&line).unwrap_or_default().to_string(),
-        line,
-        target: String::new(),
-        version: Version::Http11,
-        headers: Vec::new(),
-        host,
-        content_length: None,
-        chunked: false,
-        keep_alive: false,
-        head_len: 0,
-    }
-}
-
 fn date_now() -> String {
     let mut d = String::with_capacity(29);
     crate::util::time::http_date_now(&mut d);
@@ -597,50 +681,5 @@ fn date_now() -> String {
 fn access_log(ctx: &RequestCtx) {
     for l in ctx.loc.s.access_log.iter() {
         l.write(ctx);
-    }
-}
-
-fn sent_headers(r: &Response) -> Vec<(String, String)> {
-    let mut v = r.headers.clone();
-    if let Some(ct) = &r.content_type {
-        v.push(("Content-Type".into(), ct.clone()));
-    }
-    if let Some(l) = r.content_length {
-        v.push(("Content-Length".into(), l.to_string()));
-    }
-    if let Some(l) = &r.location {
-        v.push(("Location".into(), l.clone()));
-    }
-    if let Some(e) = &r.etag {
-        v.push(("ETag".into(), e.clone()));
-    }
-    v
-}
-
-/// `try_read_buf`, and a read that did not fill the buffer also clears
-/// the socket's read readiness, as NGINX's `ngx_unix_recv` does (`ready =
-/// 0` after a short read): the socket is drained, so the next attempt
-/// waits for epoll instead of paying a `recv` that says `EAGAIN`. Tokio's
-/// `AsyncRead` does the same; its `try_read*` calls do not. Readiness that
-/// arrived after the `recv` is kept (Tokio clears only the event it saw).
-fn read_now(stream: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
-    let mut got = 0;
-    let r = stream.try_io(Interest::READABLE, || {
-        let space = buf.capacity() - buf.len();
-        let n = rustix::io::read(stream, buf.spare_capacity_mut())
-            .map(|(init, _)| init.len())
-            .map_err(io::Error::from)?;
-        // SAFETY: `read` initialised the first `n` bytes of the spare capacity.
-        unsafe { buf.set_len(buf.len() + n) };
-        got = n;
-        if n > 0 && n < space {
-            Err(io::ErrorKind::WouldBlock.into())
-        } else {
-            Ok(n)
-        }
-    });
-    match r {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock && got > 0 => Ok(got),
-        r => r,
     }
 }

@@ -19,6 +19,23 @@ pub struct ConnInfo {
     pub peer: SocketAddr,
     /// Local address the connection was accepted on.
     pub local: SocketAddr,
+    /// The TLS session, on a `listen ... ssl` connection.
+    pub tls: Option<Arc<TlsInfo>>,
+}
+
+/// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
+#[derive(Debug, Clone)]
+pub struct TlsInfo {
+    /// `$ssl_protocol`: `TLSv1.2` or `TLSv1.3`.
+    pub protocol: &'static str,
+    /// `$ssl_cipher`: the suite, as OpenSSL names it.
+    pub cipher: &'static str,
+    /// `$ssl_server_name`: the SNI name, if sent.
+    pub server_name: Option<String>,
+    /// `$ssl_session_reused`: `r` when the session was resumed.
+    pub reused: bool,
+    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
+    pub client_verify: String,
 }
 
 /// Request method, as far as the static handler cares.
@@ -207,6 +224,12 @@ impl VarSource for RequestCtx {
             | Var::ServerName
             | Var::ServerProtocol
             | Var::Scheme
+            | Var::Https
+            | Var::SslProtocol
+            | Var::SslCipher
+            | Var::SslServerName
+            | Var::SslSessionReused
+            | Var::SslClientVerify
             | Var::RequestMethod
             | Var::Request
             | Var::RequestLength
@@ -279,7 +302,25 @@ impl RequestCtx {
                     }),
                 }
             }
+            Var::Scheme if self.conn.tls.is_some() => out.push_str("https"),
             Var::Scheme => out.push_str("http"),
+            Var::Https if self.conn.tls.is_some() => out.push_str("on"),
+            Var::SslProtocol
+            | Var::SslCipher
+            | Var::SslServerName
+            | Var::SslSessionReused
+            | Var::SslClientVerify => {
+                if let Some(t) = &self.conn.tls {
+                    out.push_str(match var {
+                        Var::SslProtocol => t.protocol,
+                        Var::SslCipher => t.cipher,
+                        Var::SslServerName => t.server_name.as_deref().unwrap_or(""),
+                        Var::SslClientVerify => &t.client_verify,
+                        _ if t.reused => "r",
+                        _ => ".",
+                    })
+                }
+            }
             Var::RequestMethod => out.push_str(&self.head.method),
             Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {

@@ -16,6 +16,8 @@ pub mod request;
 pub mod response;
 pub mod reuse;
 pub mod status;
+pub mod stream;
+mod tls_accept;
 pub mod upstream_vars;
 pub mod uri;
 mod writer;

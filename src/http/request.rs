@@ -515,6 +515,28 @@ pub fn host_name_len(h: &str) -> usize {
     h.len()
 }
 
+/// The head of a request refused before it was parsed: nothing known but
+/// the request line as received, its method if that much is valid, and the
+/// host, if one came before the fault.
+impl RequestHead {
+    /// A head refused before it was parsed (see the connection's error
+    /// path).
+    pub fn unparsed(line: String, host: Option<String>) -> RequestHead {
+        RequestHead {
+            method: method_token(&line).unwrap_or_default().to_string(),
+            line,
+            target: String::new(),
+            version: Version::Http11,
+            headers: Vec::new(),
+            host,
+            content_length: None,
+            chunked: false,
+            keep_alive: false,
+            head_len: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,7 +202,14 @@ impl Response {
     pub fn special(status: u16, server_tokens: bool) -> Response {
         match status::error_page_body(status, server_tokens) {
             Some(page) => {
-                let code = if status == 494 { 400 } else { status };
+                // NGINX's internal 494 (head too large), 495/496 (client
+                // certificate bad / missing) and 497 (plain HTTP to an
+                // HTTPS port) go out as 400.
+                let code = if matches!(status, 494..=497) {
+                    400
+                } else {
+                    status
+                };
                 let mut r = Response::bytes(code, "text/html", page.into_bytes());
                 r.close = status::forces_close(status);
                 r
@@ -318,6 +325,27 @@ fn header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(b": ");
     out.extend_from_slice(value.as_bytes());
     out.extend_from_slice(b"\r\n");
+}
+
+impl Response {
+    /// The header lines as sent, for `$sent_http_NAME`: the handler's
+    /// own and the fields the head writes from their slots.
+    pub fn sent_headers(&self) -> Vec<(String, String)> {
+        let mut v = self.headers.clone();
+        if let Some(ct) = &self.content_type {
+            v.push(("Content-Type".into(), ct.clone()));
+        }
+        if let Some(l) = self.content_length {
+            v.push(("Content-Length".into(), l.to_string()));
+        }
+        if let Some(l) = &self.location {
+            v.push(("Location".into(), l.clone()));
+        }
+        if let Some(e) = &self.etag {
+            v.push(("ETag".into(), e.clone()));
+        }
+        v
+    }
 }
 
 #[cfg(test)]

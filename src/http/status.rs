@@ -88,7 +88,10 @@ fn itoa_buf(code: u16) -> Vec<u8> {
 
 /// Statuses after which NGINX closes a keep-alive connection.
 pub fn forces_close(code: u16) -> bool {
-    matches!(code, 400 | 408 | 413 | 414 | 494 | 500 | 501 | 505)
+    matches!(
+        code,
+        400 | 408 | 413 | 414 | 494 | 495 | 496 | 497 | 500 | 501 | 505
+    )
 }
 
 /// The HTML body NGINX sends for a status it generates itself, or `None`
@@ -105,6 +108,9 @@ pub fn error_page_body(code: u16, server_tokens: bool) -> Option<String> {
     };
     let head = match code {
         494 => "<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>Request Header Or Cookie Too Large</center>\r\n".to_string(),
+        495 => "<html>\r\n<head><title>400 The SSL certificate error</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>The SSL certificate error</center>\r\n".to_string(),
+        496 => "<html>\r\n<head><title>400 No required SSL certificate was sent</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>No required SSL certificate was sent</center>\r\n".to_string(),
+        497 => "<html>\r\n<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>The plain HTTP request was sent to HTTPS port</center>\r\n".to_string(),
         301..=303 | 307 | 308 | 400..=416 | 421 | 429 | 500..=505 | 507 if !reason(code).is_empty() => {
             // NGINX's page says "302 Found" although its status line says
             // "302 Moved Temporarily".

@@ -6,15 +6,18 @@
 //! socket to drain is bounded by `send_timeout`. The connection loop
 //! decides what to write; this file only how, and how a failed send is
 //! reported in the error log ([`log_send_error`]).
+//!
+//! On a TLS stream a file range is always read through the disk layer
+//! (`OpenFile::read_at`: the fast path's `RWF_NOWAIT` read, else the pool
+//! or io_uring) into a buffer that is encrypted on the loop, as with
+//! `sendfile off`: plain pages are never `sendfile`d into a TLS stream.
 
 use std::io;
-
-use tokio::io::Interest;
-use tokio::net::TcpStream;
 
 use super::chunked;
 use super::context::RequestCtx;
 use super::response::{self, Body, Response, StreamBody};
+use super::stream::ClientStream;
 use crate::config::LocSettings;
 use crate::disk::{Disk, OpenFile};
 use crate::log::{ErrorLog, Level};
@@ -27,14 +30,14 @@ const COPY_CHUNK: usize = 64 * 1024;
 /// location that produced it (`send_timeout`, `sendfile`,
 /// `sendfile_max_chunk`) and the worker's disk layer for file bodies.
 pub struct Writer<'a> {
-    stream: &'a TcpStream,
+    stream: &'a ClientStream,
     disk: &'a Disk,
     s: &'a LocSettings,
 }
 
 impl<'a> Writer<'a> {
     /// A writer to `stream` under the location settings `s`.
-    pub fn new(stream: &'a TcpStream, disk: &'a Disk, s: &'a LocSettings) -> Writer<'a> {
+    pub fn new(stream: &'a ClientStream, disk: &'a Disk, s: &'a LocSettings) -> Writer<'a> {
         Writer { stream, disk, s }
     }
 
@@ -148,12 +151,12 @@ impl<'a> Writer<'a> {
         let mut offset = start;
         let end = start + len;
         let mut since_yield: u64 = 0;
-        if s.sendfile {
+        if s.sendfile && self.stream.tls_conn().is_none() {
             while offset < end {
                 let want = (end - offset).min(max_chunk - since_yield) as usize;
                 match self
                     .disk
-                    .sendfile(self.stream, file, &mut offset, want)
+                    .sendfile(self.stream.tcp(), file, &mut offset, want)
                     .await
                 {
                     Ok(0) => return Err(truncated()),
@@ -194,53 +197,18 @@ impl<'a> Writer<'a> {
 
     /// Writes `head` then `body` with vectored writes.
     async fn write_two(&self, head: &[u8], body: &[u8]) -> io::Result<()> {
-        let mut done = 0;
-        let total = head.len() + body.len();
-        while done < total {
-            let bufs = if done < head.len() {
-                [io::IoSlice::new(&head[done..]), io::IoSlice::new(body)]
-            } else {
-                [
-                    io::IoSlice::new(&body[done - head.len()..]),
-                    io::IoSlice::new(&[]),
-                ]
-            };
-            match self.stream.try_write_vectored(&bufs) {
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable().await?,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        self.stream.write_two(head, body, self.s.send_timeout).await
     }
 
     /// Writes all of `buf`; `more` sets `MSG_MORE` (a body follows).
-    pub async fn write_all(&self, mut buf: &[u8], more: bool) -> io::Result<()> {
-        let flags = if more {
-            rustix::net::SendFlags::MORE | rustix::net::SendFlags::NOSIGNAL
-        } else {
-            rustix::net::SendFlags::NOSIGNAL
-        };
-        let stream = self.stream;
-        while !buf.is_empty() {
-            match stream.try_io(Interest::WRITABLE, || {
-                rustix::net::send(stream, buf, flags).map_err(io::Error::from)
-            }) {
-                Ok(n) => buf = &buf[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable().await?,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+    pub async fn write_all(&self, buf: &[u8], more: bool) -> io::Result<()> {
+        self.stream.write_all(buf, more, self.s.send_timeout).await
     }
 
     /// Waits for the socket to take more, at most `send_timeout`
     /// (`ETIMEDOUT` then).
     async fn wait_writable(&self) -> io::Result<()> {
-        match tokio::time::timeout(self.s.send_timeout, self.stream.writable()).await {
-            Ok(r) => r,
-            Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
-        }
+        self.stream.wait_writable(self.s.send_timeout).await
     }
 }
 

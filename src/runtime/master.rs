@@ -326,6 +326,9 @@ fn prepare(
         log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
     }
     uring_notice(cfg, log);
+    if cfg.listens.iter().any(|l| l.ssl) {
+        ktls_notice(log);
+    }
     if let Err(e) = super::code_lock::lock_code() {
         log.log(
             Level::Notice,
@@ -337,6 +340,20 @@ fn prepare(
         );
     }
     Ok((listeners, creds, signals, pid_path))
+}
+
+/// The one start-up line about kernel TLS: porter encrypts in user space
+/// (rustls) either way; the line says whether the kernel could take over.
+fn ktls_notice(log: &ErrorLog) {
+    let why = match crate::tls::ktls::kernel_has_tls() {
+        Ok(false) => "the kernel has no \"tls\" module (kTLS)".to_string(),
+        Ok(true) => "kTLS is available but not used by porter".to_string(),
+        Err(e) => format!("setsockopt(TCP_ULP, \"tls\") failed {}", errno_text(&e)),
+    };
+    log.log(
+        Level::Notice,
+        format_args!("TLS is encrypted in user space: {why}; TLS connections send files by read and write, not sendfile"),
+    );
 }
 
 /// The master while it runs: the live generation and what a reload

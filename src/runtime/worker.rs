@@ -253,6 +253,7 @@ async fn accept_loop(
             id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
             peer,
             local,
+            tls: None,
         };
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();

@@ -43,8 +43,20 @@ pub enum Var {
     ServerName,
     /// `$server_protocol`.
     ServerProtocol,
-    /// `$scheme`.
+    /// `$scheme`: `https` on a TLS connection.
     Scheme,
+    /// `$https`: `on` on a TLS connection, else empty.
+    Https,
+    /// `$ssl_protocol`.
+    SslProtocol,
+    /// `$ssl_cipher`.
+    SslCipher,
+    /// `$ssl_server_name`: the SNI name.
+    SslServerName,
+    /// `$ssl_session_reused`: `r` or `.`.
+    SslSessionReused,
+    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
+    SslClientVerify,
     /// `$request_method`.
     RequestMethod,
     /// `$request`: the request line.
@@ -165,6 +177,12 @@ impl Var {
             "server_name" => Var::ServerName,
             "server_protocol" => Var::ServerProtocol,
             "scheme" => Var::Scheme,
+            "https" => Var::Https,
+            "ssl_protocol" => Var::SslProtocol,
+            "ssl_cipher" => Var::SslCipher,
+            "ssl_server_name" => Var::SslServerName,
+            "ssl_session_reused" => Var::SslSessionReused,
+            "ssl_client_verify" => Var::SslClientVerify,
             "request_method" => Var::RequestMethod,
             "request" => Var::Request,
             "request_length" => Var::RequestLength,

@@ -6,6 +6,7 @@
 
 pub mod metrics;
 pub mod origin;
+pub mod tls;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

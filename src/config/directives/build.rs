@@ -39,12 +39,15 @@ pub struct Build {
     pub(super) upstreams: Vec<Arc<UpstreamGroup>>,
     pub(super) implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
     pub(super) cur_upstream: Option<UpstreamB>,
+    pub(super) ssl_http: super::ssl::SslB,
 }
 
 pub(super) struct ListenB {
     pub(super) addr: SocketAddr,
     pub(super) default_server: bool,
     pub(super) backlog: i32,
+    /// `ssl`, and where the `listen` is (for NGINX's missing-certificate error).
+    pub(super) ssl: Option<(Arc<Path>, u32)>,
 }
 
 pub(super) struct ServerB {
@@ -54,6 +57,7 @@ pub(super) struct ServerB {
     pub(super) listens: Vec<ListenB>,
     pub(super) ret: Option<Return>,
     pub(super) locations: Vec<LocB>,
+    pub(super) ssl: super::ssl::SslB,
 }
 
 pub(super) struct LocB {
@@ -98,6 +102,7 @@ impl Build {
             upstreams: Vec::new(),
             implicit_upstreams: HashMap::new(),
             cur_upstream: None,
+            ssl_http: Default::default(),
         }
     }
 
@@ -228,13 +233,15 @@ impl Build {
         let mut servers = Vec::new();
         let mut groups: Vec<(ListenGroup, bool)> = Vec::new();
         let default_port = if self.is_root { 80 } else { 8000 };
+        let mut ssl_shared = super::ssl::SslShared::default();
         for mut sb in std::mem::take(&mut self.servers) {
-            let server = self.server_conf(&mut sb);
+            let server = self.server_conf(&mut sb, &mut ssl_shared)?;
             if sb.listens.is_empty() {
                 sb.listens.push(ListenB {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
                     default_server: false,
                     backlog: 511,
+                    ssl: None,
                 });
             }
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
@@ -304,7 +311,11 @@ impl Build {
 
     /// One `server { }` resolved: its settings merged from `http`, its
     /// locations merged from their parents and sorted for lookup.
-    fn server_conf(&self, sb: &mut ServerB) -> Arc<ServerConf> {
+    fn server_conf(
+        &self,
+        sb: &mut ServerB,
+        ssl_shared: &mut super::ssl::SslShared,
+    ) -> Result<Arc<ServerConf>, ConfError> {
         sb.loc.inherit(&self.http);
         let base_s = sb.loc.finish();
         let limits = HeadLimitsConf {
@@ -312,6 +323,14 @@ impl Build {
             max_head: base_s.large_client_header_buffers.0 * base_s.large_client_header_buffers.1,
             header_timeout: base_s.client_header_timeout,
         };
+        let ssl_listen = sb.listens.iter().find_map(|l| l.ssl.as_ref());
+        let tls = super::ssl::server_tls(
+            &self.ssl_http,
+            &sb.ssl,
+            ssl_listen.map(|(f, l)| (f, *l)),
+            limits.header_timeout,
+            ssl_shared,
+        )?;
         let mut exact = HashMap::new();
         let mut prefixes = Vec::new();
         let mut merged: Vec<LocBuilder> = Vec::with_capacity(sb.locations.len());
@@ -338,7 +357,7 @@ impl Build {
             }
         }
         prefixes.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
-        Arc::new(ServerConf {
+        Ok(Arc::new(ServerConf {
             names: sb.names.clone(),
             primary_name: sb.primary.clone().unwrap_or_default(),
             exact,
@@ -353,7 +372,8 @@ impl Build {
             }),
             server_return: sb.ret.clone(),
             limits,
-        })
+            tls,
+        }))
     }
 }
 
@@ -375,6 +395,7 @@ fn add_listens(
     for l in listens {
         match groups.iter_mut().find(|(g, _)| g.addr == l.addr) {
             Some((g, has_default)) => {
+                g.ssl |= l.ssl.is_some();
                 if l.default_server {
                     if *has_default {
                         return Err(format!("a duplicate default server for {}", l.addr));
@@ -390,6 +411,7 @@ fn add_listens(
                     backlog: l.backlog,
                     servers: vec![server.clone()],
                     default: 0,
+                    ssl: l.ssl.is_some(),
                 },
                 l.default_server,
             )),

@@ -162,6 +162,7 @@ fn set_server(b: &mut Build, d: &Directive) -> Res {
         listens: Vec::new(),
         ret: None,
         locations: Vec::new(),
+        ssl: Default::default(),
     });
     let saved = b.cur_loc.take();
     let r = b.walk_nested(d, SRV);
@@ -231,9 +232,11 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
     let addrs = parse_listen_addr(&d.args[0])?;
     let mut default_server = false;
     let mut backlog = 511;
+    let mut ssl = None;
     for p in &d.args[1..] {
         match p.as_str() {
             "default_server" | "default" => default_server = true,
+            "ssl" => ssl = Some((d.file.clone(), d.line)),
             "reuseport" | "deferred" | "bind" => {}
             p if p.starts_with("backlog=") => {
                 backlog = p[8..]
@@ -243,7 +246,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
                     .ok_or_else(|| format!("invalid backlog \"{}\"", &p[8..]))?;
             }
             p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
-            "ssl" | "http2" | "quic" | "proxy_protocol" => {
+            "http2" | "quic" | "proxy_protocol" => {
                 return Err(format!("the \"{p}\" parameter is not supported by porter"));
             }
             p => return Err(format!("invalid parameter \"{p}\"")),
@@ -258,6 +261,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             addr,
             default_server,
             backlog,
+            ssl: ssl.clone(),
         });
     }
     Ok(())

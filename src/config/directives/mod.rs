@@ -14,6 +14,7 @@
 //! | `aio.rs` | `thread_pool`, `aio`, `sendfile`, `open_file_cache` |
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
+//! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `upstream.rs` | `upstream { }` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -153,6 +154,7 @@ mod core;
 mod http;
 mod logs;
 mod proxy;
+mod ssl;
 mod static_files;
 mod upstream;
 
@@ -172,6 +174,7 @@ static AREAS: &[&[Spec]] = &[
     aio::ROWS,
     proxy::ROWS,
     cache::ROWS,
+    ssl::ROWS,
     upstream::ROWS,
 ];
 

@@ -1,0 +1,125 @@
+//! The start of a connection on a `listen ... ssl` address: NGINX's
+//! one-byte peek (a TLS record, `0x16`, or an SSLv2 hello, high bit set,
+//! starts a handshake; anything else is plain HTTP, answered with NGINX's
+//! 400 "The plain HTTP request was sent to HTTPS port" once its head is
+//! read), then the handshake, bounded by `ssl_handshake_timeout`, with
+//! the server block chosen by SNI as `Host` chooses it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::net::TcpStream;
+
+use super::context::{ConnInfo, TlsInfo};
+use super::stream::ClientStream;
+use crate::config::ListenGroup;
+use crate::log::{ErrorLog, Level};
+use crate::tls::conn::{self, HandshakeError, Hello};
+use crate::tls::ServerTls;
+
+/// How a connection to a TLS address began.
+pub enum Accepted {
+    /// A completed handshake.
+    Tls(ClientStream, Arc<TlsInfo>),
+    /// The client speaks plain HTTP: read its request, answer 497.
+    PlainHttp(ClientStream),
+    /// The client left, timed out or failed the handshake (logged).
+    Closed,
+}
+
+/// Starts a connection accepted on the TLS address `listen`.
+pub async fn accept(
+    tcp: TcpStream,
+    listen: &ListenGroup,
+    log: &ErrorLog,
+    info: &ConnInfo,
+) -> Accepted {
+    let default = &listen.servers[listen.default];
+    let timeout = match &default.tls {
+        Some(t) => t.handshake_timeout,
+        None => default.limits.header_timeout,
+    };
+    let deadline = tokio::time::Instant::from_std(Instant::now() + timeout);
+    let mut first = [0u8; 1];
+    match tokio::time::timeout_at(deadline, tcp.peek(&mut first)).await {
+        Ok(Ok(1)) => {}
+        Ok(_) => return Accepted::Closed,
+        Err(_) => {
+            handshake_failed(log, info, "client timed out (110: Connection timed out)");
+            return Accepted::Closed;
+        }
+    }
+    if first[0] != 0x16 && first[0] & 0x80 == 0 {
+        return Accepted::PlainHttp(ClientStream::plain(tcp));
+    }
+    let mut answered: Option<Arc<ServerTls>> = None;
+    let pick = |hello: &Hello<'_>| {
+        let name = hello.server_name.map(str::to_ascii_lowercase);
+        let chosen = listen.find_server(name.as_deref());
+        // A server without certificates on this address answers with the
+        // default server's (or, failing that, the first that has some).
+        let tls = [chosen, default]
+            .into_iter()
+            .chain(listen.servers.iter())
+            .find_map(|s| s.tls.clone())?;
+        let config = Arc::clone(&tls.config);
+        answered = Some(tls);
+        Some(config)
+    };
+    match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick)).await {
+        Ok(Ok(tls)) => {
+            let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
+                Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
+                None => "NONE".into(),
+            };
+            let facts = TlsInfo {
+                protocol: tls.protocol(),
+                cipher: tls.cipher(),
+                server_name: tls.server_name(),
+                reused: tls.resumed(),
+                client_verify,
+            };
+            Accepted::Tls(ClientStream::tls(tcp, tls), Arc::new(facts))
+        }
+        Ok(Err(HandshakeError::Closed)) => {
+            handshake_failed(log, info, "peer closed connection in SSL handshake");
+            Accepted::Closed
+        }
+        Ok(Err(e)) => {
+            handshake_failed(log, info, &e.to_string());
+            Accepted::Closed
+        }
+        Err(_) => {
+            handshake_failed(log, info, "client timed out (110: Connection timed out)");
+            Accepted::Closed
+        }
+    }
+}
+
+/// NGINX's `info` line for a failed handshake.
+fn handshake_failed(log: &ErrorLog, info: &ConnInfo, what: &str) {
+    log.log_conn(
+        Level::Info,
+        Some(info.id),
+        format_args!("{what} while SSL handshaking"),
+        &format!(", client: {}, server: {}", info.peer.ip(), info.local),
+    );
+}
+
+/// NGINX's refusal of a request on a TLS connection whose client
+/// certificate `ssl_verify_client` requires: 496 when none was sent (`on`),
+/// 495 when the one sent did not verify (`on`, `optional`), with the
+/// error-log text.
+pub(super) fn client_cert_refusal(ctx: &super::context::RequestCtx) -> Option<(u16, String)> {
+    use crate::tls::client_auth::VerifyClient;
+    let verify = ctx.server.tls.as_ref()?.verify_client;
+    let got = &ctx.conn.tls.as_ref()?.client_verify;
+    match (verify, got.as_str()) {
+        (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
+        (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
+            495,
+            format!("client SSL certificate verify error: ({})", &v[7..]),
+        )),
+        _ => None,
+    }
+}

@@ -1,0 +1,123 @@
+//! Mutual TLS: `ssl_client_certificate` + `ssl_verify_client`. NGINX lets
+//! the handshake finish whatever the client sends and judges the
+//! certificate per request (`$ssl_client_verify`; 495 or 496 pages when
+//! verification is required), so this verifier accepts any chain during
+//! the handshake — it still checks the client's signature with the
+//! certificate's key, so the client holds that key — and [`verify`]
+//! checks the chain against the CAs once the handshake is done.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+
+/// `ssl_verify_client`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyClient {
+    /// `off`: no certificate is asked for.
+    Off,
+    /// `on`: a request without a valid certificate gets 496 or 495.
+    On,
+    /// `optional`: asked for; a certificate sent must be valid (495).
+    Optional,
+    /// `optional_no_ca`: asked for; never refused.
+    OptionalNoCa,
+}
+
+/// Asks for a client certificate, defers the chain's verdict to
+/// [`ClientAuth::verify`].
+#[derive(Debug)]
+pub struct ClientAuth {
+    inner: Arc<dyn ClientCertVerifier>,
+}
+
+impl ClientAuth {
+    /// Trusts the PEM certificates in `ca_file` (`ssl_client_certificate`).
+    pub fn load(ca_file: &Path) -> Result<Arc<ClientAuth>, String> {
+        let fail = |e: String| {
+            format!(
+                "SSL_load_client_CA_file(\"{}\") failed ({e})",
+                ca_file.display()
+            )
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(ca_file)
+            .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| fail(format!("{e:?}")))?;
+        if certs.is_empty() {
+            return Err(fail("no certificate found".into()));
+        }
+        for c in certs {
+            roots.add(c).map_err(|e| fail(e.to_string()))?;
+        }
+        let inner = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(super::provider()),
+        )
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| fail(e.to_string()))?;
+        Ok(Arc::new(ClientAuth { inner }))
+    }
+
+    /// `$ssl_client_verify` for the chain a client sent: `NONE`,
+    /// `SUCCESS` or `FAILED:reason`.
+    pub fn verify(&self, chain: Option<&[CertificateDer<'static>]>) -> String {
+        let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
+            return "NONE".into();
+        };
+        match self.inner.verify_client_cert(leaf, rest, UnixTime::now()) {
+            Ok(_) => "SUCCESS".into(),
+            Err(e) => format!("FAILED:{e}"),
+        }
+    }
+}
+
+impl ClientCertVerifier for ClientAuth {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}

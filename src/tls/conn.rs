@@ -1,0 +1,346 @@
+//! One TLS connection driven over the worker's non-blocking socket:
+//! rustls's `Acceptor` reads the ClientHello (so the caller can choose the
+//! server block by SNI before any certificate is picked), then
+//! `ServerConnection` encrypts and decrypts in memory while this file
+//! moves records with `recv`/`sendmsg` on the `TcpStream` — the same
+//! readiness calls (`try_io`, `readable`, `writable`) the plain path uses.
+//! tokio-rustls would own the stream and need `&mut` for every call; the
+//! connection loop lends `&TcpStream` to its reader and writer at once, so
+//! the rustls state sits in a `RefCell`, never borrowed across an await.
+
+use std::cell::RefCell;
+use std::io::{self, IoSlice, Read, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::server::{Acceptor, ClientHello};
+use rustls::{ServerConfig, ServerConnection};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+/// The socket as rustls's `Read`/`Write` (non-blocking: `WouldBlock`
+/// when empty or full). Writes never raise `SIGPIPE`.
+struct Sock<'a>(&'a TcpStream);
+
+impl Read for Sock<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(rustix::io::read(self.0, buf)?)
+    }
+}
+
+impl Write for Sock<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(rustix::net::send(
+            self.0,
+            buf,
+            rustix::net::SendFlags::NOSIGNAL,
+        )?)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut control = rustix::net::SendAncillaryBuffer::default();
+        Ok(rustix::net::sendmsg(
+            self.0,
+            bufs,
+            &mut control,
+            rustix::net::SendFlags::NOSIGNAL,
+        )?)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What the ClientHello asked for, as the server block is chosen.
+pub struct Hello<'a> {
+    /// The SNI name, if sent.
+    pub server_name: Option<&'a str>,
+}
+
+/// Why a handshake ended without a connection.
+#[derive(Debug)]
+pub enum HandshakeError {
+    /// The client closed or reset the connection.
+    Closed,
+    /// The socket failed.
+    Io(io::Error),
+    /// The peer broke the protocol (or offered nothing in common).
+    Tls(rustls::Error),
+}
+
+impl std::fmt::Display for HandshakeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HandshakeError::Closed => f.write_str("peer closed connection in SSL handshake"),
+            HandshakeError::Io(e) => write!(f, "SSL_do_handshake() failed ({e})"),
+            HandshakeError::Tls(e) => write!(f, "SSL_do_handshake() failed ({e})"),
+        }
+    }
+}
+
+impl From<io::Error> for HandshakeError {
+    fn from(e: io::Error) -> HandshakeError {
+        HandshakeError::Io(e)
+    }
+}
+
+/// A TLS server connection after its handshake.
+pub struct TlsConn {
+    conn: RefCell<ServerConnection>,
+}
+
+/// Reads what the socket has into `read`'s rustls side; `Ok(0)` at EOF.
+fn read_records(
+    tcp: &TcpStream,
+    read: &mut dyn FnMut(&mut Sock<'_>) -> io::Result<usize>,
+) -> io::Result<usize> {
+    tcp.try_io(Interest::READABLE, || read(&mut Sock(tcp)))
+}
+
+/// Runs the handshake on `tcp`: reads the ClientHello, asks `pick` for the
+/// configuration (the server block's, chosen by SNI; `None`: no server
+/// has a certificate), and completes the handshake. The caller bounds it with `ssl_handshake_timeout`.
+pub async fn accept(
+    tcp: &TcpStream,
+    pick: impl FnOnce(&Hello<'_>) -> Option<Arc<ServerConfig>>,
+) -> Result<TlsConn, HandshakeError> {
+    let mut acceptor = Acceptor::default();
+    let accepted = loop {
+        match read_records(tcp, &mut |s| acceptor.read_tls(s)) {
+            Ok(0) => return Err(HandshakeError::Closed),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                tcp.readable().await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        match acceptor.accept() {
+            Ok(Some(a)) => break a,
+            Ok(None) => {}
+            Err((e, mut alert)) => {
+                let _ = alert.write_all(&mut Sock(tcp));
+                return Err(HandshakeError::Tls(e));
+            }
+        }
+    };
+    let config = {
+        let hello: ClientHello<'_> = accepted.client_hello();
+        pick(&Hello {
+            server_name: hello.server_name(),
+        })
+    };
+    let Some(config) = config else {
+        return Err(HandshakeError::Tls(rustls::Error::General(
+            "no \"ssl_certificate\" is defined in server listening on SSL port".into(),
+        )));
+    };
+    let conn = match accepted.into_connection(config) {
+        Ok(c) => c,
+        Err((e, mut alert)) => {
+            let _ = alert.write_all(&mut Sock(tcp));
+            return Err(HandshakeError::Tls(e));
+        }
+    };
+    let tls = TlsConn {
+        conn: RefCell::new(conn),
+    };
+    tls.finish_handshake(tcp).await?;
+    Ok(tls)
+}
+
+impl TlsConn {
+    async fn finish_handshake(&self, tcp: &TcpStream) -> Result<(), HandshakeError> {
+        loop {
+            self.flush(tcp, None).await?;
+            let read = {
+                let mut c = self.conn.borrow_mut();
+                if !c.is_handshaking() {
+                    break;
+                }
+                match read_records(tcp, &mut |s| c.read_tls(s)) {
+                    Ok(0) => return Err(HandshakeError::Closed),
+                    Ok(_) => {
+                        if let Err(e) = c.process_new_packets() {
+                            let _ = c.write_tls(&mut Sock(tcp));
+                            return Err(HandshakeError::Tls(e));
+                        }
+                        true
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            if !read {
+                tcp.readable().await?;
+            }
+        }
+        // The server's last flight and its session tickets.
+        self.flush(tcp, None).await?;
+        Ok(())
+    }
+
+    /// `TLSv1.2` or `TLSv1.3` (`$ssl_protocol`).
+    pub fn protocol(&self) -> &'static str {
+        match self.conn.borrow().protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "",
+        }
+    }
+
+    /// The negotiated suite, as OpenSSL names it (`$ssl_cipher`).
+    pub fn cipher(&self) -> &'static str {
+        match self.conn.borrow().negotiated_cipher_suite() {
+            Some(s) => super::ciphers::openssl_name(s.suite()),
+            None => "",
+        }
+    }
+
+    /// The SNI name the client sent (`$ssl_server_name`).
+    pub fn server_name(&self) -> Option<String> {
+        self.conn.borrow().server_name().map(str::to_string)
+    }
+
+    /// The certificate chain the client sent, if any.
+    pub fn peer_certificates(&self) -> Option<Vec<rustls::pki_types::CertificateDer<'static>>> {
+        self.conn
+            .borrow()
+            .peer_certificates()
+            .map(|c| c.iter().map(|d| d.clone().into_owned()).collect())
+    }
+
+    /// Whether the session was resumed (`$ssl_session_reused`).
+    pub fn resumed(&self) -> bool {
+        matches!(
+            self.conn.borrow().handshake_kind(),
+            Some(rustls::HandshakeKind::Resumed)
+        )
+    }
+
+    /// Decrypted bytes (or the peer's close) already at hand, without
+    /// touching the socket.
+    pub fn has_plaintext(&self) -> bool {
+        match self.conn.borrow_mut().process_new_packets() {
+            Ok(s) => s.plaintext_bytes_to_read() > 0 || s.peer_has_closed(),
+            Err(_) => true,
+        }
+    }
+
+    /// One attempt to append decrypted bytes to `buf` (up to its spare
+    /// capacity): `Ok(0)` when the peer closed, `WouldBlock` when the
+    /// socket has nothing more. Records read along the way that call for
+    /// an answer (alerts, key updates) are answered without waiting.
+    pub fn try_read(&self, tcp: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let mut c = self.conn.borrow_mut();
+        loop {
+            let len = buf.len();
+            let space = (buf.capacity() - len).max(1024);
+            buf.resize(len + space, 0);
+            let r = c.reader().read(&mut buf[len..]);
+            buf.truncate(len + *r.as_ref().unwrap_or(&0));
+            match r {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // Closed without close_notify: an end all the same.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            match read_records(tcp, &mut |s| c.read_tls(s)) {
+                Ok(0) => return Ok(0),
+                Ok(_) => {
+                    let state = c.process_new_packets();
+                    let _ = flush_now(&mut c, tcp);
+                    if let Err(e) = state {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Appends decrypted bytes to `buf`, waiting for the socket.
+    pub async fn read(&self, tcp: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+        loop {
+            match self.try_read(tcp, buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => tcp.readable().await?,
+                r => return r,
+            }
+        }
+    }
+
+    /// Encrypts all of `data` and sends it. With `more` (a body follows)
+    /// the records stay queued while rustls's buffer (64 KiB) has room,
+    /// so a head and the start of its body leave in one write, as
+    /// `MSG_MORE` does on plain connections. Each wait for the socket is
+    /// bounded by `timeout` (`send_timeout`).
+    pub async fn write_all(
+        &self,
+        tcp: &TcpStream,
+        mut data: &[u8],
+        more: bool,
+        timeout: Duration,
+    ) -> io::Result<()> {
+        loop {
+            {
+                let mut c = self.conn.borrow_mut();
+                while !data.is_empty() {
+                    let n = c.writer().write(data)?;
+                    if n == 0 {
+                        break;
+                    }
+                    data = &data[n..];
+                }
+            }
+            if data.is_empty() && more {
+                return Ok(());
+            }
+            self.flush(tcp, Some(timeout)).await?;
+            if data.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Sends every queued record, waiting for the socket (at most
+    /// `timeout` per wait, when given).
+    pub async fn flush(&self, tcp: &TcpStream, timeout: Option<Duration>) -> io::Result<()> {
+        loop {
+            let r = {
+                let mut c = self.conn.borrow_mut();
+                if !c.wants_write() {
+                    return Ok(());
+                }
+                tcp.try_io(Interest::WRITABLE, || c.write_tls(&mut Sock(tcp)))
+            };
+            match r {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => match timeout {
+                    Some(t) => match tokio::time::timeout(t, tcp.writable()).await {
+                        Ok(r) => r?,
+                        Err(_) => return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+                    },
+                    None => tcp.writable().await?,
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Queues `close_notify` and sends what the socket takes now.
+    pub fn close_notify(&self, tcp: &TcpStream) {
+        let mut c = self.conn.borrow_mut();
+        c.send_close_notify();
+        let _ = flush_now(&mut c, tcp);
+    }
+}
+
+/// Sends queued records as far as the socket takes them without waiting.
+fn flush_now(c: &mut ServerConnection, tcp: &TcpStream) -> io::Result<()> {
+    while c.wants_write() {
+        tcp.try_io(Interest::WRITABLE, || c.write_tls(&mut Sock(tcp)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,179 @@
+//! TLS for client connections, with rustls (no OpenSSL): what the
+//! `ssl_*` directives turn into. The configuration layer reads the
+//! directives and calls [`load_pair`] and [`server_config`] while the
+//! config loads (so a bad certificate is `porter -t`'s error and a reload
+//! with one keeps the old configuration); the connection loop drives one
+//! connection with [`conn`]. This folder imports nothing else of porter's.
+//!
+//! | File | What it holds |
+//! |---|---|
+//! | `conn.rs` | the handshake (ClientHello first, for SNI) and record I/O over the worker's socket |
+//! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
+//! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
+//! | `session.rs` | `ssl_session_cache` / `ssl_session_tickets` shared by all workers, `ssl_session_timeout` |
+//! | `ktls.rs` | the start-up probe for kernel TLS |
+
+pub mod ciphers;
+pub mod client_auth;
+pub mod conn;
+pub mod ktls;
+pub mod session;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ProducesTickets, ResolvesServerCert, StoresServerSessions};
+use rustls::sign::CertifiedKey;
+use rustls::{ServerConfig, SupportedCipherSuite};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// The crypto provider porter uses (ring's).
+pub fn provider() -> CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+/// A server block's TLS: its rustls configuration and how long a
+/// handshake may take.
+#[derive(Debug)]
+pub struct ServerTls {
+    /// What the handshake offers (certificates, versions, suites, sessions).
+    pub config: Arc<ServerConfig>,
+    /// `ssl_handshake_timeout`.
+    pub handshake_timeout: Duration,
+    /// `ssl_verify_client`.
+    pub verify_client: client_auth::VerifyClient,
+    /// `ssl_client_certificate`: the CAs client certificates are checked
+    /// against (when `ssl_verify_client` is not `off`).
+    pub client_auth: Option<Arc<client_auth::ClientAuth>>,
+}
+
+/// The merged `ssl_*` settings of one server block.
+pub struct TlsSettings {
+    /// `ssl_certificate` / `ssl_certificate_key` pairs, loaded.
+    pub keys: Vec<Arc<CertifiedKey>>,
+    /// `ssl_protocols`: TLSv1.2 offered.
+    pub tls12: bool,
+    /// `ssl_protocols`: TLSv1.3 offered.
+    pub tls13: bool,
+    /// `ssl_ciphers`, resolved (TLS 1.2 suites).
+    pub ciphers: Vec<SupportedCipherSuite>,
+    /// `ssl_prefer_server_ciphers`.
+    pub prefer_server_ciphers: bool,
+    /// `ssl_session_cache` (already wrapped for `ssl_session_timeout`).
+    pub sessions: Arc<dyn StoresServerSessions>,
+    /// `ssl_session_tickets on`: the generation's ticket keys.
+    pub tickets: Option<Arc<dyn ProducesTickets>>,
+    /// Ask for client certificates (`ssl_verify_client` not `off`).
+    pub client_auth: Option<Arc<client_auth::ClientAuth>>,
+}
+
+/// Reads a PEM certificate chain and its private key (RSA, ECDSA or
+/// Ed25519; PKCS#8, PKCS#1 or SEC1) and checks that they belong together.
+/// The error is NGINX's wording.
+pub fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| {
+            format!(
+                "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed ({})",
+                cert.display(),
+                pem_error(&e)
+            )
+        })?;
+    if chain.is_empty() {
+        return Err(format!(
+            "cannot load certificate \"{}\": PEM_read_bio_X509_AUX() failed (no certificate found)",
+            cert.display()
+        ));
+    }
+    let der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        format!(
+            "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed ({})",
+            key.display(),
+            pem_error(&e)
+        )
+    })?;
+    CertifiedKey::from_der(chain, der, &provider())
+        .map(Arc::new)
+        .map_err(|e| {
+            format!(
+                "SSL_CTX_use_PrivateKey(\"{}\") failed ({})",
+                key.display(),
+                match e {
+                    rustls::Error::InconsistentKeys(_) => "key values mismatch".to_string(),
+                    e => e.to_string(),
+                }
+            )
+        })
+}
+
+fn pem_error(e: &rustls_pki_types::pem::Error) -> String {
+    match e {
+        rustls_pki_types::pem::Error::Io(io) => io.to_string(),
+        rustls_pki_types::pem::Error::NoItemsFound => "no PEM data found".into(),
+        e => format!("{e:?}"),
+    }
+}
+
+/// The rustls configuration for `s`.
+pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
+    let mut provider = provider();
+    provider.cipher_suites.retain(|c| match c {
+        SupportedCipherSuite::Tls13(_) => s.tls13,
+        SupportedCipherSuite::Tls12(_) => s.tls12 && s.ciphers.contains(c),
+    });
+    // Keep `ssl_ciphers`' order for the TLS 1.2 suites.
+    provider
+        .cipher_suites
+        .sort_by_key(|c| s.ciphers.iter().position(|x| x == c).map_or(0, |p| p + 1));
+    let mut versions = Vec::new();
+    if s.tls13 {
+        versions.push(&rustls::version::TLS13);
+    }
+    if s.tls12 {
+        versions.push(&rustls::version::TLS12);
+    }
+    let builder = ServerConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&versions)
+        .map_err(|e| format!("SSL_CTX_new() failed ({e})"))?;
+    let builder = match s.client_auth {
+        Some(a) => builder.with_client_cert_verifier(a),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_cert_resolver(Arc::new(CertPicker(s.keys)));
+    config.ignore_client_order = s.prefer_server_ciphers;
+    config.session_storage = s.sessions;
+    if let Some(t) = s.tickets {
+        config.ticketer = t;
+    }
+    config.max_early_data_size = 0;
+    // As NGINX without HTTP/2: ALPN answers `http/1.1`, and a client that
+    // offers ALPN without it is refused (no_application_protocol).
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Several certificate pairs for one server (as NGINX allows, typically
+/// one RSA and one ECDSA): the client's first signature algorithm that a
+/// key can sign with picks it.
+#[derive(Debug)]
+struct CertPicker(Vec<Arc<CertifiedKey>>);
+
+impl ResolvesServerCert for CertPicker {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let schemes = hello.signature_schemes();
+        for scheme in schemes {
+            if let Some(k) = self
+                .0
+                .iter()
+                .find(|k| k.key.choose_scheme(&[*scheme]).is_some())
+            {
+                return Some(Arc::clone(k));
+            }
+        }
+        self.0.first().cloned()
+    }
+}
