@@ -394,14 +394,14 @@ impl<H: Respond> Connection<H> {
     }
 
     /// Answers a request whose head could not be parsed, then closes.
-    async fn refuse(mut self, bad: BadHead) {
+    async fn refuse(self, bad: BadHead) {
         metrics::inc(&metrics::REQUESTS);
         let line = request::raw_request_line(&self.buf);
         let server = self
             .group()
             .find_server(bad.host.as_deref().map(strip_port));
         let head = RequestHead::unparsed(line, bad.host);
-        let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
+        let ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
         self.worker.log.log_conn(
             Level::Info,
             Some(self.info.id),
@@ -413,17 +413,7 @@ impl<H: Respond> Connection<H> {
         } else {
             bad.error.status()
         };
-        let handlers = &self.worker.handlers;
-        let Some(mut resp) = handlers.respond_status(&mut ctx, None, code).await else {
-            ctx.status = 444;
-            access_log(&ctx);
-            return;
-        };
-        resp.close = true;
-        let head_only = ctx.is_head();
-        let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
-        access_log(&ctx);
-        closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
+        self.answer_and_close(ctx, code).await;
     }
 
     /// Answers plain HTTP sent to a TLS address (NGINX's 497, a 400
@@ -431,7 +421,7 @@ impl<H: Respond> Connection<H> {
     async fn refuse_plain_http(mut self, head: RequestHead) {
         metrics::inc(&metrics::REQUESTS);
         self.buf.drain(..head.head_len);
-        let (mut ctx, _) = self.start_request(head, Instant::now());
+        let (ctx, _) = self.start_request(head, Instant::now());
         self.worker.log.log_conn(
             Level::Info,
             Some(self.info.id),
@@ -440,8 +430,14 @@ impl<H: Respond> Connection<H> {
             ),
             &ctx.log_context(),
         );
+        self.answer_and_close(ctx, 497).await;
+    }
+
+    /// Answers a refused request with `code` (through `error_page`), logs
+    /// it, and closes with a lingering close.
+    async fn answer_and_close(mut self, mut ctx: Box<RequestCtx>, code: u16) {
         let handlers = &self.worker.handlers;
-        let Some(mut resp) = handlers.respond_status(&mut ctx, None, 497).await else {
+        let Some(mut resp) = handlers.respond_status(&mut ctx, None, code).await else {
             ctx.status = 444;
             access_log(&ctx);
             return;
