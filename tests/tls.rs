@@ -947,3 +947,39 @@ fn a_thousand_stalled_handshakes_do_not_slow_a_hot_file() {
         "only {open} stalled handshakes still have the server's answer waiting"
     );
 }
+
+/// The hardening's body rules over TLS (the connection's lingering paths
+/// take the TLS stream): a body no handler reads is answered at once,
+/// drained after the response, and the connection serves the next request.
+#[test]
+fn an_unread_body_over_tls_is_answered_at_once_and_the_connection_kept() {
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    dir.write("www/f.txt", "file\n");
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key; root {PREFIX}/www; }\n";
+    let s = Server::start_in(dir, &conf(body), &[]);
+    let c = t::client(&ca, ClientOpts::default());
+    let mut conn = t::Conn::open(s.port, &c, "a.test").unwrap();
+    let junk = "x".repeat(40_000);
+    let post = format!(
+        "POST /f.txt HTTP/1.1\r\nHost: a.test\r\nContent-Length: {}\r\n\r\n{junk}",
+        junk.len()
+    );
+    assert_eq!(conn.request(&post, false).unwrap().status, 405);
+    let r = conn
+        .request("GET /f.txt HTTP/1.1\r\nHost: a.test\r\n\r\n", false)
+        .expect("the connection was not kept after the discarded body");
+    assert_eq!((r.status, text(&r).as_str()), (200, "file\n"));
+    // Ten bytes of a 100,000-byte body, the rest held back.
+    let mut slow = t::Conn::open(s.port, &c, "a.test").unwrap();
+    let t0 = Instant::now();
+    let r = slow
+        .request(
+            "POST /f.txt HTTP/1.1\r\nHost: a.test\r\nContent-Length: 100000\r\n\r\nxxxxxxxxxx",
+            false,
+        )
+        .expect("no answer while the body is held back");
+    assert_eq!(r.status, 405);
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+}
