@@ -249,7 +249,7 @@ pub fn own_readahead(f: &File, size: u64) {
 
 /// Files up to this size keep the kernel's readahead (see
 /// [`own_readahead`]).
-pub const OWN_READAHEAD_ABOVE: u64 = 64 * 1024;
+const OWN_READAHEAD_ABOVE: u64 = 64 * 1024;
 
 fn read_nowait_some(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut done = 0;

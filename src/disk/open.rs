@@ -112,9 +112,10 @@ impl OpenFile {
             // memory cgroup's limit, reclaimed for) by an io-wq thread,
             // not the loop: see `Ring::send_file`.
             let punt = cold || self.ring_punts(at);
-            let _permit = match cold {
-                true => Some(ring.cold_permit().await),
-                false => None,
+            let _permit = if cold {
+                Some(ring.cold_permit().await)
+            } else {
+                None
             };
             let (rest, n) = ring
                 .read_full(&self.file, buf.len() - done, at, punt)

@@ -50,7 +50,13 @@ fn histogram(out: &mut String, name: &str, help: &str, series: &[(String, &Histo
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str, rows: &[(String, u64)]) {
+fn family<T: std::fmt::Display>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    rows: &[(String, T)],
+) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     for (labels, v) in rows {
         if labels.is_empty() {
@@ -86,38 +92,34 @@ fn worker_figures(out: &mut String) {
         "Busy time of each event-loop iteration (event loop blocked).",
         &busy,
     );
-    let max: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), w.loop_busy.snapshot().2))
-        .collect();
-    let _ = writeln!(
+    let per_worker = |f: &dyn Fn(&metrics::WorkerMetrics) -> f64| -> Vec<(String, f64)> {
+        workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("worker=\"{i}\""), f(w)))
+            .collect()
+    };
+    family(
         out,
-        "# HELP porter_loop_busy_max_seconds Longest event-loop iteration since start.\n# TYPE porter_loop_busy_max_seconds gauge"
+        "porter_loop_busy_max_seconds",
+        "gauge",
+        "Longest event-loop iteration since start.",
+        &per_worker(&|w| w.loop_busy.snapshot().2),
     );
-    for (l, v) in max {
-        let _ = writeln!(out, "porter_loop_busy_max_seconds{{{l}}} {v}");
-    }
-    let blocked: Vec<_> = workers.iter().map(|w| w.loop_blocked_figures()).collect();
-    let _ = writeln!(
+    family(
         out,
-        "# HELP porter_loop_blocked_max_seconds Longest time an event loop, busy, slept in the kernel (sampled every 5 ms).\n# TYPE porter_loop_blocked_max_seconds gauge"
+        "porter_loop_blocked_max_seconds",
+        "gauge",
+        "Longest time an event loop, busy, slept in the kernel (sampled every 5 ms).",
+        &per_worker(&|w| w.loop_blocked_figures().0.as_secs_f64()),
     );
-    for (i, (max, _)) in blocked.iter().enumerate() {
-        let v = max.as_secs_f64();
-        let _ = writeln!(out, "porter_loop_blocked_max_seconds{{worker=\"{i}\"}} {v}");
-    }
-    let _ = writeln!(
+    family(
         out,
-        "# HELP porter_loop_blocked_seconds_total Time event loops, busy, slept in the kernel.\n# TYPE porter_loop_blocked_seconds_total counter"
+        "porter_loop_blocked_seconds_total",
+        "counter",
+        "Time event loops, busy, slept in the kernel.",
+        &per_worker(&|w| w.loop_blocked_figures().1.as_secs_f64()),
     );
-    for (i, (_, total)) in blocked.iter().enumerate() {
-        let v = total.as_secs_f64();
-        let _ = writeln!(
-            out,
-            "porter_loop_blocked_seconds_total{{worker=\"{i}\"}} {v}"
-        );
-    }
     let ttfb: Vec<_> = workers
         .iter()
         .enumerate()

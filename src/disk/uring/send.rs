@@ -79,9 +79,10 @@ impl Ring {
             // queue stays short for such holes.
             let hole = f.io.fast
                 && fastpath::small_hole(&f.file, *offset, len as u64, SHORT_MISS).is_some();
-            let _permit = match hole {
-                true => None,
-                false => Some(self.cold_permit().await),
+            let _permit = if hole {
+                None
+            } else {
+                Some(self.cold_permit().await)
             };
             // A cold range goes straight to an io-wq thread: submitted
             // here, the kernel would allocate its page-cache pages on the
