@@ -554,7 +554,9 @@ fn loader_rebuilds_the_index_and_lookups_work_before_it_is_done() {
         };
         assert_eq!(read_body(&e).await, body("k7", 700));
     });
-    let stats = loader::run(&Arc::downgrade(&zone)).unwrap();
+    // A progress line after every file: the counts only grow, and the last
+    // one comes before the closing line.
+    let stats = loader::run_reporting(&Arc::downgrade(&zone), Duration::ZERO).unwrap();
     assert!(zone.loaded());
     assert_eq!(stats.entries, 29, "k7 was already known");
     assert_eq!(stats.temps, 1);
@@ -566,9 +568,20 @@ fn loader_rebuilds_the_index_and_lookups_work_before_it_is_done() {
     assert!(
         log_lines
             .iter()
-            .any(|l| l.contains("http file cache:") && l.contains("29 entries")),
+            .any(|l| l.contains("http file cache:") && l.contains("29 entries loaded")),
         "{log_lines:?}"
     );
+    let counts: Vec<u64> = log_lines
+        .iter()
+        .filter_map(|l| l.split(" loading: ").nth(1))
+        .map(|rest| rest.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(counts.len() >= 29, "one line per file: {log_lines:?}");
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert_eq!(counts.last(), Some(&29));
+    assert!(log_lines
+        .last()
+        .is_some_and(|l| l.contains("entries loaded")));
     rt().block_on(async {
         // After loading, an unknown key is a miss without a disk call.
         let before = tasks(&d);

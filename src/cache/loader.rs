@@ -9,11 +9,17 @@
 //! and that the key hashes to the file name); a bad entry is removed and
 //! logged. Temp files left by an earlier run (a crash mid-fill) are
 //! removed; temp files of this run belong to writers and are left alone.
+//!
+//! A long load (a million entries at NGINX's default pacing takes minutes)
+//! says how far it got: a `loading:` line at notice level every
+//! [`PROGRESS_EVERY`], then the closing `entries loaded` line. NGINX's
+//! loader is silent until done; an operator watching a restart of a large
+//! cache should not have to guess.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{read_header, CacheZone, HeaderError, KeyHash};
 use crate::disk::{FileKind, Io, PathRules};
@@ -84,15 +90,23 @@ pub(crate) fn spawn(zone: &Arc<CacheZone>, user: Option<ThreadUser>) -> io::Resu
     })
 }
 
+/// How often a running load logs its progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
 /// Loads `zone` on the calling thread (which may block: it is the loader
 /// thread, or a test). `None` when the zone went away meanwhile.
 pub fn run(zone: &Weak<CacheZone>) -> Option<LoadStats> {
+    run_reporting(zone, PROGRESS_EVERY)
+}
+
+/// [`run`], with a progress line every `every` of loading.
+pub fn run_reporting(zone: &Weak<CacheZone>, every: Duration) -> Option<LoadStats> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .ok()?;
     let io = Io::inline();
-    let stats = rt.block_on(load(zone, &io))?;
+    let stats = rt.block_on(load(zone, &io, every))?;
     let z = zone.upgrade()?;
     z.set_loaded();
     z.error_log().log(
@@ -114,12 +128,50 @@ struct Pace {
     started: Instant,
 }
 
-async fn load(zone: &Weak<CacheZone>, io: &Io) -> Option<LoadStats> {
+/// The `loading:` lines of a running load.
+struct Progress {
+    every: Duration,
+    began: Instant,
+    last: Instant,
+}
+
+impl Progress {
+    fn new(every: Duration) -> Progress {
+        let now = Instant::now();
+        Progress {
+            every,
+            began: now,
+            last: now,
+        }
+    }
+
+    fn step(&mut self, z: &CacheZone, stats: &LoadStats) {
+        let now = Instant::now();
+        if now.duration_since(self.last) < self.every {
+            return;
+        }
+        self.last = now;
+        z.error_log().log(
+            Level::Notice,
+            format_args!(
+                "http file cache: \"{}\" loading: {} entries, {:.3}M, {} bad removed, {:.1} s",
+                z.path().display(),
+                stats.entries,
+                stats.bytes as f64 / (1024.0 * 1024.0),
+                stats.bad,
+                now.duration_since(self.began).as_secs_f64()
+            ),
+        );
+    }
+}
+
+async fn load(zone: &Weak<CacheZone>, io: &Io, every: Duration) -> Option<LoadStats> {
     let (root, depth) = {
         let z = zone.upgrade()?;
         (z.path().to_path_buf(), z.levels.0.len())
     };
     let mut stats = LoadStats::default();
+    let mut progress = Progress::new(every);
     let mut pace = Pace {
         batch: 0,
         started: Instant::now(),
@@ -141,6 +193,7 @@ async fn load(zone: &Weak<CacheZone>, io: &Io) -> Option<LoadStats> {
                 FileKind::Regular => {
                     let z = zone.upgrade()?;
                     file(&z, io, &path, &name, level == depth, &mut stats).await;
+                    progress.step(&z, &stats);
                     drop(z);
                     pace_step(zone, &mut pace).await?;
                 }
