@@ -579,6 +579,22 @@ loc_settings! {
     /// `proxy_set_header` lines, in order (NGINX's defaults `Host
     /// $proxy_host` and `Connection close` are added when not named here).
     proxy_set_header: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+    /// `proxy_ssl_verify`.
+    proxy_ssl_verify: bool = false;
+    /// `proxy_ssl_trusted_certificate`, read.
+    proxy_ssl_trusted_certificate: Option<Arc<crate::tls::client::TrustedCerts>> = None;
+    /// `proxy_ssl_server_name`.
+    proxy_ssl_server_name: bool = false;
+    /// `proxy_ssl_name` (None: `$proxy_host`).
+    proxy_ssl_name: Option<Template> = None;
+    /// `proxy_ssl_protocols`: (TLSv1.2, TLSv1.3).
+    proxy_ssl_protocols: (bool, bool) = (true, true);
+    /// `proxy_ssl_ciphers`: the string and the TLS 1.2 suites it selects.
+    proxy_ssl_ciphers: Arc<(String, Vec<rustls::SupportedCipherSuite>)> = super::directives::default_proxy_ciphers();
+    /// `proxy_ssl_session_reuse`.
+    proxy_ssl_session_reuse: bool = true;
+    /// `proxy_ssl_verify_depth` (accepted; not enforced).
+    proxy_ssl_verify_depth: u64 = 1;
     /// `proxy_http_version 1.1` (default 1.0).
     proxy_http11: bool = false;
     /// `proxy_connect_timeout`.

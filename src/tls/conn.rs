@@ -7,14 +7,19 @@
 //! tokio-rustls would own the stream and need `&mut` for every call; the
 //! connection loop lends `&TcpStream` to its reader and writer at once, so
 //! the rustls state sits in a `RefCell`, never borrowed across an await.
+//!
+//! The same record I/O serves porter's own connections to upstreams
+//! (`proxy_pass https://`): [`connect`] runs a client handshake, and the
+//! connection is then read and written like an accepted one.
 
 use std::cell::RefCell;
 use std::io::{self, IoSlice, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rustls::pki_types::ServerName;
 use rustls::server::{Acceptor, ClientHello};
-use rustls::{ServerConfig, ServerConnection};
+use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
@@ -85,9 +90,10 @@ impl From<io::Error> for HandshakeError {
     }
 }
 
-/// A TLS server connection after its handshake.
+/// A TLS connection after its handshake: a client's connection to
+/// porter, or porter's to an upstream.
 pub struct TlsConn {
-    conn: RefCell<ServerConnection>,
+    conn: RefCell<Connection>,
 }
 
 /// Reads what the socket has into `read`'s rustls side; `Ok(0)` at EOF.
@@ -144,7 +150,24 @@ pub async fn accept(
         }
     };
     let tls = TlsConn {
-        conn: RefCell::new(conn),
+        conn: RefCell::new(conn.into()),
+    };
+    tls.finish_handshake(tcp).await?;
+    Ok(tls)
+}
+
+/// Runs a client handshake on `tcp` (an upstream's socket) for `name`
+/// (the certificate is checked against it when `config` verifies, and it
+/// goes out as SNI when `config` enables it). The caller bounds it with
+/// `proxy_connect_timeout`.
+pub async fn connect(
+    tcp: &TcpStream,
+    config: Arc<ClientConfig>,
+    name: ServerName<'static>,
+) -> Result<TlsConn, HandshakeError> {
+    let conn = ClientConnection::new(config, name).map_err(HandshakeError::Tls)?;
+    let tls = TlsConn {
+        conn: RefCell::new(conn.into()),
     };
     tls.finish_handshake(tcp).await?;
     Ok(tls)
@@ -200,7 +223,10 @@ impl TlsConn {
 
     /// The SNI name the client sent (`$ssl_server_name`).
     pub fn server_name(&self) -> Option<String> {
-        self.conn.borrow().server_name().map(str::to_string)
+        match &*self.conn.borrow() {
+            Connection::Server(c) => c.server_name().map(str::to_string),
+            Connection::Client(_) => None,
+        }
     }
 
     /// The certificate chain the client sent, if any.
@@ -338,7 +364,7 @@ impl TlsConn {
 }
 
 /// Sends queued records as far as the socket takes them without waiting.
-fn flush_now(c: &mut ServerConnection, tcp: &TcpStream) -> io::Result<()> {
+fn flush_now(c: &mut Connection, tcp: &TcpStream) -> io::Result<()> {
     while c.wants_write() {
         tcp.try_io(Interest::WRITABLE, || c.write_tls(&mut Sock(tcp)))?;
     }

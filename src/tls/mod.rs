@@ -7,13 +7,15 @@
 //!
 //! | File | What it holds |
 //! |---|---|
-//! | `conn.rs` | the handshake (ClientHello first, for SNI) and record I/O over the worker's socket |
+//! | `conn.rs` | the handshake (ClientHello first, for SNI) and record I/O over the worker's socket; the client handshake to an upstream |
+//! | `client.rs` | `proxy_ssl_*`: porter's client configuration for `proxy_pass https://` |
 //! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
 //! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
 //! | `session.rs` | `ssl_session_cache` / `ssl_session_tickets` shared by all workers, `ssl_session_timeout` |
 //! | `ktls.rs` | the start-up probe for kernel TLS |
 
 pub mod ciphers;
+pub mod client;
 pub mod client_auth;
 pub mod conn;
 pub mod ktls;

@@ -1,9 +1,9 @@
 //! Upstreams: the groups `upstream { }` and `proxy_pass` define
 //! ([`balance`]: peers, their shared state and NGINX's balancers), the
 //! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
-//! ([`wire`]), and the pieces a proxied exchange is made of: connecting
-//! with `proxy_connect_timeout`, the parsed [`UpstreamResponse`] and its
-//! streaming [`UpstreamBody`].
+//! ([`wire`]), the socket plain or TLS ([`stream`]), and the pieces a
+//! proxied exchange is made of: connecting with `proxy_connect_timeout`,
+//! the parsed [`UpstreamResponse`] and its streaming [`UpstreamBody`].
 //!
 //! The proxy handler (`handlers::proxy`) drives these: it picks a peer,
 //! sends the request, reads the head, and hands the body to the
@@ -13,6 +13,7 @@
 
 pub mod balance;
 pub mod pool;
+pub mod stream;
 pub mod wire;
 
 use std::io;
@@ -24,6 +25,7 @@ use tokio::net::TcpStream;
 
 pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
 pub use pool::UpstreamConn;
+pub use stream::UpStream;
 use wire::{Framing, ResponseHead};
 
 use crate::http::response::{logged_error, BodyStream, ChunkFuture};
@@ -139,8 +141,12 @@ pub struct ProxyPass {
     pub target: ProxyTarget,
     /// The URI part of a literal URL (`/new/` in `http://b/new/`), if any.
     pub uri: Option<String>,
-    /// `$proxy_host`: the host as written, with the port unless it is 80.
+    /// `$proxy_host`: the host as written, with the port unless it is the
+    /// scheme's (80, or 443 for `https://`).
     pub proxy_host: String,
+    /// `https://`: the upstream is spoken to over TLS (for a URL with
+    /// variables, the rendered URL decides).
+    pub tls: bool,
     /// `$proxy_port`.
     pub proxy_port: u16,
     /// The path of the location `proxy_pass` is in (replaced by `uri`).
@@ -152,9 +158,11 @@ pub struct ProxyPass {
     pub redirect_default: Option<(String, String)>,
 }
 
-/// A URL `proxy_pass` accepts, split: `http://HOST[:PORT][URI]`.
+/// A URL `proxy_pass` accepts, split: `http[s]://HOST[:PORT][URI]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitUrl {
+    /// `https://`: the connection speaks TLS.
+    pub tls: bool,
     /// The host as written (brackets kept for IPv6).
     pub host: String,
     /// The port, if written.
@@ -163,16 +171,44 @@ pub struct SplitUrl {
     pub uri: Option<String>,
 }
 
+impl SplitUrl {
+    /// The port connected to: as written, else the scheme's.
+    pub fn port_or_default(&self) -> u16 {
+        self.port.unwrap_or(if self.tls { 443 } else { 80 })
+    }
+
+    /// `$proxy_host`: the host, with the port when it is not the scheme's.
+    pub fn proxy_host(&self) -> String {
+        let default = if self.tls { 443 } else { 80 };
+        match self.port {
+            Some(p) if p != default => format!("{}:{p}", self.host),
+            _ => self.host.clone(),
+        }
+    }
+}
+
+/// The length of `url`'s scheme prefix and whether it is `https://`, if it
+/// has one `proxy_pass` accepts.
+pub fn url_scheme(url: &str) -> Option<(usize, bool)> {
+    let has = |p: &str| {
+        url.get(..p.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(p))
+    };
+    if has("http://") {
+        Some((7, false))
+    } else if has("https://") {
+        Some((8, true))
+    } else {
+        None
+    }
+}
+
 /// Splits a `proxy_pass` URL; the error is NGINX's message.
 pub fn split_url(url: &str) -> Result<SplitUrl, String> {
-    let rest = if let Some(r) = url.get(..7).filter(|p| p.eq_ignore_ascii_case("http://")) {
-        let _ = r;
-        &url[7..]
-    } else if url.len() >= 8 && url[..8].eq_ignore_ascii_case("https://") {
-        return Err("https protocol requires SSL support".to_string());
-    } else {
+    let Some((skip, tls)) = url_scheme(url) else {
         return Err(format!("invalid URL prefix in \"{url}\""));
     };
+    let rest = &url[skip..];
     let (hostport, uri) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], Some(rest[i..].to_string())),
         None => (rest, None),
@@ -201,6 +237,7 @@ pub fn split_url(url: &str) -> Result<SplitUrl, String> {
         None => None,
     };
     Ok(SplitUrl {
+        tls,
         host: host.to_string(),
         port,
         uri,
@@ -220,46 +257,19 @@ pub async fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStrea
 }
 
 /// Writes all of `data` to an upstream, each wait bounded by `timeout`.
-pub async fn write_all(stream: &TcpStream, mut data: &[u8], timeout: Duration) -> io::Result<()> {
-    while !data.is_empty() {
-        match stream.try_write(data) {
-            Ok(n) => data = &data[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                match tokio::time::timeout(timeout, stream.writable()).await {
-                    Ok(r) => r?,
-                    Err(_) => return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+pub async fn write_all(stream: &UpStream, data: &[u8], timeout: Duration) -> io::Result<()> {
+    stream.write_all(data, timeout).await
 }
 
 /// Reads what is available into `buf` (at most [`READ_CHUNK`] more),
 /// waiting at most `timeout`; `Ok(0)` when the upstream closed. Cancel-safe:
 /// `buf` only grows by bytes actually read.
 pub async fn read_some(
-    stream: &TcpStream,
+    stream: &UpStream,
     buf: &mut Vec<u8>,
     timeout: Duration,
 ) -> io::Result<usize> {
-    loop {
-        let start = buf.len();
-        buf.resize(start + READ_CHUNK, 0);
-        let r = stream.try_read(&mut buf[start..]);
-        buf.truncate(start + *r.as_ref().unwrap_or(&0));
-        match r {
-            Ok(n) => return Ok(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                match tokio::time::timeout(timeout, stream.readable()).await {
-                    Ok(r) => r?,
-                    Err(_) => return Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    stream.read_some(buf, READ_CHUNK, timeout).await
 }
 
 /// What the upstream answered: the parsed head, and the body still to be

@@ -12,19 +12,19 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use std::io;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
+
+use super::UpStream;
 
 /// An upstream connection and what it has served.
 #[derive(Debug)]
 pub struct UpstreamConn {
     /// The socket (shared with the idle watcher while pooled).
-    pub stream: Rc<TcpStream>,
+    pub stream: Rc<UpStream>,
     /// The peer address.
     pub addr: SocketAddr,
     /// Requests sent on it so far.
@@ -87,15 +87,11 @@ pub fn take(group: u64, addr: SocketAddr, timeout: Duration) -> Option<UpstreamC
         sweep(q, timeout);
         while let Some(pos) = q.iter().rposition(|i| i.conn.addr == addr) {
             let idle = q.remove(pos).expect("position is in range");
-            let mut probe = [0u8; 1];
-            match idle.conn.stream.try_read(&mut probe) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    let mut conn = take_conn(idle);
-                    conn.reused = true;
-                    return Some(conn);
-                }
-                // Closed by the peer, or it sent bytes nobody asked for.
-                _ => continue,
+            // Closed by the peer, or it sent bytes nobody asked for: skip.
+            if idle.conn.stream.idle_ok() {
+                let mut conn = take_conn(idle);
+                conn.reused = true;
+                return Some(conn);
             }
         }
         None
@@ -169,12 +165,10 @@ pub fn put(group: u64, max: usize, timeout: Duration, conn: UpstreamConn) {
                         return remove(group, serial);
                     }
                     // Readable while idle: the peer closed it or sent
-                    // something nobody asked for; a stale readiness is
-                    // cleared by the WouldBlock.
-                    let mut probe = [0u8; 1];
-                    match stream.try_read(&mut probe) {
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                        _ => return remove(group, serial),
+                    // something nobody asked for; a stale readiness (or
+                    // a TLS session ticket) is cleared by the WouldBlock.
+                    if !stream.idle_ok() {
+                        return remove(group, serial);
                     }
                 }
             }

@@ -154,6 +154,7 @@ mod core;
 mod http;
 mod logs;
 mod proxy;
+mod proxy_ssl;
 mod ssl;
 mod static_files;
 mod upstream;
@@ -161,6 +162,7 @@ mod upstream;
 pub use build::Build;
 use build::{ListenB, LocB, ServerB, NESTED};
 pub use http::parse_listen_addr;
+pub(crate) use proxy_ssl::default_ciphers as default_proxy_ciphers;
 use upstream::resolve_upstream;
 
 /// The areas' rows, in lookup order: where two rows share a name (`server`,
@@ -173,6 +175,7 @@ static AREAS: &[&[Spec]] = &[
     static_files::ROWS,
     aio::ROWS,
     proxy::ROWS,
+    proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
     upstream::ROWS,

@@ -119,7 +119,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
     let groups = Arc::new(b.upstreams.clone());
     let location = b.location().path.clone();
     let pass = if url.contains('$') {
-        if !(url.starts_with('$') || url.len() > 7 && url[..7].eq_ignore_ascii_case("http://")) {
+        if !(url.starts_with('$') || crate::upstream::url_scheme(url).is_some()) {
             split_url(url)?;
         }
         ProxyPass {
@@ -127,25 +127,24 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             uri: None,
             proxy_host: String::new(),
             proxy_port: 80,
+            tls: false,
             location,
             groups,
             redirect_default: None,
         }
     } else {
         let split = split_url(url)?;
-        let shown = &url[7..];
-        let proxy_host = match split.port {
-            Some(p) if p != 80 => format!("{}:{p}", split.host),
-            _ => split.host.clone(),
-        };
+        let shown = &url[crate::upstream::url_scheme(url).map_or(0, |(n, _)| n)..];
+        let proxy_host = split.proxy_host();
         let group = match b.upstreams.iter().find(|g| g.name == split.host) {
             Some(g) => Arc::clone(g),
             None => {
-                let key = format!("{}:{}", split.host, split.port.unwrap_or(80));
+                let key = format!("{}:{}", split.host, split.port_or_default());
                 match b.implicit_upstreams.get(&key) {
                     Some(g) => Arc::clone(g),
                     None => {
-                        let addrs = resolve_upstream(&split.host, split.port, shown)?;
+                        let addrs =
+                            resolve_upstream(&split.host, Some(split.port_or_default()), shown)?;
                         let peers = addrs
                             .into_iter()
                             .map(|a| PeerSpec {
@@ -179,9 +178,10 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
         });
         ProxyPass {
             target: ProxyTarget::Group(group),
+            proxy_port: split.port_or_default(),
+            tls: split.tls,
             uri: split.uri,
             proxy_host,
-            proxy_port: split.port.unwrap_or(80),
             location,
             groups,
             redirect_default,

@@ -14,6 +14,7 @@ use super::request::{
     ReqBody, UpstreamError,
 };
 use super::target::resolve_target;
+use super::tls::{self, HandshakeFail, TlsTarget};
 use crate::config::LocSettings;
 use crate::handlers::Env;
 use crate::http::body::ClientBody;
@@ -23,8 +24,8 @@ use crate::http::upstream_vars::TryRecord;
 use crate::log::Level;
 use crate::upstream::wire::{self, Framing, HeadError};
 use crate::upstream::{
-    self, pool, BodyLog, NextUpstream, PeerRef, PoolReturn, ProxyPass, UpstreamBody, UpstreamConn,
-    UpstreamGroup, UpstreamResponse,
+    self, pool, BodyLog, NextUpstream, PeerRef, PoolReturn, ProxyPass, UpStream, UpstreamBody,
+    UpstreamConn, UpstreamGroup, UpstreamResponse,
 };
 
 /// A failed try: the status it gives, its `proxy_next_upstream`
@@ -47,6 +48,8 @@ struct Outgoing {
     head_req: bool,
     /// May be sent again after it reached a peer.
     idempotent: bool,
+    /// `proxy_pass https://`: how to speak TLS to the peer.
+    tls: Option<TlsTarget>,
 }
 
 /// The error-log context of one try: NGINX's tail with `upstream: "…"`.
@@ -101,6 +104,10 @@ pub async fn fetch_with(
     let uri = upstream_uri(ctx, pass, target.url_uri.as_deref(), target.dynamic);
     let method = upstream_method(ctx, opts);
     let client_body = env.body.filter(|b| pass_body && !b.borrow().is_done());
+    let tls = match target.tls {
+        true => Some(tls::target(ctx, env.log)?),
+        false => None,
+    };
     let (head, body) = build_request(ctx, env, client_body, &method, &uri, opts).await?;
     let out = Outgoing {
         head,
@@ -108,6 +115,7 @@ pub async fn fetch_with(
         uri,
         head_req: method == "HEAD",
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
+        tls,
     };
     try_peers(ctx, env, &target.group, &out, client_body).await
 }
@@ -227,7 +235,14 @@ async fn attempt(
     let log = TryLog {
         env,
         conn: ctx.conn.id,
-        context: log_ctx(ctx, &format!("http://{addr}{}", out.uri)),
+        context: log_ctx(
+            ctx,
+            &format!(
+                "{}://{addr}{}",
+                if out.tls.is_some() { "https" } else { "http" },
+                out.uri
+            ),
+        ),
     };
     let mut rec = TryRecord {
         addr: addr.to_string(),
@@ -238,9 +253,14 @@ async fn attempt(
     // (not with a streamed body, which cannot be sent twice).
     let mut allow_pooled = group.keepalive > 0 && !matches!(out.body, ReqBody::Stream { .. });
     let result = loop {
-        let mut conn = match connection(group, addr, allow_pooled, s).await {
+        let mut conn = match connection(group, addr, allow_pooled, s, out.tls.as_ref()).await {
             Ok(c) => c,
-            Err(e) => break Err(Ok(connect_failed(&log, &e, &mut rec))),
+            Err(ConnectFail::Connect(e)) => break Err(Ok(connect_failed(&log, &e, &mut rec))),
+            Err(ConnectFail::Handshake(e)) => {
+                let t = out.tls.as_ref().expect("a handshake needs TLS");
+                log.error(format_args!("{}", e.message(t)));
+                break Err(Ok(fail(e.timed_out(), false, &mut rec)));
+            }
         };
         rec.connect = Some(t0.elapsed());
         conn.requests += 1;
@@ -249,7 +269,7 @@ async fn attempt(
             Ok(got) => {
                 rec.header = Some(t0.elapsed());
                 rec.status = Some(got.2.status);
-                break upstream_response(group, s, &log, got, out.head_req).map_err(|e| {
+                break upstream_response(group, s, &log, got, out).map_err(|e| {
                     log.error(format_args!(
                         "{e} while reading response header from upstream"
                     ));
@@ -274,20 +294,43 @@ async fn attempt(
     result
 }
 
+/// Why no connection to a peer was made.
+enum ConnectFail {
+    /// `connect()` failed or timed out.
+    Connect(std::io::Error),
+    /// The TLS handshake did.
+    Handshake(HandshakeFail),
+}
+
 /// An idle pooled connection to `addr` when allowed and one is there, else
-/// a new one (`proxy_connect_timeout`).
+/// a new one (`proxy_connect_timeout`, which also bounds the TLS
+/// handshake of an `https://` upstream).
 async fn connection(
     group: &UpstreamGroup,
     addr: std::net::SocketAddr,
     allow_pooled: bool,
     s: &LocSettings,
-) -> std::io::Result<UpstreamConn> {
+    tls: Option<&TlsTarget>,
+) -> Result<UpstreamConn, ConnectFail> {
+    let key = tls::pool_key(group.id, tls.is_some());
     if allow_pooled {
-        if let Some(c) = pool::take(group.id, addr, group.keepalive_timeout) {
+        if let Some(c) = pool::take(key, addr, group.keepalive_timeout) {
             return Ok(c);
         }
     }
-    let stream = upstream::connect(addr, s.proxy_connect_timeout).await?;
+    let started = Instant::now();
+    let tcp = upstream::connect(addr, s.proxy_connect_timeout)
+        .await
+        .map_err(ConnectFail::Connect)?;
+    let stream = match tls {
+        None => UpStream::plain(tcp),
+        Some(t) => {
+            let left = s.proxy_connect_timeout.saturating_sub(started.elapsed());
+            tls::handshake(tcp, t, left)
+                .await
+                .map_err(ConnectFail::Handshake)?
+        }
+    };
     Ok(UpstreamConn {
         stream: std::rc::Rc::new(stream),
         addr,
@@ -319,12 +362,12 @@ fn upstream_response(
     s: &LocSettings,
     log: &TryLog<'_, '_>,
     (conn, buf, rh): (UpstreamConn, Vec<u8>, wire::ResponseHead),
-    head_req: bool,
+    out: &Outgoing,
 ) -> Result<UpstreamResponse, HeadError> {
-    let framing = Framing::of(&rh, head_req)?;
+    let framing = Framing::of(&rh, out.head_req)?;
     let reusable = group.keepalive > 0 && rh.keep_alive() && !matches!(framing, Framing::Close);
     let pool_return = reusable.then_some(PoolReturn {
-        group: group.id,
+        group: tls::pool_key(group.id, out.tls.is_some()),
         max: group.keepalive,
         timeout: group.keepalive_timeout,
         requests: group.keepalive_requests,

@@ -8,6 +8,7 @@
 //! | `fill.rs` | storing a response while it is sent ([`CacheFill`](fill)), refresh after a 304 |
 //! | `fetch.rs` | step one, [`fetch`]: peers, tries, `proxy_next_upstream`, the response head |
 //! | `target.rs` | where the request goes: the `upstream` group, `$proxy_host` |
+//! | `tls.rs` | `proxy_pass https://`: the `proxy_ssl_*` configuration, the handshake, its log lines |
 //! | `request.rs` | what goes upstream: URI, method, head, body |
 //! | `response.rs` | step two, [`into_response`]: the client's response for an upstream's |
 //!
@@ -23,6 +24,7 @@ mod fill;
 mod request;
 mod response;
 mod target;
+mod tls;
 
 pub use self::dispatch::{serve, serve_with};
 pub use self::fetch::{fetch, fetch_with};

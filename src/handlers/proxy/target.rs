@@ -21,6 +21,8 @@ pub struct Target {
     pub url_uri: Option<String>,
     /// The URL had variables (its URI part is sent as is).
     pub dynamic: bool,
+    /// `https://`: connections to the group speak TLS.
+    pub tls: bool,
 }
 
 /// Sets up `$proxy_host` and the rest of the request's upstream variables
@@ -52,6 +54,7 @@ pub fn resolve_target(
                 group: Arc::clone(g),
                 url_uri: pass.uri.clone(),
                 dynamic: false,
+                tls: pass.tls,
             });
         }
     };
@@ -63,24 +66,23 @@ pub fn resolve_target(
             return Err(UpstreamError::Status(500));
         }
     };
-    let proxy_host = match split.port {
-        Some(p) if p != 80 => format!("{}:{p}", split.host),
-        _ => split.host.clone(),
-    };
+    let proxy_host = split.proxy_host();
+    let port = split.port_or_default();
     ctx.upstream = Some(Box::new(UpstreamVars {
         proxy_host: proxy_host.clone(),
-        proxy_port: split.port.unwrap_or(80).to_string(),
+        proxy_port: port.to_string(),
         cache_status: cache_status(ctx),
         ..Default::default()
     }));
     let group = match pass.groups.iter().find(|g| g.name == split.host) {
         Some(g) => Arc::clone(g),
-        None => address_group(ctx, env, &split.host, proxy_host, split.port.unwrap_or(80))?,
+        None => address_group(ctx, env, &split.host, proxy_host, port)?,
     };
     Ok(Target {
         group,
         url_uri: split.uri,
         dynamic: true,
+        tls: split.tls,
     })
 }
 

@@ -1,0 +1,100 @@
+//! `proxy_pass https://`'s directives (`ngx_http_proxy_module`'s
+//! `proxy_ssl_*`): whether and against what the upstream's certificate is
+//! checked, the name checked and sent as SNI, versions, suites and session
+//! reuse. Location settings, inherited one by one like NGINX's; the CA
+//! file is read when the directive is read, so a bad one is `porter -t`'s
+//! error with its file:line. The rustls configuration they make is built
+//! on first use (`tls::client`).
+
+#[allow(unused_imports)]
+use super::*;
+use crate::tls::ciphers::{self, CipherError};
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("proxy_ssl_verify", HSL, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.loc().proxy_ssl_verify, v, d)
+    }),
+    d("proxy_ssl_trusted_certificate", HSL, Arity::N(1), |b, d| {
+        if d.args[0].contains('$') {
+            return Err(format!(
+                "variables in \"{}\" are not supported by porter",
+                d.name
+            ));
+        }
+        let certs = crate::tls::client::load_trusted(&b.full_path(&d.args[0]))?;
+        set_once(&mut b.loc().proxy_ssl_trusted_certificate, Some(certs), d)
+    }),
+    d("proxy_ssl_server_name", HSL, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.loc().proxy_ssl_server_name, v, d)
+    }),
+    d("proxy_ssl_name", HSL, Arity::N(1), |b, d| {
+        let v = template(&d.args[0])?;
+        set_once(&mut b.loc().proxy_ssl_name, Some(v), d)
+    }),
+    d("proxy_ssl_protocols", HSL, Arity::Min(1), set_protocols),
+    d("proxy_ssl_ciphers", HSL, Arity::N(1), |b, d| {
+        let v = select_ciphers(d)?;
+        set_once(&mut b.loc().proxy_ssl_ciphers, v, d)
+    }),
+    d("proxy_ssl_session_reuse", HSL, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.loc().proxy_ssl_session_reuse, v, d)
+    }),
+    // Accepted, not enforced: rustls checks the whole chain up to a
+    // trusted CA whatever its length (docs/differences.md).
+    d("proxy_ssl_verify_depth", HSL, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])?;
+        set_once(&mut b.loc().proxy_ssl_verify_depth, n, d)
+    }),
+];
+
+/// `proxy_ssl_ciphers`' default, NGINX's.
+pub(crate) fn default_ciphers() -> Arc<(String, Vec<rustls::SupportedCipherSuite>)> {
+    let spec = "DEFAULT";
+    Arc::new((spec.to_string(), ciphers::select(spec).unwrap_or_default()))
+}
+
+fn select_ciphers(
+    d: &Directive,
+) -> Result<Arc<(String, Vec<rustls::SupportedCipherSuite>)>, String> {
+    let spec = &d.args[0];
+    let v = ciphers::select(spec).map_err(|e| match e {
+        CipherError::Unknown(n) => format!(
+            "unknown cipher \"{n}\" in \"proxy_ssl_ciphers\" (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305)"
+        ),
+        CipherError::NoMatch => format!(
+            "SSL_CTX_set_cipher_list(\"{spec}\") failed (no cipher match: rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305)"
+        ),
+    })?;
+    Ok(Arc::new((spec.clone(), v)))
+}
+
+/// NGINX 1.22's default still lists TLSv1 and TLSv1.1, so configs name
+/// them; rustls cannot offer them, so they are skipped as long as TLSv1.2
+/// or TLSv1.3 is there too (an upstream that speaks only the old ones
+/// fails its handshake with a log line).
+fn set_protocols(b: &mut Build, d: &Directive) -> Res {
+    let (mut v12, mut v13) = (false, false);
+    for a in &d.args {
+        match a.as_str() {
+            "TLSv1.2" => v12 = true,
+            "TLSv1.3" => v13 = true,
+            "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => {}
+            _ => {
+                return Err(format!(
+                    "invalid value \"{a}\" in \"proxy_ssl_protocols\" directive"
+                ))
+            }
+        }
+    }
+    if !v12 && !v13 {
+        return Err(
+            "\"proxy_ssl_protocols\" names no protocol porter offers (rustls offers TLSv1.2 and TLSv1.3 only)"
+                .to_string(),
+        );
+    }
+    set_once(&mut b.loc().proxy_ssl_protocols, (v12, v13), d)
+}

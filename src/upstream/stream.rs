@@ -1,0 +1,138 @@
+//! The socket to an upstream: plain TCP, or TLS over it
+//! (`proxy_pass https://`). Both are read and written through the same
+//! calls, each wait bounded by the caller's timeout, so the proxy, the
+//! body stream and the keep-alive pool need not know which it is.
+
+use std::io;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use crate::tls::conn::TlsConn;
+
+/// A connection to an upstream peer.
+pub struct UpStream {
+    tcp: TcpStream,
+    tls: Option<TlsConn>,
+}
+
+impl std::fmt::Debug for UpStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpStream")
+            .field("tcp", &self.tcp)
+            .field("tls", &self.tls.is_some())
+            .finish()
+    }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::from_raw_os_error(libc::ETIMEDOUT)
+}
+
+impl UpStream {
+    /// A plain connection.
+    pub fn plain(tcp: TcpStream) -> UpStream {
+        UpStream { tcp, tls: None }
+    }
+
+    /// A connection whose TLS handshake is done.
+    pub fn tls(tcp: TcpStream, tls: TlsConn) -> UpStream {
+        UpStream {
+            tcp,
+            tls: Some(tls),
+        }
+    }
+
+    /// Whether it speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Writes all of `data`, each wait bounded by `timeout`.
+    pub async fn write_all(&self, mut data: &[u8], timeout: Duration) -> io::Result<()> {
+        if let Some(t) = &self.tls {
+            return t.write_all(&self.tcp, data, false, timeout).await;
+        }
+        while !data.is_empty() {
+            match self.tcp.try_write(data) {
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    match tokio::time::timeout(timeout, self.tcp.writable()).await {
+                        Ok(r) => r?,
+                        Err(_) => return Err(timed_out()),
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what is available into `buf` (at most `max` more bytes),
+    /// waiting at most `timeout`; `Ok(0)` when the upstream closed.
+    /// Cancel-safe: `buf` only grows by bytes actually read.
+    pub async fn read_some(
+        &self,
+        buf: &mut Vec<u8>,
+        max: usize,
+        timeout: Duration,
+    ) -> io::Result<usize> {
+        loop {
+            let r = self.try_read(buf, max);
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    match tokio::time::timeout(timeout, self.tcp.readable()).await {
+                        Ok(r) => r?,
+                        Err(_) => return Err(timed_out()),
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn try_read(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        let start = buf.len();
+        if let Some(t) = &self.tls {
+            // Decrypted bytes go into spare capacity; bound it by `max`.
+            let mut part = Vec::with_capacity(max);
+            let n = t.try_read(&self.tcp, &mut part)?;
+            buf.extend_from_slice(&part);
+            return Ok(n);
+        }
+        buf.resize(start + max, 0);
+        let r = self.tcp.try_read(&mut buf[start..]);
+        buf.truncate(start + *r.as_ref().unwrap_or(&0));
+        r
+    }
+
+    /// Waits until the socket has something to read (or an error).
+    pub async fn readable(&self) -> io::Result<()> {
+        self.tcp.readable().await
+    }
+
+    /// Whether an idle connection can still carry a request: nothing
+    /// arrived but what TLS itself sends (a session ticket), and the peer
+    /// has not closed it.
+    pub fn idle_ok(&self) -> bool {
+        let mut probe = Vec::with_capacity(1);
+        matches!(
+            self.try_read(&mut probe, 1),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock
+        )
+    }
+
+    /// Ends a TLS session politely (`close_notify`) before the socket is
+    /// dropped; nothing for a plain one.
+    pub fn close_notify(&self) {
+        if let Some(t) = &self.tls {
+            t.close_notify(&self.tcp);
+        }
+    }
+}
+
+impl Drop for UpStream {
+    fn drop(&mut self) {
+        self.close_notify();
+    }
+}
