@@ -77,6 +77,8 @@ fn run(start: WorkerStart) {
         static WOKE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
     }
     let figures = metrics::worker(start.index);
+    // Every task this worker spawns has its polls timed.
+    crate::runtime::timed::set_worker(figures.clone());
     // Whether the loop sleeps in the kernel while busy is sampled from
     // outside (`loop_watch`); the loop only says when it is busy.
     let watch = loop_watch::watch(figures.clone());
@@ -172,7 +174,7 @@ async fn worker_main(start: WorkerStart) {
                 continue;
             }
         };
-        accepting.push(tokio::task::spawn_local(accept_loop(
+        accepting.push(crate::runtime::timed::spawn(accept_loop(
             listener,
             group,
             env.clone(),
@@ -258,7 +260,7 @@ async fn accept_loop(
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();
-        tokio::task::spawn_local(async move {
+        crate::runtime::timed::spawn(async move {
             let _active = Gauge::new(&metrics::ACTIVE);
             let mut sd = env2.shutdown.clone();
             tokio::select! {

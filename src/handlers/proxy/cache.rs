@@ -337,7 +337,7 @@ fn background_update(
         key.to_string(),
         env.log.clone(),
     );
-    tokio::task::spawn_local(async move {
+    crate::runtime::timed::spawn(async move {
         let env = Env {
             disk: &c.disk,
             log: &log,
