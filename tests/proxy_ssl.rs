@@ -227,7 +227,7 @@ fn proxies_to_nginx_over_tls_with_verification() {
 fn check_location(dir: &TempDir, name: &str, settings: &str) -> (bool, String) {
     let conf = dir.write(
         name,
-        &format!(
+        format!(
             "events {{}}\nhttp {{\n  server {{\n    listen 127.0.0.1:1;\n    location / {{ proxy_pass https://127.0.0.1:9;\n      {settings} }}\n  }}\n}}\n"
         ),
     );

@@ -44,6 +44,9 @@ pub struct MainConf {
     pub worker_connections: usize,
     /// `worker_rlimit_nofile`.
     pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_priority N`: the workers' nice value (-20..20), as NGINX's
+    /// worker processes; `None` leaves them at the master's.
+    pub worker_priority: Option<i32>,
     /// `worker_shutdown_timeout`: caps a graceful shutdown.
     pub worker_shutdown_timeout: Option<Duration>,
     /// `accept_mutex` (accepted for compatibility; each worker has its own

@@ -60,6 +60,10 @@ pub fn spawn(start: WorkerStart) -> std::io::Result<JoinHandle<()>> {
 }
 
 fn run(start: WorkerStart) {
+    // Before the privilege drop: only root may lower a nice value.
+    if let Some(n) = start.config.main.worker_priority {
+        set_priority(&start.log, n);
+    }
     if let Some(c) = &start.credentials {
         if let Err(e) = privileges::drop_thread(c) {
             start.log.log(
@@ -111,6 +115,22 @@ fn run(start: WorkerStart) {
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, worker_main(start));
+}
+
+/// `worker_priority`: this worker thread's nice value (Linux's is per
+/// thread), as NGINX sets its worker processes'; a failure is NGINX's
+/// alert and the worker runs on.
+fn set_priority(log: &ErrorLog, n: i32) {
+    let me = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(me), n) {
+        log.log(
+            Level::Alert,
+            format_args!(
+                "setpriority({n}) failed {}",
+                crate::util::errno_text(&e.into())
+            ),
+        );
+    }
 }
 
 /// This worker's io_uring when the configuration has `aio on` and the
