@@ -194,6 +194,12 @@ pub async fn refresh(
             }
         }
     }
+    // The copy is checked as it is written: a damaged body is not stored
+    // again under a new validity (the client's send finds it).
+    if e.header.body_crc.is_some_and(|want| want != w.body_crc()) {
+        w.abort().await;
+        return;
+    }
     let _ = w.finish().await;
 }
 
