@@ -630,4 +630,30 @@ loc_settings! {
     /// `proxy_redirect` rules (`off`: none; unset: `default`).
     proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
+
+    // Access control and limits (`src/access`, `src/handlers/access.rs`).
+    /// `allow` / `deny` rules, in order.
+    access_rules: Arc<Vec<crate::access::rules::AccessRule>> = Arc::new(Vec::new());
+    /// `satisfy any` (else `all`).
+    satisfy_any: bool = false;
+    /// `auth_basic` realm (rendering `off`: no authentication).
+    auth_basic: Option<Template> = None;
+    /// `auth_basic_user_file`.
+    auth_basic_user_file: Option<Template> = None;
+    /// `limit_req` lines.
+    limit_req: Arc<Vec<crate::access::limit_req::LimitReq>> = Arc::new(Vec::new());
+    /// `limit_req_status`.
+    limit_req_status: u16 = 503;
+    /// `limit_req_log_level` (delays are logged one level lower).
+    limit_req_log_level: crate::log::Level = crate::log::Level::Error;
+    /// `limit_req_dry_run`.
+    limit_req_dry_run: bool = false;
+    /// `limit_conn` lines.
+    limit_conn: Arc<Vec<crate::access::limit_conn::LimitConn>> = Arc::new(Vec::new());
+    /// `limit_conn_status`.
+    limit_conn_status: u16 = 503;
+    /// `limit_conn_log_level`.
+    limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
+    /// `limit_conn_dry_run`.
+    limit_conn_dry_run: bool = false;
 }

@@ -1,5 +1,6 @@
 //! Request processing after the head is parsed: server-level `return`,
-//! location selection, `internal`, `return`, `try_files`, the content
+//! location selection, `internal`, `return`, the limits and access checks
+//! ([`access`]), `try_files`, the content
 //! handler, `error_page` and internal redirects, then the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
 //! `charset`, ranges). Handlers produce a [`Response`] description; the
@@ -7,6 +8,7 @@
 //! [`Handlers`], its implementation of `http`'s [`Respond`], which the
 //! worker builds.
 
+mod access;
 pub mod disk_io;
 pub mod filters;
 pub mod metrics;
@@ -42,6 +44,9 @@ pub enum Outcome {
     Internal(String, Option<String>),
     /// Close the connection without a response (`return 444`).
     Close,
+    /// A 401 asking for credentials with this `WWW-Authenticate` value,
+    /// which stays on whatever page answers it (`error_page 401` too).
+    Challenge(String),
 }
 
 /// NGINX's limit on internal redirects per request.
@@ -141,6 +146,11 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             Outcome::Special(mut resp) => {
                 carried.apply(&mut resp, true);
                 resp
+            }
+            Outcome::Challenge(value) => {
+                carried.add_header("WWW-Authenticate", value);
+                outcome = Outcome::Status(401);
+                continue;
             }
             Outcome::Internal(uri, args) => {
                 redirects += 1;
@@ -272,6 +282,9 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
     if let Some(r) = &loc.ret {
         return do_return(ctx, r);
+    }
+    if let Some(o) = access::check(ctx, env).await {
+        return o;
     }
     if let Some(list) = loc.s.try_files.clone() {
         if let Some(o) = static_file::try_files(ctx, env, &list).await {

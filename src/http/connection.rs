@@ -489,6 +489,8 @@ impl<H: Respond> Connection<H> {
             access_log(&ctx);
             return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
+        // The request is over: its `limit_conn` slots go back at once.
+        ctx.limits.held.clear();
         access_log(&ctx);
         if let (BodyLeft::Unread(rest), true) = (left, keep_alive) {
             // NGINX discards a body it did not read after the response,

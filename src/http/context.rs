@@ -107,6 +107,8 @@ pub struct RequestCtx {
     pub request_filename: Option<String>,
     /// What proxying this request recorded (`$proxy_host`, `$upstream_*`).
     pub upstream: Option<Box<UpstreamVars>>,
+    /// What `limit_req`/`limit_conn` recorded, and the slots it holds.
+    pub limits: crate::access::RequestLimits,
 }
 
 impl RequestCtx {
@@ -137,6 +139,7 @@ impl RequestCtx {
             document_root: None,
             request_filename: None,
             upstream: None,
+            limits: Default::default(),
             head,
         }
     }
@@ -271,6 +274,8 @@ impl VarSource for RequestCtx {
                 }
             }
             Var::Split(sc) => sc.append(self, out),
+            Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
+            Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
         }
     }
 }
@@ -342,7 +347,13 @@ impl RequestCtx {
             Var::RemotePort => {
                 let _ = write!(out, "{}", self.conn.peer.port());
             }
-            Var::RemoteUser => {}
+            Var::RemoteUser => {
+                if let Some((user, _)) =
+                    crate::access::basic::credentials(self.header("authorization"))
+                {
+                    out.push_str(&String::from_utf8_lossy(&user));
+                }
+            }
             Var::ServerAddr => {
                 let _ = write!(out, "{}", self.conn.local.ip());
             }

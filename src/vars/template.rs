@@ -33,7 +33,7 @@ pub enum Var {
     RemoteAddr,
     /// `$remote_port`.
     RemotePort,
-    /// `$remote_user` (always empty: porter has no auth_basic).
+    /// `$remote_user`: the user of Basic credentials, if sent.
     RemoteUser,
     /// `$server_addr`.
     ServerAddr,
@@ -121,6 +121,10 @@ pub enum Var {
     UpstreamHttp(String),
     /// `$upstream_cache_status`.
     UpstreamCacheStatus,
+    /// `$limit_req_status`: `PASSED`, `DELAYED`, `REJECTED`, … (`limit_req`).
+    LimitReqStatus,
+    /// `$limit_conn_status`: `PASSED`, `REJECTED`, … (`limit_conn`).
+    LimitConnStatus,
 }
 
 thread_local! {
@@ -210,6 +214,8 @@ impl Var {
             "upstream_connect_time" => Var::UpstreamConnectTime,
             "upstream_header_time" => Var::UpstreamHeaderTime,
             "upstream_cache_status" => Var::UpstreamCacheStatus,
+            "limit_req_status" => Var::LimitReqStatus,
+            "limit_conn_status" => Var::LimitConnStatus,
             _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
         })
     }

@@ -41,6 +41,7 @@ pub struct Build {
     pub(super) implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
     pub(super) cur_upstream: Option<UpstreamB>,
     pub(super) ssl_http: super::ssl::SslB,
+    pub(super) access: super::access::AccessB,
 }
 
 pub(super) struct ListenB {
@@ -105,6 +106,7 @@ impl Build {
             implicit_upstreams: HashMap::new(),
             cur_upstream: None,
             ssl_http: Default::default(),
+            access: Default::default(),
         }
     }
 
@@ -250,6 +252,7 @@ impl Build {
             servers.push(server);
         }
         let cache_zones = self.cache.finish().map_err(plain)?;
+        self.access.finish().map_err(plain)?;
         Ok(Config {
             main,
             cache_zones,

@@ -16,6 +16,7 @@
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `upstream.rs` | `upstream { }` |
+//! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -147,6 +148,7 @@ macro_rules! loc_size {
     };
 }
 
+mod access;
 mod aio;
 mod build;
 mod cache;
@@ -179,6 +181,7 @@ static AREAS: &[&[Spec]] = &[
     cache::ROWS,
     ssl::ROWS,
     upstream::ROWS,
+    access::ROWS,
 ];
 
 /// Every directive porter accepts.
