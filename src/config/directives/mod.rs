@@ -16,6 +16,7 @@
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `upstream.rs` | `upstream { }` |
+//! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -157,6 +158,7 @@ mod proxy;
 mod proxy_ssl;
 mod ssl;
 mod static_files;
+mod tuning;
 mod upstream;
 
 pub use build::Build;
@@ -178,6 +180,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
+    tuning::ROWS,
     upstream::ROWS,
 ];
 
