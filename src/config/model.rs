@@ -183,6 +183,14 @@ pub struct HeadLimitsConf {
     pub max_head: usize,
     /// `client_header_timeout`.
     pub header_timeout: Duration,
+    /// `merge_slashes`.
+    pub merge_slashes: bool,
+    /// `ignore_invalid_headers`.
+    pub ignore_invalid_headers: bool,
+    /// `underscores_in_headers`.
+    pub underscores_in_headers: bool,
+    /// `max_headers`.
+    pub max_headers: usize,
 }
 
 /// How a location matches.
@@ -656,4 +664,19 @@ loc_settings! {
     limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
     /// `limit_conn_dry_run`.
     limit_conn_dry_run: bool = false;
+    // Tuning and request-head settings (`directives/tuning.rs`).
+    /// `merge_slashes` (server level).
+    merge_slashes: bool = true;
+    /// `ignore_invalid_headers` (server level).
+    ignore_invalid_headers: bool = true;
+    /// `underscores_in_headers` (server level).
+    underscores_in_headers: bool = false;
+    /// `max_headers` (server level).
+    max_headers: usize = 1000;
+    /// `keepalive_time`: after this long a connection closes after the
+    /// request in progress.
+    keepalive_time: Duration = Duration::from_secs(3600);
+    /// `error_log` at http, server or location level (None: the main
+    /// context's).
+    error_log: Option<crate::log::ErrorLog> = None;
 }

@@ -155,7 +155,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             Outcome::Internal(uri, args) => {
                 redirects += 1;
                 if redirects > MAX_INTERNAL_REDIRECTS {
-                    env.log.log_conn(
+                    ctx.error_log(env.log).log_conn(
                         Level::Error,
                         Some(ctx.conn.id),
                         format_args!(
@@ -271,7 +271,7 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let max_body = loc.s.client_max_body_size;
     if let Some(len) = ctx.head.content_length {
         if max_body != 0 && len > max_body {
-            env.log.log_conn(
+            ctx.error_log(env.log).log_conn(
                 Level::Error,
                 Some(ctx.conn.id),
                 format_args!("client intended to send too large body: {len} bytes"),

@@ -80,7 +80,7 @@ fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
 }
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
+    ctx.error_log(env.log)
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 

@@ -186,6 +186,12 @@ impl RequestCtx {
                 .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
     }
 
+    /// The error log for this request: its location's `error_log`, else
+    /// `global` (the main context's).
+    pub fn error_log<'a>(&'a self, global: &'a crate::log::ErrorLog) -> &'a crate::log::ErrorLog {
+        self.loc.s.error_log.as_ref().unwrap_or(global)
+    }
+
     /// NGINX's error-log tail: `, client: A, server: S, request: "R", host: "H"`.
     pub fn log_context(&self) -> String {
         let mut s = format!(
@@ -420,7 +426,7 @@ impl RequestCtx {
                 let sep = if name == "cookie" { "; " } else { ", " };
                 let mut first = true;
                 for (n, v) in &self.head.headers {
-                    if n.eq_ignore_ascii_case(name) {
+                    if http_var_matches(n, name) {
                         if !first {
                             out.push_str(sep);
                         }
@@ -477,4 +483,20 @@ fn hostname() -> String {
         .nodename()
         .to_string_lossy()
         .into_owned()
+}
+
+/// Whether header `n` is the one `$http_NAME` names (`name` lowercase,
+/// `_` already `-`): NGINX compares the header's name lowercased with `-`
+/// and `_` alike, so `$http_x_u` sees both `X-U` and (with
+/// `underscores_in_headers on`) `X_U`.
+fn http_var_matches(n: &str, name: &str) -> bool {
+    n.len() == name.len()
+        && n.bytes().zip(name.bytes()).all(|(a, b)| {
+            let a = if a == b'_' {
+                b'-'
+            } else {
+                a.to_ascii_lowercase()
+            };
+            a == b
+        })
 }

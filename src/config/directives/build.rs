@@ -42,6 +42,9 @@ pub struct Build {
     pub(super) cur_upstream: Option<UpstreamB>,
     pub(super) ssl_http: super::ssl::SslB,
     pub(super) access: super::access::AccessB,
+    /// Tuning directives without effect already seen, per block (NGINX's
+    /// "is duplicate"): `(servers, location, context, name)`.
+    pub(super) tuning_seen: std::collections::HashSet<(usize, Option<usize>, u16, String)>,
 }
 
 pub(super) struct ListenB {
@@ -107,6 +110,7 @@ impl Build {
             cur_upstream: None,
             ssl_http: Default::default(),
             access: Default::default(),
+            tuning_seen: Default::default(),
         }
     }
 
@@ -281,6 +285,7 @@ impl Build {
             self.http.access_log = Some(Arc::new(vec![AccessLog {
                 file,
                 format: LogFormat::combined(),
+                condition: None,
             }]));
         }
         Ok(())
@@ -328,6 +333,10 @@ impl Build {
             max_line: base_s.large_client_header_buffers.1,
             max_head: base_s.large_client_header_buffers.0 * base_s.large_client_header_buffers.1,
             header_timeout: base_s.client_header_timeout,
+            merge_slashes: base_s.merge_slashes,
+            ignore_invalid_headers: base_s.ignore_invalid_headers,
+            underscores_in_headers: base_s.underscores_in_headers,
+            max_headers: base_s.max_headers,
         };
         let ssl_listen = sb.listens.iter().find_map(|l| l.ssl.as_ref());
         let tls = super::ssl::server_tls(

@@ -109,7 +109,18 @@ pub(super) static ROWS: &[Spec] = &[
         };
         set_once(&mut b.loc().if_modified_since, m, d)
     }),
-    d("server_tokens", HSL, Arity::N(1), loc_flag!(server_tokens)),
+    d("server_tokens", HSL, Arity::N(1), |b, d| {
+        // `build` adds the build name NGINX was configured with; porter
+        // has none, so it is `on` (as NGINX built without `--build`).
+        let v = d.args[0] == "build"
+            || flag(d).map_err(|_| {
+                format!(
+                "invalid value \"{}\" in \"{}\" directive, it must be \"on\", \"off\" or \"build\"",
+                d.args[0], d.name
+            )
+            })?;
+        set_once(&mut b.loc().server_tokens, v, d)
+    }),
     d("msie_padding", HSL, Arity::N(1), loc_flag!(msie_padding)),
     d(
         "absolute_redirect",
@@ -137,15 +148,30 @@ pub(super) static ROWS: &[Spec] = &[
         b.location().handler = Handler::Metrics;
         Ok(())
     }),
-    d("types_hash_max_size", HTTP | SRV | LOC, Arity::N(1), ignore),
+    d(
+        "types_hash_max_size",
+        HSL,
+        Arity::N(1),
+        super::tuning::number_only,
+    ),
     d(
         "types_hash_bucket_size",
-        HTTP | SRV | LOC,
+        HSL,
         Arity::N(1),
-        ignore,
+        super::tuning::size_only,
     ),
-    d("server_names_hash_max_size", HTTP, Arity::N(1), ignore),
-    d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
+    d(
+        "server_names_hash_max_size",
+        HTTP,
+        Arity::N(1),
+        super::tuning::number_only,
+    ),
+    d(
+        "server_names_hash_bucket_size",
+        HTTP,
+        Arity::N(1),
+        super::tuning::size_only,
+    ),
     d(
         "reset_timedout_connection",
         HSL,

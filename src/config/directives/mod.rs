@@ -17,6 +17,7 @@
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
+//! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -159,6 +160,7 @@ mod proxy;
 mod proxy_ssl;
 mod ssl;
 mod static_files;
+mod tuning;
 mod upstream;
 
 pub use build::Build;
@@ -180,6 +182,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
+    tuning::ROWS,
     upstream::ROWS,
     access::ROWS,
 ];

@@ -48,7 +48,7 @@ use crate::upstream::ProxyPass;
 use crate::vars::template::Template;
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
+    ctx.error_log(env.log)
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
