@@ -15,6 +15,8 @@
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
+//! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
+//! | `map.rs` | `map { }` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -57,6 +59,9 @@ pub const LOC: u16 = 16;
 
 /// `upstream { }`.
 pub const UPSTREAM: u16 = 32;
+
+/// `if { }` at server level (only the rewrite module's directives).
+pub const SIF: u16 = 64;
 
 const HSL: u16 = HTTP | SRV | LOC;
 
@@ -153,8 +158,10 @@ mod cache;
 mod core;
 mod http;
 mod logs;
+mod map;
 mod proxy;
 mod proxy_ssl;
+mod rewrite;
 mod ssl;
 mod static_files;
 mod upstream;
@@ -163,6 +170,7 @@ pub use build::Build;
 use build::{ListenB, LocB, ServerB, NESTED};
 pub use http::parse_listen_addr;
 pub(crate) use proxy_ssl::default_ciphers as default_proxy_ciphers;
+use rewrite::OpB;
 use upstream::resolve_upstream;
 
 /// The areas' rows, in lookup order: where two rows share a name (`server`,
@@ -178,6 +186,8 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
+    rewrite::ROWS,
+    map::ROWS,
     upstream::ROWS,
 ];
 
