@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::model::LocationConf;
-use crate::vars::regex::Regex;
+use crate::vars::regex::{Regex, RegexSet};
 
 /// The locations of one level, arranged for lookup.
 #[derive(Debug, Default)]
@@ -38,6 +38,8 @@ pub struct LocationTree {
     /// Some location of the level redirects automatically (spares the
     /// scan for the common case).
     pub auto_redirects: bool,
+    /// The regexes of `regexes`, run in one pass (see [`RegexSet`]).
+    pub regex_set: Option<RegexSet>,
 }
 
 /// How a search ended (NGINX's return codes of the same name).
@@ -62,6 +64,20 @@ pub enum Found {
 }
 
 impl LocationTree {
+    /// Combines the level's regexes into one set (once the level is
+    /// complete).
+    pub fn combine_regexes(&mut self) {
+        let res: Vec<&Regex> = self
+            .regexes
+            .iter()
+            .filter_map(|l| l.regex.as_deref())
+            .collect();
+        self.regex_set = match res.len() == self.regexes.len() {
+            true => RegexSet::new(&res),
+            false => None,
+        };
+    }
+
     /// True when the level has no locations at all.
     pub fn is_empty(&self) -> bool {
         self.exact.is_empty() && self.prefixes.is_empty() && self.regexes.is_empty()
@@ -97,9 +113,13 @@ impl LocationTree {
             }
             Static::None => Rc::Declined,
         };
-        if !noregex {
-            for l in &self.regexes {
+        if !noregex && !self.regexes.is_empty() {
+            let candidates = self.regex_set.as_ref().map(|s| s.candidates(uri));
+            for (i, l) in self.regexes.iter().enumerate() {
                 let Some(re) = &l.regex else { continue };
+                if candidates.as_ref().is_some_and(|c| !c.may_match(i)) {
+                    continue;
+                }
                 if matches(re) {
                     // NGINX ends here whatever the nested search says.
                     let (_, inner) = l.nested.search(uri, matches);

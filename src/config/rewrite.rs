@@ -13,7 +13,7 @@ use crate::vars::template::{Indexed, Template};
 #[derive(Debug)]
 pub enum Op {
     /// `rewrite REGEX REPLACEMENT [FLAG]`.
-    Rewrite(Rewrite),
+    Rewrite(Box<Rewrite>),
     /// `return`.
     Return(Return),
     /// `set $var VALUE`.

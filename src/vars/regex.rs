@@ -29,6 +29,7 @@ const BACKTRACK_LIMIT: usize = 1_000_000;
 pub struct Regex {
     re: fancy_regex::Regex,
     raw: String,
+    caseless: bool,
     /// Number of capture groups (without group 0).
     groups: usize,
     /// Named groups: (group number, the variable it sets).
@@ -96,6 +97,7 @@ impl Regex {
         Ok(Regex {
             re,
             raw: pattern.to_string(),
+            caseless,
             groups,
             named,
         })
@@ -148,6 +150,75 @@ impl Regex {
     }
 }
 
+/// The regexes of one level of regex locations, run together in one pass
+/// of `regex-automata`'s lazy DFA: a URI is tested against all of them at
+/// once, and only the first that matched (in order) runs on its own for
+/// its captures. A pattern that needs fancy-regex's backtracker (lookaround,
+/// backreferences) is not in the set and runs on its own, in its turn.
+#[derive(Debug)]
+pub struct RegexSet {
+    set: regex_automata::meta::Regex,
+    /// For each regex, in order: its pattern in `set`, if it is there.
+    member: Vec<Option<regex_automata::PatternID>>,
+}
+
+/// Which regexes of a [`RegexSet`] may match a subject.
+pub struct Candidates<'a> {
+    set: &'a RegexSet,
+    hits: regex_automata::PatternSet,
+}
+
+impl Candidates<'_> {
+    /// Whether regex `i` (in the order given to [`RegexSet::new`]) can
+    /// match: `false` only when the set pass ruled it out.
+    pub fn may_match(&self, i: usize) -> bool {
+        match self.set.member.get(i).copied().flatten() {
+            Some(pid) => self.hits.contains(pid),
+            None => true,
+        }
+    }
+}
+
+impl RegexSet {
+    /// A set of `regexes` (`None` when fewer than two can be combined, or
+    /// the combination fails: each then runs on its own).
+    pub fn new(regexes: &[&Regex]) -> Option<RegexSet> {
+        use regex_automata::meta;
+        let mut patterns = Vec::new();
+        let mut member = Vec::with_capacity(regexes.len());
+        for re in regexes {
+            let p = if re.caseless {
+                format!("(?i:{})", re.raw)
+            } else {
+                format!("(?:{})", re.raw)
+            };
+            // Only what the automata accept on their own joins the set.
+            if meta::Regex::new(&p).is_ok() {
+                member.push(Some(regex_automata::PatternID::new(patterns.len()).ok()?));
+                patterns.push(p);
+            } else {
+                member.push(None);
+            }
+        }
+        if patterns.len() < 2 {
+            return None;
+        }
+        let set = meta::Regex::builder()
+            .configure(meta::Config::new().match_kind(regex_automata::MatchKind::All))
+            .build_many(&patterns)
+            .ok()?;
+        Some(RegexSet { set, member })
+    }
+
+    /// One pass over `subject`.
+    pub fn candidates(&self, subject: &str) -> Candidates<'_> {
+        let mut hits = regex_automata::PatternSet::new(self.set.pattern_len());
+        self.set
+            .which_overlapping_matches(&regex_automata::Input::new(subject), &mut hits);
+        Candidates { set: self, hits }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +248,24 @@ mod tests {
         assert!(Regex::compile("(", false)
             .unwrap_err()
             .starts_with("pcre2_compile() failed"));
+    }
+
+    #[test]
+    fn a_set_rules_out_what_cannot_match() {
+        let res: Vec<Regex> = [
+            (r"^/a/(\d+)$", false),
+            (r"\.PNG$", true),
+            (r"^/(?!x)y", false),
+            (r"^/b", false),
+        ]
+        .iter()
+        .map(|(p, c)| Regex::compile(p, *c).unwrap())
+        .collect();
+        let set = RegexSet::new(&res.iter().collect::<Vec<_>>()).unwrap();
+        let c = set.candidates("/a/12");
+        assert!(c.may_match(0) && !c.may_match(1) && c.may_match(2) && !c.may_match(3));
+        let c = set.candidates("/b/x.png");
+        assert!(!c.may_match(0) && c.may_match(1) && c.may_match(3));
     }
 
     #[test]

@@ -440,6 +440,7 @@ fn tree(locs: impl Iterator<Item = Arc<LocationConf>>) -> LocationTree {
         }
     }
     t.prefixes.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
+    t.combine_regexes();
     t
 }
 

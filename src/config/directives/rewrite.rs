@@ -49,7 +49,7 @@ pub(super) static ROWS: &[Spec] = &[
 pub(super) enum OpB {
     Op(Op),
     If {
-        cond: Cond,
+        cond: Box<Cond>,
         body: Vec<OpB>,
         loc: Option<usize>,
     },
@@ -61,7 +61,7 @@ impl OpB {
         match self {
             OpB::Op(op) => op,
             OpB::If { cond, body, loc } => Op::If(Box::new(If {
-                cond,
+                cond: *cond,
                 body: body.into_iter().map(|o| o.finish(built)).collect(),
                 loc: loc.and_then(|i| built.get(i).cloned().flatten()),
             })),
@@ -111,7 +111,7 @@ fn set_rewrite(b: &mut Build, d: &Directive) -> Res {
         add_args,
         flag,
     };
-    b.script().push(OpB::Op(Op::Rewrite(rw)));
+    b.script().push(OpB::Op(Op::Rewrite(Box::new(rw))));
     Ok(())
 }
 
@@ -132,7 +132,7 @@ fn set_set(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_if(b: &mut Build, d: &Directive) -> Res {
-    let cond = condition(&d.args)?;
+    let cond = Box::new(condition(&d.args)?);
     if b.ctx == SRV {
         let outer = std::mem::take(&mut b.server().script);
         let r = b.walk_nested(d, SIF);
