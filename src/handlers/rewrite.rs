@@ -95,6 +95,17 @@ fn script_match(ctx: &mut RequestCtx, env: &Env<'_>, re: &Regex, subject: &str) 
 }
 
 fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
+    // Most rewrites do not match: find out before copying the URI.
+    if !rw.regex.is_match(&ctx.uri) {
+        let re = rw.regex.raw();
+        notice(
+            ctx,
+            env,
+            format_args!("\"{re}\" does not match \"{}\"", ctx.uri),
+        );
+        ctx.captures = Captures::default();
+        return Flow::Next;
+    }
     let uri = ctx.uri.clone();
     if !script_match(ctx, env, &rw.regex, &uri) {
         return Flow::Next;

@@ -128,6 +128,10 @@ impl Regex {
                 named: Vec::new(),
             });
         }
+        // A miss (the common case) costs no capture slots.
+        if !self.is_match(subject) {
+            return None;
+        }
         let caps = self.re.captures(subject).ok()??;
         let spans = (0..=self.groups)
             .map(|i| caps.get(i).map(|m| (m.start(), m.end())))
