@@ -533,15 +533,18 @@ impl<H: Respond> Connection<H> {
         // A URI NGINX cannot normalise is refused while it parses the
         // request line, before Host picks a server: the default server
         // answers.
-        let server = if normalized.is_ok() {
+        let (server, matched) = if normalized.is_ok() {
             self.group()
-                .find_server(head.host.as_deref().map(strip_port))
+                .find_server_matched(head.host.as_deref().map(strip_port))
         } else {
-            &self.default_server
+            (&self.default_server, None)
         };
         // Boxed, like the per-phase futures: an idle connection keeps none
         // of a request's state.
         let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests, head, server));
+        if let Some(m) = matched {
+            ctx.keep_match(m);
+        }
         ctx.start = start;
         let uri_ok = normalized.is_ok();
         ctx.uri = normalized.unwrap_or(path);

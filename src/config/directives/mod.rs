@@ -15,6 +15,8 @@
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
+//! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
+//! | `map.rs` | `map { }` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
@@ -59,6 +61,9 @@ pub const LOC: u16 = 16;
 
 /// `upstream { }`.
 pub const UPSTREAM: u16 = 32;
+
+/// `if { }` at server level (only the rewrite module's directives).
+pub const SIF: u16 = 64;
 
 const HSL: u16 = HTTP | SRV | LOC;
 
@@ -156,8 +161,10 @@ mod cache;
 mod core;
 mod http;
 mod logs;
+mod map;
 mod proxy;
 mod proxy_ssl;
+mod rewrite;
 mod ssl;
 mod static_files;
 mod tuning;
@@ -167,6 +174,7 @@ pub use build::Build;
 use build::{ListenB, LocB, ServerB, NESTED};
 pub use http::parse_listen_addr;
 pub(crate) use proxy_ssl::default_ciphers as default_proxy_ciphers;
+use rewrite::OpB;
 use upstream::resolve_upstream;
 
 /// The areas' rows, in lookup order: where two rows share a name (`server`,
@@ -183,6 +191,8 @@ static AREAS: &[&[Spec]] = &[
     cache::ROWS,
     ssl::ROWS,
     tuning::ROWS,
+    rewrite::ROWS,
+    map::ROWS,
     upstream::ROWS,
     access::ROWS,
 ];
