@@ -425,6 +425,48 @@ pub fn builtin_types() -> Arc<Types> {
     Arc::new(t)
 }
 
+// Content modules' types (gzip, gzip_static).
+
+/// `gzip_proxied off` (the default).
+pub const GZIP_PROXIED_OFF: u16 = 1;
+/// `gzip_proxied expired`.
+pub const GZIP_PROXIED_EXPIRED: u16 = 1 << 1;
+/// `gzip_proxied no-cache`.
+pub const GZIP_PROXIED_NO_CACHE: u16 = 1 << 2;
+/// `gzip_proxied no-store`.
+pub const GZIP_PROXIED_NO_STORE: u16 = 1 << 3;
+/// `gzip_proxied private`.
+pub const GZIP_PROXIED_PRIVATE: u16 = 1 << 4;
+/// `gzip_proxied no_last_modified`.
+pub const GZIP_PROXIED_NO_LM: u16 = 1 << 5;
+/// `gzip_proxied no_etag`.
+pub const GZIP_PROXIED_NO_ETAG: u16 = 1 << 6;
+/// `gzip_proxied auth`.
+pub const GZIP_PROXIED_AUTH: u16 = 1 << 7;
+/// `gzip_proxied any`.
+pub const GZIP_PROXIED_ANY: u16 = 1 << 8;
+
+/// `gzip_disable`: the `msie6` mask and user-agent regexes
+/// (case-insensitive, as NGINX compiles them).
+#[derive(Debug, Clone)]
+pub struct GzipDisable {
+    /// `msie6`: MSIE 4-6 (not 6 with SV1).
+    pub msie6: bool,
+    /// The other values, as regexes.
+    pub patterns: Vec<regex::Regex>,
+}
+
+/// `gzip_static off|on|always`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GzipStatic {
+    /// Off.
+    Off,
+    /// `FILE.gz` for clients that accept gzip.
+    On,
+    /// `FILE.gz` for every client.
+    Always,
+}
+
 macro_rules! loc_settings {
     ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
         /// Location-level settings as one config level wrote them.
@@ -627,4 +669,25 @@ loc_settings! {
     /// `proxy_redirect` rules (`off`: none; unset: `default`).
     proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
+
+    // Content modules (`src/handlers/gzip.rs`, `directives/content.rs`):
+    // gzip, gzip_static.
+    /// `gzip`.
+    gzip: bool = false;
+    /// `gzip_types` (lowercase; `*` matches any; `text/html` always in).
+    gzip_types: Arc<Vec<String>> = Arc::new(vec!["text/html".to_string()]);
+    /// `gzip_min_length`.
+    gzip_min_length: u64 = 20;
+    /// `gzip_comp_level` (1-9).
+    gzip_comp_level: u32 = 1;
+    /// `gzip_vary`.
+    gzip_vary: bool = false;
+    /// `gzip_proxied` (a set of `GZIP_PROXIED_*` bits).
+    gzip_proxied: u16 = GZIP_PROXIED_OFF;
+    /// `gzip_disable`.
+    gzip_disable: Option<Arc<GzipDisable>> = None;
+    /// `gzip_http_version 1.0` (default 1.1: HTTP/1.0 requests get no gzip).
+    gzip_http10: bool = false;
+    /// `gzip_static`.
+    gzip_static: GzipStatic = GzipStatic::Off;
 }

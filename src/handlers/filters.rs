@@ -1,7 +1,7 @@
 //! NGINX's header filter chain, in its order, run on every response before
 //! it is written: the not-modified filter (conditional requests, 200 only),
 //! the headers filter (`expires`, `add_header`), the charset filter, the
-//! range filter (200 responses whose handler allows ranges), and the header
+//! gzip filter (`super::gzip`), the range filter (200 responses whose handler allows ranges), and the header
 //! writer's rule that only 200, 206 and 304 carry the `Last-Modified` it
 //! writes itself (a proxied one goes out with any status).
 //!
@@ -76,6 +76,7 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     ctx.status = resp.status;
     headers(ctx, resp);
     let charset = charset(ctx, resp, carried.charset.take());
+    super::gzip::header_filter(ctx, resp);
     if let Err(code) = ranges(ctx, resp) {
         // The error page is not a 200: a proxied Last-Modified line does
         // not stay with it (the header writer's rule below).

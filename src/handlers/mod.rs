@@ -9,6 +9,7 @@
 
 pub mod disk_io;
 pub mod filters;
+pub mod gzip;
 pub mod metrics;
 pub mod proxy;
 pub mod static_file;

@@ -16,6 +16,7 @@
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `upstream.rs` | `upstream { }` |
+//! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -150,6 +151,7 @@ macro_rules! loc_size {
 mod aio;
 mod build;
 mod cache;
+mod content;
 mod core;
 mod http;
 mod logs;
@@ -178,6 +180,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
+    content::ROWS,
     upstream::ROWS,
 ];
 

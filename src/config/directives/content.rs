@@ -1,0 +1,111 @@
+//! Content modules and body filters: `gzip` and its settings,
+//! `gzip_static` (the handlers: `src/handlers/gzip.rs`). Values and error
+//! texts as NGINX's `ngx_http_gzip_filter_module`,
+//! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("gzip", HSL, Arity::N(1), loc_flag!(gzip)),
+    d("gzip_types", HSL, Arity::Min(1), set_gzip_types),
+    d(
+        "gzip_min_length",
+        HSL,
+        Arity::N(1),
+        loc_size!(gzip_min_length),
+    ),
+    d("gzip_comp_level", HSL, Arity::N(1), set_gzip_comp_level),
+    d("gzip_vary", HSL, Arity::N(1), loc_flag!(gzip_vary)),
+    d("gzip_proxied", HSL, Arity::Min(1), set_gzip_proxied),
+    d("gzip_disable", HSL, Arity::Min(1), set_gzip_disable),
+    d("gzip_http_version", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "1.0" => true,
+            "1.1" => false,
+            a => return Err(format!("invalid value \"{a}\"")),
+        };
+        set_once(&mut b.loc().gzip_http10, v, d)
+    }),
+    // Accepted: porter compresses each piece of the body into a buffer of
+    // its own size (docs/differences.md).
+    d("gzip_buffers", HSL, Arity::N(2), |_, d| {
+        number(d, &d.args[0])?;
+        size(d, &d.args[1])?;
+        Ok(())
+    }),
+    d("gzip_static", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "off" => GzipStatic::Off,
+            "on" => GzipStatic::On,
+            "always" => GzipStatic::Always,
+            a => return Err(format!("invalid value \"{a}\" in \"{}\" directive", d.name)),
+        };
+        set_once(&mut b.loc().gzip_static, v, d)
+    }),
+];
+
+/// `gzip_types`: `text/html` is always in; `*` matches every type.
+fn set_gzip_types(b: &mut Build, d: &Directive) -> Res {
+    let mut list = vec!["text/html".to_string()];
+    for a in &d.args {
+        let t = a.to_ascii_lowercase();
+        if !list.contains(&t) {
+            list.push(t);
+        }
+    }
+    set_once(&mut b.loc().gzip_types, Arc::new(list), d)
+}
+
+fn set_gzip_comp_level(b: &mut Build, d: &Directive) -> Res {
+    let n = number(d, &d.args[0]).map_err(|_| invalid(d))?;
+    if !(1..=9).contains(&n) {
+        return Err("value must be equal or more than 1 and equal or less than 9".into());
+    }
+    set_once(&mut b.loc().gzip_comp_level, n as u32, d)
+}
+
+fn set_gzip_proxied(b: &mut Build, d: &Directive) -> Res {
+    let mut bits = 0u16;
+    for a in &d.args {
+        bits |= match a.as_str() {
+            "off" => GZIP_PROXIED_OFF,
+            "expired" => GZIP_PROXIED_EXPIRED,
+            "no-cache" => GZIP_PROXIED_NO_CACHE,
+            "no-store" => GZIP_PROXIED_NO_STORE,
+            "private" => GZIP_PROXIED_PRIVATE,
+            "no_last_modified" => GZIP_PROXIED_NO_LM,
+            "no_etag" => GZIP_PROXIED_NO_ETAG,
+            "auth" => GZIP_PROXIED_AUTH,
+            "any" => GZIP_PROXIED_ANY,
+            _ => return Err(format!("invalid value \"{a}\"")),
+        };
+    }
+    set_once(&mut b.loc().gzip_proxied, bits, d)
+}
+
+/// `gzip_disable msie6 | degradation | REGEX ...`; a regex matches the
+/// `User-Agent` case-insensitively, as NGINX compiles it.
+fn set_gzip_disable(b: &mut Build, d: &Directive) -> Res {
+    let mut conf = GzipDisable {
+        msie6: false,
+        patterns: Vec::new(),
+    };
+    for a in &d.args {
+        match a.as_str() {
+            "msie6" => conf.msie6 = true,
+            // Degradation is an NGINX build option that Debian's nginx
+            // lacks too; accepted, never true.
+            "degradation" => {}
+            re => {
+                let r = regex::RegexBuilder::new(re)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| format!("{e} in \"{re}\""))?;
+                conf.patterns.push(r);
+            }
+        }
+    }
+    set_once(&mut b.loc().gzip_disable, Some(Arc::new(conf)), d)
+}
