@@ -425,47 +425,8 @@ pub fn builtin_types() -> Arc<Types> {
     Arc::new(t)
 }
 
-// Content modules' types (gzip, gzip_static).
-
-/// `gzip_proxied off` (the default).
-pub const GZIP_PROXIED_OFF: u16 = 1;
-/// `gzip_proxied expired`.
-pub const GZIP_PROXIED_EXPIRED: u16 = 1 << 1;
-/// `gzip_proxied no-cache`.
-pub const GZIP_PROXIED_NO_CACHE: u16 = 1 << 2;
-/// `gzip_proxied no-store`.
-pub const GZIP_PROXIED_NO_STORE: u16 = 1 << 3;
-/// `gzip_proxied private`.
-pub const GZIP_PROXIED_PRIVATE: u16 = 1 << 4;
-/// `gzip_proxied no_last_modified`.
-pub const GZIP_PROXIED_NO_LM: u16 = 1 << 5;
-/// `gzip_proxied no_etag`.
-pub const GZIP_PROXIED_NO_ETAG: u16 = 1 << 6;
-/// `gzip_proxied auth`.
-pub const GZIP_PROXIED_AUTH: u16 = 1 << 7;
-/// `gzip_proxied any`.
-pub const GZIP_PROXIED_ANY: u16 = 1 << 8;
-
-/// `gzip_disable`: the `msie6` mask and user-agent regexes
-/// (case-insensitive, as NGINX compiles them).
-#[derive(Debug, Clone)]
-pub struct GzipDisable {
-    /// `msie6`: MSIE 4-6 (not 6 with SV1).
-    pub msie6: bool,
-    /// The other values, as regexes.
-    pub patterns: Vec<regex::Regex>,
-}
-
-/// `gzip_static off|on|always`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GzipStatic {
-    /// Off.
-    Off,
-    /// `FILE.gz` for clients that accept gzip.
-    On,
-    /// `FILE.gz` for every client.
-    Always,
-}
+// Content modules' types: `content.rs`.
+pub use super::content::*;
 
 macro_rules! loc_settings {
     ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
@@ -670,8 +631,8 @@ loc_settings! {
     proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
 
-    // Content modules (`src/handlers/gzip.rs`, `directives/content.rs`):
-    // gzip, gzip_static.
+    // Content modules (`src/handlers/gzip.rs`, `autoindex.rs`,
+    // `directives/content.rs`): gzip, gzip_static, autoindex.
     /// `gzip`.
     gzip: bool = false;
     /// `gzip_types` (lowercase; `*` matches any; `text/html` always in).
@@ -690,4 +651,12 @@ loc_settings! {
     gzip_http10: bool = false;
     /// `gzip_static`.
     gzip_static: GzipStatic = GzipStatic::Off;
+    /// `autoindex`.
+    autoindex: bool = false;
+    /// `autoindex_format`.
+    autoindex_format: AutoindexFormat = AutoindexFormat::Html;
+    /// `autoindex_exact_size`.
+    autoindex_exact_size: bool = true;
+    /// `autoindex_localtime`.
+    autoindex_localtime: bool = false;
 }

@@ -7,6 +7,7 @@
 //! [`Handlers`], its implementation of `http`'s [`Respond`], which the
 //! worker builds.
 
+pub mod autoindex;
 pub mod disk_io;
 pub mod filters;
 pub mod gzip;

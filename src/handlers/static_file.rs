@@ -271,6 +271,9 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         }
     }
     match io.stat(Path::new(&dir), &disk_io::path_rules(ctx)).await {
+        Ok(m) if m.kind == FileKind::Directory && ctx.loc.s.autoindex => {
+            super::autoindex::serve(ctx, env, &io, &dir).await
+        }
         Ok(m) if m.kind == FileKind::Directory => {
             log(
                 ctx,

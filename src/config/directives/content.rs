@@ -1,5 +1,6 @@
 //! Content modules and body filters: `gzip` and its settings,
-//! `gzip_static` (the handlers: `src/handlers/gzip.rs`). Values and error
+//! `gzip_static` (the handlers: `src/handlers/gzip.rs`), `autoindex`
+//! (`src/handlers/autoindex.rs`). Values and error
 //! texts as NGINX's `ngx_http_gzip_filter_module`,
 //! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
 
@@ -44,6 +45,29 @@ pub(super) static ROWS: &[Spec] = &[
         };
         set_once(&mut b.loc().gzip_static, v, d)
     }),
+    d("autoindex", HSL, Arity::N(1), loc_flag!(autoindex)),
+    d("autoindex_format", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "html" => AutoindexFormat::Html,
+            "xml" => AutoindexFormat::Xml,
+            "json" => AutoindexFormat::Json,
+            "jsonp" => AutoindexFormat::Jsonp,
+            a => return Err(format!("invalid value \"{a}\" in \"{}\" directive", d.name)),
+        };
+        set_once(&mut b.loc().autoindex_format, v, d)
+    }),
+    d(
+        "autoindex_exact_size",
+        HSL,
+        Arity::N(1),
+        loc_flag!(autoindex_exact_size),
+    ),
+    d(
+        "autoindex_localtime",
+        HSL,
+        Arity::N(1),
+        loc_flag!(autoindex_localtime),
+    ),
 ];
 
 /// `gzip_types`: `text/html` is always in; `*` matches every type.
