@@ -54,3 +54,39 @@ pub enum AutoindexFormat {
     /// `jsonp` (JSON with `?callback=`).
     Jsonp,
 }
+
+/// One `charset_map FROM TO { … }` table, both ways: an 8-bit charset to
+/// another (byte → byte) or to UTF-8 (byte → UTF-8 sequence).
+#[derive(Debug, Clone)]
+pub struct CharsetMap {
+    /// The 8-bit charset (as written).
+    pub from: String,
+    /// The other charset (as written).
+    pub to: String,
+    /// `to` is UTF-8.
+    pub to_utf8: bool,
+    /// Byte → byte in `to`, for 8-bit `to` (identity where unmapped).
+    pub forward: [u8; 256],
+    /// Byte in `to` → byte, for 8-bit `to`.
+    pub backward: [u8; 256],
+    /// Byte → UTF-8 bytes, for a UTF-8 `to` (empty where unmapped).
+    pub utf8: Vec<Vec<u8>>,
+}
+
+impl CharsetMap {
+    /// An identity table between `from` and `to`.
+    pub fn new(from: &str, to: &str) -> CharsetMap {
+        let mut id = [0u8; 256];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        CharsetMap {
+            from: from.to_string(),
+            to: to.to_string(),
+            to_utf8: to.eq_ignore_ascii_case("utf-8"),
+            forward: id,
+            backward: id,
+            utf8: vec![Vec::new(); 256],
+        }
+    }
+}

@@ -632,7 +632,8 @@ loc_settings! {
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
 
     // Content modules (`src/handlers/gzip.rs`, `autoindex.rs`,
-    // `directives/content.rs`): gzip, gzip_static, autoindex.
+    // `charset.rs`, `directives/content.rs`): gzip, gzip_static,
+    // autoindex, charset.
     /// `gzip`.
     gzip: bool = false;
     /// `gzip_types` (lowercase; `*` matches any; `text/html` always in).
@@ -659,4 +660,14 @@ loc_settings! {
     autoindex_exact_size: bool = true;
     /// `autoindex_localtime`.
     autoindex_localtime: bool = false;
+    /// `source_charset` (None: the response is not recoded).
+    source_charset: Option<String> = None;
+    /// `override_charset`.
+    override_charset: bool = false;
+    /// `charset_types` (lowercase; `*` matches any).
+    charset_types: Arc<Vec<String>> = Arc::new(
+        ["text/html", "text/xml", "text/plain", "text/vnd.wap.wml", "application/javascript", "application/rss+xml"]
+            .iter().map(|t| t.to_string()).collect());
+    /// `charset_map` tables (http level only; every location sees all).
+    charset_maps: Arc<Vec<Arc<CharsetMap>>> = Arc::new(Vec::new());
 }

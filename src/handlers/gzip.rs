@@ -26,11 +26,11 @@
 //! NGINX's header bytes).
 
 use std::io;
-use std::rc::Rc;
 
 use flate2::{Compress, Compression, FlushCompress, Status};
 use tokio::sync::oneshot;
 
+use super::body_source::PieceSource;
 use super::{static_file, Env, Outcome};
 use crate::config::{
     GzipStatic, GZIP_PROXIED_ANY, GZIP_PROXIED_AUTH, GZIP_PROXIED_EXPIRED, GZIP_PROXIED_NO_CACHE,
@@ -50,9 +50,6 @@ pub const INLINE_BODY: u64 = 32 * 1024;
 /// Pieces of at most this size (the last bytes of a stream) are
 /// compressed on the loop whatever the body's size.
 const INLINE_PIECE: usize = 4 * 1024;
-
-/// How much of a file one piece reads.
-const FILE_PIECE: u64 = 64 * 1024;
 
 /// NGINX's gzip header: no name, no mtime, OS "Unix".
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
@@ -505,20 +502,6 @@ fn deflate(
     }
 }
 
-/// Where a compressed body's input comes from.
-enum Source {
-    /// A body in memory (taken at the first piece).
-    Bytes(Vec<u8>),
-    /// A file range, read a piece at a time through the disk layer.
-    File {
-        file: Rc<OpenFile>,
-        pos: u64,
-        end: u64,
-    },
-    /// A proxied body's pieces.
-    Stream(Box<dyn BodyStream>),
-}
-
 /// A piece being compressed on the pool: the encoder comes back with it.
 type Pending = oneshot::Receiver<(Box<Encoder>, io::Result<Vec<u8>>)>;
 
@@ -526,7 +509,7 @@ type Pending = oneshot::Receiver<(Box<Encoder>, io::Result<Vec<u8>>)>;
 /// Cancel-safe: the input position moves only once a piece is read, and a
 /// piece on the pool is kept and awaited again.
 pub struct GzipStream {
-    source: Source,
+    source: PieceSource,
     enc: Option<Box<Encoder>>,
     /// The whole body is small: every piece is compressed on the loop.
     inline: bool,
@@ -536,55 +519,19 @@ pub struct GzipStream {
 
 impl GzipStream {
     fn new(body: Body, level: u32) -> GzipStream {
-        let (source, inline) = match body {
-            Body::Bytes(b) => {
-                let small = b.len() as u64 <= INLINE_BODY;
-                (Source::Bytes(b), small)
-            }
-            Body::File { file, start, len } => (
-                Source::File {
-                    file,
-                    pos: start,
-                    end: start + len,
-                },
-                len <= INLINE_BODY,
-            ),
-            Body::Stream(s) => (Source::Stream(s.into_inner()), false),
-            // A multipart body comes from the range filter, which runs
-            // after this one; an empty body is an empty gzip stream.
-            Body::Empty | Body::Multipart { .. } => (Source::Bytes(Vec::new()), true),
+        let inline = match &body {
+            Body::Bytes(b) => b.len() as u64 <= INLINE_BODY,
+            Body::File { len, .. } => *len <= INLINE_BODY,
+            Body::Stream(_) => false,
+            Body::Empty | Body::Multipart { .. } => true,
         };
+        let source = PieceSource::of(body);
         GzipStream {
             source,
             enc: Some(Encoder::new(level)),
             inline,
             pending: None,
             done: false,
-        }
-    }
-
-    /// The next piece of input, and whether it is the last.
-    async fn next_input(&mut self) -> io::Result<(Vec<u8>, bool)> {
-        match &mut self.source {
-            Source::Bytes(b) => Ok((std::mem::take(b), true)),
-            Source::File { file, pos, end } => {
-                let want = (*end - *pos).min(FILE_PIECE) as usize;
-                let mut buf = vec![0u8; want];
-                let n = file.read_at(&mut buf, *pos).await?;
-                if n < want {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "file was truncated",
-                    ));
-                }
-                *pos += n as u64;
-                Ok((buf, *pos >= *end))
-            }
-            Source::Stream(s) => {
-                let mut piece = Vec::new();
-                let more = s.read_chunk(&mut piece).await?;
-                Ok((piece, !more))
-            }
         }
     }
 }
@@ -609,8 +556,8 @@ impl BodyStream for GzipStream {
                 if self.done {
                     return Ok(false);
                 }
-                let (input, last) = self.next_input().await?;
-                let flush = matches!(self.source, Source::Stream(_));
+                let (input, last) = self.source.next().await?;
+                let flush = self.source.is_stream();
                 let Some(mut enc) = self.enc.take() else {
                     return Err(io::Error::other("gzip stream reused"));
                 };

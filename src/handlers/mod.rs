@@ -8,6 +8,8 @@
 //! worker builds.
 
 pub mod autoindex;
+pub mod body_source;
+pub mod charset;
 pub mod disk_io;
 pub mod filters;
 pub mod gzip;

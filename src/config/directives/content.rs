@@ -1,6 +1,8 @@
 //! Content modules and body filters: `gzip` and its settings,
 //! `gzip_static` (the handlers: `src/handlers/gzip.rs`), `autoindex`
-//! (`src/handlers/autoindex.rs`). Values and error
+//! (`src/handlers/autoindex.rs`), `source_charset`, `override_charset`,
+//! `charset_types`, `charset_map` (`src/handlers/charset.rs`; `charset`
+//! itself is in `static_files.rs`). Values and error
 //! texts as NGINX's `ngx_http_gzip_filter_module`,
 //! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
 
@@ -68,7 +70,66 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_flag!(autoindex_localtime),
     ),
+    d("source_charset", HSL, Arity::N(1), |b, d| {
+        let v = Some(d.args[0].clone());
+        set_once(&mut b.loc().source_charset, v, d)
+    }),
+    d(
+        "override_charset",
+        HSL,
+        Arity::N(1),
+        loc_flag!(override_charset),
+    ),
+    d("charset_types", HSL, Arity::Min(1), |b, d| {
+        let list = d.args.iter().map(|a| a.to_ascii_lowercase()).collect();
+        set_once(&mut b.loc().charset_types, Arc::new(list), d)
+    }),
+    blk("charset_map", HTTP, Arity::N(2), set_charset_map),
 ];
+
+/// `charset_map FROM TO { XX YY; … }`: hex byte to hex byte, or to the
+/// hex bytes of a UTF-8 sequence when TO is `utf-8`; NGINX's checks.
+fn set_charset_map(b: &mut Build, d: &Directive) -> Res {
+    let (from, to) = (&d.args[0], &d.args[1]);
+    let mut map = CharsetMap::new(from, to);
+    if from.eq_ignore_ascii_case("utf-8") {
+        return Err(format!("\"charset_map\" cannot map from \"{from}\""));
+    }
+    for e in d.block.as_deref().unwrap_or(&[]) {
+        let bad = || format!("invalid value \"{}\"", e.name);
+        let [value] = e.args.as_slice() else {
+            return Err("invalid parameters number".into());
+        };
+        let src = u8::from_str_radix(&e.name, 16).map_err(|_| bad())?;
+        if e.name.len() != 2 {
+            return Err(bad());
+        }
+        let bytes = (0..value.len())
+            .step_by(2)
+            .map(|i| {
+                value
+                    .get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| format!("invalid value \"{value}\""))?;
+        if map.to_utf8 {
+            if bytes.is_empty() || bytes.len() > 3 || std::str::from_utf8(&bytes).is_err() {
+                return Err(format!("invalid value \"{value}\""));
+            }
+            map.utf8[src as usize] = bytes;
+        } else {
+            let [dst] = bytes.as_slice() else {
+                return Err(format!("invalid value \"{value}\""));
+            };
+            map.forward[src as usize] = *dst;
+            map.backward[*dst as usize] = src;
+        }
+    }
+    let list = b.loc().charset_maps.get_or_insert_with(Default::default);
+    Arc::make_mut(list).push(Arc::new(map));
+    Ok(())
+}
 
 /// `gzip_types`: `text/html` is always in; `*` matches every type.
 fn set_gzip_types(b: &mut Build, d: &Directive) -> Res {
