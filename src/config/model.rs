@@ -632,8 +632,8 @@ loc_settings! {
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
 
     // Content modules (`src/handlers/gzip.rs`, `autoindex.rs`,
-    // `charset.rs`, `directives/content.rs`): gzip, gzip_static,
-    // autoindex, charset.
+    // `charset.rs`, `http/rate.rs`, `directives/content.rs`): gzip,
+    // gzip_static, autoindex, charset, limit_rate.
     /// `gzip`.
     gzip: bool = false;
     /// `gzip_types` (lowercase; `*` matches any; `text/html` always in).
@@ -670,4 +670,8 @@ loc_settings! {
             .iter().map(|t| t.to_string()).collect());
     /// `charset_map` tables (http level only; every location sees all).
     charset_maps: Arc<Vec<Arc<CharsetMap>>> = Arc::new(Vec::new());
+    /// `limit_rate` (bytes a second; 0: no limit).
+    limit_rate: u64 = 0;
+    /// `limit_rate_after`.
+    limit_rate_after: u64 = 0;
 }

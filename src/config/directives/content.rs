@@ -2,7 +2,8 @@
 //! `gzip_static` (the handlers: `src/handlers/gzip.rs`), `autoindex`
 //! (`src/handlers/autoindex.rs`), `source_charset`, `override_charset`,
 //! `charset_types`, `charset_map` (`src/handlers/charset.rs`; `charset`
-//! itself is in `static_files.rs`). Values and error
+//! itself is in `static_files.rs`), `limit_rate`, `limit_rate_after`
+//! (`src/http/rate.rs`). Values and error
 //! texts as NGINX's `ngx_http_gzip_filter_module`,
 //! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
 
@@ -85,6 +86,13 @@ pub(super) static ROWS: &[Spec] = &[
         set_once(&mut b.loc().charset_types, Arc::new(list), d)
     }),
     blk("charset_map", HTTP, Arity::N(2), set_charset_map),
+    d("limit_rate", HSL, Arity::N(1), loc_size!(limit_rate)),
+    d(
+        "limit_rate_after",
+        HSL,
+        Arity::N(1),
+        loc_size!(limit_rate_after),
+    ),
 ];
 
 /// `charset_map FROM TO { XX YY; … }`: hex byte to hex byte, or to the
