@@ -66,6 +66,7 @@ fn conf(root: &std::path::Path) -> String {
            location /jsonp/ {{ alias {root}/d/; autoindex_format jsonp; }}\n\
            location /xml/ {{ alias {root}/d/; autoindex_format xml; }}\n\
            location /off/ {{ alias {root}/d/; autoindex off; }}\n\
+           location /gz/ {{ alias {root}/d/; gzip on; }}\n\
          }}",
         root = root.display()
     )
@@ -130,6 +131,21 @@ fn listings_match_nginx_byte_for_byte() {
             assert_eq!(p.text(), n.text(), "{line}: body");
         }
     }
+    // A listing gzipped: same headers, same page once decoded.
+    let head =
+        b"GET /gz/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n";
+    let (p, n) = (raw(srv.port, head), raw(ngx.port, head));
+    assert_eq!(head_of(&p), head_of(&n), "gzip: headers");
+    assert_eq!(p.header("content-encoding"), Some("gzip"));
+    let gunzip = |b: &[u8]| {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(b)
+            .read_to_end(&mut out)
+            .expect("a gzip stream");
+        out
+    };
+    assert_eq!(gunzip(&p.body), gunzip(&n.body), "gzip: decoded listing");
 }
 
 #[test]

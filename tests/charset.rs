@@ -3,7 +3,7 @@
 //! `conf/` (`include koi-utf`, `koi-win`, `win-utf`): a koi8-r file
 //! recoded to UTF-8 and to windows-1251, a UTF-8 file to koi8-r, a
 //! proxied response that names its charset (`override_charset`), and the
-//! label alone on the `charset_types`.
+//! label alone on the `charset_types`; recoding before gzip.
 
 mod common;
 
@@ -28,6 +28,7 @@ fn conf(root: &std::path::Path, origin: u16) -> String {
            location /w/ {{ alias {root}/k/; source_charset koi8-r; charset windows-1251; }}\n\
            location /u/ {{ source_charset utf-8; charset koi8-r; }}\n\
            location /label/ {{ alias {root}/k/; charset koi8-r; }}\n\
+           location /gz/ {{ alias {root}/k/; source_charset koi8-r; charset utf-8; gzip on; }}\n\
            location /p/ {{ proxy_pass http://127.0.0.1:{origin}; charset utf-8; override_charset on; }}\n\
            location /q/ {{ proxy_pass http://127.0.0.1:{origin}; charset utf-8; }}\n\
          }}",
@@ -108,4 +109,25 @@ fn koi8_r_is_recoded_as_nginx_recodes_it() {
         assert_eq!(seen(&p), seen(&n), "{path}: headers");
         assert!(p.body == n.body, "{path}: body differs");
     }
+    // Recoded, then gzipped: the decoded bodies agree.
+    let gz = |port| {
+        raw(
+            port,
+            b"GET /gz/page.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAccept-Encoding: gzip\r\n\r\n",
+        )
+    };
+    let (p, n) = (gz(srv.port), gz(ngx.port));
+    assert_eq!(seen(&p), seen(&n), "gzip: headers");
+    assert_eq!(p.header("content-encoding"), Some("gzip"));
+    assert_eq!(gunzip(&p.body), gunzip(&n.body), "gzip: decoded bodies");
+    assert_eq!(gunzip(&p.body), r.body, "gzip: the recoded page");
+}
+
+fn gunzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(b)
+        .read_to_end(&mut out)
+        .expect("a gzip stream");
+    out
 }
