@@ -472,6 +472,9 @@ pub fn builtin_types() -> Arc<Types> {
     Arc::new(t)
 }
 
+// Content modules' types: `content.rs`.
+pub use super::content::*;
+
 macro_rules! loc_settings {
     ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
         /// Location-level settings as one config level wrote them.
@@ -720,4 +723,47 @@ loc_settings! {
     rewrite_log: bool = false;
     /// `uninitialized_variable_warn`.
     uninitialized_variable_warn: bool = true;
+    // Content modules (`src/handlers/gzip.rs`, `autoindex.rs`,
+    // `charset.rs`, `http/rate.rs`, `directives/content.rs`): gzip,
+    // gzip_static, autoindex, charset, limit_rate.
+    /// `gzip`.
+    gzip: bool = false;
+    /// `gzip_types` (lowercase; `*` matches any; `text/html` always in).
+    gzip_types: Arc<Vec<String>> = Arc::new(vec!["text/html".to_string()]);
+    /// `gzip_min_length`.
+    gzip_min_length: u64 = 20;
+    /// `gzip_comp_level` (1-9).
+    gzip_comp_level: u32 = 1;
+    /// `gzip_vary`.
+    gzip_vary: bool = false;
+    /// `gzip_proxied` (a set of `GZIP_PROXIED_*` bits).
+    gzip_proxied: u16 = GZIP_PROXIED_OFF;
+    /// `gzip_disable`.
+    gzip_disable: Option<Arc<GzipDisable>> = None;
+    /// `gzip_http_version 1.0` (default 1.1: HTTP/1.0 requests get no gzip).
+    gzip_http10: bool = false;
+    /// `gzip_static`.
+    gzip_static: GzipStatic = GzipStatic::Off;
+    /// `autoindex`.
+    autoindex: bool = false;
+    /// `autoindex_format`.
+    autoindex_format: AutoindexFormat = AutoindexFormat::Html;
+    /// `autoindex_exact_size`.
+    autoindex_exact_size: bool = true;
+    /// `autoindex_localtime`.
+    autoindex_localtime: bool = false;
+    /// `source_charset` (None: the response is not recoded).
+    source_charset: Option<String> = None;
+    /// `override_charset`.
+    override_charset: bool = false;
+    /// `charset_types` (lowercase; `*` matches any).
+    charset_types: Arc<Vec<String>> = Arc::new(
+        ["text/html", "text/xml", "text/plain", "text/vnd.wap.wml", "application/javascript", "application/rss+xml"]
+            .iter().map(|t| t.to_string()).collect());
+    /// `charset_map` tables (http level only; every location sees all).
+    charset_maps: Arc<Vec<Arc<CharsetMap>>> = Arc::new(Vec::new());
+    /// `limit_rate` (bytes a second; 0: no limit).
+    limit_rate: u64 = 0;
+    /// `limit_rate_after`.
+    limit_rate_after: u64 = 0;
 }

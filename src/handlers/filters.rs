@@ -1,8 +1,9 @@
 //! NGINX's header filter chain, in its order, run on every response before
 //! it is written: the not-modified filter (conditional requests, 200 only),
-//! the headers filter (`expires`, `add_header`), the charset filter, the
-//! range filter (200 responses whose handler allows ranges), and the header
-//! writer's rule that only 200, 206 and 304 carry the `Last-Modified` it
+//! the headers filter (`expires`, `add_header`), the charset filter
+//! (`super::charset`), the gzip filter (`super::gzip`), the range filter
+//! (200 responses whose handler allows ranges), and the header writer's
+//! rule that only 200, 206 and 304 carry the `Last-Modified` it
 //! writes itself (a proxied one goes out with any status).
 //!
 //! A filter can turn the response into an error (412 from the not-modified
@@ -81,7 +82,8 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     }
     ctx.status = resp.status;
     headers(ctx, resp);
-    let charset = charset(ctx, resp, carried.charset.take());
+    let charset = super::charset::header_filter(ctx, resp, carried.charset.take());
+    super::gzip::header_filter(ctx, resp);
     if let Err(code) = ranges(ctx, resp) {
         // The error page is not a 200: a proxied Last-Modified line does
         // not stay with it (the header writer's rule below).
@@ -187,32 +189,6 @@ fn expires_headers(secs: i64, resp: &mut Response) {
     };
     resp.headers.push(("Expires".into(), expires));
     resp.headers.push(("Cache-Control".into(), cc));
-}
-
-/// NGINX's default `charset_types`.
-fn charset_type(ct: &str) -> bool {
-    matches!(
-        ct,
-        "text/html"
-            | "text/xml"
-            | "text/plain"
-            | "text/vnd.wap.wml"
-            | "application/javascript"
-            | "application/rss+xml"
-    )
-}
-
-/// The charset filter: `; charset=X` on the `charset_types`, or on any
-/// type when an earlier pass chose the charset. Returns the charset used.
-fn charset(ctx: &RequestCtx, resp: &mut Response, carried: Option<String>) -> Option<String> {
-    let ct = resp.content_type.as_mut()?;
-    let cs = match &ctx.loc.s.charset {
-        Some(cs) if charset_type(ct) => cs.clone(),
-        _ => carried?,
-    };
-    ct.push_str("; charset=");
-    ct.push_str(&cs);
-    Some(cs)
 }
 
 /// The range filter, for a 200 whose whole body is a file range and

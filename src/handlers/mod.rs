@@ -12,8 +12,12 @@
 //! worker builds.
 
 mod access;
+pub mod autoindex;
+pub mod body_source;
+pub mod charset;
 pub mod disk_io;
 pub mod filters;
+pub mod gzip;
 pub mod metrics;
 pub mod proxy;
 pub mod rewrite;

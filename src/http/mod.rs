@@ -12,6 +12,7 @@ pub mod conditional;
 pub mod connection;
 pub mod context;
 pub mod range;
+pub mod rate;
 pub mod request;
 pub mod response;
 pub mod reuse;

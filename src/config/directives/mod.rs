@@ -20,6 +20,7 @@
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
+//! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -158,6 +159,7 @@ mod access;
 mod aio;
 mod build;
 mod cache;
+mod content;
 mod core;
 mod http;
 mod logs;
@@ -193,6 +195,7 @@ static AREAS: &[&[Spec]] = &[
     tuning::ROWS,
     rewrite::ROWS,
     map::ROWS,
+    content::ROWS,
     upstream::ROWS,
     access::ROWS,
 ];
