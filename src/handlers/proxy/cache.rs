@@ -338,7 +338,7 @@ fn background_update(
         key.to_string(),
         env.log.clone(),
     );
-    crate::runtime::timed::spawn(async move {
+    crate::metrics::timed::spawn(async move {
         let env = Env {
             disk: &c.disk,
             log: &log,
