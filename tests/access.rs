@@ -64,10 +64,11 @@ fn site() -> TempDir {
     let d = TempDir::new("access-site");
     for dir in [
         "a", "b", "c", "d", "e", "auth", "any", "anyip", "all", "nofile", "nd", "dl", "dry", "st",
-        "ok", "no",
+        "ok", "no", "pub", "p401",
     ] {
         d.write(&format!("html/{dir}/x"), "ok\n");
     }
+    d.write("html/err/401.html", "custom 401 page\n");
     d.write("htpasswd", htpasswd_lines());
     d
 }
@@ -103,14 +104,21 @@ fn http_body(site: &Path, origin: u16) -> String {
     location /dry/ {{ limit_req zone=dry burst=1 nodelay; limit_req_dry_run on; }}
     location /st/ {{ limit_req zone=st; limit_req_status 429; }}
     location /conn/ {{ limit_conn cz 1; proxy_pass http://127.0.0.1:{origin}; }}
+    location /p401/ {{
+      auth_basic "P"; auth_basic_user_file {d}/htpasswd; error_page 401 /err/401.html;
+    }}
+    location /err/ {{ }}
   }}
   server {{
     listen 127.0.0.1:{{PORT}};
     server_name inh.test;
     root {d}/html;
     deny all;
+    auth_basic "Inherited";
+    auth_basic_user_file {d}/htpasswd;
     location /ok/ {{ allow all; }}
     location /no/ {{ }}
+    location /pub/ {{ allow all; auth_basic off; }}
   }}
 "#
     )
@@ -186,9 +194,15 @@ fn allow_and_deny_take_the_first_matching_rule_in_config_order() {
         assert_eq!(get(s.port, path).status, want, "{path}");
     }
     // Server-level rules are inherited by a location without its own, and
-    // replaced whole by a location with some.
-    assert_eq!(get_host(s.port, "/ok/x", "inh.test").status, 200);
+    // replaced whole by a location with some; so is `auth_basic`.
     assert_eq!(get_host(s.port, "/no/x", "inh.test").status, 403);
+    let r = get_host(s.port, "/ok/x", "inh.test");
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some("Basic realm=\"Inherited\"")
+    );
+    assert_eq!(get_host(s.port, "/pub/x", "inh.test").status, 200);
     let log = s.wait_log(
         "logs/error.log",
         "access forbidden by rule",
@@ -240,6 +254,17 @@ fn basic_auth_checks_every_htpasswd_format() {
             Some("Basic realm=\"Restricted Area\"")
         );
     }
+    // An error page for the 401 keeps the challenge.
+    let page = get(s.port, "/p401/x");
+    assert_eq!(page.status, 401);
+    assert_eq!(page.header("www-authenticate"), Some("Basic realm=\"P\""));
+    assert_eq!(page.text(), "custom 401 page\n");
+    let names: Vec<&str> = page.headers.iter().map(|(n, _)| n.as_str()).collect();
+    let at = |h: &str| names.iter().position(|n| n.eq_ignore_ascii_case(h));
+    assert!(
+        at("www-authenticate") < at("etag"),
+        "NGINX's order: {names:?}"
+    );
     let none = get(s.port, "/auth/x");
     assert_eq!(none.status, 401);
     assert_eq!(
@@ -399,12 +424,18 @@ fn bad_configurations_are_refused_as_nginx_refuses_them() {
 /// Status and the headers that matter here, for comparison.
 fn answer(r: &Resp) -> String {
     format!(
-        "{} www-authenticate={:?} x-user={:?} x-limit={:?} content-type={:?}",
+        "{} www-authenticate={:?} x-user={:?} x-limit={:?} content-type={:?} body={:?}",
         r.status,
         r.header("www-authenticate"),
         r.header("x-user"),
         r.header("x-limit"),
         r.header("content-type"),
+        // The built-in pages name the server; the files must match.
+        if r.text().contains("<hr>") {
+            String::new()
+        } else {
+            r.text()
+        },
     )
 }
 
@@ -416,7 +447,7 @@ fn run_cases(port: u16) -> Vec<String> {
     ] {
         out.push(format!("{path}: {}", answer(&get(port, path))));
     }
-    for host in ["/ok/x", "/no/x"] {
+    for host in ["/ok/x", "/no/x", "/pub/x"] {
         out.push(format!(
             "inh {host}: {}",
             answer(&get_host(port, host, "inh.test"))
@@ -438,6 +469,8 @@ fn run_cases(port: u16) -> Vec<String> {
         ),
         ("/any/x", basic("sha", "pw-sha")),
         ("/nofile/x", basic("plain", "pw-plain")),
+        ("/p401/x", String::new()),
+        ("/p401/x", basic("plain", "pw-plain")),
     ] {
         out.push(format!(
             "{path} {hdr:?}: {}",
