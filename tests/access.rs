@@ -521,3 +521,28 @@ fn behaves_as_nginx() {
     }
     assert_eq!(ours.len(), theirs.len());
 }
+
+#[test]
+fn a_reload_keeps_the_zones_it_declares_alike() {
+    let site = site();
+    let origin = slow_origin();
+    let s = start_porter(site.path(), origin.port);
+    // rate=1r/m: the bucket does not drain within the test.
+    assert_eq!(
+        tally(&burst(s.port, "/st/x", 2)),
+        vec![(200, "PASSED".into(), 1), (429, "REJECTED".into(), 1)]
+    );
+    let conf = s.read("porter.conf").replace(
+        "location /err/ {",
+        "location /v/ { return 200 \"two\"; }\n    location /err/ {",
+    );
+    s.prefix.write("porter.conf", conf);
+    s.signal(1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while get(s.port, "/v/").text() != "two" {
+        assert!(std::time::Instant::now() < deadline, "reload did not apply");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // NGINX keeps a shared zone of the same name and size across a reload.
+    assert_eq!(get(s.port, "/st/x").status, 429);
+}
