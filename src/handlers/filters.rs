@@ -41,14 +41,14 @@ impl Carried {
     /// Puts the carried header lines before `resp`'s own. A response NGINX
     /// builds itself (`special`) drops the carried ETag, as NGINX clears
     /// the ETag of its special responses; another keeps it, and its own
-    /// ETag follows it in the header lines (NGINX sends both, in order).
+    /// ETag follows the carried lines (NGINX sends both, in the order of
+    /// its header list: a carried `WWW-Authenticate` comes first too).
     pub fn apply(&mut self, resp: &mut Response, special: bool) {
         let mut own = std::mem::take(&mut resp.headers);
         resp.headers = std::mem::take(&mut self.headers);
-        let carried_etag = resp.headers.iter().any(|(n, _)| n == "ETag");
         if special {
             resp.headers.retain(|(n, _)| n != "ETag");
-        } else if carried_etag {
+        } else if !resp.headers.is_empty() {
             if let Some(e) = resp.etag.take() {
                 resp.headers.push(("ETag".into(), e));
             }

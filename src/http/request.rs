@@ -403,6 +403,13 @@ impl HeaderFields {
             }
             f.headers.push((name.to_string(), value));
         }
+        // NGINX keeps one Authorization (`auth_basic`, `$remote_user`) and
+        // refuses a second.
+        let auth = |(n, _): &&(String, String)| n.eq_ignore_ascii_case("authorization");
+        if f.headers.iter().filter(auth).nth(1).is_some() {
+            let dup = HeadError::Invalid("duplicate Authorization header");
+            return Err(fail(dup, &f.host));
+        }
         Ok(f)
     }
 
@@ -647,6 +654,13 @@ mod tests {
         assert!(parse_head(three, &l).unwrap().is_some());
         let four = b"GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
         assert_eq!(parse_head(four, &l).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn a_second_authorization_is_refused() {
+        let two = b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nauthorization: b\r\n\r\n";
+        assert_eq!(status(two), 400);
+        assert!(parse(b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\n\r\n").is_ok());
     }
 
     #[test]
