@@ -392,3 +392,29 @@ fn regex_server_names_capture_into_variables() {
     assert_eq!(ask("localhost"), "default");
     assert_eq!(ask("9.users.test"), "default");
 }
+
+#[test]
+fn a_set_variable_read_unset_is_empty_and_warned_about() {
+    let conf = http_conf(
+        "    server_name localhost;\n    location /x { set $later 1; }\n    \
+         location / { return 200 \"[$later]\"; }\n    \
+         location /quiet { uninitialized_variable_warn off; return 200 \"[$later]\"; }\n",
+    );
+    let s = Server::start(&conf);
+    assert_eq!(get(s.port, "/quiet").text(), "[]");
+    assert_eq!(get(s.port, "/").text(), "[]");
+    let log = s.wait_log(
+        "logs/error.log",
+        "using uninitialized",
+        std::time::Duration::from_secs(5),
+    );
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("using uninitialized \"later\" variable"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("[warn]") && lines[0].contains("request: \"GET / HTTP/1.1\""),
+        "{log}"
+    );
+}

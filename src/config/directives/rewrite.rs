@@ -126,6 +126,7 @@ fn set_set(b: &mut Build, d: &Directive) -> Res {
         }
     }
     let var = template::declare_indexed(name);
+    var.by_set.store(true, std::sync::atomic::Ordering::Relaxed);
     let value = template(&d.args[1])?;
     b.script().push(OpB::Op(Op::Set(var, value)));
     Ok(())
@@ -241,7 +242,9 @@ pub(super) fn declare_variables(dirs: &[Directive]) {
             "set" => {
                 if let Some(n) = d.args.first().and_then(|a| a.strip_prefix('$')) {
                     if !n.is_empty() && !template::is_known(n) {
-                        template::declare_indexed(n);
+                        template::declare_indexed(n)
+                            .by_set
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
             }
