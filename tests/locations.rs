@@ -149,6 +149,10 @@ server {
         return 302 http://example.com$uri;
     }
     location ~ (?<=/lb)/(\w+)$ { return 200 "matched lookbehind $1"; }
+    location /setargs/ {
+        set $args "s=1&$args";
+        rewrite ^/setargs/(.*)$ /target/$1 last;
+    }
 }
 server {
     listen 127.0.0.1:{PORT};
@@ -272,6 +276,8 @@ fn corpus() -> Vec<(String, String)> {
         "/ret/a?go=b",
         "/lb/word",
         "/xlb/word",
+        "/setargs/a",
+        "/setargs/a?o=2",
     ]
     .iter()
     .map(|p| (p.to_string(), String::new()))

@@ -57,6 +57,10 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
                 let v = value.render(ctx);
                 ctx.set_slot(var.index, v);
             }
+            Op::SetArgs(value) => {
+                let v = value.render(ctx);
+                ctx.args = Some(v).filter(|a| !a.is_empty());
+            }
             Op::Break => {
                 ctx.uri_changed = false;
                 return None;

@@ -120,6 +120,12 @@ fn set_set(b: &mut Build, d: &Directive) -> Res {
         Some(n) if !n.is_empty() => n,
         _ => return Err(format!("invalid variable name \"{}\"", d.args[0])),
     };
+    if name == "args" {
+        // The one built-in variable porter lets `set` change, as NGINX does.
+        let value = template(&d.args[1])?;
+        b.script().push(OpB::Op(Op::SetArgs(value)));
+        return Ok(());
+    }
     if let Some(v) = Var::from_name(name) {
         if !matches!(v, Var::Indexed(_)) {
             return Err(format!("the duplicate \"{name}\" variable"));
