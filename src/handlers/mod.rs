@@ -193,6 +193,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 }
             },
         };
+        rewrite::warn_unset(ctx, env);
         match filters::run(ctx, &mut resp, &mut carried) {
             Ok(()) => match static_file::read_small_body(ctx, env, &mut resp).await {
                 Ok(()) => return Some(resp),

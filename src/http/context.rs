@@ -9,7 +9,7 @@ use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
 use crate::config::{LocationConf, ServerConf};
 use crate::vars::regex::{Captures, Matched, Regex};
-use crate::vars::template::{Var, VarSource};
+use crate::vars::template::{Indexed, Var, VarSource};
 use std::cell::RefCell;
 
 /// Facts about the connection a request arrived on.
@@ -119,6 +119,9 @@ pub struct RequestCtx {
     pub uri_changes: u8,
     /// A `rewrite` changed the URI: search the locations again.
     pub uri_changed: bool,
+    /// `set` variables read before they were set, for the
+    /// `uninitialized_variable_warn` lines the handlers log.
+    pub unset_read: RefCell<Vec<Arc<Indexed>>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -158,6 +161,7 @@ impl RequestCtx {
             slots: RefCell::new(Vec::new()),
             uri_changes: MAX_URI_CHANGES,
             uri_changed: false,
+            unset_read: RefCell::new(Vec::new()),
             head,
         }
     }
@@ -301,11 +305,16 @@ impl VarSource for RequestCtx {
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
-            Var::Indexed(v) => {
-                if let Some(Some(s)) = self.slots.borrow().get(v.index) {
-                    out.push_str(s)
+            Var::Indexed(v) => match self.slots.borrow().get(v.index) {
+                Some(Some(s)) => out.push_str(s),
+                _ => {
+                    if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+                        && self.loc.s.uninitialized_variable_warn
+                    {
+                        self.unset_read.borrow_mut().push(Arc::clone(v));
+                    }
                 }
-            }
+            },
             Var::Map(m) => m.append(self, out),
         }
     }

@@ -135,13 +135,24 @@ pub enum Var {
 
 /// A variable whose per-request value lives in the request's slots: set
 /// by `set` or a named regex capture, or a `map`'s cached value.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Indexed {
     /// The name, without `$` (for the uninitialized-variable warning).
     pub name: String,
     /// The slot in the request's variable table.
     pub index: usize,
+    /// A `set` names it: reading it unset logs NGINX's
+    /// `using uninitialized "NAME" variable` (`uninitialized_variable_warn`).
+    pub by_set: std::sync::atomic::AtomicBool,
 }
+
+impl PartialEq for Indexed {
+    fn eq(&self, other: &Indexed) -> bool {
+        self.index == other.index
+    }
+}
+
+impl Eq for Indexed {}
 
 thread_local! {
     /// Variables the configuration being built defines (`split_clients`),
@@ -177,6 +188,7 @@ pub fn declare_indexed(name: &str) -> Arc<Indexed> {
     let v = Arc::new(Indexed {
         name: name.to_string(),
         index: new_slot(),
+        by_set: std::sync::atomic::AtomicBool::new(false),
     });
     define(name, Var::Indexed(Arc::clone(&v)));
     v
