@@ -106,6 +106,17 @@ impl Respond for Handlers {
 
 /// Produces the response for `ctx`; `None` means close without answering.
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
+    // NGINX refuses TRACE once the head is read, before any rewrite or
+    // location runs.
+    if ctx.head.method == "TRACE" {
+        ctx.error_log(env.log).log_conn(
+            Level::Info,
+            Some(ctx.conn.id),
+            format_args!("client sent TRACE method while reading client request headers"),
+            &ctx.log_context(),
+        );
+        return finish(ctx, env, Outcome::Status(405)).await;
+    }
     let first = match ctx.server.server_return.clone() {
         Some(r) => do_return(ctx, &r),
         None => run_location(ctx, env).await,
@@ -129,6 +140,9 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
     // What earlier passes through the filters left on the request.
     let mut carried = filters::Carried::default();
     loop {
+        if !ctx.carried_headers.is_empty() {
+            carried.add(std::mem::take(&mut ctx.carried_headers));
+        }
         let mut resp = match outcome {
             Outcome::Close => return None,
             Outcome::Send(mut resp) => {
@@ -250,6 +264,9 @@ fn split_args(target: &str) -> (String, Option<String>) {
 }
 
 async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    if let Some(o) = auto_redirect(ctx) {
+        return o;
+    }
     ctx.loc = Arc::clone(ctx.server.find_location(&ctx.uri));
     let loc = Arc::clone(&ctx.loc);
     if loc.internal && !ctx.internal {
@@ -284,6 +301,36 @@ async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Handler::Metrics => metrics::serve(ctx, env),
         Handler::Proxy(ref pass) => proxy::serve(ctx, env, pass).await,
     }
+}
+
+/// NGINX's automatic redirect: a URI that is the name of a proxied
+/// location without its trailing `/` (`/x` for `location /x/ { proxy_pass
+/// ...; }`) and that no location names exactly is answered with a 301 to
+/// the name, arguments kept, with that location's settings.
+fn auto_redirect(ctx: &mut RequestCtx) -> Option<Outcome> {
+    let server = Arc::clone(&ctx.server);
+    if server.exact.contains_key(&ctx.uri) || server.prefixes.iter().any(|l| l.path == ctx.uri) {
+        return None;
+    }
+    let named = |l: &&Arc<crate::config::LocationConf>| {
+        matches!(l.handler, Handler::Proxy(_))
+            && l.path.len() == ctx.uri.len() + 1
+            && l.path.starts_with(ctx.uri.as_str())
+            && l.path.ends_with('/')
+    };
+    let loc = server
+        .exact
+        .values()
+        .find(named)
+        .or_else(|| server.prefixes.iter().find(named))?;
+    ctx.loc = Arc::clone(loc);
+    let mut target = crate::http::uri::escape_for_location(&ctx.uri);
+    target.push('/');
+    if let Some(a) = &ctx.args {
+        target.push('?');
+        target.push_str(a);
+    }
+    Some(Outcome::Special(redirect(ctx, 301, &target)))
 }
 
 /// The `Location` value for `target`: relative URIs become absolute

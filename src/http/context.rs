@@ -85,6 +85,10 @@ pub struct RequestCtx {
     pub internal: bool,
     /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// Header lines a handler set before turning to an error page, kept
+    /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
+    /// copies it into `headers_out`).
+    pub carried_headers: Vec<(String, String)>,
     /// `Expect: 100-continue` was dealt with, or an error response made it
     /// moot (NGINX's `expect_tested`).
     pub expect_tested: bool,
@@ -128,6 +132,7 @@ impl RequestCtx {
             internal: false,
             error_page: false,
             expect_tested: false,
+            carried_headers: Vec::new(),
             send_continue: false,
             start: Instant::now(),
             status: 0,

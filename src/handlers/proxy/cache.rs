@@ -77,13 +77,19 @@ pub async fn serve(
 ) -> Option<Outcome> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
+    // `proxy_cache $var` that renders empty: upstream without the cache,
+    // as NGINX (which still sends the cache's request headers).
+    let name = zone.render(ctx);
+    if name.is_empty() {
+        return None;
+    }
     if let Err(e) = prepare(ctx, env, pass) {
         return Some(match e {
             UpstreamError::Status(c) => Outcome::Status(c),
             UpstreamError::ClientGone => Outcome::Close,
         });
     }
-    let Some(zone) = find_zone(ctx, env, zone) else {
+    let Some(zone) = find_zone(ctx, env, &name) else {
         return Some(Outcome::Status(500));
     };
     if !zone.in_service() {
@@ -132,9 +138,8 @@ pub async fn serve(
 
 /// The zone `proxy_cache` renders to; an unknown one is logged with
 /// NGINX's line (the request's 500).
-fn find_zone(ctx: &RequestCtx, env: &Env<'_>, zone: &Template) -> Option<Arc<CacheZone>> {
-    let name = zone.render(ctx);
-    let found = env.caches.get(&name).cloned();
+fn find_zone(ctx: &RequestCtx, env: &Env<'_>, name: &str) -> Option<Arc<CacheZone>> {
+    let found = env.caches.get(name).cloned();
     if found.is_none() {
         log(
             ctx,
@@ -517,7 +522,7 @@ async fn go_upstream(
             return hit(ctx, pass, *e);
         }
     }
-    if let Some(o) = intercepted(ctx, status) {
+    if let Some(o) = intercepted(ctx, status, up.headers()) {
         return o;
     }
     let valid = policy::validity(
@@ -534,6 +539,8 @@ async fn go_upstream(
         _ => {
             let head_req = ctx.is_head();
             let mut r = into_response(ctx, pass, up);
+            // Not cached: no 304/412 from the proxy, as NGINX.
+            r.no_not_modified = true;
             if head_req {
                 r.body = Body::Empty;
             }

@@ -77,14 +77,17 @@ fn entry_meta(ctx: &RequestCtx, key: &str, up: &UpstreamResponse, valid_until: i
         .cloned()
         .collect();
     let names = policy::vary_names(up.headers());
+    // NGINX keeps the validators (for `proxy_cache_revalidate`) of a 200
+    // or 206 only: another status is fetched again whole when stale.
+    let validators = matches!(up.status(), 200 | 206);
     EntryMeta {
         key: key.to_string(),
         status: up.status(),
         valid_until,
         date: unix_of(up.header("date")).unwrap_or(now),
-        last_modified: unix_of(up.last_modified()),
+        last_modified: unix_of(up.last_modified()).filter(|_| validators),
         stored: now,
-        etag: up.etag().map(str::to_string),
+        etag: up.etag().map(str::to_string).filter(|_| validators),
         vary: policy::vary_values(&names, |n| request_header(ctx, n)),
         headers,
     }

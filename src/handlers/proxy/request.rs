@@ -155,10 +155,13 @@ pub async fn build_request(
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
     let loc = std::sync::Arc::clone(&ctx.loc);
     let s = &loc.s;
+    // NGINX reads (or tests) the body of every proxied request: an
+    // `Expect: 100-continue` gets its `100 Continue` even with no body
+    // (`Content-Length: 0`), sent then before the response.
+    ctx.test_expect();
     let mut body = match client_body {
         None => ReqBody::None,
         Some(b) => {
-            ctx.test_expect();
             if ctx.send_continue {
                 ctx.send_continue = false;
                 if b.borrow().send_continue(s.send_timeout).await.is_err() {

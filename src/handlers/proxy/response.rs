@@ -37,13 +37,29 @@ const HOP_BY_HOP: &[&str] = &[
 ];
 
 /// `proxy_intercept_errors`: an upstream status with an `error_page`
-/// becomes that page.
-pub fn intercepted(ctx: &RequestCtx, status: u16) -> Option<Outcome> {
+/// becomes that page; a 401 keeps the upstream's `WWW-Authenticate`
+/// lines, as NGINX copies them.
+pub fn intercepted(
+    ctx: &mut RequestCtx,
+    status: u16,
+    headers: &[(String, String)],
+) -> Option<Outcome> {
     let s = &ctx.loc.s;
-    (s.proxy_intercept_errors
+    if !(s.proxy_intercept_errors
         && status >= 300
         && s.error_pages.iter().any(|p| p.codes.contains(&status)))
-    .then_some(Outcome::Status(status))
+    {
+        return None;
+    }
+    if status == 401 {
+        ctx.carried_headers.extend(
+            headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
+                .cloned(),
+        );
+    }
+    Some(Outcome::Status(status))
 }
 
 /// Step two: the client response for an upstream response — its status
