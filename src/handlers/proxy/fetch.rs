@@ -134,7 +134,11 @@ async fn try_peers(
 ) -> Result<UpstreamResponse, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
-    let key = group.hash.as_ref().map(|h| h.key.render(ctx));
+    let key = match (&group.hash, group.method) {
+        (Some(h), _) => Some(h.key.render(ctx)),
+        (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
+        _ => None,
+    };
     let mut sel = group.selection(key);
     let max_tries = match s.proxy_next_upstream_tries {
         0 => group.peer_count(),
