@@ -16,6 +16,7 @@
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `upstream.rs` | `upstream { }` |
+//! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -155,6 +156,7 @@ mod core;
 mod http;
 mod logs;
 mod proxy;
+mod proxy_extra;
 mod proxy_ssl;
 mod ssl;
 mod static_files;
@@ -177,6 +179,7 @@ static AREAS: &[&[Spec]] = &[
     static_files::ROWS,
     aio::ROWS,
     proxy::ROWS,
+    proxy_extra::ROWS,
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,

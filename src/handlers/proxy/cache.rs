@@ -485,7 +485,7 @@ async fn go_upstream(
     let s = &loc.s;
     let mut opts = FetchOptions {
         cache_headers: true,
-        head_as_get: fill.is_some(),
+        head_as_get: fill.is_some() && s.proxy_cache_convert_head,
         ..Default::default()
     };
     let revalidating = match &stale {
@@ -513,7 +513,13 @@ async fn go_upstream(
         if revalidating && status == 304 {
             set_status(ctx, CacheStatus::Revalidated);
             if fill.is_some() {
-                refresh(c, &e, up.headers(), &s.proxy_cache_valid).await;
+                refresh(
+                    c,
+                    &e,
+                    &super::fill::policy_headers(s, up.headers()),
+                    &s.proxy_cache_valid,
+                )
+                .await;
             }
             return hit(ctx, pass, *e);
         }
@@ -527,12 +533,14 @@ async fn go_upstream(
     }
     let valid = policy::validity(
         status,
-        up.headers(),
+        &super::fill::policy_headers(s, up.headers()),
         &s.proxy_cache_valid,
         crate::util::time::now().0,
     );
-    // NGINX caches only what it buffers.
-    match (fill.filter(|_| s.proxy_buffering), valid) {
+    // NGINX caches only what it buffers; a HEAD asked as HEAD
+    // (`proxy_cache_convert_head off`) has no body to store.
+    let storable = s.proxy_buffering && (s.proxy_cache_convert_head || !ctx.is_head());
+    match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
