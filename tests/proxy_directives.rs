@@ -218,3 +218,44 @@ fn proxy_cache_convert_head() {
         }
     }
 }
+
+#[test]
+fn upstream_byte_variables_count_each_try() {
+    let o = Origin::start(|_| Reply::ok(b"hello").framing(Framing::Chunked));
+    let dead = free_port();
+    let conf = porter_conf(
+        &format!(
+            "log_format up '$upstream_addr|$upstream_status|$upstream_response_length|\
+             $upstream_bytes_received|$upstream_bytes_sent';\n\
+             upstream two {{ server 127.0.0.1:{dead}; server 127.0.0.1:{}; }}",
+            o.port
+        ),
+        "access_log {PREFIX}/logs/up.log up;\nlocation / { proxy_pass http://two; }",
+    );
+    let p = Server::start(&conf);
+    let r = ask(
+        p.port,
+        "GET /x HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.text(), "hello");
+    let log = p.wait_log("logs/up.log", "\n", std::time::Duration::from_secs(5));
+    let line = log.lines().next().unwrap_or_default().to_string();
+    let f: Vec<&str> = line.split('|').collect();
+    assert_eq!(f.len(), 5, "{line}");
+    assert_eq!(
+        f[0],
+        format!("127.0.0.1:{dead}, 127.0.0.1:{}", o.port),
+        "{line}"
+    );
+    assert_eq!(f[1], "502, 200", "{line}");
+    // The failed try moved no bytes; the second's body is 5 bytes, read
+    // as chunks (so more bytes came in than the body holds).
+    assert_eq!(f[2], "0, 5", "{line}");
+    let rx: Vec<&str> = f[3].split(", ").collect();
+    assert_eq!(rx[0], "0", "{line}");
+    let got: u64 = rx[1].parse().unwrap();
+    assert!(got > 5 + 30, "{line}");
+    let tx: Vec<&str> = f[4].split(", ").collect();
+    assert_eq!(tx[0], "0", "{line}");
+    assert!(tx[1].parse::<u64>().unwrap() > 20, "{line}");
+}

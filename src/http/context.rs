@@ -275,6 +275,9 @@ impl VarSource for RequestCtx {
             | Var::UpstreamResponseTime
             | Var::UpstreamConnectTime
             | Var::UpstreamHeaderTime
+            | Var::UpstreamResponseLength
+            | Var::UpstreamBytesReceived
+            | Var::UpstreamBytesSent
             | Var::UpstreamCacheStatus
             | Var::UpstreamHttp(_) => {
                 if let Some(u) = &self.upstream {

@@ -6,6 +6,7 @@
 //! 504.
 
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -252,6 +253,13 @@ async fn attempt(
         addr: addr.to_string(),
         ..Default::default()
     };
+    // `$upstream_bytes_sent`: the head (with a body read whole) and a
+    // streamed body's length (a chunked one is not counted).
+    let sent = out.head.len() as u64
+        + match out.body {
+            ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
+            _ => 0,
+        };
     // An idle connection may have been closed by the peer meanwhile: a
     // failure on it before any response byte is retried once on a new one
     // (not with a streamed body, which cannot be sent twice).
@@ -273,12 +281,22 @@ async fn attempt(
             Ok(got) => {
                 rec.header = Some(t0.elapsed());
                 rec.status = Some(got.2.status);
-                break upstream_response(group, s, &log, got, out).map_err(|e| {
-                    log.error(format_args!(
-                        "{e} while reading response header from upstream"
-                    ));
-                    Ok(invalid_header(&mut rec))
-                });
+                rec.bytes_sent = sent;
+                let head_len = got.2.len as u64;
+                break match upstream_response(group, s, &log, got, out) {
+                    Ok(mut r) => {
+                        rec.bytes_received.fetch_add(head_len, Ordering::Relaxed);
+                        r.body
+                            .set_counters(rec.bytes_received.clone(), rec.response_length.clone());
+                        Ok(r)
+                    }
+                    Err(e) => {
+                        log.error(format_args!(
+                            "{e} while reading response header from upstream"
+                        ));
+                        Err(Ok(invalid_header(&mut rec)))
+                    }
+                };
             }
             Err(Step::Early(_)) if reused => {
                 // The pooled connection was dead: try a new one.
