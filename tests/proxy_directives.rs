@@ -259,3 +259,30 @@ fn upstream_byte_variables_count_each_try() {
     assert_eq!(tx[0], "0", "{line}");
     assert!(tx[1].parse::<u64>().unwrap() > 20, "{line}");
 }
+
+#[test]
+fn request_body_variable_when_read_into_memory() {
+    let o = echo();
+    let conf = porter_conf(
+        "log_format rb '[$request_body]';",
+        &format!(
+            "access_log {{PREFIX}}/logs/rb.log rb;\nlocation / {{ proxy_pass http://127.0.0.1:{}; }}",
+            o.port
+        ),
+    );
+    let p = Server::start(&conf);
+    let r = ask(
+        p.port,
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 7\r\nConnection: close\r\n\r\nname=ok",
+    );
+    assert_eq!(r.text(), "POST cl=7 xf=- body=name=ok");
+    let r = ask(
+        p.port,
+        "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 200);
+    let log = p.wait_log("logs/rb.log", "[-]", std::time::Duration::from_secs(5));
+    let lines: Vec<&str> = log.lines().collect();
+    // Empty is `-` in a log line, as NGINX writes it.
+    assert_eq!(lines, ["[name=ok]", "[-]"], "{log}");
+}

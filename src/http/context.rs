@@ -89,6 +89,9 @@ pub struct RequestCtx {
     /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
     /// copies it into `headers_out`).
     pub carried_headers: Vec<(String, String)>,
+    /// The request body when a handler read it whole into memory (the
+    /// proxy's small or re-framed bodies), for `$request_body`.
+    pub request_body: Option<Vec<u8>>,
     /// `Expect: 100-continue` was dealt with, or an error response made it
     /// moot (NGINX's `expect_tested`).
     pub expect_tested: bool,
@@ -133,6 +136,7 @@ impl RequestCtx {
             error_page: false,
             expect_tested: false,
             carried_headers: Vec::new(),
+            request_body: None,
             send_continue: false,
             start: Instant::now(),
             status: 0,
@@ -242,6 +246,7 @@ impl VarSource for RequestCtx {
             | Var::SslSessionReused
             | Var::SslClientVerify
             | Var::RequestMethod
+            | Var::RequestBody
             | Var::Request
             | Var::RequestLength
             | Var::RequestFilename
@@ -336,6 +341,11 @@ impl RequestCtx {
                 }
             }
             Var::RequestMethod => out.push_str(&self.head.method),
+            Var::RequestBody => {
+                if let Some(b) = &self.request_body {
+                    out.push_str(&String::from_utf8_lossy(b))
+                }
+            }
             Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);

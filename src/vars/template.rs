@@ -117,6 +117,8 @@ pub enum Var {
     UpstreamConnectTime,
     /// `$upstream_header_time`.
     UpstreamHeaderTime,
+    /// `$request_body`: the body, when it was read into memory.
+    RequestBody,
     /// `$upstream_response_length`: body bytes of each try's response.
     UpstreamResponseLength,
     /// `$upstream_bytes_received`: bytes read from each try's peer.
@@ -216,6 +218,7 @@ impl Var {
             "upstream_connect_time" => Var::UpstreamConnectTime,
             "upstream_header_time" => Var::UpstreamHeaderTime,
             "upstream_response_length" => Var::UpstreamResponseLength,
+            "request_body" => Var::RequestBody,
             "upstream_bytes_received" => Var::UpstreamBytesReceived,
             "upstream_bytes_sent" => Var::UpstreamBytesSent,
             "upstream_cache_status" => Var::UpstreamCacheStatus,

@@ -192,7 +192,10 @@ pub async fn build_request(
             let chunked = b.borrow().is_chunked();
             let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
             if (chunked && !s.proxy_http11) || small {
-                ReqBody::Buffered(read_whole_body(ctx, env, b).await?)
+                let whole = read_whole_body(ctx, env, b).await?;
+                // `$request_body`: NGINX has it when the body sits in memory.
+                ctx.request_body = Some(whole.clone());
+                ReqBody::Buffered(whole)
             } else {
                 ReqBody::Stream { chunked }
             }
