@@ -703,6 +703,20 @@ loc_settings! {
     limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
     /// `limit_conn_dry_run`.
     limit_conn_dry_run: bool = false;
+    // More of the proxy module (`directives/proxy_extra.rs`).
+    /// `proxy_method` (None: the client's).
+    proxy_method: Option<Template> = None;
+    /// `proxy_set_body` (None: the client's body).
+    proxy_set_body: Option<Template> = None;
+    /// `proxy_ignore_headers` names (lowercase).
+    proxy_ignore_headers: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `proxy_cache_convert_head`.
+    proxy_cache_convert_head: bool = true;
+    /// `proxy_cookie_domain` rules (domain, replacement).
+    proxy_cookie_domain: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+    /// `proxy_cookie_path` rules (path prefix, replacement).
+    proxy_cookie_path: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+
     // Tuning and request-head settings (`directives/tuning.rs`).
     /// `merge_slashes` (server level).
     merge_slashes: bool = true;

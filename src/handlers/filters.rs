@@ -1,6 +1,7 @@
 //! NGINX's header filter chain, in its order, run on every response before
-//! it is written: the not-modified filter (conditional requests, 200 only),
-//! the headers filter (`expires`, `add_header`), the charset filter
+//! it is written: the not-modified filter (conditional requests, 200 only,
+//! not on a proxied response the cache does not take, as NGINX), the
+//! headers filter (`expires`, `add_header`), the charset filter
 //! (`super::charset`), the gzip filter (`super::gzip`), the range filter
 //! (200 responses whose handler allows ranges), and the header writer's
 //! rule that only 200, 206 and 304 carry the `Last-Modified` it
@@ -36,6 +37,12 @@ impl Carried {
     /// request from now on (`WWW-Authenticate` of a 401).
     pub fn add_header(&mut self, name: &str, value: String) {
         self.headers.push((name.to_string(), value));
+    }
+
+    /// Adds header lines that stay with the request (after the ones
+    /// already carried).
+    pub fn add(&mut self, mut headers: Vec<(String, String)>) {
+        self.headers.append(&mut headers);
     }
 
     /// Puts the carried header lines before `resp`'s own. A response NGINX
@@ -74,7 +81,7 @@ fn etag(resp: &Response) -> Option<&str> {
 /// request (nothing after a 412: NGINX clears the response's headers
 /// before sending that page).
 pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> Result<(), u16> {
-    if resp.status == 200 {
+    if resp.status == 200 && !resp.no_not_modified {
         if let Err(code) = not_modified(ctx, resp) {
             *carried = Carried::default();
             return Err(code);
@@ -160,11 +167,27 @@ fn headers(ctx: &RequestCtx, resp: &mut Response) {
     for h in s.add_headers.iter() {
         if applies || h.always {
             let v = h.value.render(ctx);
+            // NGINX's `Last-Modified`/`ETag` setters: an empty value
+            // removes the response's own, another replaces it.
+            drop_validator(resp, &h.name);
             if !v.is_empty() {
                 resp.headers.push((h.name.clone(), v));
             }
         }
     }
+}
+
+/// For `add_header Last-Modified|ETag`: drops the response's own
+/// validator of that name (its slot and any such header line).
+fn drop_validator(resp: &mut Response, name: &str) {
+    if name.eq_ignore_ascii_case("last-modified") {
+        resp.last_modified = None;
+    } else if name.eq_ignore_ascii_case("etag") {
+        resp.etag = None;
+    } else {
+        return;
+    }
+    resp.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
 }
 
 fn expires_headers(secs: i64, resp: &mut Response) {

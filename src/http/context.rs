@@ -87,6 +87,13 @@ pub struct RequestCtx {
     pub internal: bool,
     /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// Header lines a handler set before turning to an error page, kept
+    /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
+    /// copies it into `headers_out`).
+    pub carried_headers: Vec<(String, String)>,
+    /// The request body when a handler read it whole into memory (the
+    /// proxy's small or re-framed bodies), for `$request_body`.
+    pub request_body: Option<Vec<u8>>,
     /// `Expect: 100-continue` was dealt with, or an error response made it
     /// moot (NGINX's `expect_tested`).
     pub expect_tested: bool,
@@ -147,6 +154,8 @@ impl RequestCtx {
             internal: false,
             error_page: false,
             expect_tested: false,
+            carried_headers: Vec::new(),
+            request_body: None,
             send_continue: false,
             start: Instant::now(),
             status: 0,
@@ -262,6 +271,7 @@ impl VarSource for RequestCtx {
             | Var::SslSessionReused
             | Var::SslClientVerify
             | Var::RequestMethod
+            | Var::RequestBody
             | Var::Request
             | Var::RequestLength
             | Var::RequestFilename
@@ -295,6 +305,9 @@ impl VarSource for RequestCtx {
             | Var::UpstreamResponseTime
             | Var::UpstreamConnectTime
             | Var::UpstreamHeaderTime
+            | Var::UpstreamResponseLength
+            | Var::UpstreamBytesReceived
+            | Var::UpstreamBytesSent
             | Var::UpstreamCacheStatus
             | Var::UpstreamHttp(_) => {
                 if let Some(u) = &self.upstream {
@@ -441,6 +454,11 @@ impl RequestCtx {
                 }
             }
             Var::RequestMethod => out.push_str(&self.head.method),
+            Var::RequestBody => {
+                if let Some(b) = &self.request_body {
+                    out.push_str(&String::from_utf8_lossy(b))
+                }
+            }
             Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);

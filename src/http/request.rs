@@ -519,24 +519,48 @@ fn request_version(line: &[u8]) -> Result<(Version, usize), HeadError> {
     Ok((version, at))
 }
 
-/// The host of an absolute-form target (`http://host:port/path`).
+/// The host of an absolute-form target (`scheme://host:port/path`), by
+/// NGINX's request-line grammar: a name of letters, digits, `.` and `-`,
+/// or an IP literal in `[ ]`; then an optional `:digits`; then `/`, `?`
+/// or the end. Anything else (`_`, `%`, `@`...) is a 400, as NGINX.
 fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
     if target.starts_with('/') {
         return Ok(None);
     }
-    let b = target.as_bytes();
-    let rest = if b.len() >= 7 && b[..7].eq_ignore_ascii_case(b"http://") {
-        &target[7..]
-    } else if b.len() >= 8 && b[..8].eq_ignore_ascii_case(b"https://") {
-        &target[8..]
-    } else {
+    let Some(n) = super::uri::scheme_len(target) else {
         return Ok(None);
     };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    if end == 0 {
-        return Err(HeadError::Invalid("invalid host in request line"));
+    let rest = &target[n..];
+    let bad = HeadError::Invalid("client sent invalid host in request line");
+    let b = rest.as_bytes();
+    let mut i = 0;
+    if b.first() == Some(&b'[') {
+        i = 1;
+        loop {
+            match b.get(i) {
+                Some(b']') => break i += 1,
+                Some(&c) if c.is_ascii_alphanumeric() || b":.-_~!$&'()*+,;=".contains(&c) => i += 1,
+                _ => return Err(bad),
+            }
+        }
+    } else {
+        while b
+            .get(i)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'.' || c == b'-')
+        {
+            i += 1;
+        }
     }
-    Ok(Some(rest[..end].to_string()))
+    if b.get(i) == Some(&b':') {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    match b.get(i) {
+        None | Some(b'/') | Some(b'?') => Ok(Some(rest[..i].to_string())),
+        _ => Err(bad),
+    }
 }
 
 /// NGINX's host validation: no NUL, `/`, space, control character or

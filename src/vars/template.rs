@@ -117,6 +117,14 @@ pub enum Var {
     UpstreamConnectTime,
     /// `$upstream_header_time`.
     UpstreamHeaderTime,
+    /// `$request_body`: the body, when it was read into memory.
+    RequestBody,
+    /// `$upstream_response_length`: body bytes of each try's response.
+    UpstreamResponseLength,
+    /// `$upstream_bytes_received`: bytes read from each try's peer.
+    UpstreamBytesReceived,
+    /// `$upstream_bytes_sent`: bytes sent to each try's peer.
+    UpstreamBytesSent,
     /// `$upstream_http_NAME`: a header of the upstream's response.
     UpstreamHttp(String),
     /// `$upstream_cache_status`.
@@ -276,6 +284,10 @@ impl Var {
             "upstream_response_time" => Var::UpstreamResponseTime,
             "upstream_connect_time" => Var::UpstreamConnectTime,
             "upstream_header_time" => Var::UpstreamHeaderTime,
+            "upstream_response_length" => Var::UpstreamResponseLength,
+            "request_body" => Var::RequestBody,
+            "upstream_bytes_received" => Var::UpstreamBytesReceived,
+            "upstream_bytes_sent" => Var::UpstreamBytesSent,
             "upstream_cache_status" => Var::UpstreamCacheStatus,
             "limit_req_status" => Var::LimitReqStatus,
             "limit_conn_status" => Var::LimitConnStatus,

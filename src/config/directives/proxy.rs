@@ -155,6 +155,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
                             })
                             .collect();
                         let g = Arc::new(UpstreamGroup {
+                            method: Default::default(),
                             id: balance::next_id(),
                             name: proxy_host.clone(),
                             primary: PeerSet::new(peers),

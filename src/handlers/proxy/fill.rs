@@ -65,6 +65,29 @@ fn unix_of(v: Option<&str>) -> Option<i64> {
         .map(|d| d.as_secs() as i64)
 }
 
+/// The upstream headers the cache policy reads: all but those
+/// `proxy_ignore_headers` names (`Cache-Control`, `Expires`,
+/// `X-Accel-Expires`, `Set-Cookie`, `Vary`...).
+pub fn policy_headers<'h>(
+    s: &crate::config::LocSettings,
+    headers: &'h [(String, String)],
+) -> std::borrow::Cow<'h, [(String, String)]> {
+    if s.proxy_ignore_headers.is_empty() {
+        return std::borrow::Cow::Borrowed(headers);
+    }
+    let ignored = |n: &str| {
+        s.proxy_ignore_headers
+            .iter()
+            .any(|i| n.eq_ignore_ascii_case(i))
+    };
+    headers
+        .iter()
+        .filter(|(n, _)| !ignored(n))
+        .cloned()
+        .collect::<Vec<_>>()
+        .into()
+}
+
 /// The entry's metadata for `up`, stored under `key` until
 /// `valid_until`: its headers less the hop-by-hop ones, and the request's
 /// values of the headers its `Vary` names.
@@ -76,15 +99,18 @@ fn entry_meta(ctx: &RequestCtx, key: &str, up: &UpstreamResponse, valid_until: i
         .filter(|(n, _)| !hop_by_hop(n))
         .cloned()
         .collect();
-    let names = policy::vary_names(up.headers());
+    let names = policy::vary_names(&policy_headers(&ctx.loc.s, up.headers()));
+    // NGINX keeps the validators (for `proxy_cache_revalidate`) of a 200
+    // or 206 only: another status is fetched again whole when stale.
+    let validators = matches!(up.status(), 200 | 206);
     EntryMeta {
         key: key.to_string(),
         status: up.status(),
         valid_until,
         date: unix_of(up.header("date")).unwrap_or(now),
-        last_modified: unix_of(up.last_modified()),
+        last_modified: unix_of(up.last_modified()).filter(|_| validators),
         stored: now,
-        etag: up.etag().map(str::to_string),
+        etag: up.etag().map(str::to_string).filter(|_| validators),
         vary: policy::vary_values(&names, |n| request_header(ctx, n)),
         headers,
     }
