@@ -16,6 +16,8 @@
 pub mod cache;
 pub mod config;
 pub mod disk;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handlers;
 pub mod http;
 pub mod log;

@@ -24,15 +24,18 @@ pub fn split_target(target: &str) -> (&str, Option<&str>) {
     let target = target.split('#').next().unwrap_or(target);
     let mut t = target;
     for scheme in ["http://", "https://"] {
-        if t.len() >= scheme.len() && t[..scheme.len()].eq_ignore_ascii_case(scheme) {
+        // `get`: the target may hold any UTF-8, and byte 7 need not be a
+        // character boundary (a fuzzing find: `/pytho€` panicked here).
+        let is_scheme = t
+            .get(..scheme.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(scheme));
+        if is_scheme {
             let rest = &t[scheme.len()..];
-            t = match rest.find(['/', '?']) {
-                Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
-                Some(i) => &rest[i - 1..i], // "http://h?x": path "/" is implied
-                None => "/",
-            };
-            if !t.starts_with('/') {
-                return ("/", target.split_once('?').map(|(_, a)| a));
+            match rest.find(['/', '?']) {
+                Some(i) if rest.as_bytes()[i] == b'/' => t = &rest[i..],
+                // "http://h?x": the path "/" is implied.
+                Some(_) => return ("/", target.split_once('?').map(|(_, a)| a)),
+                None => t = "/",
             }
             break;
         }
@@ -138,6 +141,20 @@ mod tests {
         assert_eq!(split_target("/a.txt#frag"), ("/a.txt", None));
         assert_eq!(split_target("/a?x=1#frag"), ("/a", Some("x=1")));
         assert_eq!(split_target("/a#f?x=1"), ("/a", None));
+    }
+
+    #[test]
+    fn split_takes_any_utf8_and_a_bare_scheme() {
+        // Found by fuzzing (fuzz/corpus/uri/crash-d183…): a multibyte
+        // character across byte 7 (or 8) panicked in the scheme check.
+        assert_eq!(split_target("/pytho€?a9b"), ("/pytho€", Some("a9b")));
+        assert_eq!(split_target("/pyth€"), ("/pyth€", None));
+        assert_eq!(split_target("/€€€"), ("/€€€", None));
+        // Nothing between the scheme and `?` (`rest[i - 1..i]` with i = 0),
+        // or a multibyte host before it.
+        assert_eq!(split_target("http://?x"), ("/", Some("x")));
+        assert_eq!(split_target("https://hé?x"), ("/", Some("x")));
+        assert_eq!(split_target("http://h?x"), ("/", Some("x")));
     }
 
     #[test]
