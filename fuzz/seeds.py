@@ -171,6 +171,11 @@ http {{
       proxy_cache_valid 200 301 404 10m;
       add_header X-Cache $upstream_cache_status;
     }}
+    location /nocache/ {{
+      proxy_pass http://127.0.0.1:{o_port}/;
+      proxy_buffering off;
+      proxy_http_version 1.1;
+    }}
     location /rec/ {{
       proxy_pass http://127.0.0.1:{rec.port};
       proxy_cache seeds;
@@ -222,6 +227,10 @@ def seed_requests(rec, np_port, p_port):
     curl("-d", "a=1&b=2", base + "/form")
     curl("-H", "Transfer-Encoding: chunked", "--data-binary", "hello chunked body", base + "/up")
     curl("-X", "PUT", "-H", "Expect: 100-continue", "--data-binary", "x" * 2000, base + "/put")
+    curl("-H", "Range: bytes=0-", "-H", "If-Range: \"6b06cebf-a1e\"", base + "/video.mp4")
+    curl("-H", "Range: bytes=1024-2047", base + "/video.mp4")
+    subprocess.run(["curl", "-s", "-o", "/dev/null", "--max-time", "3", "-T", "-", base + "/stdin"],
+                   input=b"chunk of stdin\n" * 5000, check=False)
     curl("--http1.0", base + "/old")
     curl("-x", base, "http://example.com/absolute?q=1")
     curl(f"http://127.0.0.1:{np_port}/via-nginx?p=1")
@@ -233,9 +242,16 @@ def seed_requests(rec, np_port, p_port):
         c.getresponse().read()
     except OSError:
         pass
+    c = http.client.HTTPConnection("127.0.0.1", rec.port, timeout=3)
+    try:
+        c.request("POST", "/python-chunked", body=iter([b"first", b"second piece", b"x" * 300]),
+                  encode_chunked=True)
+        c.getresponse().read()
+    except OSError:
+        pass
     reqs = [r for r in rec.take() if r]
     for i, r in enumerate(reqs):
-        save("request_head", f"captured-{i:02}", r)
+        save("request_head", f"captured-{i:02}", r[:8192])
         head = r.split(b"\r\n\r\n", 1)
         line = head[0].split(b"\r\n", 1)[0].split(b" ")
         if len(line) >= 2:
@@ -243,10 +259,12 @@ def seed_requests(rec, np_port, p_port):
         for h in head[0].split(b"\r\n")[1:]:
             if h.lower().startswith(b"range:"):
                 value = h.split(b":", 1)[1].strip()
-                # length 4000 (little endian u16), max_ranges unset
+                # length 4000 (little endian u16), max_ranges unset; and
+                # length 4000 << 24 with max_ranges 1
                 save("range", f"captured-{i:02}", b"\xa0\x0f\x00" + value)
+                save("range", f"captured-{i:02}-max1", b"\xa0\x0f\xc1" + value)
         if len(head) == 2 and b"chunked" in head[0].lower() and head[1]:
-            save("chunked", f"request-{i:02}", b"\x05" + head[1])
+            save("chunked", f"request-{i:02}", b"\x05" + head[1][:8192])
 
 
 def seed_responses(o_port, p_port):
@@ -265,6 +283,8 @@ def seed_responses(o_port, p_port):
          b"GET /a.txt HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"),
         ("porter-moved", p_port, b"GET /moved HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
         ("porter-404", p_port, b"GET /none HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        ("porter-chunked", p_port,
+         b"GET /nocache/dir/b.css HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"),
         ("porter-304", p_port,
          b"GET /index.html HTTP/1.1\r\nHost: x\r\nIf-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT\r\nConnection: close\r\n\r\n"),
     ]
