@@ -142,6 +142,7 @@ mod tests {
             mtime: 0,
             kind: FileKind::Regular,
             id: (0, gen),
+            exec: false,
         };
         let header = EntryHeader {
             meta: EntryMeta::default(),

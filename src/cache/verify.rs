@@ -238,6 +238,7 @@ mod tests {
             mtime: 0,
             kind: crate::disk::FileKind::Regular,
             id: (0, 0),
+            exec: false,
         };
         let _ = std::fs::remove_file(&p);
         OpenFile::new(Arc::new(f), meta, Io::inline())

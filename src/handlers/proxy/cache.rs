@@ -48,7 +48,7 @@ use crate::upstream::ProxyPass;
 use crate::vars::template::Template;
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
+    ctx.error_log(env.log)
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
@@ -338,7 +338,7 @@ fn background_update(
         key.to_string(),
         env.log.clone(),
     );
-    tokio::task::spawn_local(async move {
+    crate::runtime::timed::spawn(async move {
         let env = Env {
             disk: &c.disk,
             log: &log,
