@@ -18,6 +18,8 @@ pub mod access;
 pub mod cache;
 pub mod config;
 pub mod disk;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod handlers;
 pub mod http;
 pub mod log;

@@ -18,6 +18,11 @@ use common::*;
 /// One zone `one` in `{PREFIX}/cache`, `location /` proxying to the origin
 /// with a fixed key (`KEY/…`), `$upstream_cache_status` in `X-Cache`.
 fn conf(origin: u16) -> String {
+    conf_valid(origin, "proxy_cache_valid 200 10m;")
+}
+
+/// [`conf`] with other validity directives (`valid`).
+fn conf_valid(origin: u16, valid: &str) -> String {
     format!(
         "daemon off;\nworker_processes 2;\npid {{PREFIX}}/porter.pid;\n\
          error_log {{PREFIX}}/logs/error.log info;\n\
@@ -27,7 +32,7 @@ fn conf(origin: u16) -> String {
            server {{\n    listen 127.0.0.1:{{PORT}};\n    \
              location / {{\n      proxy_pass http://127.0.0.1:{origin};\n      \
                proxy_cache one;\n      proxy_cache_key \"v1fixture$request_uri\";\n      \
-               proxy_cache_valid 200 10m;\n      \
+               {valid}\n      \
                add_header X-Cache $upstream_cache_status always;\n    }}\n  }}\n}}\n"
     )
 }
@@ -248,4 +253,39 @@ fn a_version_1_entry_is_still_served() {
         assert!(r.body == want);
     }
     assert_eq!(origin.count(), 0);
+}
+
+#[test]
+fn a_revalidation_does_not_store_a_damaged_body_again() {
+    // An expired 3 MiB entry, damaged, revalidated by a 304 that makes it
+    // fresh for ten minutes: the copy of its body into the refreshed entry
+    // is checked, so nothing damaged is stored under a new checksum.
+    let body = pattern(3 << 20, 8);
+    let b = body.clone();
+    let origin = Origin::start(move |r| {
+        if r.header("If-None-Match") == Some("\"v1\"") {
+            return Reply::ok(b"")
+                .status(304)
+                .header("ETag", "\"v1\"")
+                .header("Cache-Control", "max-age=600");
+        }
+        Reply::ok(&b).header("ETag", "\"v1\"")
+    });
+    let srv = Server::start(&conf_valid(
+        origin.port,
+        "proxy_cache_valid 200 1s; proxy_cache_revalidate on;",
+    ));
+    let a = get_obj(srv.port, "/reval");
+    assert_eq!(cache_status(&a), "MISS");
+    let entry = entry_path(&srv.prefix.path().join("cache"), "v1fixture/reval");
+    wait_for("the entry file", || entry.exists());
+    std::thread::sleep(Duration::from_millis(2200));
+    flip(&entry, body_offset(&entry) + 2_000_000);
+    let (head, len, got) = get_to_eof(srv.port, "/reval");
+    assert!(head.contains("X-Cache: REVALIDATED"), "{head}");
+    assert!((got.len() as u64) < len, "a damaged body sent whole");
+    // Whatever comes next is the right body.
+    let (head, len, got) = get_to_eof(srv.port, "/reval");
+    assert_eq!(len, body.len() as u64, "{head}");
+    assert!(got == body, "damaged body stored again ({head})");
 }

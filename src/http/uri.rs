@@ -24,14 +24,15 @@ pub fn split_target(target: &str) -> (&str, Option<&str>) {
     let target = target.split('#').next().unwrap_or(target);
     let mut t = target;
     if let Some(n) = scheme_len(t) {
+        // `scheme_len` counts ASCII bytes only: `n` is a character
+        // boundary whatever UTF-8 follows (a fuzzing find: a target like
+        // `/pytho€` once panicked here).
         let rest = &t[n..];
-        t = match rest.find(['/', '?']) {
-            Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
-            Some(i) => &rest[i - 1..i], // "http://h?x": path "/" is implied
-            None => "/",
-        };
-        if !t.starts_with('/') {
-            return ("/", target.split_once('?').map(|(_, a)| a));
+        match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => t = &rest[i..],
+            // "http://h?x" or "http://?x": the path "/" is implied.
+            Some(_) => return ("/", target.split_once('?').map(|(_, a)| a)),
+            None => t = "/",
         }
     }
     match t.split_once('?') {
@@ -157,6 +158,20 @@ mod tests {
         assert_eq!(split_target("/a.txt#frag"), ("/a.txt", None));
         assert_eq!(split_target("/a?x=1#frag"), ("/a", Some("x=1")));
         assert_eq!(split_target("/a#f?x=1"), ("/a", None));
+    }
+
+    #[test]
+    fn split_takes_any_utf8_and_a_bare_scheme() {
+        // Found by fuzzing (fuzz/corpus/uri/crash-d183…): a multibyte
+        // character across byte 7 (or 8) panicked in the scheme check.
+        assert_eq!(split_target("/pytho€?a9b"), ("/pytho€", Some("a9b")));
+        assert_eq!(split_target("/pyth€"), ("/pyth€", None));
+        assert_eq!(split_target("/€€€"), ("/€€€", None));
+        // Nothing between the scheme and `?` (`rest[i - 1..i]` with i = 0),
+        // or a multibyte host before it.
+        assert_eq!(split_target("http://?x"), ("/", Some("x")));
+        assert_eq!(split_target("https://hé?x"), ("/", Some("x")));
+        assert_eq!(split_target("http://h?x"), ("/", Some("x")));
     }
 
     #[test]
