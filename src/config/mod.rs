@@ -5,6 +5,7 @@
 //! table of accepted directives and builds the typed `model` from the tree.
 
 pub mod content;
+pub mod setting_types;
 pub mod directives;
 pub mod error;
 pub mod lexer;

@@ -299,167 +299,6 @@ pub enum DocRoot {
     Alias(Template),
 }
 
-/// One `error_page` rule.
-#[derive(Debug, Clone)]
-pub struct ErrorPage {
-    /// Status codes it applies to.
-    pub codes: Vec<u16>,
-    /// `=` handling: `None` keeps the original status, `Some(None)` takes the
-    /// status of the page's own response (`=` alone), `Some(Some(c))` sends `c`.
-    pub status: Option<Option<u16>>,
-    /// Target URI (internal redirect) or URL (redirect).
-    pub target: Template,
-}
-
-/// One `add_header` line.
-#[derive(Debug, Clone)]
-pub struct AddHeader {
-    /// Header name.
-    pub name: String,
-    /// Header value (an empty value suppresses the header, as in NGINX).
-    pub value: Template,
-    /// `always`: also on error responses.
-    pub always: bool,
-}
-
-/// `return code [text|URL]` / `return URL`.
-#[derive(Debug, Clone)]
-pub struct Return {
-    /// Status (444 closes the connection without a response).
-    pub code: u16,
-    /// Body text, or redirect target for 301/302/303/307/308.
-    pub text: Option<Template>,
-}
-
-/// `try_files file ... uri|=code`.
-#[derive(Debug, Clone)]
-pub struct TryFiles {
-    /// The files (or directories) to test, in order.
-    pub candidates: Vec<TryFile>,
-    /// What to do when none exists.
-    pub fallback: TryFallback,
-}
-
-/// One `try_files` candidate.
-#[derive(Debug, Clone)]
-pub struct TryFile {
-    /// The URI to test, with a trailing `/` removed (as NGINX does).
-    pub name: Template,
-    /// Written with a trailing `/`: only a directory matches.
-    pub dir: bool,
-}
-
-/// The last `try_files` parameter.
-#[derive(Debug, Clone)]
-pub enum TryFallback {
-    /// An internal redirect to this URI (with optional arguments).
-    Uri(Template),
-    /// `=code`.
-    Code(u16),
-}
-
-/// `proxy_cache_methods`: which request methods may be answered from and
-/// stored in the cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CacheMethods {
-    /// POST (GET and HEAD are always cacheable, as in NGINX).
-    pub post: bool,
-}
-
-/// `proxy_cache_use_stale error`.
-pub const STALE_ERROR: u16 = 1;
-/// `proxy_cache_use_stale timeout`.
-pub const STALE_TIMEOUT: u16 = 1 << 1;
-/// `proxy_cache_use_stale invalid_header`.
-pub const STALE_INVALID_HEADER: u16 = 1 << 2;
-/// `proxy_cache_use_stale updating`.
-pub const STALE_UPDATING: u16 = 1 << 3;
-/// `proxy_cache_use_stale http_500`.
-pub const STALE_500: u16 = 1 << 4;
-/// `proxy_cache_use_stale http_502`.
-pub const STALE_502: u16 = 1 << 5;
-/// `proxy_cache_use_stale http_503`.
-pub const STALE_503: u16 = 1 << 6;
-/// `proxy_cache_use_stale http_504`.
-pub const STALE_504: u16 = 1 << 7;
-/// `proxy_cache_use_stale http_403`.
-pub const STALE_403: u16 = 1 << 8;
-/// `proxy_cache_use_stale http_404`.
-pub const STALE_404: u16 = 1 << 9;
-/// `proxy_cache_use_stale http_429`.
-pub const STALE_429: u16 = 1 << 10;
-
-/// The `STALE_*` bit for an upstream status, if `proxy_cache_use_stale`
-/// can name it.
-pub fn stale_status_bit(status: u16) -> Option<u16> {
-    Some(match status {
-        500 => STALE_500,
-        502 => STALE_502,
-        503 => STALE_503,
-        504 => STALE_504,
-        403 => STALE_403,
-        404 => STALE_404,
-        429 => STALE_429,
-        _ => return None,
-    })
-}
-
-/// `proxy_cache_purge METHOD [from all | ADDR[/BITS] ...]`: a request with
-/// this method removes the entry for its cache key (the same-location
-/// syntax of the widely used ngx_cache_purge module; open-source NGINX has
-/// no purge).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CachePurge {
-    /// The request method that purges (e.g. `PURGE`).
-    pub method: String,
-    /// Client networks allowed to purge (empty = everyone).
-    pub from: Vec<(std::net::IpAddr, u8)>,
-}
-
-impl CachePurge {
-    /// Whether `addr` may purge.
-    pub fn allows(&self, addr: std::net::IpAddr) -> bool {
-        self.from.is_empty() || self.from.iter().any(|&(net, bits)| in_net(addr, net, bits))
-    }
-}
-
-fn in_net(addr: std::net::IpAddr, net: std::net::IpAddr, bits: u8) -> bool {
-    use std::net::IpAddr;
-    match (addr, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let mask = u32::MAX.checked_shl(32 - bits as u32).unwrap_or(0);
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let mask = u128::MAX.checked_shl(128 - bits as u32).unwrap_or(0);
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        _ => false,
-    }
-}
-
-/// `if_modified_since off|exact|before`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImsMode {
-    /// Ignore If-Modified-Since.
-    Off,
-    /// 304 only when the time matches exactly (NGINX's default).
-    Exact,
-    /// 304 when the file is not newer.
-    Before,
-}
-
-/// `lingering_close`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LingeringClose {
-    /// Never: close at once.
-    Off,
-    /// When the client may still be sending (NGINX's default).
-    On,
-    /// After every request that closes the connection.
-    Always,
-}
-
 /// `types { }` content: lowercase extension → MIME type.
 pub type Types = HashMap<String, String>;
 
@@ -472,8 +311,10 @@ pub fn builtin_types() -> Arc<Types> {
     Arc::new(t)
 }
 
-// Content modules' types: `content.rs`.
+// Content modules' types: `content.rs`; the other settings' value types:
+// `setting_types.rs`.
 pub use super::content::*;
+pub use super::setting_types::*;
 
 macro_rules! loc_settings {
     ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
