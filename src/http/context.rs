@@ -21,6 +21,8 @@ pub struct ConnInfo {
     pub local: SocketAddr,
     /// The TLS session, on a `listen ... ssl` connection.
     pub tls: Option<Arc<TlsInfo>>,
+    /// `$http2`: `h2` or `h2c` on an HTTP/2 connection, else empty.
+    pub http2: &'static str,
 }
 
 /// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
@@ -225,6 +227,7 @@ impl VarSource for RequestCtx {
             | Var::ServerProtocol
             | Var::Scheme
             | Var::Https
+            | Var::Http2
             | Var::SslProtocol
             | Var::SslCipher
             | Var::SslServerName
@@ -305,6 +308,7 @@ impl RequestCtx {
             Var::Scheme if self.conn.tls.is_some() => out.push_str("https"),
             Var::Scheme => out.push_str("http"),
             Var::Https if self.conn.tls.is_some() => out.push_str("on"),
+            Var::Http2 => out.push_str(self.conn.http2),
             Var::SslProtocol
             | Var::SslCipher
             | Var::SslServerName

@@ -15,6 +15,7 @@
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
+//! | `http2.rs` | `http2`, `http2_*` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -152,6 +153,7 @@ mod build;
 mod cache;
 mod core;
 mod http;
+mod http2;
 mod logs;
 mod proxy;
 mod proxy_ssl;
@@ -171,6 +173,7 @@ use upstream::resolve_upstream;
 static AREAS: &[&[Spec]] = &[
     core::ROWS,
     http::ROWS,
+    http2::ROWS,
     logs::ROWS,
     static_files::ROWS,
     aio::ROWS,

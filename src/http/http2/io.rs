@@ -1,0 +1,182 @@
+//! The client connection as the `h2` crate wants it: `AsyncRead` and
+//! `AsyncWrite` over a [`ClientStream`] (plain TCP or TLS), with the
+//! bytes the HTTP/1.1 loop already read (the h2c preface) served first.
+//! The stream's calls never wait: `WouldBlock` turns into a wait for the
+//! socket's readiness (`poll_read_ready`/`poll_write_ready`), so the
+//! connection task is woken by epoll as any other.
+//!
+//! Every byte read also passes through the [`FrameMeter`], which reads
+//! frame headers as they go by and counts the frames that cost the server
+//! work without asking for anything (the floods of `mod.rs`).
+
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::flood::FrameMeter;
+use crate::http::stream::ClientStream;
+
+/// A client connection for `h2`.
+pub struct H2Io {
+    stream: ClientStream,
+    /// Bytes read before HTTP/2 began (the h2c preface), served first.
+    early: Vec<u8>,
+    /// Where reading stands in `early`.
+    early_at: usize,
+    /// Scratch buffer for a read.
+    buf: Vec<u8>,
+    meter: Rc<FrameMeter>,
+}
+
+impl H2Io {
+    /// `stream`, with `early` (already read) served before it.
+    pub fn new(stream: ClientStream, early: Vec<u8>, meter: Rc<FrameMeter>) -> H2Io {
+        H2Io {
+            stream,
+            early,
+            early_at: 0,
+            buf: Vec::new(),
+            meter,
+        }
+    }
+
+    /// Moves what `out` takes from `early` (or the read buffer) into it,
+    /// past the frame meter.
+    fn hand_out(&mut self, out: &mut ReadBuf<'_>, from_early: bool) {
+        if from_early {
+            let n = (self.early.len() - self.early_at).min(out.remaining());
+            let piece = &self.early[self.early_at..self.early_at + n];
+            self.meter.saw(piece);
+            out.put_slice(piece);
+            self.early_at += n;
+        } else {
+            let n = self.buf.len().min(out.remaining());
+            self.meter.saw(&self.buf[..n]);
+            out.put_slice(&self.buf[..n]);
+            self.buf.drain(..n);
+        }
+    }
+}
+
+impl AsyncRead for H2Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        if me.early_at < me.early.len() {
+            me.hand_out(out, true);
+            if me.early_at == me.early.len() {
+                me.early = Vec::new();
+                me.early_at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        if !me.buf.is_empty() {
+            me.hand_out(out, false);
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            me.buf.reserve(out.remaining().min(64 * 1024));
+            match me.stream.try_read_buf(&mut me.buf) {
+                Ok(0) => return Poll::Ready(Ok(())),
+                Ok(_) => {
+                    me.hand_out(out, false);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Some(t) = me.stream.tls_conn() {
+                        if t.has_plaintext() {
+                            continue;
+                        }
+                    }
+                    ready!(me.stream.tcp().poll_read_ready(cx))?;
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for H2Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let me = self.get_mut();
+        loop {
+            let tcp = me.stream.tcp();
+            let r = match me.stream.tls_conn() {
+                Some(t) => t.try_write(tcp, data),
+                None => tcp.try_write(data),
+            };
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(tcp.poll_write_ready(cx))?
+                }
+                r => {
+                    if let Ok(n) = r {
+                        me.meter.wrote(n);
+                    }
+                    return Poll::Ready(r);
+                }
+            }
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let me = self.get_mut();
+        if me.stream.tls_conn().is_some() {
+            let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
+            return Pin::new(me).poll_write(cx, first);
+        }
+        loop {
+            let tcp = me.stream.tcp();
+            match tcp.try_write_vectored(bufs) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(tcp.poll_write_ready(cx))?
+                }
+                r => {
+                    if let Ok(n) = r {
+                        me.meter.wrote(n);
+                    }
+                    return Poll::Ready(r);
+                }
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.tls_conn().is_none()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let me = self.get_mut();
+        let Some(t) = me.stream.tls_conn() else {
+            return Poll::Ready(Ok(()));
+        };
+        loop {
+            match t.try_flush(me.stream.tcp()) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(me.stream.tcp().poll_write_ready(cx))?
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.as_mut().poll_flush(cx))?;
+        self.stream.shutdown_write();
+        Poll::Ready(Ok(()))
+    }
+}
