@@ -62,7 +62,6 @@ impl FrameMeter {
     }
 
     /// Whether the connection flooded.
-    #[cfg(test)]
     pub fn flooded(&self) -> bool {
         self.flooded.get()
     }

@@ -7,7 +7,15 @@
 //!
 //! Every byte read also passes through the [`FrameMeter`], which reads
 //! frame headers as they go by and counts the frames that cost the server
-//! work without asking for anything (the floods of `mod.rs`).
+//! work without asking for anything (the floods of `mod.rs`); once it
+//! found a flood nothing more is read.
+//!
+//! `h2` reads and handles frames for as long as the socket has some, so a
+//! client that keeps sending (a flood) would hold the loop: after
+//! [`READS_PER_TURN`] reads in a row the read answers "not yet" and wakes
+//! itself, letting the worker's other tasks (and this connection's own
+//! timers and alarms) run first, as tokio's cooperative budget does for
+//! its own sockets.
 
 use std::io;
 use std::pin::Pin;
@@ -19,6 +27,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::flood::FrameMeter;
 use crate::http::stream::ClientStream;
 
+/// Reads in a row before the connection task yields.
+const READS_PER_TURN: u32 = 16;
+
 /// A client connection for `h2`.
 pub struct H2Io {
     stream: ClientStream,
@@ -29,6 +40,8 @@ pub struct H2Io {
     /// Scratch buffer for a read.
     buf: Vec<u8>,
     meter: Rc<FrameMeter>,
+    /// Reads since the connection last waited or yielded.
+    reads: u32,
 }
 
 impl H2Io {
@@ -40,6 +53,7 @@ impl H2Io {
             early_at: 0,
             buf: Vec::new(),
             meter,
+            reads: 0,
         }
     }
 
@@ -68,6 +82,16 @@ impl AsyncRead for H2Io {
         out: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let me = self.get_mut();
+        if me.meter.flooded() {
+            // The connection is being closed: read nothing more.
+            return Poll::Pending;
+        }
+        me.reads += 1;
+        if me.reads > READS_PER_TURN {
+            me.reads = 0;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if me.early_at < me.early.len() {
             me.hand_out(out, true);
             if me.early_at == me.early.len() {
@@ -94,6 +118,7 @@ impl AsyncRead for H2Io {
                             continue;
                         }
                     }
+                    me.reads = 0;
                     ready!(me.stream.tcp().poll_read_ready(cx))?;
                 }
                 Err(e) => return Poll::Ready(Err(e)),

@@ -199,6 +199,12 @@ async fn run<H: Respond + 'static>(
                 }
             }
             r = h2.accept() => match r {
+                // Told to go away: `h2` still hands over streams until the
+                // client acknowledges the GOAWAY's PING; they are refused
+                // (the client may retry them elsewhere).
+                Some(Ok((_, mut respond))) if closing.is_some() => {
+                    respond.send_reset(h2::Reason::REFUSED_STREAM);
+                }
                 Some(Ok((req, respond))) => {
                     streams.spawn_local(stream::serve(req, respond, Rc::clone(&w), Rc::clone(&shared)));
                     accepted += 1;
