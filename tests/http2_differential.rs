@@ -27,6 +27,9 @@ const COMPARED: &[&str] = &[
     "expires",
 ];
 
+/// Method, path, request headers.
+type Case<'a> = (&'a str, &'a str, Vec<(&'a str, String)>);
+
 fn server_body(root: &str) -> String {
     format!(
         "default_type application/octet-stream;\n\
@@ -129,7 +132,7 @@ fn porter_and_nginx_answer_the_corpus_alike_over_h2() {
             .modified()
             .unwrap(),
     );
-    let corpus: Vec<(&str, &str, Vec<(&str, String)>)> = vec![
+    let corpus: Vec<Case> = vec![
         ("GET", "/", vec![]),
         ("GET", "/index.html", vec![]),
         ("GET", "/a.txt", vec![]),
