@@ -29,6 +29,8 @@ use crate::http::stream::ClientStream;
 
 /// Reads in a row before the connection task yields.
 const READS_PER_TURN: u32 = 16;
+/// Plaintext gathered before it goes to rustls (TLS only).
+const TLS_COALESCE: usize = 64 * 1024;
 
 /// A client connection for `h2`.
 pub struct H2Io {
@@ -37,11 +39,16 @@ pub struct H2Io {
     early: Vec<u8>,
     /// Where reading stands in `early`.
     early_at: usize,
-    /// Scratch buffer for a read.
+    /// Bytes read and not yet handed to `h2`, from `buf_at`.
     buf: Vec<u8>,
+    buf_at: usize,
     meter: Rc<FrameMeter>,
     /// Reads since the connection last waited or yielded.
     reads: u32,
+    /// TLS: plaintext written by `h2` and not yet handed to rustls, from
+    /// `wbuf_at`.
+    wbuf: Vec<u8>,
+    wbuf_at: usize,
 }
 
 impl H2Io {
@@ -52,8 +59,11 @@ impl H2Io {
             early,
             early_at: 0,
             buf: Vec::new(),
+            buf_at: 0,
             meter,
             reads: 0,
+            wbuf: Vec::new(),
+            wbuf_at: 0,
         }
     }
 
@@ -67,10 +77,15 @@ impl H2Io {
             out.put_slice(piece);
             self.early_at += n;
         } else {
-            let n = self.buf.len().min(out.remaining());
-            self.meter.saw(&self.buf[..n]);
-            out.put_slice(&self.buf[..n]);
-            self.buf.drain(..n);
+            let piece = &self.buf[self.buf_at..];
+            let n = piece.len().min(out.remaining());
+            self.meter.saw(&piece[..n]);
+            out.put_slice(&piece[..n]);
+            self.buf_at += n;
+            if self.buf_at == self.buf.len() {
+                self.buf.clear();
+                self.buf_at = 0;
+            }
         }
     }
 }
@@ -100,7 +115,7 @@ impl AsyncRead for H2Io {
             }
             return Poll::Ready(Ok(()));
         }
-        if !me.buf.is_empty() {
+        if me.buf_at < me.buf.len() {
             me.hand_out(out, false);
             return Poll::Ready(Ok(()));
         }
@@ -127,33 +142,50 @@ impl AsyncRead for H2Io {
     }
 }
 
+impl H2Io {
+    /// Hands the coalesced plaintext to rustls and sends every record,
+    /// waiting for the socket as needed.
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(t) = self.stream.tls_conn() else {
+            return Poll::Ready(Ok(()));
+        };
+        let tcp = self.stream.tcp();
+        while self.wbuf_at < self.wbuf.len() {
+            match t.try_write(tcp, &self.wbuf[self.wbuf_at..]) {
+                Ok(n) => self.wbuf_at += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(tcp.poll_write_ready(cx))?
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        self.wbuf.clear();
+        self.wbuf_at = 0;
+        loop {
+            match t.try_flush(tcp) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(tcp.poll_write_ready(cx))?
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+}
+
 impl AsyncWrite for H2Io {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let me = self.get_mut();
-        loop {
-            let tcp = me.stream.tcp();
-            let r = match me.stream.tls_conn() {
-                Some(t) => t.try_write(tcp, data),
-                None => tcp.try_write(data),
-            };
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    ready!(tcp.poll_write_ready(cx))?
-                }
-                r => {
-                    if let Ok(n) = r {
-                        me.meter.wrote(n);
-                    }
-                    return Poll::Ready(r);
-                }
-            }
-        }
+        self.poll_write_vectored(cx, &[io::IoSlice::new(data)])
     }
 
+    /// Plain: one `writev`. TLS: the bytes join the coalescing buffer
+    /// (`h2` writes a frame's 9-byte header and its payload apart: as two
+    /// TLS records and two `sendmsg` calls that costs a record and a
+    /// syscall per frame), which goes to rustls in full-sized records when
+    /// it is full or `h2` flushes.
     fn poll_write_vectored(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -161,8 +193,21 @@ impl AsyncWrite for H2Io {
     ) -> Poll<io::Result<usize>> {
         let me = self.get_mut();
         if me.stream.tls_conn().is_some() {
-            let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| b);
-            return Pin::new(me).poll_write(cx, first);
+            if me.wbuf.len() >= TLS_COALESCE {
+                ready!(me.poll_drain(cx))?;
+            }
+            let room = TLS_COALESCE - me.wbuf.len();
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(room - n);
+                me.wbuf.extend_from_slice(&b[..take]);
+                n += take;
+                if n == room {
+                    break;
+                }
+            }
+            me.meter.wrote(n);
+            return Poll::Ready(Ok(n));
         }
         loop {
             let tcp = me.stream.tcp();
@@ -181,22 +226,11 @@ impl AsyncWrite for H2Io {
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.stream.tls_conn().is_none()
+        true
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let me = self.get_mut();
-        let Some(t) = me.stream.tls_conn() else {
-            return Poll::Ready(Ok(()));
-        };
-        loop {
-            match t.try_flush(me.stream.tcp()) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    ready!(me.stream.tcp().poll_write_ready(cx))?
-                }
-                r => return Poll::Ready(r),
-            }
-        }
+        self.get_mut().poll_drain(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

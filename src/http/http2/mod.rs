@@ -193,6 +193,11 @@ async fn run<H: Respond + 'static>(
         let idle_deadline = idle_since + s.keepalive_timeout;
         let close_deadline = closing.map_or(idle_deadline, |c| c + CLOSING_GRACE);
         tokio::select! {
+            biased;
+            _ = shared.calm.notified() => {
+                go_away(&mut h2, &mut closing, Some("client reset too many streams, closing connection"));
+            }
+            _ = meter.alarm.notified() => go_away(&mut h2, &mut closing, Some("http2 flood detected")),
             Some(_) = streams.join_next(), if !streams.is_empty() => {
                 if streams.is_empty() {
                     idle_since = Instant::now();
@@ -224,10 +229,6 @@ async fn run<H: Respond + 'static>(
                 go_away(&mut h2, &mut closing, None);
             }
             _ = tokio::time::sleep_until(close_deadline), if closing.is_some() => break,
-            _ = shared.calm.notified() => {
-                go_away(&mut h2, &mut closing, Some("client reset too many streams, closing connection"));
-            }
-            _ = meter.alarm.notified() => go_away(&mut h2, &mut closing, Some("http2 flood detected")),
             _ = shutdown.wait_for(Mode::Graceful), if closing.is_none() => {
                 go_away(&mut h2, &mut closing, None);
             }

@@ -77,7 +77,9 @@ pub async fn serve<H: Respond>(
     let content_length = ctx.head.content_length;
     let body = RefCell::new(ClientBody::h2(recv, content_length));
     body.borrow_mut().set_timeout(ctx.loc.s.client_body_timeout);
-    let answer = async {
+    // Boxed, as the HTTP/1.1 loop boxes a request's futures: the task
+    // spawned per stream stays small until its handlers run.
+    let answer = Box::pin(async {
         let handlers = &w.handlers;
         match &refused {
             Some((code, why)) => {
@@ -91,7 +93,7 @@ pub async fn serve<H: Respond>(
             }
             None => handlers.respond(&mut ctx, &body).await,
         }
-    };
+    });
     // The handlers run until they answer or the client resets the stream.
     let resp = tokio::select! {
         r = answer => r,
@@ -107,7 +109,7 @@ pub async fn serve<H: Respond>(
         access_log(&ctx);
         return;
     };
-    send_response(&mut ctx, resp, respond, &w, &conn).await;
+    Box::pin(send_response(&mut ctx, resp, respond, &w, &conn)).await;
 }
 
 /// The request's context at `server`'s level, as the HTTP/1.1 loop
