@@ -251,9 +251,9 @@ fn builder(s: &LocSettings, max_head: usize) -> h2::server::Builder {
                 .min((1 << 31) - 1) as u32,
         )
         .max_header_list_size(max_head.min(u32::MAX as usize) as u32)
-        // One chunk in flight per stream, and the next being read: what
+        // One piece in flight per stream, and the next being read: what
         // a stream may hold of its body in memory.
-        .max_send_buffer_size(2 * s.http2_chunk_size.max(1024))
+        .max_send_buffer_size(2 * s.http2_chunk_size.max(send::READ_PIECE))
         .max_pending_accept_reset_streams(streams.max(20) as usize)
         .max_local_error_reset_streams(Some(1024))
         .max_concurrent_reset_streams(streams.max(10) as usize);

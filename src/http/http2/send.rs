@@ -28,6 +28,10 @@ use http::header::{HeaderName, HeaderValue};
 use crate::disk::OpenFile;
 use crate::http::response::{Body, Response, StreamBody};
 
+/// The most a file body reads at once (then sent as `http2_chunk_size`
+/// frames); the stream's send buffer holds two such pieces.
+pub const READ_PIECE: usize = 32 * 1024;
+
 /// Response fields HTTP/2 forbids (RFC 9113 8.2.2): a proxied response's
 /// are dropped, as NGINX drops them.
 const CONNECTION_SPECIFIC: &[&str] = &[
@@ -209,7 +213,9 @@ impl Out {
     }
 
     /// Sends `len` bytes of `file` from `start`, each piece read through
-    /// the disk layer once the stream has capacity for it.
+    /// the disk layer once the stream has capacity for it: one read of up
+    /// to [`READ_PIECE`] bytes, sent as frames of at most `chunk` (slices
+    /// of the one buffer).
     async fn file(&mut self, file: &OpenFile, start: u64, len: u64, end: bool) -> io::Result<()> {
         if len == 0 {
             return if end {
@@ -218,10 +224,11 @@ impl Out {
                 Ok(())
             };
         }
+        let piece = (READ_PIECE / self.chunk).max(1) * self.chunk;
         let mut offset = start;
         let stop = start + len;
         while offset < stop {
-            let want = ((stop - offset) as usize).min(self.chunk);
+            let want = ((stop - offset) as usize).min(piece);
             let n = self.capacity(want).await?;
             let mut buf = vec![0u8; n];
             let got = file.read_at(&mut buf, offset).await?;
@@ -233,7 +240,13 @@ impl Out {
             }
             buf.truncate(got);
             offset += got as u64;
-            self.data(Bytes::from(buf), end && offset == stop)?;
+            let buf = Bytes::from(buf);
+            let mut at = 0;
+            while at < got {
+                let to = (at + self.chunk).min(got);
+                self.data(buf.slice(at..to), end && offset == stop && to == got)?;
+                at = to;
+            }
         }
         Ok(())
     }
