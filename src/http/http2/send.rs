@@ -52,17 +52,18 @@ pub fn head(r: &Response, server_tokens: bool, date: &str) -> (http::Response<()
     let mut size = 9u64;
     let h = out.headers_mut();
     let mut put = |name: &str, value: &str| {
-        let lower = name.to_ascii_lowercase();
-        if CONNECTION_SPECIFIC.contains(&lower.as_str()) {
-            return;
-        }
+        // `HeaderName` lowercases (and knows the standard names without
+        // allocating).
         let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(lower.as_bytes()),
+            HeaderName::from_bytes(name.as_bytes()),
             HeaderValue::from_bytes(value.as_bytes()),
         ) else {
             return;
         };
-        size += (lower.len() + value.len() + 4) as u64;
+        if CONNECTION_SPECIFIC.contains(&n.as_str()) {
+            return;
+        }
+        size += (name.len() + value.len() + 4) as u64;
         h.append(n, v);
     };
     if r.own_server {

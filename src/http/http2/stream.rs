@@ -96,6 +96,7 @@ pub async fn serve<H: Respond>(
     });
     // The handlers run until they answer or the client resets the stream.
     let resp = tokio::select! {
+        biased;
         r = answer => r,
         _ = poll_fn(|cx| respond.poll_reset(cx)) => {
             conn.client_reset();
