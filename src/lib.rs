@@ -2,6 +2,7 @@
 //! whose event loops never wait on a disk, configured in NGINX's syntax.
 //!
 //! Map of the crate (see `docs/design.md`):
+//! - [`access`]: `allow`/`deny`, Basic authentication, `limit_req`/`limit_conn` zones;
 //! - [`config`]: NGINX-syntax parser, directive table, typed model;
 //! - [`runtime`]: master thread, workers (one event loop each), listeners;
 //! - [`http`]: parsing, ranges, conditionals, the connection loop;
@@ -13,6 +14,7 @@
 //! - [`log`]: access and error logs, written off the event loops;
 //! - [`metrics`]: server-wide counters.
 
+pub mod access;
 pub mod cache;
 pub mod config;
 pub mod disk;

@@ -152,8 +152,13 @@ fn errors_name_file_and_line_and_exit_1() {
             3,
         ),
         (
-            "events {}\nhttp {\n server { location ~ \\.php$ { } }\n}\n",
-            "regex locations are not supported by porter yet",
+            "events {}\nhttp {\n server { location ~ \"(\" { } }\n}\n",
+            "pcre2_compile() failed: ",
+            3,
+        ),
+        (
+            "events {}\nhttp {\n server { location /a { location @n { } } }\n}\n",
+            "named location \"@n\" can be on the server level only",
             3,
         ),
     ];

@@ -275,6 +275,43 @@ fn rlimit_nofile_is_applied() {
     assert!(line.contains("12345"), "{line}");
 }
 
+/// The nice value of each worker thread (`porter-wN`) of process `pid`.
+fn worker_nice(pid: u32) -> Vec<i64> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
+        let (name, rest) = stat.split_once(") ").unwrap();
+        if name.ends_with("(porter-w0") || name.ends_with("(porter-w1") {
+            // Fields after the name: state is 3rd overall, nice the 19th.
+            out.push(rest.split(' ').nth(16).unwrap().parse().unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn worker_priority_sets_the_workers_nice_value() {
+    if !rustix_is_root() {
+        eprintln!("not root: skipping worker_priority test");
+        return;
+    }
+    let root = root_with_big_file();
+    let s = Server::start(&conf(&root, "", "worker_priority -5; user nobody;"));
+    assert_eq!(get(s.port, "/a.txt").status, 200);
+    assert_eq!(worker_nice(s.child.id()), vec![-5, -5]);
+    // Not a number: NGINX's error, with the file and line.
+    let dir = TempDir::new("wprio");
+    let bad = dir.write("bad.conf", "events {}\nworker_priority high;\n");
+    let out = common::run(&["-t", "-c", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("\"worker_priority\" directive invalid number in")
+            && err.contains("bad.conf:2"),
+        "{err}"
+    );
+}
+
 #[test]
 fn user_drops_privileges_in_workers() {
     if !rustix_is_root() {

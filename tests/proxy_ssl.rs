@@ -222,13 +222,14 @@ fn proxies_to_nginx_over_tls_with_verification() {
     assert_eq!(r.text(), "nginx sni=origin.test proto=TLSv1.2\n");
 }
 
-#[test]
-fn bad_proxy_ssl_settings_are_config_errors_with_file_and_line() {
-    let dir = TempDir::new("pssl-bad");
-    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+/// `porter -t` on a config whose one location proxies to https with
+/// `settings`: (success, stderr).
+fn check_location(dir: &TempDir, name: &str, settings: &str) -> (bool, String) {
     let conf = dir.write(
-        "bad.conf",
-        "events {}\nhttp {\n  server {\n    listen 127.0.0.1:1;\n    location / { proxy_pass https://127.0.0.1:9;\n      proxy_ssl_trusted_certificate /nonexistent/ca.pem; }\n  }\n}\n",
+        name,
+        format!(
+            "events {{}}\nhttp {{\n  server {{\n    listen 127.0.0.1:1;\n    location / {{ proxy_pass https://127.0.0.1:9;\n      {settings} }}\n  }}\n}}\n"
+        ),
     );
     let out = common::run(&[
         "-t",
@@ -237,45 +238,38 @@ fn bad_proxy_ssl_settings_are_config_errors_with_file_and_line() {
         "-c",
         conf.to_str().unwrap(),
     ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_proxy_ssl_settings_are_config_errors_with_file_and_line() {
+    let dir = TempDir::new("pssl-bad");
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    let (ok, err) = check_location(
+        &dir,
+        "bad.conf",
+        "proxy_ssl_trusted_certificate /nonexistent/ca.pem;",
+    );
+    assert!(!ok);
     assert!(
         err.contains("SSL_CTX_load_verify_locations(\"/nonexistent/ca.pem\") failed")
             && err.contains("bad.conf:6"),
         "{err}"
     );
-    let conf = dir.write(
-        "old.conf",
-        "events {}\nhttp {\n  server {\n    listen 127.0.0.1:1;\n    location / { proxy_pass https://127.0.0.1:9;\n      proxy_ssl_protocols TLSv1 TLSv1.1; }\n  }\n}\n",
-    );
-    let out = common::run(&[
-        "-t",
-        "-p",
-        dir.path().to_str().unwrap(),
-        "-c",
-        conf.to_str().unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let (ok, err) = check_location(&dir, "old.conf", "proxy_ssl_protocols TLSv1 TLSv1.1;");
+    assert!(!ok);
     assert!(
         err.contains("names no protocol porter offers") && err.contains("old.conf:6"),
         "{err}"
     );
     // NGINX 1.22's default list still names the old versions: accepted.
-    let conf = dir.write(
+    let (ok, err) = check_location(
+        &dir,
         "ok.conf",
-        "events {}\nhttp {\n  server {\n    listen 127.0.0.1:1;\n    location / { proxy_pass https://127.0.0.1:9;\n      proxy_ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3; proxy_ssl_ciphers HIGH:!aNULL:!MD5; }\n  }\n}\n",
+        "proxy_ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3; proxy_ssl_ciphers HIGH:!aNULL:!MD5;",
     );
-    let out = common::run(&[
-        "-t",
-        "-p",
-        dir.path().to_str().unwrap(),
-        "-c",
-        conf.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(ok, "{err}");
 }

@@ -3,7 +3,8 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "PORTERC\n"
-//!      8     4  format version (1), little endian like every number here
+//!      8     4  format version (2; 1 is still read), little endian like
+//!               every number here
 //!     12     4  header length = body offset
 //!     16     4  CRC-32 of the whole header with this field zeroed
 //!     20     8  body length
@@ -12,7 +13,8 @@
 //!     44     8  Last-Modified (unix seconds, -1 = none)
 //!     52     8  time the entry was stored (unix seconds)
 //!     60     2  status
-//!     62     …  key (u32 length + bytes), ETag (u16 + bytes, empty = none),
+//!     62     4  CRC-32C of the body (version 2 only; see `verify.rs`)
+//!     66     …  key (u32 length + bytes), ETag (u16 + bytes, empty = none),
 //!               Vary: u16 count, then name (u16 + bytes) and the storing
 //!               request's value (u32 + bytes, absent header = empty),
 //!               stored headers: u16 count, then name (u16) and value (u32)
@@ -24,14 +26,24 @@
 //! the real length (and checksum) when the body is complete. A reader
 //! trusts nothing: magic, version, checksum, its own key (an MD5 collision
 //! is a different key in the file) and the file size (header + body) are
-//! all checked, and any mismatch is a [`FormatError`].
+//! all checked, and any mismatch is a [`FormatError`]. The body's own
+//! checksum is checked by [`super::verify`], on open or while sending.
+//!
+//! Version 1 (porter before the body checksum) is the same without the
+//! four bytes at 62: such entries are still read and served, with every
+//! check above but the body's ([`EntryHeader::body_crc`] is `None`); a
+//! refill writes version 2.
 
 /// The magic bytes every entry starts with.
 pub const MAGIC: &[u8; 8] = b"PORTERC\n";
-/// The format version this code reads and writes.
-pub const VERSION: u32 = 1;
-/// Bytes of the fixed part.
-pub const FIXED: usize = 62;
+/// The format version this code writes.
+pub const VERSION: u32 = 2;
+/// The older version still read (no body checksum).
+pub const VERSION_1: u32 = 1;
+/// Bytes of the fixed part (version 2).
+pub const FIXED: usize = 66;
+/// Bytes of the fixed part of a version 1 header.
+const FIXED_V1: usize = 62;
 /// A reader's first read: enough for nearly every header.
 pub const FIRST_READ: usize = 4096;
 /// Longest header accepted (a corrupt length must not make us allocate
@@ -40,6 +52,7 @@ pub const MAX_HEADER: usize = 1 << 20;
 
 const CHECKSUM_AT: usize = 16;
 const BODY_LEN_AT: usize = 20;
+const BODY_CRC_AT: usize = 62;
 
 /// What an entry records about the response besides its body.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -73,6 +86,8 @@ pub struct EntryHeader {
     pub body_offset: u64,
     /// Body length in bytes.
     pub body_len: u64,
+    /// CRC-32C of the body (`None`: a version 1 entry, not checked).
+    pub body_crc: Option<u32>,
 }
 
 /// Why a file is not a valid entry.
@@ -84,6 +99,9 @@ pub enum FormatError {
     /// Written by another format version.
     #[error("version mismatch ({0}, expected {VERSION})")]
     Version(u32),
+    /// The body does not match the checksum in the header.
+    #[error("has bad body checksum")]
+    BodyChecksum,
     /// The header does not match its checksum.
     #[error("has bad header checksum")]
     Checksum,
@@ -117,11 +135,25 @@ fn put_str32(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// Encodes a header for `meta` with `body_len`.
-pub fn encode(meta: &EntryMeta, body_len: u64) -> Vec<u8> {
+/// Encodes a header for `meta` with `body_len` and the body's CRC-32C
+/// `body_crc` (a writer lays it down with 0 and 0, then
+/// [`complete`]s it).
+pub fn encode(meta: &EntryMeta, body_len: u64, body_crc: u32) -> Vec<u8> {
+    encode_version(meta, body_len, Some(body_crc))
+}
+
+/// Encodes a version 2 header (`body_crc` given) or a version 1 header
+/// (`None`; what porter wrote before the body checksum, kept for tests of
+/// old entries).
+pub fn encode_version(meta: &EntryMeta, body_len: u64, body_crc: Option<u32>) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    let version = if body_crc.is_some() {
+        VERSION
+    } else {
+        VERSION_1
+    };
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes()); // header length, below
     out.extend_from_slice(&0u32.to_le_bytes()); // checksum, below
     out.extend_from_slice(&body_len.to_le_bytes());
@@ -130,7 +162,10 @@ pub fn encode(meta: &EntryMeta, body_len: u64) -> Vec<u8> {
     out.extend_from_slice(&meta.last_modified.unwrap_or(-1).to_le_bytes());
     out.extend_from_slice(&meta.stored.to_le_bytes());
     out.extend_from_slice(&meta.status.to_le_bytes());
-    debug_assert_eq!(out.len(), FIXED);
+    if let Some(c) = body_crc {
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+    debug_assert_eq!(out.len(), fixed_len(version));
     put_str32(&mut out, &meta.key);
     put_str16(&mut out, meta.etag.as_deref().unwrap_or(""));
     out.extend_from_slice(&(meta.vary.len().min(u16::MAX as usize) as u16).to_le_bytes());
@@ -149,10 +184,20 @@ pub fn encode(meta: &EntryMeta, body_len: u64) -> Vec<u8> {
     out
 }
 
-/// Sets the body length of an encoded header and recomputes its checksum.
-pub fn set_body_len(header: &mut [u8], body_len: u64) {
+/// Sets the body length and the body's CRC-32C of an encoded version 2
+/// header and recomputes the header's checksum.
+pub fn complete(header: &mut [u8], body_len: u64, body_crc: u32) {
     header[BODY_LEN_AT..BODY_LEN_AT + 8].copy_from_slice(&body_len.to_le_bytes());
+    header[BODY_CRC_AT..BODY_CRC_AT + 4].copy_from_slice(&body_crc.to_le_bytes());
     seal(header);
+}
+
+fn fixed_len(version: u32) -> usize {
+    if version == VERSION_1 {
+        FIXED_V1
+    } else {
+        FIXED
+    }
 }
 
 fn checksum(header: &[u8]) -> u32 {
@@ -182,14 +227,14 @@ pub fn header_len(prefix: &[u8]) -> Result<usize, FormatError> {
         return Err(FormatError::Magic);
     }
     let v = u32::from_le_bytes(prefix[8..12].try_into().unwrap());
-    if v != VERSION {
+    if v != VERSION && v != VERSION_1 {
         return Err(FormatError::Version(v));
     }
     let len = u32::from_le_bytes(prefix[12..16].try_into().unwrap()) as usize;
     if len > MAX_HEADER {
         return Err(FormatError::TooLong);
     }
-    if len < FIXED {
+    if len < fixed_len(v) {
         return Err(FormatError::Truncated);
     }
     Ok(len)
@@ -244,6 +289,11 @@ pub fn decode(
     let lm = r.i64()?;
     let stored_at = r.i64()?;
     let status = r.u16()?;
+    let version = u32::from_le_bytes(h[8..12].try_into().unwrap());
+    let body_crc = match version {
+        VERSION_1 => None,
+        _ => Some(r.u32()?),
+    };
     let n = r.u32()? as usize;
     let k = r.str(n)?;
     if let Some(want) = key {
@@ -290,6 +340,7 @@ pub fn decode(
         },
         body_offset: len as u64,
         body_len,
+        body_crc,
     })
 }
 
@@ -316,19 +367,20 @@ mod tests {
 
     #[test]
     fn round_trip() {
-        let mut h = encode(&meta(), 0);
-        set_body_len(&mut h, 11);
+        let mut h = encode(&meta(), 0, 0);
+        complete(&mut h, 11, 0xdead_beef);
         let len = h.len() as u64;
         let d = decode(&h, Some("http://origin/a?b"), Some(len + 11)).unwrap();
         assert_eq!(d.meta, meta());
         assert_eq!(d.body_offset, len);
         assert_eq!(d.body_len, 11);
+        assert_eq!(d.body_crc, Some(0xdead_beef));
         // No optional fields.
         let m = EntryMeta {
             key: "k".into(),
             ..Default::default()
         };
-        let h = encode(&m, 3);
+        let h = encode(&m, 3, 7);
         let d = decode(&h, None, None).unwrap();
         assert_eq!(d.meta.etag, None);
         assert_eq!(d.meta.last_modified, None);
@@ -337,9 +389,9 @@ mod tests {
 
     #[test]
     fn body_len_rewrite_keeps_length() {
-        let a = encode(&meta(), 0);
+        let a = encode(&meta(), 0, 0);
         let mut b = a.clone();
-        set_body_len(&mut b, u32::MAX as u64 + 7);
+        complete(&mut b, u32::MAX as u64 + 7, 1);
         assert_eq!(a.len(), b.len());
         assert_eq!(
             decode(&b, None, None).unwrap().body_len,
@@ -349,7 +401,7 @@ mod tests {
 
     #[test]
     fn every_corruption_is_caught() {
-        let good = encode(&meta(), 5);
+        let good = encode(&meta(), 5, 0x1234_5678);
         let size = Some(good.len() as u64 + 5);
         let key = Some("http://origin/a?b");
 
@@ -361,8 +413,9 @@ mod tests {
         b[8] = 9;
         assert_eq!(decode(&b, key, size), Err(FormatError::Version(9)));
 
-        // Any flipped byte past the fixed prefix fails the checksum.
-        for i in [20, 30, 61, 70, good.len() - 1] {
+        // Any flipped byte past the fixed prefix fails the checksum, the
+        // body's checksum (62..66) included.
+        for i in [20, 30, 61, 62, 65, 70, good.len() - 1] {
             let mut b = good.clone();
             b[i] ^= 0x40;
             assert_eq!(
@@ -395,5 +448,32 @@ mod tests {
             })
         );
         assert!(decode(&good, key, size).is_ok());
+    }
+
+    #[test]
+    fn version_1_entries_are_read_without_a_body_checksum() {
+        let v1 = encode_version(&meta(), 5, None);
+        assert_eq!(&v1[8..12], &1u32.to_le_bytes());
+        assert_eq!(v1.len() + 4, encode(&meta(), 5, 0).len());
+        let size = Some(v1.len() as u64 + 5);
+        let d = decode(&v1, Some("http://origin/a?b"), size).unwrap();
+        assert_eq!(d.meta, meta());
+        assert_eq!(d.body_crc, None);
+        assert_eq!(d.body_offset, v1.len() as u64);
+        // Still checked in every other way.
+        let mut b = v1.clone();
+        b[62] ^= 1;
+        assert_eq!(decode(&b, None, size), Err(FormatError::Checksum));
+        assert_eq!(
+            decode(&v1, None, Some(v1.len() as u64 + 4)),
+            Err(FormatError::Size {
+                actual: v1.len() as u64 + 4,
+                expected: v1.len() as u64 + 5
+            })
+        );
+        // A version 2 length in a version 1 header: too short a header.
+        let mut short = v1.clone();
+        short[12..16].copy_from_slice(&61u32.to_le_bytes());
+        assert_eq!(header_len(&short), Err(FormatError::Truncated));
     }
 }

@@ -1,8 +1,10 @@
 //! [`CacheZone::lookup`]: a key → an entry ready to send, or a miss. The
 //! keys zone answers first (an unknown key after loading costs no disk
 //! call; a kept open entry no system call); then the entry file is opened
-//! and its header read and checked through the request's I/O route. A
-//! file that fails a check is removed, logged once, and is a miss.
+//! and its header read and checked through the request's I/O route, and a
+//! body of at most 1 MiB checked against its checksum (`verify.rs`; a
+//! small entry is one read). A file that fails a check is removed, logged
+//! once, and is a miss.
 
 use std::io;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use std::time::Instant;
 
 use super::format::{self, EntryHeader, FormatError};
 use super::index::Node;
-use super::{disk_size, enoent, open_entries, CacheLog, CacheZone, Entry, KeyHash, Lookup};
+use super::{disk_size, enoent, open_entries, verify, CacheLog, CacheZone, Entry, KeyHash, Lookup};
 use crate::disk::{Io, OpenFile, PathRules};
 use crate::log::Level;
 
@@ -57,7 +59,7 @@ impl CacheZone {
             }
             Err(e) => return Err(e),
         };
-        match read_header(&file, Some(key)).await {
+        match read_checked(&file, key).await {
             Ok(header) => Ok(self.opened(&hash, &node, file, header)),
             Err(HeaderError::Io(e)) => Err(e),
             Err(HeaderError::Format(f)) => {
@@ -110,7 +112,7 @@ impl CacheZone {
     /// An entry file that failed a check: one `crit` line, and the file
     /// is removed — the file read, not one a writer renamed into place
     /// meanwhile (whose node is then right as it is).
-    async fn bad_file(
+    pub(super) async fn bad_file(
         &self,
         io: &Io,
         hash: &KeyHash,
@@ -141,14 +143,42 @@ impl CacheZone {
     }
 }
 
+/// Files up to this size are read whole on open: header and a body that
+/// is checked on open in one `pread`.
+const READ_WHOLE: u64 = verify::CHECK_ON_OPEN + 64 * 1024;
+
+/// Reads and checks the header of an open entry and, for a body checked
+/// on open, the body (`verify::check_on_open`).
+async fn read_checked(file: &OpenFile, key: &str) -> Result<EntryHeader, HeaderError> {
+    let size = file.meta.size;
+    let first = if size <= READ_WHOLE {
+        size as usize
+    } else {
+        format::FIRST_READ
+    };
+    let (header, buf) = read_header_from(file, Some(key), first).await?;
+    verify::check_on_open(file, &header, &buf).await?;
+    Ok(header)
+}
+
 /// Reads and checks the header of an open entry (`key`: the key expected;
 /// `None` when the loader does not know it yet).
 pub(crate) async fn read_header(
     file: &OpenFile,
     key: Option<&str>,
 ) -> Result<EntryHeader, HeaderError> {
+    Ok(read_header_from(file, key, format::FIRST_READ).await?.0)
+}
+
+/// [`read_header`] with a first read of `first` bytes; also returns the
+/// bytes read from the file's start (at least the header).
+async fn read_header_from(
+    file: &OpenFile,
+    key: Option<&str>,
+    first: usize,
+) -> Result<(EntryHeader, Vec<u8>), HeaderError> {
     let size = file.meta.size;
-    let first = (format::FIRST_READ as u64).min(size) as usize;
+    let first = (first as u64).min(size) as usize;
     let mut buf = vec![0u8; first];
     let n = file.read_at(&mut buf, 0).await.map_err(HeaderError::Io)?;
     buf.truncate(n);
@@ -165,5 +195,6 @@ pub(crate) async fn read_header(
             .map_err(HeaderError::Io)?;
         buf.truncate(have + n);
     }
-    format::decode(&buf, key, Some(size)).map_err(HeaderError::Format)
+    let header = format::decode(&buf, key, Some(size)).map_err(HeaderError::Format)?;
+    Ok((header, buf))
 }

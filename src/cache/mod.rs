@@ -15,7 +15,9 @@
 //!   a zone whose directory disappears or turns read-only goes out of
 //!   service ([`CacheZone::in_service`]) and comes back;
 //! - [`policy`]: whether and how long a response may be cached, and which
-//!   stored variant answers a request.
+//!   stored variant answers a request;
+//! - [`verify`]: the body's CRC-32C, checked on open (up to 1 MiB) or
+//!   while the body is sent, so a body damaged on disk is never a HIT.
 //!
 //! **No event loop waits on a disk.** Every file-system call made on behalf
 //! of a request — open and header read of an entry, the temp file's
@@ -65,6 +67,7 @@ mod lookup;
 pub mod manager;
 pub mod open_entries;
 pub mod policy;
+pub mod verify;
 mod writer;
 
 use std::collections::{HashMap, VecDeque};

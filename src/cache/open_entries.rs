@@ -15,7 +15,10 @@
 //! Bounds: [`MAX_ENTRIES`] per worker, entries of at most [`MAX_SIZE`]
 //! bytes (a large body's transfer dwarfs its open), closed after
 //! [`INACTIVE`] without a hit. An entry removed from the disk stays
-//! allocated while a worker holds it open, for at most that long.
+//! allocated while a worker holds it open, for at most that long. A kept
+//! entry is given up [`RECHECK`] after it was opened, so the next hit
+//! opens it again and checks its body (`verify.rs`): damage that reaches
+//! the page cache later is found within that time.
 //!
 //! Written here rather than through the static files' `open_file_cache`
 //! because its validation (stat of the path) is exactly the system call
@@ -39,6 +42,9 @@ pub const MAX_ENTRIES: usize = 1024;
 pub const MAX_SIZE: u64 = 1 << 20;
 /// A kept entry without a hit for this long is closed.
 pub const INACTIVE: Duration = Duration::from_secs(10);
+/// A kept entry is opened (and its body checked) again this long after
+/// it was opened.
+pub const RECHECK: Duration = Duration::from_secs(60);
 
 /// An open entry and what was read from it.
 #[derive(Debug, Clone)]
@@ -52,6 +58,7 @@ pub struct Kept {
     /// The decoded header.
     pub header: EntryHeader,
     used: Instant,
+    opened: Instant,
 }
 
 impl Kept {
@@ -63,6 +70,7 @@ impl Kept {
             meta,
             header,
             used: Instant::now(),
+            opened: Instant::now(),
         }
     }
 }
@@ -84,14 +92,14 @@ fn close_idle(c: &mut LruCache<Slot, Kept>, now: Instant) {
     }
 }
 
-/// The entry kept for `hash` in `zone` if it was opened under `gen`; a
-/// kept entry of another generation is closed.
+/// The entry kept for `hash` in `zone` if it was opened under `gen` less
+/// than [`RECHECK`] ago; any other kept entry for it is closed.
 pub fn get(zone: usize, hash: &KeyHash, gen: u64, now: Instant) -> Option<Kept> {
     KEPT.with_borrow_mut(|c| {
         close_idle(c, now);
         let slot = (zone, *hash);
         match c.get_mut(&slot) {
-            Some(e) if e.gen == gen => {
+            Some(e) if e.gen == gen && now.saturating_duration_since(e.opened) < RECHECK => {
                 e.used = now;
                 Some(e.clone())
             }
@@ -134,11 +142,13 @@ mod tests {
             mtime: 0,
             kind: FileKind::Regular,
             id: (0, gen),
+            exec: false,
         };
         let header = EntryHeader {
             meta: EntryMeta::default(),
             body_offset: 0,
             body_len: 0,
+            body_crc: None,
         };
         Kept::new(
             gen,
@@ -170,5 +180,19 @@ mod tests {
         assert!(get(3, &b, 2, Instant::now()).is_none());
         put(3, &c, kept(3, 1));
         assert!(get(3, &c, 3, Instant::now() + INACTIVE).is_none(), "idle");
+    }
+
+    #[test]
+    fn a_busy_entry_is_opened_again_after_recheck() {
+        let h = KeyHash::of(b"busy");
+        put(4, &h, kept(5, 1));
+        // Hit every few seconds: never idle, yet given up at RECHECK.
+        let start = Instant::now();
+        let mut t = start;
+        while t < start + RECHECK - Duration::from_secs(5) {
+            assert!(get(4, &h, 5, t).is_some());
+            t += Duration::from_secs(5);
+        }
+        assert!(get(4, &h, 5, start + RECHECK).is_none());
     }
 }

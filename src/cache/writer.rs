@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{disk_size, enoent, format, CacheLog, CacheZone, EntryMeta, KeyHash, TempPath};
+use super::{disk_size, enoent, format, verify, CacheLog, CacheZone, EntryMeta, KeyHash, TempPath};
 use crate::disk::Io;
 use crate::log::Level;
 
@@ -71,7 +71,7 @@ impl CacheZone {
                 .dir_of(&self.path, &hex)
                 .join(format!(".{hex}.{:x}.{seq}", run_id())),
         };
-        let header = format::encode(&meta, 0);
+        let header = format::encode(&meta, 0, 0);
         let mut w = CacheWriter {
             zone: self.clone(),
             hash,
@@ -81,6 +81,7 @@ impl CacheZone {
             header,
             valid_until: meta.valid_until,
             body_len: 0,
+            body_crc: 0,
             log,
             done: false,
             failed: false,
@@ -131,6 +132,8 @@ pub struct CacheWriter {
     header: Vec<u8>,
     valid_until: i64,
     body_len: u64,
+    /// CRC-32C of the body written so far (`verify.rs`).
+    body_crc: u32,
     log: CacheLog,
     done: bool,
     failed: bool,
@@ -154,6 +157,11 @@ impl CacheWriter {
     /// Body bytes written so far.
     pub fn body_len(&self) -> u64 {
         self.body_len
+    }
+
+    /// CRC-32C of the body written so far.
+    pub fn body_crc(&self) -> u32 {
+        self.body_crc
     }
 
     /// Logs the first failure (one line per fill, whatever follows) and
@@ -189,19 +197,22 @@ impl CacheWriter {
         }
     }
 
-    /// Appends a body chunk. On error (ENOSPC…) one line is logged and the
-    /// caller should [`abort`](Self::abort).
+    /// Appends a body chunk, folding it into the body's checksum on the
+    /// way (no second pass over the body). On error (ENOSPC…) one line is
+    /// logged and the caller should [`abort`](Self::abort).
     pub async fn write(&mut self, chunk: Arc<[u8]>) -> io::Result<()> {
         let at = self.header.len() as u64 + self.body_len;
         let n = chunk.len() as u64;
+        let crc = verify::append(self.body_crc, &chunk);
         self.write_raw(chunk, at).await?;
         self.body_len += n;
+        self.body_crc = crc;
         Ok(())
     }
 
-    /// Completes the entry: rewrites the header with the body length,
-    /// renames the temp file over the entry (creating level directories
-    /// as needed) and only then inserts it into the index. Concurrent
+    /// Completes the entry: rewrites the header with the body length and
+    /// checksum, renames the temp file over the entry (creating level
+    /// directories as needed) and only then inserts it into the index. Concurrent
     /// writers of one key never mix: each has its own temp file and the
     /// last complete rename wins. On error the temp file is removed.
     pub async fn finish(mut self) -> io::Result<()> {
@@ -214,7 +225,7 @@ impl CacheWriter {
     }
 
     async fn finish_inner(&mut self) -> io::Result<()> {
-        format::set_body_len(&mut self.header, self.body_len);
+        format::complete(&mut self.header, self.body_len, self.body_crc);
         let header: Arc<[u8]> = Arc::from(&self.header[..]);
         self.write_raw(header, 0).await?;
         let dst = self.zone.entry_path(&self.hash);

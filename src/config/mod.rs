@@ -7,8 +7,10 @@
 pub mod directives;
 pub mod error;
 pub mod lexer;
+pub mod locations;
 pub mod model;
 pub mod parser;
+pub mod rewrite;
 pub mod value;
 
 use std::path::{Path, PathBuf};

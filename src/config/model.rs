@@ -13,7 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::locations::{LocationTree, NamedLocations};
+use super::rewrite::Op;
 use crate::log::{AccessLog, ErrorLogSpec};
+use crate::vars::regex::{Matched, Regex};
 use crate::vars::template::Template;
 
 /// The whole running configuration: one immutable value per generation.
@@ -44,6 +47,9 @@ pub struct MainConf {
     pub worker_connections: usize,
     /// `worker_rlimit_nofile`.
     pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_priority N`: the workers' nice value (-20..20), as NGINX's
+    /// worker processes; `None` leaves them at the master's.
+    pub worker_priority: Option<i32>,
     /// `worker_shutdown_timeout`: caps a graceful shutdown.
     pub worker_shutdown_timeout: Option<Duration>,
     /// `accept_mutex` (accepted for compatibility; each worker has its own
@@ -87,8 +93,14 @@ pub struct ListenGroup {
 impl ListenGroup {
     /// Picks the server for a `Host` value (lowercase, port stripped), NGINX
     /// order: exact name, longest leading wildcard, longest trailing wildcard,
-    /// then the default server.
+    /// the first regex name in file order, then the default server.
     pub fn find_server(&self, host: Option<&str>) -> &Arc<ServerConf> {
+        self.find_server_matched(host).0
+    }
+
+    /// [`find_server`](Self::find_server), with the match of a regex name
+    /// (its captures and named groups become the request's).
+    pub fn find_server_matched(&self, host: Option<&str>) -> (&Arc<ServerConf>, Option<Matched>) {
         if let Some(host) = host {
             let mut best: Option<(usize, usize, &Arc<ServerConf>)> = None; // (rank, len)
             for s in &self.servers {
@@ -118,10 +130,19 @@ impl ListenGroup {
                 }
             }
             if let Some((_, _, s)) = best {
-                return s;
+                return (s, None);
+            }
+            for s in &self.servers {
+                for n in &s.names {
+                    if let ServerName::Regex(re) = n {
+                        if let Some(m) = re.exec(host) {
+                            return (s, Some(m));
+                        }
+                    }
+                }
             }
         }
-        &self.servers[self.default]
+        (&self.servers[self.default], None)
     }
 }
 
@@ -134,6 +155,8 @@ pub enum ServerName {
     Suffix(String),
     /// `www.example.*` (stored as `www.example.`).
     Prefix(String),
+    /// `~regex`: tried in file order after every name and wildcard.
+    Regex(Arc<Regex>),
 }
 
 /// One `server { }` block.
@@ -143,14 +166,15 @@ pub struct ServerConf {
     pub names: Vec<ServerName>,
     /// The primary name, as `$server_name` shows it.
     pub primary_name: String,
-    /// `location = /x` blocks.
-    pub exact: HashMap<String, Arc<LocationConf>>,
-    /// Prefix locations, longest first.
-    pub prefixes: Vec<Arc<LocationConf>>,
+    /// The server's locations (see `config::locations`).
+    pub locations: LocationTree,
+    /// `location @name` blocks.
+    pub named: NamedLocations,
     /// The server-level settings, used when no location matches.
     pub base: Arc<LocationConf>,
-    /// `return` at server level (runs before location matching).
-    pub server_return: Option<Return>,
+    /// The rewrite module's server-level program (`rewrite`, `return`,
+    /// `set`, `if` outside locations), run before location selection.
+    pub script: Arc<Vec<Op>>,
     /// Server-level limits for reading the request head.
     pub limits: HeadLimitsConf,
     /// Its TLS (`ssl_certificate` and the other `ssl_*`), if it has any.
@@ -158,13 +182,13 @@ pub struct ServerConf {
 }
 
 impl ServerConf {
-    /// NGINX location selection (without regex locations): an exact match,
-    /// else the longest matching prefix, else the server level.
+    /// The location for `uri` without regex locations or captures (for
+    /// tests and tools): exact, else longest prefix, else the server level.
     pub fn find_location(&self, uri: &str) -> &Arc<LocationConf> {
-        if let Some(l) = self.exact.get(uri) {
+        if let Some(l) = self.locations.exact.get(uri) {
             return l;
         }
-        for l in &self.prefixes {
+        for l in &self.locations.prefixes {
             if uri.starts_with(l.path.as_str()) {
                 return l;
             }
@@ -183,6 +207,14 @@ pub struct HeadLimitsConf {
     pub max_head: usize,
     /// `client_header_timeout`.
     pub header_timeout: Duration,
+    /// `merge_slashes`.
+    pub merge_slashes: bool,
+    /// `ignore_invalid_headers`.
+    pub ignore_invalid_headers: bool,
+    /// `underscores_in_headers`.
+    pub underscores_in_headers: bool,
+    /// `max_headers`.
+    pub max_headers: usize,
 }
 
 /// How a location matches.
@@ -190,8 +222,14 @@ pub struct HeadLimitsConf {
 pub enum LocationKind {
     /// `location = /x`.
     Exact,
-    /// `location /x` or `location ^~ /x` (same without regex locations).
+    /// `location /x` or `location ^~ /x`.
     Prefix,
+    /// `location ~ re` or `location ~* re`.
+    Regex,
+    /// `location @name`.
+    Named,
+    /// The inside of an `if` block in a location.
+    If,
     /// The server level (no `location` block matched).
     Server,
 }
@@ -238,8 +276,17 @@ pub struct LocationConf {
     pub kind: LocationKind,
     /// `internal`: only reachable by internal redirects (error_page, index).
     pub internal: bool,
-    /// `return` in this location.
-    pub ret: Option<Return>,
+    /// `^~`: a match stops the regex search.
+    pub noregex: bool,
+    /// The compiled regex of a regex location.
+    pub regex: Option<Arc<Regex>>,
+    /// The locations nested in this one.
+    pub nested: LocationTree,
+    /// NGINX's automatic 301 from `/x` to `/x/` (a name ending in `/`
+    /// whose handler is `proxy_pass`).
+    pub auto_redirect: bool,
+    /// The rewrite module's program for this location.
+    pub script: Arc<Vec<Op>>,
     /// Content handler.
     pub handler: Handler,
     /// The merged inheritable settings.
@@ -643,4 +690,50 @@ loc_settings! {
     http2_chunk_size: usize = 8 * 1024;
     /// `http2_body_preread_size`: each stream's initial receive window.
     http2_body_preread_size: u32 = 64 * 1024;
+
+    // Access control and limits (`src/access`, `src/handlers/access.rs`).
+    /// `allow` / `deny` rules, in order.
+    access_rules: Arc<Vec<crate::access::rules::AccessRule>> = Arc::new(Vec::new());
+    /// `satisfy any` (else `all`).
+    satisfy_any: bool = false;
+    /// `auth_basic` realm (rendering `off`: no authentication).
+    auth_basic: Option<Template> = None;
+    /// `auth_basic_user_file`.
+    auth_basic_user_file: Option<Template> = None;
+    /// `limit_req` lines.
+    limit_req: Arc<Vec<crate::access::limit_req::LimitReq>> = Arc::new(Vec::new());
+    /// `limit_req_status`.
+    limit_req_status: u16 = 503;
+    /// `limit_req_log_level` (delays are logged one level lower).
+    limit_req_log_level: crate::log::Level = crate::log::Level::Error;
+    /// `limit_req_dry_run`.
+    limit_req_dry_run: bool = false;
+    /// `limit_conn` lines.
+    limit_conn: Arc<Vec<crate::access::limit_conn::LimitConn>> = Arc::new(Vec::new());
+    /// `limit_conn_status`.
+    limit_conn_status: u16 = 503;
+    /// `limit_conn_log_level`.
+    limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
+    /// `limit_conn_dry_run`.
+    limit_conn_dry_run: bool = false;
+    // Tuning and request-head settings (`directives/tuning.rs`).
+    /// `merge_slashes` (server level).
+    merge_slashes: bool = true;
+    /// `ignore_invalid_headers` (server level).
+    ignore_invalid_headers: bool = true;
+    /// `underscores_in_headers` (server level).
+    underscores_in_headers: bool = false;
+    /// `max_headers` (server level).
+    max_headers: usize = 1000;
+    /// `keepalive_time`: after this long a connection closes after the
+    /// request in progress.
+    keepalive_time: Duration = Duration::from_secs(3600);
+    /// `error_log` at http, server or location level (None: the main
+    /// context's).
+    error_log: Option<crate::log::ErrorLog> = None;
+    // The rewrite module (`config::rewrite`, `handlers::rewrite`).
+    /// `rewrite_log`: matches and rewrites logged at `notice`.
+    rewrite_log: bool = false;
+    /// `uninitialized_variable_warn`.
+    uninitialized_variable_warn: bool = true;
 }

@@ -195,6 +195,7 @@ mod tests {
                 mtime: 0,
                 kind: FileKind::Regular,
                 id: (1, 2),
+                exec: false,
             },
         ))
     }

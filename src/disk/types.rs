@@ -27,6 +27,8 @@ pub struct FileMeta {
     pub kind: FileKind,
     /// Device and inode (to tell a replaced file in `open_file_cache`).
     pub id: (u64, u64),
+    /// The owner may execute it (`if (-x …)`).
+    pub exec: bool,
 }
 
 impl FileMeta {
@@ -41,6 +43,7 @@ impl FileMeta {
             mtime: st.st_mtime,
             kind,
             id: (st.st_dev, st.st_ino),
+            exec: st.st_mode & libc::S_IXUSR == libc::S_IXUSR,
         }
     }
 }
@@ -62,6 +65,7 @@ impl FileMeta {
                 libc::makedev(st.stx_dev_major, st.stx_dev_minor),
                 st.stx_ino,
             ),
+            exec: u32::from(st.stx_mode) & libc::S_IXUSR == libc::S_IXUSR,
         }
     }
 }

@@ -59,7 +59,7 @@ pub fn open_file_cache(ctx: &RequestCtx) -> Option<OpenFileCacheSettings> {
 pub fn failed(ctx: &RequestCtx, env: &Env<'_>, e: &io::Error, op: &str, path: &str) -> Outcome {
     let f = Failure::of(e, op, path);
     let level = if f.crit { Level::Crit } else { Level::Error };
-    env.log.log_conn(
+    ctx.error_log(env.log).log_conn(
         level,
         Some(ctx.conn.id),
         format_args!("{}", f.line),

@@ -31,6 +31,12 @@ pub struct Carried {
 }
 
 impl Carried {
+    /// A header line that stays on every response that answers the
+    /// request from now on (`WWW-Authenticate` of a 401).
+    pub fn add_header(&mut self, name: &str, value: String) {
+        self.headers.push((name.to_string(), value));
+    }
+
     /// Puts the carried header lines before `resp`'s own. A response NGINX
     /// builds itself (`special`) drops the carried ETag, as NGINX clears
     /// the ETag of its special responses; another keeps it, and its own

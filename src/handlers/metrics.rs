@@ -106,6 +106,24 @@ fn worker_figures(out: &mut String) {
         "Longest event-loop iteration since start.",
         &per_worker(&|w| w.loop_busy.snapshot().2),
     );
+    let polls: Vec<_> = workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_poll))
+        .collect();
+    histogram(
+        out,
+        "porter_loop_poll_seconds",
+        "Wall time of each poll of each task on an event loop: one piece of work holding the loop.",
+        &polls,
+    );
+    family(
+        out,
+        "porter_loop_poll_max_seconds",
+        "gauge",
+        "Longest single task poll on an event loop since start.",
+        &per_worker(&|w| w.loop_poll.snapshot().2),
+    );
     family(
         out,
         "porter_loop_blocked_max_seconds",

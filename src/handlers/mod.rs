@@ -1,16 +1,22 @@
-//! Request processing after the head is parsed: server-level `return`,
-//! location selection, `internal`, `return`, `try_files`, the content
-//! handler, `error_page` and internal redirects, then the header filter
+//! Request processing after the head is parsed, in NGINX's phases: the
+//! server's rewrite program, location selection (`config::locations`:
+//! `internal`, the body size limit, the automatic 301), the location's
+//! rewrite program (a changed URI selects again, at most 10 times),
+//! the limits and access checks ([`access`]), `try_files`, the content
+//! handler; then `error_page`, internal and
+//! named-location redirects (the same bound), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
 //! `charset`, ranges). Handlers produce a [`Response`] description; the
 //! connection loop writes it. The connection reaches them through
 //! [`Handlers`], its implementation of `http`'s [`Respond`], which the
 //! worker builds.
 
+mod access;
 pub mod disk_io;
 pub mod filters;
 pub mod metrics;
 pub mod proxy;
+pub mod rewrite;
 pub mod static_file;
 mod stub_status;
 
@@ -19,7 +25,8 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cache::CacheSet;
-use crate::config::{Handler, Return};
+use crate::config::locations::Found;
+use crate::config::{Handler, LocationConf, Return};
 use crate::disk::Disk;
 use crate::http::body::ClientBody;
 use crate::http::connection::Respond;
@@ -40,12 +47,14 @@ pub enum Outcome {
     Status(u16),
     /// Restart location selection with a new URI.
     Internal(String, Option<String>),
+    /// Continue in the named location (`@name`).
+    Named(String),
     /// Close the connection without a response (`return 444`).
     Close,
+    /// A 401 asking for credentials with this `WWW-Authenticate` value,
+    /// which stays on whatever page answers it (`error_page 401` too).
+    Challenge(String),
 }
-
-/// NGINX's limit on internal redirects per request.
-const MAX_INTERNAL_REDIRECTS: u32 = 10;
 
 /// Everything a handler needs besides the request.
 pub struct Env<'a> {
@@ -106,10 +115,7 @@ impl Respond for Handlers {
 
 /// Produces the response for `ctx`; `None` means close without answering.
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
-    let first = match ctx.server.server_return.clone() {
-        Some(r) => do_return(ctx, &r),
-        None => run_location(ctx, env).await,
-    };
+    let first = run_phases(ctx, env, None).await;
     finish(ctx, env, first).await
 }
 
@@ -123,7 +129,6 @@ pub async fn respond_status(ctx: &mut RequestCtx, env: &Env<'_>, code: u16) -> O
 /// Follows internal redirects and error pages from `outcome` to the
 /// response, and runs the filter chain on it.
 async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Option<Response> {
-    let mut redirects = 0;
     // The status an error page's response is sent with (NGINX's err_status).
     let mut page_status: Option<u16> = None;
     // What earlier passes through the filters left on the request.
@@ -142,10 +147,15 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 carried.apply(&mut resp, true);
                 resp
             }
+            Outcome::Challenge(value) => {
+                carried.add_header("WWW-Authenticate", value);
+                outcome = Outcome::Status(401);
+                continue;
+            }
             Outcome::Internal(uri, args) => {
-                redirects += 1;
-                if redirects > MAX_INTERNAL_REDIRECTS {
-                    env.log.log_conn(
+                ctx.uri_changes = ctx.uri_changes.saturating_sub(1);
+                if ctx.uri_changes == 0 {
+                    ctx.error_log(env.log).log_conn(
                         Level::Error,
                         Some(ctx.conn.id),
                         format_args!(
@@ -159,7 +169,11 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 ctx.uri = uri;
                 ctx.args = args;
                 ctx.internal = true;
-                outcome = run_location(ctx, env).await;
+                outcome = run_phases(ctx, env, None).await;
+                continue;
+            }
+            Outcome::Named(name) => {
+                outcome = named_location(ctx, env, &name).await;
                 continue;
             }
             Outcome::Status(code) => match error_page(ctx, code, &mut page_status) {
@@ -201,7 +215,7 @@ fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) ->
         .cloned()?;
     ctx.error_page = true;
     let target = page.target.render(ctx);
-    if target.starts_with('/') {
+    if target.starts_with('/') || target.starts_with('@') {
         *page_status = match page.status {
             None => Some(code),
             Some(None) => None,
@@ -210,6 +224,9 @@ fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) ->
         // A page sent with an error status does not ask for the body.
         if page_status.is_some_and(|c| c != 200) {
             ctx.expect_tested = true;
+        }
+        if target.starts_with('@') {
+            return Some(Outcome::Named(target));
         }
         if !ctx.is_head() {
             ctx.method = Method::Get;
@@ -249,29 +266,141 @@ fn split_args(target: &str) -> (String, Option<String>) {
     }
 }
 
-async fn run_location(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
-    ctx.loc = Arc::clone(ctx.server.find_location(&ctx.uri));
-    let loc = Arc::clone(&ctx.loc);
-    if loc.internal && !ctx.internal {
-        return Outcome::Status(404);
+/// The jump to a named location (`error_page`, `try_files`), counted
+/// with the internal redirects.
+async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outcome {
+    if ctx.uri_changes == 0 {
+        ctx.error_log(env.log).log_conn(
+            Level::Error,
+            Some(ctx.conn.id),
+            format_args!(
+                "rewrite or internal redirection cycle while redirect to named location \"{name}\""
+            ),
+            &ctx.log_context(),
+        );
+        return Outcome::Status(500);
+    }
+    ctx.uri_changes -= 1;
+    match ctx.server.named.get(name).cloned() {
+        Some(loc) => {
+            ctx.internal = true;
+            run_phases(ctx, env, Some(loc)).await
+        }
+        None => {
+            ctx.error_log(env.log).log_conn(
+                Level::Error,
+                Some(ctx.conn.id),
+                format_args!("could not find named location \"{name}\""),
+                &ctx.log_context(),
+            );
+            Outcome::Status(500)
+        }
+    }
+}
+
+/// NGINX's phases from the server's rewrite program (or, for a named
+/// location, from its own program) to the content handler.
+async fn run_phases(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    named: Option<Arc<LocationConf>>,
+) -> Outcome {
+    let mut located = match named {
+        Some(loc) => {
+            ctx.loc = loc;
+            true
+        }
+        None => {
+            ctx.loc = Arc::clone(&ctx.server.base);
+            let script = Arc::clone(&ctx.server.script);
+            if let Some(o) = rewrite::run(ctx, env, &script).await {
+                return o;
+            }
+            false
+        }
+    };
+    loop {
+        if !located {
+            ctx.uri_changed = false;
+            if let Some(o) = find_config(ctx, env) {
+                return o;
+            }
+        }
+        located = false;
+        let script = Arc::clone(&ctx.loc.script);
+        if let Some(o) = rewrite::run(ctx, env, &script).await {
+            return o;
+        }
+        if !ctx.uri_changed {
+            break;
+        }
+        ctx.uri_changes = ctx.uri_changes.saturating_sub(1);
+        if ctx.uri_changes == 0 {
+            ctx.error_log(env.log).log_conn(
+                Level::Error,
+                Some(ctx.conn.id),
+                format_args!(
+                    "rewrite or internal redirection cycle while processing \"{}\"",
+                    ctx.uri
+                ),
+                &ctx.log_context(),
+            );
+            return Outcome::Status(500);
+        }
+    }
+    content(ctx, env).await
+}
+
+/// Location selection and what NGINX checks right after it: `internal`,
+/// `client_max_body_size`, the automatic 301 to `URI/`.
+fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
+    let server = Arc::clone(&ctx.server);
+    let uri = ctx.uri.clone();
+    let found = server
+        .locations
+        .find(&uri, &mut |re| ctx.regex_exec(re, &uri));
+    let (loc, slash) = match found {
+        Found::Location(l) => (l.unwrap_or_else(|| Arc::clone(&server.base)), false),
+        Found::Redirect(l) => (l, true),
+    };
+    ctx.loc = loc;
+    if ctx.loc.internal && !ctx.internal {
+        return Some(Outcome::Status(404));
     }
     if let Some(b) = env.body {
-        b.borrow_mut().set_timeout(loc.s.client_body_timeout);
+        b.borrow_mut().set_timeout(ctx.loc.s.client_body_timeout);
     }
-    let max_body = loc.s.client_max_body_size;
+    let max_body = ctx.loc.s.client_max_body_size;
     if let Some(len) = ctx.head.content_length {
         if max_body != 0 && len > max_body {
-            env.log.log_conn(
+            ctx.error_log(env.log).log_conn(
                 Level::Error,
                 Some(ctx.conn.id),
                 format_args!("client intended to send too large body: {len} bytes"),
                 &ctx.log_context(),
             );
-            return Outcome::Status(413);
+            return Some(Outcome::Status(413));
         }
     }
-    if let Some(r) = &loc.ret {
-        return do_return(ctx, r);
+    if slash {
+        let mut target = format!("{uri}/");
+        if let Some(a) = &ctx.args {
+            target.push('?');
+            target.push_str(a);
+        }
+        ctx.test_expect();
+        return Some(Outcome::Special(redirect(ctx, 301, &target)));
+    }
+    None
+}
+
+/// `try_files`, then the location's content handler.
+async fn content(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
+    // NGINX's preaccess and access phases: limit_req, limit_conn, then
+    // allow/deny and auth_basic (`satisfy`).
+    if let Some(o) = access::check(ctx, env).await {
+        return o;
     }
     if let Some(list) = loc.s.try_files.clone() {
         if let Some(o) = static_file::try_files(ctx, env, &list).await {
@@ -327,7 +456,7 @@ pub fn redirect(ctx: &RequestCtx, status: u16, target: &str) -> Response {
     r
 }
 
-fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
+pub(crate) fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
     if r.code == 444 {
         return Outcome::Close;
     }

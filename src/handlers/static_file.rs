@@ -39,7 +39,8 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
         }
         DocRoot::Alias(t) => {
             let alias = t.render(ctx);
-            let rest = if loc.kind == LocationKind::Exact {
+            // A regex location's alias is the whole path (with captures).
+            let rest = if matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
                 ""
             } else {
                 uri.strip_prefix(loc.path.as_str()).unwrap_or(uri)
@@ -80,7 +81,7 @@ fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
 }
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
+    ctx.error_log(env.log)
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
@@ -318,7 +319,11 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
         TryFallback::Uri(t) => {
             // The request's arguments pass only if the URI names them
             // (`/index.php?$args`), as in NGINX.
-            let (u, a) = super::split_args(&t.render(ctx));
+            let target = t.render(ctx);
+            if target.starts_with('@') {
+                return Some(Outcome::Named(target));
+            }
+            let (u, a) = super::split_args(&target);
             Some(Outcome::Internal(u, a))
         }
     }

@@ -187,6 +187,8 @@ struct Connection<H> {
     out: Vec<u8>,
     /// Requests read on this connection.
     requests: u64,
+    /// When it was accepted (`keepalive_time`).
+    opened: Instant,
     shutdown: ShutdownSignal,
     /// Plain HTTP arrived on a TLS address: the first request is answered
     /// with 497 (NGINX's 400 "The plain HTTP request was sent to HTTPS
@@ -207,6 +209,9 @@ impl<H: Respond + 'static> Connection<H> {
             max_request_line: default_server.limits.max_line,
             max_header_line: default_server.limits.max_line,
             max_head: default_server.limits.max_head,
+            max_headers: default_server.limits.max_headers,
+            ignore_invalid_headers: default_server.limits.ignore_invalid_headers,
+            underscores_in_headers: default_server.limits.underscores_in_headers,
         };
         Connection {
             stream,
@@ -219,6 +224,7 @@ impl<H: Respond + 'static> Connection<H> {
             buf: buffers::take(),
             out: buffers::take(),
             requests: 0,
+            opened: Instant::now(),
             shutdown: w.shutdown.clone(),
             plain_on_tls: false,
             worker: w,
@@ -492,6 +498,7 @@ impl<H: Respond + 'static> Connection<H> {
             && !matches!(left, BodyLeft::Abandon)
             && !resp.close
             && self.requests < s.keepalive_requests
+            && self.opened.elapsed() < s.keepalive_time
             && !keepalive_timeout.is_zero()
             && self.shutdown.mode() == Mode::Run;
         let head_only = ctx.is_head();
@@ -507,6 +514,8 @@ impl<H: Respond + 'static> Connection<H> {
             access_log(&ctx);
             return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
+        // The request is over: its `limit_conn` slots go back at once.
+        ctx.limits.held.clear();
         access_log(&ctx);
         if let (BodyLeft::Unread(rest), true) = (left, keep_alive) {
             // NGINX discards a body it did not read after the response,
@@ -537,20 +546,23 @@ impl<H: Respond + 'static> Connection<H> {
     /// could be normalised.
     fn start_request(&self, head: RequestHead, start: Instant) -> (Box<RequestCtx>, bool) {
         let (path, args) = uri::split_target(&head.target);
-        let normalized = uri::normalize(path);
+        let normalized = uri::normalize_with(path, self.default_server.limits.merge_slashes);
         let (path, args) = (path.to_string(), args.map(str::to_string));
         // A URI NGINX cannot normalise is refused while it parses the
         // request line, before Host picks a server: the default server
         // answers.
-        let server = if normalized.is_ok() {
+        let (server, matched) = if normalized.is_ok() {
             self.group()
-                .find_server(head.host.as_deref().map(strip_port))
+                .find_server_matched(head.host.as_deref().map(strip_port))
         } else {
-            &self.default_server
+            (&self.default_server, None)
         };
         // Boxed, like the per-phase futures: an idle connection keeps none
         // of a request's state.
         let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests, head, server));
+        if let Some(m) = matched {
+            ctx.keep_match(m);
+        }
         ctx.start = start;
         let uri_ok = normalized.is_ok();
         ctx.uri = normalized.unwrap_or(path);

@@ -8,7 +8,9 @@ use std::time::Instant;
 use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
 use crate::config::{LocationConf, ServerConf};
+use crate::vars::regex::{Captures, Matched, Regex};
 use crate::vars::template::{Var, VarSource};
+use std::cell::RefCell;
 
 /// Facts about the connection a request arrived on.
 #[derive(Debug, Clone)]
@@ -109,7 +111,21 @@ pub struct RequestCtx {
     pub request_filename: Option<String>,
     /// What proxying this request recorded (`$proxy_host`, `$upstream_*`).
     pub upstream: Option<Box<UpstreamVars>>,
+    /// What `limit_req`/`limit_conn` recorded, and the slots it holds.
+    pub limits: crate::access::RequestLimits,
+    /// The captures of the last regular expression matched (`$1`…`$9`).
+    pub captures: Captures,
+    /// Per-request variables: `set`, named captures, cached `map` values.
+    pub slots: RefCell<Vec<Option<String>>>,
+    /// Internal redirects and URI changes left (NGINX's `uri_changes`).
+    pub uri_changes: u8,
+    /// A `rewrite` changed the URI: search the locations again.
+    pub uri_changed: bool,
 }
+
+/// NGINX's bound on URI changes and internal redirects per request (10
+/// allowed, the eleventh is a cycle).
+pub const MAX_URI_CHANGES: u8 = 11;
 
 impl RequestCtx {
     /// A request's state at the start of processing, at `server`'s level.
@@ -139,6 +155,11 @@ impl RequestCtx {
             document_root: None,
             request_filename: None,
             upstream: None,
+            limits: Default::default(),
+            captures: Captures::default(),
+            slots: RefCell::new(Vec::new()),
+            uri_changes: MAX_URI_CHANGES,
+            uri_changed: false,
             head,
         }
     }
@@ -183,6 +204,12 @@ impl RequestCtx {
             && self
                 .header("expect")
                 .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+    }
+
+    /// The error log for this request: its location's `error_log`, else
+    /// `global` (the main context's).
+    pub fn error_log<'a>(&'a self, global: &'a crate::log::ErrorLog) -> &'a crate::log::ErrorLog {
+        self.loc.s.error_log.as_ref().unwrap_or(global)
     }
 
     /// NGINX's error-log tail: `, client: A, server: S, request: "R", host: "H"`.
@@ -274,6 +301,89 @@ impl VarSource for RequestCtx {
                 }
             }
             Var::Split(sc) => sc.append(self, out),
+            Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
+            Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
+            Var::Capture(n) => self.capture(*n, out),
+            Var::Indexed(v) => {
+                if let Some(Some(s)) = self.slots.borrow().get(v.index) {
+                    out.push_str(s)
+                }
+            }
+            Var::Map(m) => m.append(self, out),
+        }
+    }
+
+    fn slot(&self, index: usize) -> Option<String> {
+        self.slots.borrow().get(index).cloned().flatten()
+    }
+
+    fn store_slot(&self, index: usize, value: &str) {
+        self.set_slot(index, value.to_string());
+    }
+
+    fn capture(&self, n: u8, out: &mut String) {
+        out.push_str(self.captures.get(n as usize));
+    }
+}
+
+impl RequestCtx {
+    /// `$request_filename` (`file`) or `$document_root` before a handler
+    /// set them (`if (-f $request_filename)` in the rewrite phase): the
+    /// location's `root` or `alias` with the URI, as NGINX maps it.
+    fn map_uri(&self, out: &mut String, file: bool) {
+        use crate::config::{DocRoot, LocationKind};
+        let loc = &self.loc;
+        match &loc.s.root {
+            DocRoot::Root(t) => {
+                let root = t.render(self);
+                out.push_str(root.trim_end_matches('/'));
+                if file {
+                    out.push_str(&self.uri);
+                }
+            }
+            DocRoot::Alias(t) => {
+                t.render_into(self, out);
+                if file && !matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
+                    out.push_str(
+                        self.uri
+                            .strip_prefix(loc.path.as_str())
+                            .unwrap_or(&self.uri),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sets a per-request variable.
+    pub fn set_slot(&self, index: usize, value: String) {
+        let mut slots = self.slots.borrow_mut();
+        if slots.len() <= index {
+            slots.resize(index + 1, None);
+        }
+        slots[index] = Some(value);
+    }
+
+    /// Matches `re` against `subject` as NGINX's `ngx_http_regex_exec`:
+    /// on a match, a pattern with groups replaces the captures and each
+    /// named group sets its variable; `false` when it does not match.
+    pub fn regex_exec(&mut self, re: &Regex, subject: &str) -> bool {
+        match re.exec(subject) {
+            Some(m) => {
+                self.keep_match(m);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Keeps what a match found (a regex `server_name`'s, a location's):
+    /// its captures, and the values of its named groups.
+    pub fn keep_match(&mut self, m: Matched) {
+        if let Some(c) = m.captures {
+            self.captures = c;
+        }
+        for (v, value) in m.named {
+            self.set_slot(v.index, value);
         }
     }
 }
@@ -330,8 +440,14 @@ impl RequestCtx {
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);
             }
-            Var::RequestFilename => out.push_str(self.request_filename.as_deref().unwrap_or("")),
-            Var::DocumentRoot => out.push_str(self.document_root.as_deref().unwrap_or("")),
+            Var::RequestFilename => match &self.request_filename {
+                Some(f) => out.push_str(f),
+                None => self.map_uri(out, true),
+            },
+            Var::DocumentRoot => match &self.document_root {
+                Some(r) => out.push_str(r),
+                None => self.map_uri(out, false),
+            },
             _ => {}
         }
     }
@@ -346,7 +462,13 @@ impl RequestCtx {
             Var::RemotePort => {
                 let _ = write!(out, "{}", self.conn.peer.port());
             }
-            Var::RemoteUser => {}
+            Var::RemoteUser => {
+                if let Some((user, _)) =
+                    crate::access::basic::credentials(self.header("authorization"))
+                {
+                    out.push_str(&String::from_utf8_lossy(&user));
+                }
+            }
             Var::ServerAddr => {
                 let _ = write!(out, "{}", self.conn.local.ip());
             }
@@ -413,7 +535,7 @@ impl RequestCtx {
                 let sep = if name == "cookie" { "; " } else { ", " };
                 let mut first = true;
                 for (n, v) in &self.head.headers {
-                    if n.eq_ignore_ascii_case(name) {
+                    if http_var_matches(n, name) {
                         if !first {
                             out.push_str(sep);
                         }
@@ -470,4 +592,20 @@ fn hostname() -> String {
         .nodename()
         .to_string_lossy()
         .into_owned()
+}
+
+/// Whether header `n` is the one `$http_NAME` names (`name` lowercase,
+/// `_` already `-`): NGINX compares the header's name lowercased with `-`
+/// and `_` alike, so `$http_x_u` sees both `X-U` and (with
+/// `underscores_in_headers on`) `X_U`.
+fn http_var_matches(n: &str, name: &str) -> bool {
+    n.len() == name.len()
+        && n.bytes().zip(name.bytes()).all(|(a, b)| {
+            let a = if a == b'_' {
+                b'-'
+            } else {
+                a.to_ascii_lowercase()
+            };
+            a == b
+        })
 }

@@ -51,16 +51,25 @@ pub struct RequestHead {
     pub head_len: usize,
 }
 
-/// Limits on the head (`large_client_header_buffers`).
+/// Limits on the head (`large_client_header_buffers`, `max_headers`) and
+/// how header names are judged (`ignore_invalid_headers`,
+/// `underscores_in_headers`): the default server's, as in NGINX.
 #[derive(Debug, Clone)]
 pub struct HeadLimits {
     /// Longest request line (414 beyond).
     pub max_request_line: usize,
     /// Longest header line (400 beyond).
     pub max_header_line: usize,
-    /// Longest head (400 beyond). As in NGINX, this also bounds the number
-    /// of header lines; there is no separate count limit.
+    /// Longest head (400 beyond).
     pub max_head: usize,
+    /// `max_headers`: most header lines kept (400 beyond).
+    pub max_headers: usize,
+    /// `ignore_invalid_headers`: drop a line whose name NGINX calls
+    /// invalid (anything but letters, digits and `-`, and `_` without
+    /// `underscores_in_headers`) instead of keeping it.
+    pub ignore_invalid_headers: bool,
+    /// `underscores_in_headers`: `_` is valid in a name.
+    pub underscores_in_headers: bool,
 }
 
 impl Default for HeadLimits {
@@ -69,6 +78,9 @@ impl Default for HeadLimits {
             max_request_line: 8192,
             max_header_line: 8192,
             max_head: 32768,
+            max_headers: 1000,
+            ignore_invalid_headers: true,
+            underscores_in_headers: false,
         }
     }
 }
@@ -166,15 +178,26 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     if memchr::memchr(0, head).is_some() {
         return Err(HeadError::Invalid("NUL byte in request head").into());
     }
-    // httparse knows only HTTP/1.0 and 1.1: give it the version served.
+    let dropped = invalid_lines(head, line_end + 1, limits);
+    // httparse knows only HTTP/1.0 and 1.1: give it the version served,
+    // without the header lines NGINX ignores.
     let patched;
-    if &request_line[version_at..] != version.token() {
+    if &request_line[version_at..] != version.token() || !dropped.is_empty() {
         let mut p = Vec::with_capacity(head.len());
         p.extend_from_slice(&request_line[..version_at]);
         p.extend_from_slice(version.token());
-        p.extend_from_slice(&head[request_line.len()..]);
+        let mut at = request_line.len();
+        for &(from, to) in &dropped {
+            p.extend_from_slice(&head[at..from]);
+            at = to;
+        }
+        p.extend_from_slice(&head[at..]);
         patched = p;
         head = &patched;
+    }
+    let lines = lines - dropped.len();
+    if lines > limits.max_headers {
+        return Err(HeadError::Invalid("client sent too many header lines").into());
     }
     let mut hdrs = vec![httparse::EMPTY_HEADER; lines];
     let mut req = httparse::Request::new(&mut hdrs);
@@ -262,6 +285,35 @@ fn head_end(
         return Err(HeadError::HeaderTooLarge);
     }
     Ok(Some((end, lines)))
+}
+
+/// The header lines of `head` (starting at `from`) that NGINX ignores,
+/// as byte ranges: with `ignore_invalid_headers`, a name holding anything
+/// but letters, digits and `-` (and `_` with `underscores_in_headers`),
+/// unless it holds a control character or space, which stays an error.
+fn invalid_lines(head: &[u8], from: usize, limits: &HeadLimits) -> Vec<(usize, usize)> {
+    let mut dropped = Vec::new();
+    if !limits.ignore_invalid_headers {
+        return dropped;
+    }
+    let mut pos = from;
+    while let Some(i) = memchr::memchr(b'\n', &head[pos..]) {
+        let line = &head[pos..pos + i];
+        let name = &line[..memchr::memchr(b':', line).unwrap_or(line.len())];
+        let valid = |b: u8| {
+            b.is_ascii_alphanumeric() || b == b'-' || (b == b'_' && limits.underscores_in_headers)
+        };
+        let malformed = |b: u8| b <= 0x20 || b == 0x7f;
+        if line.contains(&b':')
+            && !name.is_empty()
+            && !name.iter().all(|&b| valid(b))
+            && !name.iter().any(|&b| malformed(b))
+        {
+            dropped.push((pos, pos + i + 1));
+        }
+        pos += i + 1;
+    }
+    dropped
 }
 
 /// Tokenises a complete head with httparse, naming what was malformed.
@@ -563,6 +615,41 @@ mod tests {
     }
 
     #[test]
+    fn invalid_header_names_as_nginx() {
+        let req = b"GET / HTTP/1.1\r\nHost: x\r\nX_U: 1\r\nX.D: 2\r\nX@Y: 3\r\nOk-1: 4\r\n\r\n";
+        let names = |l: &HeadLimits| -> Vec<String> {
+            let r = parse_head(req, l).unwrap().unwrap();
+            assert_eq!(r.head_len, req.len());
+            r.headers.into_iter().map(|(n, _)| n).collect()
+        };
+        let mut l = HeadLimits::default();
+        assert_eq!(names(&l), ["Host", "Ok-1"]);
+        l.underscores_in_headers = true;
+        assert_eq!(names(&l), ["Host", "X_U", "Ok-1"]);
+        // Kept, as NGINX with `ignore_invalid_headers off`; httparse
+        // still refuses what is not an RFC 9110 token.
+        l.ignore_invalid_headers = false;
+        assert_eq!(parse_head(req, &l).unwrap_err().status(), 400);
+        let ok = b"GET / HTTP/1.1\r\nHost: x\r\nX_U: 1\r\nX.D: 2\r\n\r\n";
+        assert_eq!(parse_head(ok, &l).unwrap().unwrap().headers.len(), 3);
+        // A space or control character in a name stays an error.
+        let bad = b"GET / HTTP/1.1\r\nHost: x\r\nX Y: 1\r\n\r\n";
+        assert_eq!(status(bad), 400);
+    }
+
+    #[test]
+    fn max_headers_counts_kept_lines() {
+        let l = HeadLimits {
+            max_headers: 3,
+            ..HeadLimits::default()
+        };
+        let three = b"GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB_: 2\r\nC: 3\r\n\r\n";
+        assert!(parse_head(three, &l).unwrap().is_some());
+        let four = b"GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
+        assert_eq!(parse_head(four, &l).unwrap_err().status(), 400);
+    }
+
+    #[test]
     fn incomplete_needs_more() {
         assert!(parse(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap().is_none());
         assert!(parse(b"GE").unwrap().is_none());
@@ -744,13 +831,17 @@ mod tests {
             many.extend(format!("X{i}: yyyyyyy\r\n").bytes());
         }
         assert_eq!(parse(&many).unwrap_err().error, HeadError::HeaderTooLarge);
-        // Only the size counts, as in nginx: many short lines are fine.
+        // Many short lines are fine up to `max_headers` (1000 by default,
+        // NGINX 1.29).
         let mut lots = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
-        for i in 0..1000 {
+        for i in 0..999 {
             lots.extend(format!("X{i}: y\r\n").bytes());
         }
+        let mut one_more = lots.clone();
         lots.extend(b"\r\n");
-        assert_eq!(parse(&lots).unwrap().unwrap().headers.len(), 1001);
+        assert_eq!(parse(&lots).unwrap().unwrap().headers.len(), 1000);
+        one_more.extend(b"Y: y\r\n\r\n");
+        assert_eq!(parse(&one_more).unwrap_err().status(), 400);
     }
 
     #[test]

@@ -52,8 +52,14 @@ fn hex(b: u8) -> Option<u8> {
     }
 }
 
-/// Decodes and normalises a path as NGINX does.
+/// Decodes and normalises a path as NGINX does (`merge_slashes on`).
 pub fn normalize(path: &str) -> Result<String, UriError> {
+    normalize_with(path, true)
+}
+
+/// [`normalize`], keeping repeated slashes when `merge_slashes` is off (a
+/// `..` then removes one empty segment, as NGINX's parser does).
+pub fn normalize_with(path: &str, merge_slashes: bool) -> Result<String, UriError> {
     let raw = path.as_bytes();
     let mut decoded = Vec::with_capacity(raw.len());
     let mut i = 0;
@@ -81,8 +87,10 @@ pub fn normalize(path: &str) -> Result<String, UriError> {
         || decoded == "."
         || decoded == "..";
     let mut segs: Vec<&str> = Vec::new();
-    for seg in decoded.split('/') {
+    let last = decoded.split('/').count() - 1;
+    for (i, seg) in decoded.split('/').enumerate() {
         match seg {
+            "" if !merge_slashes && i != 0 && i != last => segs.push(""),
             "" | "." => {}
             ".." => {
                 if segs.pop().is_none() {
@@ -138,6 +146,15 @@ mod tests {
         assert_eq!(split_target("/a.txt#frag"), ("/a.txt", None));
         assert_eq!(split_target("/a?x=1#frag"), ("/a", Some("x=1")));
         assert_eq!(split_target("/a#f?x=1"), ("/a", None));
+    }
+
+    #[test]
+    fn merge_slashes_off_keeps_them() {
+        assert_eq!(normalize_with("/a//b///c", false).unwrap(), "/a//b///c");
+        assert_eq!(normalize_with("/a//", false).unwrap(), "/a//");
+        assert_eq!(normalize_with("/a//../b", false).unwrap(), "/a/b");
+        assert_eq!(normalize_with("//", false).unwrap(), "//");
+        assert_eq!(normalize_with("/a//b", true).unwrap(), "/a/b");
     }
 
     #[test]

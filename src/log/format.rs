@@ -95,11 +95,20 @@ pub struct AccessLog {
     pub file: Arc<LogFile>,
     /// The format used.
     pub format: Arc<LogFormat>,
+    /// `if=condition`: no line when it renders empty or `0`.
+    pub condition: Option<crate::vars::template::Template>,
 }
 
 impl AccessLog {
-    /// Formats and queues one line for the request described by `src`.
+    /// Formats and queues one line for the request described by `src`,
+    /// unless its `if=` condition renders empty or `0`.
     pub fn write(&self, src: &dyn VarSource) {
+        if let Some(c) = &self.condition {
+            let v = c.render(src);
+            if v.is_empty() || v == "0" {
+                return;
+            }
+        }
         let line = self.format.render(src);
         submit(&self.file, line.as_bytes());
     }

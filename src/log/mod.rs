@@ -183,6 +183,11 @@ impl ErrorLog {
         }
     }
 
+    /// Where it writes.
+    pub fn targets(&self) -> &[ErrorLogSpec] {
+        &self.targets
+    }
+
     /// True when a line at `level` would be written somewhere.
     pub fn enabled(&self, level: Level) -> bool {
         level <= self.max

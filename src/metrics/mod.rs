@@ -105,6 +105,9 @@ impl Histogram {
 pub struct WorkerMetrics {
     /// Busy time per loop iteration (unpark to park).
     pub loop_busy: Histogram,
+    /// Wall time of each poll of each task (`runtime::timed`): how long
+    /// one piece of work held the loop.
+    pub loop_poll: Histogram,
     /// From a complete request head to the response head ready to send.
     pub ttfb: Histogram,
     /// Longest blocked episode seen by the loop watch, in nanoseconds.

@@ -8,4 +8,5 @@ pub mod listen;
 pub mod loop_watch;
 pub mod master;
 pub mod privileges;
+pub mod timed;
 pub mod worker;

@@ -60,6 +60,10 @@ pub fn spawn(start: WorkerStart) -> std::io::Result<JoinHandle<()>> {
 }
 
 fn run(start: WorkerStart) {
+    // Before the privilege drop: only root may lower a nice value.
+    if let Some(n) = start.config.main.worker_priority {
+        set_priority(&start.log, n);
+    }
     if let Some(c) = &start.credentials {
         if let Err(e) = privileges::drop_thread(c) {
             start.log.log(
@@ -77,6 +81,8 @@ fn run(start: WorkerStart) {
         static WOKE: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
     }
     let figures = metrics::worker(start.index);
+    // Every task this worker spawns has its polls timed.
+    crate::runtime::timed::set_worker(figures.clone());
     // Whether the loop sleeps in the kernel while busy is sampled from
     // outside (`loop_watch`); the loop only says when it is busy.
     let watch = loop_watch::watch(figures.clone());
@@ -109,6 +115,22 @@ fn run(start: WorkerStart) {
     };
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, worker_main(start));
+}
+
+/// `worker_priority`: this worker thread's nice value (Linux's is per
+/// thread), as NGINX sets its worker processes'; a failure is NGINX's
+/// alert and the worker runs on.
+fn set_priority(log: &ErrorLog, n: i32) {
+    let me = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(me), n) {
+        log.log(
+            Level::Alert,
+            format_args!(
+                "setpriority({n}) failed {}",
+                crate::util::errno_text(&e.into())
+            ),
+        );
+    }
 }
 
 /// This worker's io_uring when the configuration has `aio on` and the
@@ -172,7 +194,7 @@ async fn worker_main(start: WorkerStart) {
                 continue;
             }
         };
-        accepting.push(tokio::task::spawn_local(accept_loop(
+        accepting.push(crate::runtime::timed::spawn(accept_loop(
             listener,
             group,
             env.clone(),
@@ -259,7 +281,7 @@ async fn accept_loop(
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();
-        tokio::task::spawn_local(async move {
+        crate::runtime::timed::spawn(async move {
             let _active = Gauge::new(&metrics::ACTIVE);
             let mut sd = env2.shutdown.clone();
             tokio::select! {

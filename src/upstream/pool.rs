@@ -152,7 +152,7 @@ pub fn put(group: u64, max: usize, timeout: Duration, conn: UpstreamConn) {
         evicted
     });
     drop(evicted);
-    tokio::task::spawn_local(async move {
+    crate::runtime::timed::spawn(async move {
         let expire = tokio::time::sleep(timeout);
         tokio::pin!(expire);
         loop {

@@ -33,7 +33,7 @@ pub enum Var {
     RemoteAddr,
     /// `$remote_port`.
     RemotePort,
-    /// `$remote_user` (always empty: porter has no auth_basic).
+    /// `$remote_user`: the user of Basic credentials, if sent.
     RemoteUser,
     /// `$server_addr`.
     ServerAddr,
@@ -123,6 +123,26 @@ pub enum Var {
     UpstreamHttp(String),
     /// `$upstream_cache_status`.
     UpstreamCacheStatus,
+    /// `$limit_req_status`: `PASSED`, `DELAYED`, `REJECTED`, … (`limit_req`).
+    LimitReqStatus,
+    /// `$limit_conn_status`: `PASSED`, `REJECTED`, … (`limit_conn`).
+    LimitConnStatus,
+    /// `$0`…`$9`: a capture of the last regular expression matched.
+    Capture(u8),
+    /// A variable set per request: by `set`, or by a named capture.
+    Indexed(Arc<Indexed>),
+    /// A variable a `map` block defines, evaluated when used.
+    Map(Arc<super::map::Map>),
+}
+
+/// A variable whose per-request value lives in the request's slots: set
+/// by `set` or a named regex capture, or a `map`'s cached value.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Indexed {
+    /// The name, without `$` (for the uninitialized-variable warning).
+    pub name: String,
+    /// The slot in the request's variable table.
+    pub index: usize,
 }
 
 thread_local! {
@@ -130,11 +150,43 @@ thread_local! {
     /// by name. A build runs on one thread, so the walker registers them
     /// here and every template compiled during that build sees them.
     static DEFINED: RefCell<HashMap<String, Var>> = RefCell::new(HashMap::new());
+    /// The next free slot in a request's variable table.
+    static NEXT_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Forgets the variables an earlier build on this thread defined.
 pub fn reset_defined() {
     DEFINED.with(|d| d.borrow_mut().clear());
+    NEXT_SLOT.with(|n| n.set(0));
+}
+
+/// A new slot in the request's variable table (for an [`Indexed`]
+/// variable or a `map`'s cached value).
+pub fn new_slot() -> usize {
+    NEXT_SLOT.with(|n| {
+        let i = n.get();
+        n.set(i + 1);
+        i
+    })
+}
+
+/// The per-request variable `name` (`set $name`, a named capture): the one
+/// already declared, or a new one.
+pub fn declare_indexed(name: &str) -> Arc<Indexed> {
+    if let Some(Var::Indexed(v)) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
+        return v;
+    }
+    let v = Arc::new(Indexed {
+        name: name.to_string(),
+        index: new_slot(),
+    });
+    define(name, Var::Indexed(Arc::clone(&v)));
+    v
+}
+
+/// Whether `name` is a variable the configuration defines or porter knows.
+pub fn is_known(name: &str) -> bool {
+    Var::from_name(name).is_some()
 }
 
 /// Defines (or, as NGINX allows, redefines) a variable for templates
@@ -163,6 +215,9 @@ impl Var {
         }
         if let Some(rest) = prefixed("cookie_") {
             return Some(Var::Cookie(rest.to_string()));
+        }
+        if let [d @ b'0'..=b'9'] = name.as_bytes() {
+            return Some(Var::Capture(d - b'0'));
         }
         Some(match name {
             "uri" | "document_uri" => Var::Uri,
@@ -213,6 +268,8 @@ impl Var {
             "upstream_connect_time" => Var::UpstreamConnectTime,
             "upstream_header_time" => Var::UpstreamHeaderTime,
             "upstream_cache_status" => Var::UpstreamCacheStatus,
+            "limit_req_status" => Var::LimitReqStatus,
+            "limit_conn_status" => Var::LimitConnStatus,
             _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
         })
     }
@@ -222,6 +279,18 @@ impl Var {
 pub trait VarSource {
     /// Appends the value of `var` to `out` (nothing when it has none).
     fn append(&self, var: &Var, out: &mut String);
+
+    /// The value a per-request slot holds (`set`, named captures, a
+    /// `map`'s cached value), if any.
+    fn slot(&self, _index: usize) -> Option<String> {
+        None
+    }
+
+    /// Keeps `value` in a per-request slot (a `map`'s cache).
+    fn store_slot(&self, _index: usize, _value: &str) {}
+
+    /// The captures of the last regular expression matched.
+    fn capture(&self, _n: u8, _out: &mut String) {}
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -269,8 +338,13 @@ impl Template {
                 i += 1;
             }
             let start = i;
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            if bytes.get(i).is_some_and(u8::is_ascii_digit) {
+                // `$1` is one digit: `$12` is `$1` then "2", as in NGINX.
                 i += 1;
+            } else {
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
             }
             let name = &raw[start..i];
             if braced {

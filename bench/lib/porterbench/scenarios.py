@@ -333,6 +333,9 @@ def loop_figures(pm0, pm1):
         "loop_busy_max_ms": 1000 * max((v for k, v in pm1.items()
                                         if k.startswith("porter_loop_busy_max_seconds")),
                                        default=0.0),
+        "loop_poll_max_ms": 1000 * max((v for k, v in pm1.items()
+                                        if k.startswith("porter_loop_poll_max_seconds")),
+                                       default=float("nan")),
         "loop_blocked_max_ms": 1000 * max((v for k, v in pm1.items()
                                            if k.startswith("porter_loop_blocked_max_seconds")),
                                           default=0.0),

@@ -9,6 +9,8 @@ use super::cache::CacheBuild;
 use super::upstream::UpstreamB;
 #[allow(unused_imports)]
 use super::*;
+use crate::config::locations::{LocationTree, NamedLocations};
+use crate::vars::regex::Regex;
 
 /// Config under construction.
 pub struct Build {
@@ -21,6 +23,7 @@ pub struct Build {
     pub(super) worker_processes: Option<usize>,
     pub(super) worker_connections: Option<usize>,
     pub(super) rlimit_nofile: Option<u64>,
+    pub(super) worker_priority: Option<i32>,
     pub(super) shutdown_timeout: Option<Duration>,
     pub(super) accept_mutex: Option<bool>,
     pub(super) user: Option<(String, Option<String>)>,
@@ -40,6 +43,10 @@ pub struct Build {
     pub(super) implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
     pub(super) cur_upstream: Option<UpstreamB>,
     pub(super) ssl_http: super::ssl::SslB,
+    pub(super) access: super::access::AccessB,
+    /// Tuning directives without effect already seen, per block (NGINX's
+    /// "is duplicate"): `(servers, location, context, name)`.
+    pub(super) tuning_seen: std::collections::HashSet<(usize, Option<usize>, u16, String)>,
 }
 
 pub(super) struct ListenB {
@@ -57,7 +64,7 @@ pub(super) struct ServerB {
     pub(super) names: Vec<ServerName>,
     pub(super) primary: Option<String>,
     pub(super) listens: Vec<ListenB>,
-    pub(super) ret: Option<Return>,
+    pub(super) script: Vec<OpB>,
     pub(super) locations: Vec<LocB>,
     pub(super) ssl: super::ssl::SslB,
 }
@@ -66,7 +73,9 @@ pub(super) struct LocB {
     pub(super) path: String,
     pub(super) kind: LocationKind,
     pub(super) internal: bool,
-    pub(super) ret: Option<Return>,
+    pub(super) noregex: bool,
+    pub(super) regex: Option<Arc<Regex>>,
+    pub(super) script: Vec<OpB>,
     pub(super) handler: Handler,
     pub(super) loc: LocBuilder,
     pub(super) parent: Option<usize>,
@@ -86,6 +95,7 @@ impl Build {
             worker_processes: None,
             worker_connections: None,
             rlimit_nofile: None,
+            worker_priority: None,
             shutdown_timeout: None,
             accept_mutex: None,
             user: None,
@@ -105,6 +115,8 @@ impl Build {
             implicit_upstreams: HashMap::new(),
             cur_upstream: None,
             ssl_http: Default::default(),
+            access: Default::default(),
+            tuning_seen: Default::default(),
         }
     }
 
@@ -152,7 +164,7 @@ impl Build {
         for pass in 0..3 {
             for dir in dirs {
                 let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
-                let defines = dir.name == "split_clients";
+                let defines = dir.name == "split_clients" || dir.name == "map";
                 let my_pass = if defines {
                     0
                 } else if nests {
@@ -251,6 +263,7 @@ impl Build {
             servers.push(server);
         }
         let cache_zones = self.cache.finish().map_err(plain)?;
+        self.access.finish().map_err(plain)?;
         Ok(Config {
             main,
             cache_zones,
@@ -279,6 +292,7 @@ impl Build {
             self.http.access_log = Some(Arc::new(vec![AccessLog {
                 file,
                 format: LogFormat::combined(),
+                condition: None,
             }]));
         }
         Ok(())
@@ -291,6 +305,7 @@ impl Build {
             worker_processes: self.worker_processes.unwrap_or(1),
             worker_connections: self.worker_connections.unwrap_or(512),
             worker_rlimit_nofile: self.rlimit_nofile,
+            worker_priority: self.worker_priority,
             worker_shutdown_timeout: self.shutdown_timeout,
             accept_mutex: self.accept_mutex.unwrap_or(false),
             user: self.user.take(),
@@ -325,6 +340,10 @@ impl Build {
             max_line: base_s.large_client_header_buffers.1,
             max_head: base_s.large_client_header_buffers.0 * base_s.large_client_header_buffers.1,
             header_timeout: base_s.client_header_timeout,
+            merge_slashes: base_s.merge_slashes,
+            ignore_invalid_headers: base_s.ignore_invalid_headers,
+            underscores_in_headers: base_s.underscores_in_headers,
+            max_headers: base_s.max_headers,
         };
         let ssl_listen = sb.listens.iter().find_map(|l| l.ssl.as_ref());
         // ALPN offers `h2` where this server speaks HTTP/2.
@@ -337,50 +356,113 @@ impl Build {
             h2,
             ssl_shared,
         )?;
-        let mut exact = HashMap::new();
-        let mut prefixes = Vec::new();
-        let mut merged: Vec<LocBuilder> = Vec::with_capacity(sb.locations.len());
-        for lb in &sb.locations {
-            let mut b = lb.loc.clone();
-            match lb.parent {
-                Some(p) => b.inherit(&merged[p]),
-                None => b.inherit(&sb.loc),
-            }
-            let lc = Arc::new(LocationConf {
-                path: lb.path.clone(),
-                kind: lb.kind,
-                internal: lb.internal,
-                ret: lb.ret.clone(),
-                handler: lb.handler.clone(),
-                s: b.finish(),
-            });
-            merged.push(b);
-            match lb.kind {
-                LocationKind::Exact => {
-                    exact.insert(lb.path.clone(), lc);
-                }
-                _ => prefixes.push(lc),
-            }
-        }
-        prefixes.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
+        let (locations, named) = build_locations(&mut sb.locations, &sb.loc)?;
+        let script = std::mem::take(&mut sb.script)
+            .into_iter()
+            .map(|o| o.finish(&[]))
+            .collect();
         Ok(Arc::new(ServerConf {
             names: sb.names.clone(),
             primary_name: sb.primary.clone().unwrap_or_default(),
-            exact,
-            prefixes,
+            locations,
+            named,
             base: Arc::new(LocationConf {
                 path: String::new(),
                 kind: LocationKind::Server,
                 internal: false,
-                ret: None,
+                noregex: false,
+                regex: None,
+                nested: LocationTree::default(),
+                auto_redirect: false,
+                script: Arc::new(Vec::new()),
                 handler: Handler::Static,
                 s: base_s,
             }),
-            server_return: sb.ret.clone(),
+            script: Arc::new(script),
             limits,
             tls,
         }))
     }
+}
+
+/// A server's locations built: settings merged top-down (each from its
+/// parent, or the server), then each location built after the ones
+/// inside it (its nested locations and `if` blocks), bottom-up.
+fn build_locations(
+    list: &mut [LocB],
+    server: &LocBuilder,
+) -> Result<(LocationTree, NamedLocations), ConfError> {
+    let mut merged: Vec<LocBuilder> = Vec::with_capacity(list.len());
+    for lb in list.iter() {
+        let mut b = lb.loc.clone();
+        match lb.parent {
+            Some(p) => b.inherit(&merged[p]),
+            None => b.inherit(server),
+        }
+        merged.push(b);
+    }
+    let mut built: Vec<Option<Arc<LocationConf>>> = vec![None; list.len()];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); list.len()];
+    let mut top = Vec::new();
+    for (i, lb) in list.iter().enumerate() {
+        match lb.parent {
+            Some(p) if lb.kind != LocationKind::If => children[p].push(i),
+            Some(_) => {}
+            None => top.push(i),
+        }
+    }
+    for i in (0..list.len()).rev() {
+        let script = std::mem::take(&mut list[i].script)
+            .into_iter()
+            .map(|o| o.finish(&built))
+            .collect();
+        let lb = &list[i];
+        let nested = tree(children[i].iter().filter_map(|&c| built[c].clone()));
+        let auto_redirect = matches!(lb.handler, Handler::Proxy(_))
+            && matches!(lb.kind, LocationKind::Prefix | LocationKind::Exact)
+            && lb.path.ends_with('/');
+        built[i] = Some(Arc::new(LocationConf {
+            path: lb.path.clone(),
+            kind: lb.kind,
+            internal: lb.internal,
+            noregex: lb.noregex,
+            regex: lb.regex.clone(),
+            nested,
+            auto_redirect,
+            script: Arc::new(script),
+            handler: lb.handler.clone(),
+            s: merged[i].finish(),
+        }));
+    }
+    let mut named = NamedLocations::new();
+    let mut at_top = Vec::new();
+    for i in top {
+        let Some(l) = built[i].clone() else { continue };
+        if l.kind == LocationKind::Named {
+            named.insert(l.path.clone(), l);
+        } else {
+            at_top.push(l);
+        }
+    }
+    Ok((tree(at_top.into_iter()), named))
+}
+
+/// One level's locations arranged for lookup.
+fn tree(locs: impl Iterator<Item = Arc<LocationConf>>) -> LocationTree {
+    let mut t = LocationTree::default();
+    for l in locs {
+        t.auto_redirects |= l.auto_redirect;
+        match l.kind {
+            LocationKind::Exact => {
+                t.exact.insert(l.path.clone(), l);
+            }
+            LocationKind::Regex => t.regexes.push(l),
+            _ => t.prefixes.push(l),
+        }
+    }
+    t.prefixes.sort_by_key(|l| std::cmp::Reverse(l.path.len()));
+    t.combine_regexes();
+    t
 }
 
 fn plain(m: String) -> ConfError {

@@ -18,6 +18,14 @@ pub(super) static ROWS: &[Spec] = &[
         let n = number(d, &d.args[0])?;
         set_once(&mut b.rlimit_nofile, n, d)
     }),
+    d("worker_priority", MAIN, Arity::N(1), |b, d| {
+        // NGINX: any signed number, the nice value (the kernel clamps it
+        // to -20..19).
+        let n = d.args[0]
+            .parse::<i32>()
+            .map_err(|_| format!("\"{}\" directive invalid number", d.name))?;
+        set_once(&mut b.worker_priority, n, d)
+    }),
     d("worker_shutdown_timeout", MAIN, Arity::N(1), |b, d| {
         let t = time(d, &d.args[0])?;
         set_once(&mut b.shutdown_timeout, t, d)

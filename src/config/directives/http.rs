@@ -12,6 +12,7 @@ pub(super) static ROWS: &[Spec] = &[
             return Err(dup(d));
         }
         b.http_seen = true;
+        super::rewrite::declare_variables(d.block.as_deref().unwrap_or(&[]));
         b.walk_nested(d, HTTP)
     }),
     blk("split_clients", HTTP, Arity::N(2), set_split_clients),
@@ -23,7 +24,7 @@ pub(super) static ROWS: &[Spec] = &[
         b.location().internal = true;
         Ok(())
     }),
-    d("return", SRV | LOC, Arity::Range(1, 2), set_return),
+    d("return", SRV | SIF | LOC, Arity::Range(1, 2), set_return),
     d("error_page", HSL, Arity::Min(2), set_error_page),
     d("tcp_nodelay", HSL, Arity::N(1), loc_flag!(tcp_nodelay)),
     d("tcp_nopush", HSL, Arity::N(1), |_, d| flag(d).map(|_| ())),
@@ -109,7 +110,18 @@ pub(super) static ROWS: &[Spec] = &[
         };
         set_once(&mut b.loc().if_modified_since, m, d)
     }),
-    d("server_tokens", HSL, Arity::N(1), loc_flag!(server_tokens)),
+    d("server_tokens", HSL, Arity::N(1), |b, d| {
+        // `build` adds the build name NGINX was configured with; porter
+        // has none, so it is `on` (as NGINX built without `--build`).
+        let v = d.args[0] == "build"
+            || flag(d).map_err(|_| {
+                format!(
+                "invalid value \"{}\" in \"{}\" directive, it must be \"on\", \"off\" or \"build\"",
+                d.args[0], d.name
+            )
+            })?;
+        set_once(&mut b.loc().server_tokens, v, d)
+    }),
     d("msie_padding", HSL, Arity::N(1), loc_flag!(msie_padding)),
     d(
         "absolute_redirect",
@@ -137,15 +149,30 @@ pub(super) static ROWS: &[Spec] = &[
         b.location().handler = Handler::Metrics;
         Ok(())
     }),
-    d("types_hash_max_size", HTTP | SRV | LOC, Arity::N(1), ignore),
+    d(
+        "types_hash_max_size",
+        HSL,
+        Arity::N(1),
+        super::tuning::number_only,
+    ),
     d(
         "types_hash_bucket_size",
-        HTTP | SRV | LOC,
+        HSL,
         Arity::N(1),
-        ignore,
+        super::tuning::size_only,
     ),
-    d("server_names_hash_max_size", HTTP, Arity::N(1), ignore),
-    d("server_names_hash_bucket_size", HTTP, Arity::N(1), ignore),
+    d(
+        "server_names_hash_max_size",
+        HTTP,
+        Arity::N(1),
+        super::tuning::number_only,
+    ),
+    d(
+        "server_names_hash_bucket_size",
+        HTTP,
+        Arity::N(1),
+        super::tuning::size_only,
+    ),
     d(
         "reset_timedout_connection",
         HSL,
@@ -160,7 +187,7 @@ fn set_server(b: &mut Build, d: &Directive) -> Res {
         names: Vec::new(),
         primary: None,
         listens: Vec::new(),
-        ret: None,
+        script: Vec::new(),
         locations: Vec::new(),
         ssl: Default::default(),
     });
@@ -281,12 +308,15 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
 fn set_server_name(b: &mut Build, d: &Directive) -> Res {
     let srv = b.server();
     for raw in &d.args {
-        let n = raw.to_ascii_lowercase();
-        if n.starts_with('~') {
-            return Err(format!(
-                "regex server names are not supported by porter (\"{raw}\")"
-            ));
+        if let Some(re) = raw.strip_prefix('~') {
+            let re = crate::vars::regex::Regex::compile(re, false)?;
+            if srv.primary.is_none() {
+                srv.primary = Some(raw.clone());
+            }
+            srv.names.push(ServerName::Regex(Arc::new(re)));
+            continue;
         }
+        let n = raw.to_ascii_lowercase();
         if srv.primary.is_none() {
             srv.primary = Some(n.clone());
         }
@@ -307,49 +337,83 @@ fn set_server_name(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_location(b: &mut Build, d: &Directive) -> Res {
-    let (kind, path) = match d.args.as_slice() {
+    let (kind, path, caseless) = match d.args.as_slice() {
         [m, p] => match m.as_str() {
-            "=" => (LocationKind::Exact, p.clone()),
-            "^~" => (LocationKind::Prefix, p.clone()),
-            "~" | "~*" => return Err("regex locations are not supported by porter yet".into()),
+            "=" => (LocationKind::Exact, p.clone(), false),
+            "^~" => (LocationKind::Prefix, p.clone(), true),
+            "~" => (LocationKind::Regex, p.clone(), false),
+            "~*" => (LocationKind::Regex, p.clone(), true),
             _ => return Err(format!("invalid location modifier \"{m}\"")),
         },
         [p] => {
             if let Some(rest) = p.strip_prefix('=') {
-                (LocationKind::Exact, rest.to_string())
+                (LocationKind::Exact, rest.to_string(), false)
             } else if let Some(rest) = p.strip_prefix("^~") {
-                (LocationKind::Prefix, rest.to_string())
-            } else if p.starts_with('~') {
-                return Err("regex locations are not supported by porter yet".into());
+                (LocationKind::Prefix, rest.to_string(), true)
+            } else if let Some(rest) = p.strip_prefix("~*") {
+                (LocationKind::Regex, rest.to_string(), true)
+            } else if let Some(rest) = p.strip_prefix('~') {
+                (LocationKind::Regex, rest.to_string(), false)
             } else if p.starts_with('@') {
-                return Err("named locations are not supported by porter yet".into());
+                (LocationKind::Named, p.clone(), false)
             } else {
-                (LocationKind::Prefix, p.clone())
+                (LocationKind::Prefix, p.clone(), false)
             }
         }
         _ => unreachable!("arity checked"),
+    };
+    // `^~` is a prefix that stops the regex search (`caseless` means
+    // nothing else for a prefix).
+    let noregex = kind == LocationKind::Prefix && caseless;
+    let regex = match kind {
+        LocationKind::Regex => Some(Arc::new(crate::vars::regex::Regex::compile(
+            &path, caseless,
+        )?)),
+        _ => None,
     };
     let parent = if b.ctx == LOC { b.cur_loc } else { None };
     let srv = b.server();
     if let Some(p) = parent {
         let outer = &srv.locations[p];
-        if outer.kind == LocationKind::Exact {
+        match outer.kind {
+            LocationKind::Exact => {
+                return Err(format!(
+                    "location \"{path}\" cannot be inside the exact location \"{}\"",
+                    outer.path
+                ))
+            }
+            LocationKind::Named => {
+                return Err(format!(
+                    "location \"{path}\" cannot be inside the named location \"{}\"",
+                    outer.path
+                ))
+            }
+            LocationKind::If => return Err("\"location\" directive is not allowed here".into()),
+            _ => {}
+        }
+        if kind == LocationKind::Named {
             return Err(format!(
-                "location \"{path}\" cannot be inside the exact location \"{}\"",
-                outer.path
+                "named location \"{path}\" can be on the server level only"
             ));
         }
-        if !path.starts_with(&outer.path) {
+        if kind != LocationKind::Regex && !path.starts_with(&outer.path) {
             return Err(format!(
                 "location \"{path}\" is outside location \"{}\"",
                 outer.path
             ));
         }
     }
+    let same_level = |l: &LocB| l.parent == parent && l.kind != LocationKind::If;
+    let clash = |l: &LocB| match (l.kind, kind) {
+        (LocationKind::Regex, _) | (_, LocationKind::Regex) => false,
+        (LocationKind::Exact, LocationKind::Exact) => true,
+        (LocationKind::Exact, _) | (_, LocationKind::Exact) => false,
+        _ => true,
+    };
     if srv
         .locations
         .iter()
-        .any(|l| l.path == path && l.kind == kind)
+        .any(|l| same_level(l) && l.path == path && clash(l))
     {
         return Err(format!("duplicate location \"{path}\""));
     }
@@ -357,7 +421,9 @@ fn set_location(b: &mut Build, d: &Directive) -> Res {
         path,
         kind,
         internal: false,
-        ret: None,
+        noregex,
+        regex,
+        script: Vec::new(),
         handler: Handler::Static,
         loc: LocBuilder::default(),
         parent,
@@ -448,14 +514,8 @@ fn set_return(b: &mut Build, d: &Directive) -> Res {
             }
         }
     };
-    let slot = if b.ctx == SRV {
-        &mut b.server().ret
-    } else {
-        &mut b.location().ret
-    };
-    if slot.is_none() {
-        *slot = Some(ret);
-    }
+    b.script()
+        .push(OpB::Op(crate::config::rewrite::Op::Return(ret)));
     Ok(())
 }
 

@@ -1,12 +1,14 @@
 //! Log directives: `error_log`, `log_format`, `access_log`,
-//! `log_not_found`.
+//! `log_not_found`. `error_log` in `http`, `server` or `location` gives
+//! that level's requests their own error log (`RequestCtx::error_log`);
+//! `access_log ... if=COND` skips the line when COND renders empty or `0`.
 
 #[allow(unused_imports)]
 use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("error_log", MAIN, Arity::Range(1, 2), set_error_log),
+    d("error_log", MAIN | HSL, Arity::Range(1, 2), set_error_log),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
     d("access_log", HSL, Arity::Range(1, 4), set_access_log),
     d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
@@ -27,7 +29,21 @@ fn set_error_log(b: &mut Build, d: &Directive) -> Res {
         b.full_path(target)
     };
     let file = b.logs.get(&path)?;
-    b.error_log.push(ErrorLogSpec { file, level });
+    let spec = ErrorLogSpec { file, level };
+    if b.ctx == MAIN {
+        b.error_log.push(spec);
+        return Ok(());
+    }
+    // http, server or location: the lines of this level replace the
+    // outer level's, as NGINX's merge does.
+    let slot = &mut b.loc().error_log;
+    let mut targets = slot
+        .as_ref()
+        .and_then(|l| l.as_ref())
+        .map(|l| l.targets().to_vec())
+        .unwrap_or_default();
+    targets.push(spec);
+    *slot = Some(Some(crate::log::ErrorLog::new(targets)));
     Ok(())
 }
 
@@ -79,8 +95,11 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
             .ok_or_else(|| format!("unknown log format \"{name}\""))?,
         None => LogFormat::combined(),
     };
+    let mut condition = None;
     for extra in d.args.iter().skip(2) {
-        if !(extra.starts_with("buffer=")
+        if let Some(c) = extra.strip_prefix("if=") {
+            condition = Some(template(c)?);
+        } else if !(extra.starts_with("buffer=")
             || extra.starts_with("flush=")
             || extra.starts_with("gzip"))
         {
@@ -91,7 +110,11 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
     let file = b.logs.get(&path)?;
     let slot = &mut b.loc().access_log;
     let mut list: Vec<AccessLog> = slot.as_deref().cloned().unwrap_or_default();
-    list.push(AccessLog { file, format });
+    list.push(AccessLog {
+        file,
+        format,
+        condition,
+    });
     *slot = Some(Arc::new(list));
     Ok(())
 }

@@ -16,7 +16,11 @@
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
+//! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
+//! | `map.rs` | `map { }` |
 //! | `upstream.rs` | `upstream { }` |
+//! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
+//! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -58,6 +62,9 @@ pub const LOC: u16 = 16;
 
 /// `upstream { }`.
 pub const UPSTREAM: u16 = 32;
+
+/// `if { }` at server level (only the rewrite module's directives).
+pub const SIF: u16 = 64;
 
 const HSL: u16 = HTTP | SRV | LOC;
 
@@ -148,6 +155,7 @@ macro_rules! loc_size {
     };
 }
 
+mod access;
 mod aio;
 mod build;
 mod cache;
@@ -155,16 +163,20 @@ mod core;
 mod http;
 mod http2;
 mod logs;
+mod map;
 mod proxy;
 mod proxy_ssl;
+mod rewrite;
 mod ssl;
 mod static_files;
+mod tuning;
 mod upstream;
 
 pub use build::Build;
 use build::{ListenB, LocB, ServerB, NESTED};
 pub use http::parse_listen_addr;
 pub(crate) use proxy_ssl::default_ciphers as default_proxy_ciphers;
+use rewrite::OpB;
 use upstream::resolve_upstream;
 
 /// The areas' rows, in lookup order: where two rows share a name (`server`,
@@ -181,7 +193,11 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
+    tuning::ROWS,
+    rewrite::ROWS,
+    map::ROWS,
     upstream::ROWS,
+    access::ROWS,
 ];
 
 /// Every directive porter accepts.

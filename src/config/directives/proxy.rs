@@ -112,7 +112,8 @@ pub(super) static ROWS: &[Spec] = &[
 /// URL is rendered per request.
 pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
     use crate::upstream::{split_url, ProxyPass, ProxyTarget};
-    if matches!(b.location().handler, Handler::Proxy(_)) {
+    let kind = b.location().kind;
+    if matches!(b.location().handler, Handler::Proxy(_)) && kind != LocationKind::If {
         return Err(dup(d));
     }
     let url = &d.args[0];
@@ -134,6 +135,14 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
         }
     } else {
         let split = split_url(url)?;
+        if split.uri.is_some()
+            && matches!(
+                kind,
+                LocationKind::Regex | LocationKind::Named | LocationKind::If
+            )
+        {
+            return Err("\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, or inside \"if\" statement, or inside \"limit_except\" block".into());
+        }
         let shown = &url[crate::upstream::url_scheme(url).map_or(0, |(n, _)| n)..];
         let proxy_host = split.proxy_host();
         let group = match b.upstreams.iter().find(|g| g.name == split.host) {

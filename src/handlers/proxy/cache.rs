@@ -34,6 +34,7 @@ use super::request::{FetchOptions, UpstreamError};
 use super::response::{head_response, intercepted, into_response};
 use super::target::prepare;
 use crate::cache::policy::{self, Validity};
+use crate::cache::verify::{self, BodyCheck};
 use crate::cache::{CacheLog, CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
 use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
@@ -41,13 +42,13 @@ use crate::config::model::{
 use crate::handlers::disk_io::{self, failed};
 use crate::handlers::{Env, Outcome};
 use crate::http::context::RequestCtx;
-use crate::http::response::{Body, Response};
+use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::log::Level;
 use crate::upstream::ProxyPass;
 use crate::vars::template::Template;
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
+    ctx.error_log(env.log)
         .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
@@ -222,7 +223,7 @@ async fn serve_key(
         let stale = match found {
             Found::Hit(e) if e.fresh(crate::util::time::now().0) => {
                 set_status(ctx, CacheStatus::Hit);
-                return hit(ctx, pass, *e);
+                return hit(ctx, pass, c, *e);
             }
             Found::Hit(e) => Some(e),
             Found::Miss(uses) if u64::from(uses) < s.proxy_cache_min_uses => {
@@ -236,7 +237,7 @@ async fn serve_key(
             Fill::Wait(w) => match wait_for_fill(ctx, w, stale.is_some(), waited).await {
                 AfterWait::Stale => {
                     set_status(ctx, CacheStatus::Updating);
-                    return hit(ctx, pass, *stale.expect("a stale entry"));
+                    return hit(ctx, pass, c, *stale.expect("a stale entry"));
                 }
                 AfterWait::LookAgain => {
                     waited = true;
@@ -298,7 +299,7 @@ async fn fill_or_stale(
         // worker's loop (NGINX's background subrequest).
         set_status(ctx, CacheStatus::Stale);
         background_update(ctx, env, pass, c, key, &e, claim.fill());
-        return hit(ctx, pass, *e);
+        return hit(ctx, pass, c, *e);
     }
     set_status(ctx, CacheStatus::Expired);
     go_upstream(ctx, env, pass, c, key, Some(e), claim.fill()).await
@@ -337,7 +338,7 @@ fn background_update(
         key.to_string(),
         env.log.clone(),
     );
-    tokio::task::spawn_local(async move {
+    crate::runtime::timed::spawn(async move {
         let env = Env {
             disk: &c.disk,
             log: &log,
@@ -403,8 +404,9 @@ async fn lookup(
 }
 
 /// The answer from a stored entry: its status and headers, its body as
-/// a file range after the header.
-fn hit(ctx: &RequestCtx, pass: &ProxyPass, e: Entry) -> Outcome {
+/// a file range after the header — or, for a whole body checked while it
+/// is sent (`cache::verify`: over 1 MiB), read and checked piece by piece.
+fn hit(ctx: &RequestCtx, pass: &ProxyPass, c: &CacheReq, e: Entry) -> Outcome {
     let h = &e.header;
     let mut r = head_response(ctx, pass, h.meta.status, &h.meta.headers);
     // As NGINX (ngx_http_upstream_copy_allow_ranges): a cached response
@@ -415,8 +417,13 @@ fn hit(ctx: &RequestCtx, pass: &ProxyPass, e: Entry) -> Outcome {
         .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
     r.allow_ranges = r.headers.len() != n;
     r.content_length = Some(h.body_len);
+    // A range of a large body is sent unchecked (see `cache::verify`).
+    let whole = !(r.allow_ranges && ctx.header("range").is_some());
     r.body = if h.body_len == 0 {
         Body::Empty
+    } else if whole && !ctx.is_head() && verify::checked_on_send(h) {
+        let check = BodyCheck::new(Arc::clone(&c.zone), c.io.clone(), &e, c.log.clone());
+        Body::Stream(StreamBody::new(Box::new(CheckedBody(check))))
     } else {
         Body::File {
             start: h.body_offset,
@@ -425,6 +432,25 @@ fn hit(ctx: &RequestCtx, pass: &ProxyPass, e: Entry) -> Outcome {
         }
     };
     Outcome::Send(r)
+}
+
+/// A large entry's body as the connection loop reads it: a damaged body
+/// ends the stream with an error already logged (the connection closes
+/// short of its `Content-Length`).
+struct CheckedBody(BodyCheck);
+
+impl BodyStream for CheckedBody {
+    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
+        Box::pin(async move {
+            self.0.next(out).await.map_err(|e| {
+                if verify::is_damaged(&e) {
+                    logged_error()
+                } else {
+                    e
+                }
+            })
+        })
+    }
 }
 
 /// Purges `key`: 200 with a short page when an entry was removed, 404
@@ -497,7 +523,7 @@ async fn go_upstream(
         Err(UpstreamError::Status(code)) => {
             if let Some(e) = stale.filter(|_| s.proxy_cache_use_stale & failure_bits(code) != 0) {
                 set_status(ctx, CacheStatus::Stale);
-                return hit(ctx, pass, *e);
+                return hit(ctx, pass, c, *e);
             }
             return Outcome::Status(code);
         }
@@ -510,11 +536,11 @@ async fn go_upstream(
             if fill.is_some() {
                 refresh(c, &e, up.headers(), &s.proxy_cache_valid).await;
             }
-            return hit(ctx, pass, *e);
+            return hit(ctx, pass, c, *e);
         }
         if stale_status_bit(status).is_some_and(|b| s.proxy_cache_use_stale & b != 0) {
             set_status(ctx, CacheStatus::Stale);
-            return hit(ctx, pass, *e);
+            return hit(ctx, pass, c, *e);
         }
     }
     if let Some(o) = intercepted(ctx, status) {

@@ -21,7 +21,7 @@ use crate::http::body::ClientBody;
 use crate::http::chunked;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::TryRecord;
-use crate::log::Level;
+use crate::log::{ErrorLog, Level};
 use crate::upstream::wire::{self, Framing, HeadError};
 use crate::upstream::{
     self, pool, BodyLog, NextUpstream, PeerRef, PoolReturn, ProxyPass, UpStream, UpstreamBody,
@@ -53,16 +53,16 @@ struct Outgoing {
 }
 
 /// The error-log context of one try: NGINX's tail with `upstream: "…"`.
-struct TryLog<'a, 'e> {
-    env: &'a Env<'e>,
+struct TryLog<'a> {
+    /// The location's error log (`RequestCtx::error_log`).
+    log: &'a ErrorLog,
     conn: u64,
     context: String,
 }
 
-impl TryLog<'_, '_> {
+impl TryLog<'_> {
     fn error(&self, msg: std::fmt::Arguments<'_>) {
-        self.env
-            .log
+        self.log
             .log_conn(Level::Error, Some(self.conn), msg, &self.context);
     }
 }
@@ -203,7 +203,7 @@ fn no_live_upstreams(
     group: &UpstreamGroup,
     uri: &str,
 ) -> UpstreamError {
-    env.log.log_conn(
+    ctx.error_log(env.log).log_conn(
         Level::Error,
         Some(ctx.conn.id),
         format_args!("no live upstreams while connecting to upstream"),
@@ -233,7 +233,7 @@ async fn attempt(
     let addr = group.peer(peer).addr;
     let t0 = Instant::now();
     let log = TryLog {
-        env,
+        log: ctx.error_log(env.log),
         conn: ctx.conn.id,
         context: log_ctx(
             ctx,
@@ -340,7 +340,7 @@ async fn connection(
 }
 
 /// A failed connect, logged as NGINX logs it.
-fn connect_failed(log: &TryLog<'_, '_>, e: &std::io::Error, rec: &mut TryRecord) -> Failure {
+fn connect_failed(log: &TryLog<'_>, e: &std::io::Error, rec: &mut TryRecord) -> Failure {
     let timed_out = e.raw_os_error() == Some(libc::ETIMEDOUT);
     if timed_out {
         log.error(format_args!(
@@ -360,7 +360,7 @@ fn connect_failed(log: &TryLog<'_, '_>, e: &std::io::Error, rec: &mut TryRecord)
 fn upstream_response(
     group: &UpstreamGroup,
     s: &LocSettings,
-    log: &TryLog<'_, '_>,
+    log: &TryLog<'_>,
     (conn, buf, rh): (UpstreamConn, Vec<u8>, wire::ResponseHead),
     out: &Outgoing,
 ) -> Result<UpstreamResponse, HeadError> {
@@ -375,7 +375,7 @@ fn upstream_response(
     let addr = conn.addr;
     let mut body = UpstreamBody::new(conn, buf, framing, s.proxy_read_timeout, pool_return);
     body.set_log(BodyLog {
-        log: log.env.log.clone(),
+        log: log.log.clone(),
         conn: log.conn,
         context: log.context.clone(),
     });
@@ -399,7 +399,7 @@ fn invalid_header(rec: &mut TryRecord) -> Failure {
 
 /// A failure while sending the request or reading the head, logged as
 /// NGINX logs it.
-fn head_failed(log: &TryLog<'_, '_>, e: HeadFail, rec: &mut TryRecord) -> Failure {
+fn head_failed(log: &TryLog<'_>, e: HeadFail, rec: &mut TryRecord) -> Failure {
     match e {
         HeadFail::Closed => {
             log.error(format_args!("upstream prematurely closed connection while reading response header from upstream"));

@@ -142,7 +142,7 @@ pub async fn respond_and_store(
             let fill = CacheFill::new(sb.into_inner(), writer, guard, expect);
             if no_body {
                 r.accept_ranges = r.allow_ranges && head_req;
-                tokio::task::spawn_local(drain(Box::new(fill)));
+                crate::runtime::timed::spawn(drain(Box::new(fill)));
             } else {
                 r.body = Body::Stream(StreamBody::new(Box::new(fill)));
             }
@@ -193,6 +193,12 @@ pub async fn refresh(
                 return;
             }
         }
+    }
+    // The copy is checked as it is written: a damaged body is not stored
+    // again under a new validity (the client's send finds it).
+    if e.header.body_crc.is_some_and(|want| want != w.body_crc()) {
+        w.abort().await;
+        return;
     }
     let _ = w.finish().await;
 }
@@ -272,7 +278,7 @@ impl CacheFill {
 
     fn give_up(&mut self) {
         if let Some(w) = self.writer.take() {
-            tokio::task::spawn_local(async move { w.abort().await });
+            crate::runtime::timed::spawn(async move { w.abort().await });
         }
         self.guard = None;
     }
@@ -282,7 +288,7 @@ impl CacheFill {
     fn finish(&mut self, last: Option<Arc<[u8]>>) -> Option<&mut JoinHandle<()>> {
         let mut w = self.writer.take()?;
         let guard = self.guard.take();
-        let h = tokio::task::spawn_local(async move {
+        let h = crate::runtime::timed::spawn(async move {
             let wrote = match last {
                 Some(data) => w.write(data).await,
                 None => Ok(()),
@@ -342,7 +348,7 @@ impl BodyStream for CacheFill {
                             self.finishing = None;
                             self.held = None;
                         } else if let Some(mut w) = self.writer.take() {
-                            self.pending = Some(tokio::task::spawn_local(async move {
+                            self.pending = Some(crate::runtime::timed::spawn(async move {
                                 let r = w.write(data).await;
                                 (w, r)
                             }));
@@ -387,7 +393,7 @@ impl Drop for CacheFill {
                 ended: false,
                 detached: true,
             };
-            tokio::task::spawn_local(drain(Box::new(rest)));
+            crate::runtime::timed::spawn(drain(Box::new(rest)));
             return;
         }
         self.give_up();

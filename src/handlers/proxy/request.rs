@@ -274,7 +274,7 @@ async fn read_whole_body(
 }
 
 pub fn too_large(ctx: &RequestCtx, env: &Env<'_>, n: u64) {
-    env.log.log_conn(
+    ctx.error_log(env.log).log_conn(
         Level::Error,
         Some(ctx.conn.id),
         format_args!("client intended to send too large chunked body: {n} bytes"),
@@ -290,7 +290,7 @@ pub fn client_body_error(ctx: &RequestCtx, env: &Env<'_>, e: &std::io::Error) ->
         std::io::ErrorKind::InvalidData => "client sent invalid chunked body",
         _ => "client prematurely closed connection",
     };
-    env.log.log_conn(
+    ctx.error_log(env.log).log_conn(
         Level::Info,
         Some(ctx.conn.id),
         format_args!("{what}"),

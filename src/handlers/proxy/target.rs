@@ -87,7 +87,7 @@ pub fn resolve_target(
 }
 
 fn log(ctx: &RequestCtx, env: &Env<'_>, msg: std::fmt::Arguments<'_>) {
-    env.log
+    ctx.error_log(env.log)
         .log_conn(Level::Error, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 

@@ -56,21 +56,20 @@ pub async fn serve<H: Respond>(
             e,
         )),
     };
-    let mut ctx = match &head {
+    let (mut ctx, uri_ok) = match &head {
         Ok(h) => start_request(&conn.info, &w, conn.group, n, h.clone()),
         Err((h, _)) => {
             let listen = &w.config.listens[conn.group];
-            Box::new(RequestCtx::new(
-                &conn.info,
-                n,
-                h.clone(),
-                &listen.servers[listen.default],
-            ))
+            let server = &listen.servers[listen.default];
+            (
+                Box::new(RequestCtx::new(&conn.info, n, h.clone(), server)),
+                true,
+            )
         }
     };
     ctx.start = start;
     let refused = match head {
-        Ok(_) if !uri_ok(&ctx) => Some((400, "client sent invalid request".to_string())),
+        Ok(_) if !uri_ok => Some((400, "client sent invalid request".to_string())),
         Ok(_) => client_cert_refusal(&ctx),
         Err((_, e)) => Some((e.status(), e.to_string())),
     };
@@ -121,27 +120,25 @@ fn start_request<H>(
     group: usize,
     n: u64,
     head: RequestHead,
-) -> Box<RequestCtx> {
-    let (path, args) = uri::split_target(&head.target);
-    let normalized = uri::normalize(path);
-    let (path, args) = (path.to_string(), args.map(str::to_string));
+) -> (Box<RequestCtx>, bool) {
     let listen = &w.config.listens[group];
-    let server = if normalized.is_ok() {
-        listen.find_server(head.host.as_deref().map(strip_port))
+    let default = &listen.servers[listen.default];
+    let (path, args) = uri::split_target(&head.target);
+    let normalized = uri::normalize_with(path, default.limits.merge_slashes);
+    let (path, args) = (path.to_string(), args.map(str::to_string));
+    let (server, matched) = if normalized.is_ok() {
+        listen.find_server_matched(head.host.as_deref().map(strip_port))
     } else {
-        &listen.servers[listen.default]
+        (default, None)
     };
     let mut ctx = Box::new(RequestCtx::new(info, n, head, server));
+    if let Some(m) = matched {
+        ctx.keep_match(m);
+    }
+    let uri_ok = normalized.is_ok();
     ctx.uri = normalized.unwrap_or(path);
     ctx.args = args;
-    ctx
-}
-
-/// Whether the URI was normalised (`start_request` keeps the raw path
-/// otherwise, which never starts a normalised one with `//` or `/..`).
-fn uri_ok(ctx: &RequestCtx) -> bool {
-    let (path, _) = uri::split_target(&ctx.head.target);
-    uri::normalize(path).is_ok()
+    (ctx, uri_ok)
 }
 
 /// Sends `resp` as HEADERS and DATA frames, then logs the request.

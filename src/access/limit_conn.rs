@@ -1,0 +1,159 @@
+//! `limit_conn_zone` / `limit_conn`: how many requests per key are being
+//! processed at once, as NGINX's limit_conn module counts them. A request
+//! takes a slot in each zone whose key it renders non-empty and keeps it
+//! until it ends ([`Held`] gives it back when dropped); over the limit it
+//! is refused. A zone is shared by every worker (one mutex over a map);
+//! its size bounds the keys (a key costs its length plus 24 bytes,
+//! rounded up to a power of two, as NGINX's slab would), and a key that
+//! finds no room is refused as NGINX's failed `ngx_slab_alloc` is.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::vars::template::Template;
+
+/// What `limit_conn_zone` declared.
+#[derive(Debug)]
+pub struct ConnZoneDef {
+    /// The key.
+    pub key: Template,
+    /// Bytes the keys may use.
+    pub size: u64,
+}
+
+/// One `limit_conn_zone`, shared by every worker.
+#[derive(Debug)]
+pub struct LimitConnZone {
+    /// Its name.
+    pub name: String,
+    def: OnceLock<ConnZoneDef>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    counts: HashMap<Vec<u8>, u32>,
+    used: u64,
+}
+
+/// One `limit_conn` line.
+#[derive(Debug, Clone)]
+pub struct LimitConn {
+    /// The zone.
+    pub zone: Arc<LimitConnZone>,
+    /// The most requests per key at once.
+    pub max: u32,
+}
+
+/// A slot a request holds; dropping it gives the slot back.
+#[derive(Debug)]
+pub struct Held {
+    zone: Arc<LimitConnZone>,
+    key: Vec<u8>,
+}
+
+/// The answer to [`LimitConnZone::acquire`].
+#[derive(Debug)]
+pub enum ConnVerdict {
+    /// A slot, held until dropped.
+    Held(Held),
+    /// The key is at its limit.
+    Limited,
+    /// No room in the zone for a new key.
+    NoMemory,
+}
+
+fn cost(key: &[u8]) -> u64 {
+    (24 + key.len() as u64).next_power_of_two()
+}
+
+impl LimitConnZone {
+    /// A zone named by `limit_conn` or `limit_conn_zone`.
+    pub fn new(name: &str) -> Arc<LimitConnZone> {
+        Arc::new(LimitConnZone {
+            name: name.to_string(),
+            def: OnceLock::new(),
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// Defines the zone; `Err` with the key it is already bound to.
+    pub fn define(&self, def: ConnZoneDef) -> Result<(), String> {
+        self.def.set(def).map_err(|_| {
+            self.def()
+                .map(|d| d.key.raw().to_string())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Its definition, once `limit_conn_zone` gave it.
+    pub fn def(&self) -> Option<&ConnZoneDef> {
+        self.def.get()
+    }
+
+    /// Takes a slot for `key` unless `max` are taken.
+    pub fn acquire(self: &Arc<Self>, key: &[u8], max: u32) -> ConnVerdict {
+        let size = self.def().map_or(0, |d| d.size);
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match st.counts.get_mut(key) {
+            Some(n) if *n >= max => return ConnVerdict::Limited,
+            Some(n) => *n += 1,
+            None => {
+                if st.used + cost(key) > size {
+                    return ConnVerdict::NoMemory;
+                }
+                st.used += cost(key);
+                st.counts.insert(key.to_vec(), 1);
+            }
+        }
+        ConnVerdict::Held(Held {
+            zone: self.clone(),
+            key: key.to_vec(),
+        })
+    }
+
+    /// Slots held now for `key` (for tests).
+    pub fn count(&self, key: &[u8]) -> u32 {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.counts.get(key).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut st = self.zone.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = st.counts.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                st.counts.remove(&self.key);
+                st.used = st.used.saturating_sub(cost(&self.key));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_counted_per_key_and_given_back() {
+        let z = LimitConnZone::new("c");
+        z.define(ConnZoneDef {
+            key: Template::literal("k"),
+            size: 32,
+        })
+        .unwrap();
+        let a = z.acquire(b"a", 2);
+        let b = z.acquire(b"a", 2);
+        assert!(matches!(z.acquire(b"a", 2), ConnVerdict::Limited));
+        assert_eq!(z.count(b"a"), 2);
+        // 32 bytes hold one key (1 + 24, rounded up): a second finds no room.
+        assert!(matches!(z.acquire(b"b", 2), ConnVerdict::NoMemory));
+        drop(a);
+        assert!(matches!(z.acquire(b"a", 2), ConnVerdict::Held(_)));
+        drop(b);
+        assert_eq!(z.count(b"a"), 0);
+        assert!(matches!(z.acquire(b"b", 2), ConnVerdict::Held(_)));
+    }
+}

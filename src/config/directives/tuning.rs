@@ -1,0 +1,112 @@
+//! Tuning directives of NGINX's HTTP core and proxy modules that a real
+//! configuration carries: each is validated as NGINX validates it (sizes,
+//! times, flags, numbers, temp-path levels) and either applied or
+//! accepted without effect where porter's design has nothing to tune
+//! (`docs/directives.md` says which and why). Applied here: the request-head
+//! rules `merge_slashes`, `ignore_invalid_headers`, `underscores_in_headers`
+//! and `max_headers` (server level, `http/request.rs`, `http/uri.rs`) and
+//! `keepalive_time` (`http/connection.rs`).
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("client_body_temp_path", HSL, Arity::Range(1, 4), temp_path),
+    d("fastcgi_temp_path", HSL, Arity::Range(1, 4), temp_path),
+    d("uwsgi_temp_path", HSL, Arity::Range(1, 4), temp_path),
+    d("scgi_temp_path", HSL, Arity::Range(1, 4), temp_path),
+    d("client_body_buffer_size", HSL, Arity::N(1), size_only),
+    d(
+        "client_body_in_file_only",
+        HSL,
+        Arity::N(1),
+        |_, d| {
+            match d.args[0].as_str() {
+            "on" | "clean" | "off" => Ok(()),
+            v => Err(format!("invalid value \"{v}\" in \"{}\" directive, it must be \"on\", \"off\" or \"clean\"", d.name)),
+        }
+        },
+    ),
+    d("proxy_buffers", HSL, Arity::N(2), |b, d| {
+        once(b, d)?;
+        match (d.args[0].parse::<u64>(), parse_size(&d.args[1])) {
+            (Ok(n), Some(s)) if n > 0 && s > 0 => Ok(()),
+            _ => Err(invalid(d)),
+        }
+    }),
+    d("proxy_busy_buffers_size", HSL, Arity::N(1), size_only),
+    d("proxy_request_buffering", HSL, Arity::N(1), flag_only),
+    d("variables_hash_max_size", HTTP, Arity::N(1), number_only),
+    d("variables_hash_bucket_size", HTTP, Arity::N(1), size_only),
+    d(
+        "merge_slashes",
+        HTTP | SRV,
+        Arity::N(1),
+        loc_flag!(merge_slashes),
+    ),
+    d(
+        "ignore_invalid_headers",
+        HTTP | SRV,
+        Arity::N(1),
+        loc_flag!(ignore_invalid_headers),
+    ),
+    d(
+        "underscores_in_headers",
+        HTTP | SRV,
+        Arity::N(1),
+        loc_flag!(underscores_in_headers),
+    ),
+    d("max_headers", HTTP | SRV, Arity::N(1), |b, d| {
+        let n = number(d, &d.args[0])? as usize;
+        set_once(&mut b.loc().max_headers, n, d)
+    }),
+    d(
+        "keepalive_time",
+        HSL,
+        Arity::N(1),
+        loc_time!(keepalive_time),
+    ),
+];
+
+/// `*_temp_path PATH [L1 [L2 [L3]]]`, NGINX's path slot: each level a
+/// positive number. porter writes no temporary files for these (see the
+/// directive reference), so nothing is created.
+fn temp_path(b: &mut Build, d: &Directive) -> Res {
+    once(b, d)?;
+    for l in &d.args[1..] {
+        match l.parse::<u32>() {
+            Ok(n) if n > 0 => {}
+            _ => return Err(invalid(d)),
+        }
+    }
+    Ok(())
+}
+
+/// NGINX's "is duplicate" for a directive that porter checks and does
+/// not keep: the second in one block is an error.
+fn once(b: &mut Build, d: &Directive) -> Res {
+    let key = (b.servers.len(), b.cur_loc, b.ctx, d.name.clone());
+    if !b.tuning_seen.insert(key) {
+        return Err(dup(d));
+    }
+    Ok(())
+}
+
+/// A size (`k`/`m` suffixes), checked and not used.
+pub(super) fn size_only(b: &mut Build, d: &Directive) -> Res {
+    once(b, d)?;
+    size(d, &d.args[0]).map(|_| ())
+}
+
+/// A number, checked and not used.
+pub(super) fn number_only(b: &mut Build, d: &Directive) -> Res {
+    once(b, d)?;
+    number(d, &d.args[0]).map(|_| ())
+}
+
+/// `on`/`off`, checked and not used.
+fn flag_only(b: &mut Build, d: &Directive) -> Res {
+    once(b, d)?;
+    flag(d).map(|_| ())
+}

@@ -1,0 +1,203 @@
+//! Runs the rewrite module's program of a server or location
+//! (`config::rewrite`) as NGINX's script engine does: instructions in
+//! order, `if` blocks entered when their condition holds (switching to the
+//! block's configuration), `rewrite` replacing the URI (and arguments) or
+//! answering with a redirect, `return` answering, `break` and the `last`
+//! and `break` flags stopping. The caller runs the phases around it: a
+//! changed URI sends it back to location selection.
+//!
+//! `if (-f …)` and the other file tests `stat` through the disk layer, as
+//! every file access does: the loop never waits on the disk.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{disk_io, Env, Outcome};
+use crate::config::rewrite::{Cond, FileTest, Op, Rewrite, RewriteFlag};
+use crate::disk::FileKind;
+use crate::http::context::RequestCtx;
+use crate::log::Level;
+use crate::vars::regex::{Captures, Regex};
+
+/// Runs `script`; `Some` when it answered the request (`return`, a
+/// redirect, an error), `None` to go on with the request.
+pub async fn run(ctx: &mut RequestCtx, env: &Env<'_>, script: &Arc<Vec<Op>>) -> Option<Outcome> {
+    if script.is_empty() {
+        return None;
+    }
+    let script = Arc::clone(script);
+    let mut stack = vec![script.iter()];
+    while let Some(top) = stack.last_mut() {
+        let Some(op) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        match op {
+            Op::Set(var, value) => {
+                let v = value.render(ctx);
+                ctx.set_slot(var.index, v);
+            }
+            Op::Break => {
+                ctx.uri_changed = false;
+                return None;
+            }
+            Op::Return(r) => return Some(super::do_return(ctx, r)),
+            Op::Rewrite(rw) => match rewrite(ctx, env, rw) {
+                Flow::Next => {}
+                Flow::Stop => return None,
+                Flow::Answer(o) => return Some(*o),
+            },
+            Op::If(block) => {
+                if test(ctx, env, &block.cond).await {
+                    if let Some(l) = &block.loc {
+                        ctx.loc = Arc::clone(l);
+                    }
+                    stack.push(block.body.iter());
+                }
+            }
+        }
+    }
+    None
+}
+
+enum Flow {
+    Next,
+    Stop,
+    Answer(Box<Outcome>),
+}
+
+fn notice(ctx: &RequestCtx, env: &Env<'_>, msg: std::fmt::Arguments<'_>) {
+    if ctx.loc.s.rewrite_log {
+        env.log
+            .log_conn(Level::Notice, Some(ctx.conn.id), msg, &ctx.log_context());
+    }
+}
+
+/// Matches `re` against `subject` for `rewrite` and `if`: a failed match
+/// clears the captures, as NGINX's script engine does.
+fn script_match(ctx: &mut RequestCtx, env: &Env<'_>, re: &Regex, subject: &str) -> bool {
+    let hit = ctx.regex_exec(re, subject);
+    if hit {
+        notice(
+            ctx,
+            env,
+            format_args!("\"{}\" matches \"{subject}\"", re.raw()),
+        );
+    } else {
+        notice(
+            ctx,
+            env,
+            format_args!("\"{}\" does not match \"{subject}\"", re.raw()),
+        );
+        ctx.captures = Captures::default();
+    }
+    hit
+}
+
+fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
+    // Most rewrites do not match: find out before copying the URI.
+    if !rw.regex.is_match(&ctx.uri) {
+        let re = rw.regex.raw();
+        notice(
+            ctx,
+            env,
+            format_args!("\"{re}\" does not match \"{}\"", ctx.uri),
+        );
+        ctx.captures = Captures::default();
+        return Flow::Next;
+    }
+    let uri = ctx.uri.clone();
+    if !script_match(ctx, env, &rw.regex, &uri) {
+        return Flow::Next;
+    }
+    let mut value = rw.replacement.render(ctx);
+    let old_args = ctx.args.clone().filter(|a| !a.is_empty());
+    if let RewriteFlag::Redirect(code) = rw.flag {
+        if let (true, Some(a)) = (rw.add_args, &old_args) {
+            value.push(if rw.has_args { '&' } else { '?' });
+            value.push_str(a);
+        }
+        notice(ctx, env, format_args!("rewritten redirect: \"{value}\""));
+        ctx.test_expect();
+        return Flow::Answer(Box::new(Outcome::Special(super::redirect(
+            ctx, code, &value,
+        ))));
+    }
+    let new_uri = match value.split_once('?').filter(|_| rw.has_args) {
+        Some((u, a)) => {
+            let mut args = a.to_string();
+            if let (true, Some(old)) = (rw.add_args, &old_args) {
+                args.push('&');
+                args.push_str(old);
+            }
+            ctx.args = Some(args).filter(|a| !a.is_empty());
+            u.to_string()
+        }
+        None => {
+            if !rw.add_args {
+                ctx.args = None;
+            }
+            value
+        }
+    };
+    notice(
+        ctx,
+        env,
+        format_args!(
+            "rewritten data: \"{new_uri}\", args: \"{}\"",
+            ctx.args.as_deref().unwrap_or("")
+        ),
+    );
+    if new_uri.is_empty() {
+        env.log.log_conn(
+            Level::Error,
+            Some(ctx.conn.id),
+            format_args!("the rewritten URI has a zero length"),
+            &ctx.log_context(),
+        );
+        return Flow::Answer(Box::new(Outcome::Status(500)));
+    }
+    ctx.uri = new_uri;
+    ctx.internal = true;
+    ctx.uri_changed = rw.flag != RewriteFlag::Break;
+    match rw.flag {
+        RewriteFlag::Continue => Flow::Next,
+        _ => Flow::Stop,
+    }
+}
+
+async fn test(ctx: &mut RequestCtx, env: &Env<'_>, cond: &Cond) -> bool {
+    match cond {
+        Cond::Value(t) => {
+            let v = t.render(ctx);
+            !(v.is_empty() || v == "0")
+        }
+        Cond::Equal(a, b, negate) => (a.render(ctx) == b.render(ctx)) != *negate,
+        Cond::Match(subject, re, negate) => {
+            let s = subject.render(ctx);
+            script_match(ctx, env, re, &s) != *negate
+        }
+        Cond::File(path, t, negate) => {
+            let path = path.render(ctx);
+            file_test(ctx, env, &path, *t).await != *negate
+        }
+    }
+}
+
+/// `-f`, `-d`, `-e`, `-x` on `path`, through the disk layer (following
+/// symlinks unless `disable_symlinks`, as NGINX's open file cache does).
+async fn file_test(ctx: &RequestCtx, env: &Env<'_>, path: &str, t: FileTest) -> bool {
+    let Ok(io) = disk_io::route(ctx, env) else {
+        return false;
+    };
+    let meta = match io.stat(Path::new(path), &disk_io::path_rules(ctx)).await {
+        Ok(m) => m,
+        Err(_) => return false,
+    };
+    match t {
+        FileTest::File => meta.kind == FileKind::Regular,
+        FileTest::Dir => meta.kind == FileKind::Directory,
+        FileTest::Exists => true,
+        FileTest::Exec => meta.exec,
+    }
+}

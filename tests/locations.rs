@@ -1,0 +1,394 @@
+//! Locations, the rewrite module and `map`, against Debian's nginx: one
+//! configuration with every kind of location (prefix, `=`, `^~`, regex
+//! `~`/`~*` with numbered and named captures, nested, named `@name`), the
+//! automatic 301 of a proxied `location /x/`, server- and location-level
+//! `rewrite`/`if`/`set`/`break`/`return`, `map` (exact, regex with
+//! captures, `hostnames` wildcards, a map of a map) and a regex
+//! `server_name` with captures. Each location answers `return 200
+//! "matched NAME …"`, so the body shows which one matched and what its
+//! variables held. A corpus of requests goes to both servers; status,
+//! `Location` (port normalised) and body must agree.
+//!
+//! Focused tests follow: the rewrite cycle bound (500 and NGINX's log
+//! line), `if (-f …)` seeing files appear and go, regex server names.
+//!
+//! The differential skips itself, saying so, when `/usr/sbin/nginx` is not
+//! installed.
+
+mod common;
+
+use common::*;
+
+/// The `http { }` body both servers run (`{ROOT}` is the docroot).
+const HTTP_BODY: &str = r#"
+map $uri $mapped {
+    default          "none";
+    /map/exact       "exact";
+    ~^/map/re/(\w+)$ "re-$1";
+    ~*^/map/CI/      "caseless";
+}
+map $http_host $hostmap {
+    hostnames;
+    default          "d";
+    example.com      "exact";
+    *.example.com    "wild-head";
+    www.example.*    "wild-tail";
+}
+map $arg_v $chain {
+    default "$mapped-chained";
+    1       "one";
+}
+server {
+    listen 127.0.0.1:{PORT};
+    server_name localhost;
+    root {ROOT};
+
+    rewrite ^/srv-old/(.*)$ /srv-new/$1 last;
+    if ($arg_srvret) {
+        return 200 "server if $arg_srvret";
+    }
+    set $srvvar "from-server";
+
+    location / { return 200 "matched root $uri"; }
+    location = / { return 200 "matched eq-root"; }
+    location = /exact { return 200 "matched exact"; }
+    location /exact { return 200 "matched prefix-exact $uri"; }
+    location /static/ { return 200 "matched static $uri"; }
+    location ^~ /static/noregex/ { return 200 "matched noregex $uri"; }
+    location ~ \.(gif|jpg|png)$ { return 200 "matched image $1 $uri"; }
+    location ~* \.(CSS|JS)$ { return 200 "matched asset-ci $1"; }
+    location ~ ^/re/(?<section>\w+)/(\d+)$ { return 200 "matched named $section $2 $1"; }
+    location ~ ^/order/ { return 200 "matched order-first"; }
+    location ~ ^/order/b { return 200 "matched order-second"; }
+    location ~ ^/look/(?!private)(\w+)$ { return 200 "matched lookahead $1"; }
+    location /nest/ {
+        location /nest/inner/ { return 200 "matched nest-inner $uri"; }
+        location ~ \.txt$ { return 200 "matched nest-regex"; }
+        return 200 "matched nest-outer";
+    }
+    location ^~ /nonest/ {
+        location ~ \.gif$ { return 200 "matched nonest-inner-regex"; }
+        return 200 "matched nonest";
+    }
+    location /srv-new/ { return 200 "matched srv-new $uri $args"; }
+    location /rw/ {
+        rewrite ^/rw/last/(.*)$ /target/$1 last;
+        rewrite ^/rw/break/(.*)$ /target/$1 break;
+        rewrite ^/rw/redir/(.*)$ /target/$1 redirect;
+        rewrite ^/rw/perm/(.*)$ /target/$1 permanent;
+        rewrite ^/rw/args/(.*)$ /target/$1?a=1 last;
+        rewrite ^/rw/noargs/(.*)$ /target/$1? last;
+        rewrite ^/rw/abs/(.*)$ http://example.com/$1;
+        rewrite ^/rw/chain1$ /rw/chain2;
+        rewrite ^/rw/chain2$ /target/chained;
+        rewrite ^/rw/again/(.*)$ /target/again-$1;
+        return 200 "matched rw-fallthrough $uri $1";
+    }
+    location /rw2/ {
+        rewrite ^/rw2/(.*)$ /target/$1;
+    }
+    location /target/ { return 200 "matched target $uri args=$args"; }
+    location /ifs/ {
+        set $x "none";
+        if ($arg_a = "1") { set $x "eq"; }
+        if ($arg_b != "") { set $x "$x-ne"; }
+        if ($uri ~ ^/ifs/(\w+)$) { set $x "$x-re-$1"; }
+        if ($http_x_test ~* ^yes$) { set $x "$x-ci"; }
+        if ($uri !~ ^/ifs/keep) { set $x "$x-nre"; }
+        if (-f $request_filename) { set $x "$x-file"; }
+        if (-d $request_filename) { set $x "$x-dir"; }
+        if (!-e $request_filename) { set $x "$x-noent"; }
+        return 200 "matched ifs $x $srvvar";
+    }
+    location /ifloc/ {
+        if ($arg_p) { return 200 "matched ifloc-true $arg_p"; }
+        return 200 "matched ifloc-false";
+    }
+    location /brk/ {
+        set $y "a";
+        break;
+        return 200 "not reached";
+    }
+    location /map/ { return 200 "matched map $mapped $chain"; }
+    location /host/ { return 200 "matched host $hostmap"; }
+    location /named/ { try_files /nonexistent @fallback; }
+    location @fallback { return 200 "matched named-fallback $uri"; }
+    location /errpage/ {
+        error_page 404 = @err;
+        return 404;
+    }
+    location @err { return 200 "matched named-error $uri"; }
+    location /files/ { }
+    location ~ ^/alias-re/(.+)$ { alias {ROOT}/files/$1; }
+    location /loop/ { rewrite ^/loop/(.*)$ /loop/$1 last; }
+    location /proxied/ { proxy_pass http://127.0.0.1:{PORT}/target/; }
+}
+server {
+    listen 127.0.0.1:{PORT};
+    server_name ~^(?<sub>\w+)\.regex\.test$ ~^(\w+)-(\w+)\.num\.test$;
+    location / { return 200 "matched regex-server $sub $1 $2"; }
+}
+"#;
+
+/// The requests: (target, extra header lines).
+fn corpus() -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = [
+        "/",
+        "/anything",
+        "/exact",
+        "/exact?x=1",
+        "/exact/",
+        "/exactly",
+        "/static/",
+        "/static/a.txt",
+        "/static/a.gif",
+        "/static/a.css",
+        "/static/A.CSS",
+        "/static/noregex/",
+        "/static/noregex/b.gif",
+        "/static/noregex/b.CSS",
+        "/x/y.jpg",
+        "/x/y.JPG",
+        "/x/app.js",
+        "/x/app.Js",
+        "/re/news/42",
+        "/re/news/x42",
+        "/re/a_b/7",
+        "/order/a",
+        "/order/b",
+        "/order/bb",
+        "/look/public",
+        "/look/private",
+        "/nest/",
+        "/nest/other",
+        "/nest/inner/x",
+        "/nest/inner/x.txt",
+        "/nest/a.txt",
+        "/nest/a.gif",
+        "/nonest/",
+        "/nonest/a.gif",
+        "/srv-old/abc",
+        "/srv-old/abc?z=1",
+        "/?srvret=7",
+        "/static/a.gif?srvret=8",
+        "/srv-new/direct",
+        "/rw/last/x",
+        "/rw/last/x?q=1",
+        "/rw/break/f.txt",
+        "/rw/break/missing",
+        "/rw/redir/x",
+        "/rw/redir/x?q=1",
+        "/rw/perm/x",
+        "/rw/perm/x?q=1&r=2",
+        "/rw/args/x",
+        "/rw/args/x?q=2",
+        "/rw/noargs/x",
+        "/rw/noargs/x?q=2",
+        "/rw/abs/x",
+        "/rw/abs/x?q=1",
+        "/rw/chain1",
+        "/rw/chain2",
+        "/rw/again/z",
+        "/rw/other",
+        "/rw2/p",
+        "/rw2/p?k=v",
+        "/target/t?u=1",
+        "/ifs/abc",
+        "/ifs/abc?a=1",
+        "/ifs/abc?a=1&b=2",
+        "/ifs/abc?b=",
+        "/ifs/keep",
+        "/ifs/file.txt",
+        "/ifs/dir",
+        "/ifs/dir/",
+        "/ifloc/x",
+        "/ifloc/x?p=yes",
+        "/ifloc/x?p=0",
+        "/brk/f.txt",
+        "/brk/missing",
+        "/map/exact",
+        "/map/exact?v=1",
+        "/map/re/foo",
+        "/map/re/foo/bar",
+        "/map/ci/x",
+        "/map/CI/x",
+        "/map/zzz",
+        "/named/x",
+        "/errpage/x",
+        "/files/a.txt",
+        "/files/missing",
+        "/alias-re/a.txt",
+        "/alias-re/missing",
+        "/loop/x",
+        "/proxied",
+        "/proxied?k=1",
+        "/proxied/x",
+        "/proxied/x?k=2",
+        "/%72e/news/1",
+    ]
+    .iter()
+    .map(|p| (p.to_string(), String::new()))
+    .collect();
+    v.push(("/ifs/abc".into(), "X-Test: YES\r\n".into()));
+    for host in [
+        "example.com",
+        "EXAMPLE.com",
+        "a.example.com",
+        "b.a.example.com",
+        "www.example.org",
+        "other.net",
+        "example.com.",
+    ] {
+        v.push(("/host/".into(), format!("Host: {host}\r\n")));
+    }
+    for host in [
+        "abc.regex.test",
+        "x-y.num.test",
+        "ABC.regex.test",
+        "a.b.regex.test",
+    ] {
+        v.push(("/whatever".into(), format!("Host: {host}\r\n")));
+    }
+    v
+}
+
+fn docroot() -> TempDir {
+    let root = TempDir::new("loc-root");
+    root.write("brk/f.txt", "brk file\n");
+    root.write("target/f.txt", "target file\n");
+    root.write("files/a.txt", "files a\n");
+    root.write("ifs/file.txt", "ifs file\n");
+    root.write("ifs/dir/keep", "x");
+    root
+}
+
+fn with_root(body: &str, root: &TempDir) -> String {
+    body.replace("{ROOT}", root.path().to_str().unwrap())
+}
+
+fn porter_conf(http_body: &str) -> String {
+    format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n{http_body}\n}}\n"
+    )
+}
+
+/// A request with `Host: localhost` unless the extra lines name another.
+fn ask(port: u16, target: &str, extra: &str) -> Resp {
+    let host = if extra.starts_with("Host:") {
+        String::new()
+    } else {
+        "Host: localhost\r\n".to_string()
+    };
+    raw(
+        port,
+        format!("GET {target} HTTP/1.1\r\n{host}{extra}Connection: close\r\n\r\n").as_bytes(),
+    )
+}
+
+/// What is compared: status, Location with the port replaced, and the body
+/// with the server's name in built-in pages replaced.
+fn shown(r: &Resp, port: u16) -> String {
+    let loc = r
+        .header("location")
+        .unwrap_or("-")
+        .replace(&format!(":{port}"), ":<PORT>");
+    let mut body = r.text();
+    if let (Some(a), Some(b)) = (body.find("<hr><center>"), body.find("</center>\r\n</body>")) {
+        body.replace_range(a..b, "<hr><center><SERVER>");
+    }
+    format!("{} {loc}\n{body}", r.status)
+}
+
+#[test]
+fn locations_rewrite_and_map_answer_as_nginx_does() {
+    let root = docroot();
+    let body = with_root(HTTP_BODY, &root);
+    let Some(nginx) = Nginx::start(&body) else {
+        eprintln!("skipped: {NGINX} is not installed");
+        return;
+    };
+    let porter = Server::start(&porter_conf(&body));
+    let corpus = corpus();
+    assert!(corpus.len() >= 80, "corpus of {}", corpus.len());
+    let mut diffs = Vec::new();
+    for (target, extra) in &corpus {
+        let n = shown(&ask(nginx.port, target, extra), nginx.port);
+        let p = shown(&ask(porter.port, target, extra), porter.port);
+        if n != p {
+            diffs.push(format!(
+                "GET {target} {extra:?}\n  nginx:  {n:?}\n  porter: {p:?}"
+            ));
+        }
+    }
+    assert!(
+        diffs.is_empty(),
+        "{} of {} requests differ:\n{}",
+        diffs.len(),
+        corpus.len(),
+        diffs.join("\n")
+    );
+}
+
+#[test]
+fn a_rewrite_cycle_ends_in_500_with_nginx_log_line() {
+    let root = docroot();
+    let porter = Server::start(&porter_conf(&with_root(HTTP_BODY, &root)));
+    let r = get(porter.port, "/loop/x");
+    assert_eq!(r.status, 500);
+    let log = porter.wait_log(
+        "logs/error.log",
+        "rewrite or internal redirection cycle while processing \"/loop/x\"",
+        std::time::Duration::from_secs(5),
+    );
+    assert!(
+        log.contains("[error]")
+            && log.contains("rewrite or internal redirection cycle while processing \"/loop/x\""),
+        "{log}"
+    );
+}
+
+#[test]
+fn if_file_tests_follow_the_disk() {
+    let root = TempDir::new("loc-f");
+    let conf = http_conf(&format!(
+        "    root {};\n    location / {{\n        if (-f $request_filename) {{ return 200 \"file\"; }}\n        \
+         if (-d $request_filename) {{ return 200 \"dir\"; }}\n        \
+         if (-x $request_filename) {{ return 200 \"exec\"; }}\n        \
+         if (!-e $request_filename) {{ return 200 \"none\"; }}\n        return 200 \"other\";\n    }}\n",
+        root.path().display()
+    ));
+    let s = Server::start(&conf);
+    assert_eq!(get(s.port, "/a").text(), "none");
+    root.write("a", "x");
+    assert_eq!(get(s.port, "/a").text(), "file");
+    std::fs::remove_file(root.path().join("a")).unwrap();
+    std::fs::create_dir(root.path().join("a")).unwrap();
+    assert_eq!(get(s.port, "/a").text(), "dir");
+    assert_eq!(get(s.port, "/a/").text(), "dir");
+}
+
+#[test]
+fn regex_server_names_capture_into_variables() {
+    let conf = http_conf(
+        "    server_name localhost;\n    location / { return 200 \"default\"; }\n  }\n  server {\n    \
+         listen 127.0.0.1:{PORT};\n    server_name ~^(?<user>[a-z]+)\\.users\\.test$ ~^www\\.(.+)$;\n    \
+         location / { return 200 \"user=$user one=$1 host=$host\"; }\n",
+    );
+    let s = Server::start(&conf);
+    let ask = |host: &str| {
+        raw(
+            s.port,
+            format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .text()
+    };
+    assert_eq!(
+        ask("ann.users.test"),
+        "user=ann one=ann host=ann.users.test"
+    );
+    assert_eq!(ask("www.site.org"), "user= one=site.org host=www.site.org");
+    assert_eq!(ask("localhost"), "default");
+    assert_eq!(ask("9.users.test"), "default");
+}
