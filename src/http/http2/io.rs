@@ -34,7 +34,9 @@ const TLS_COALESCE: usize = 64 * 1024;
 
 /// A client connection for `h2`.
 pub struct H2Io {
-    stream: ClientStream,
+    /// Shared with the connection task, which closes it (a lingering
+    /// close) once `h2` is done with it.
+    stream: Rc<ClientStream>,
     /// Bytes read before HTTP/2 began (the h2c preface), served first.
     early: Vec<u8>,
     /// Where reading stands in `early`.
@@ -53,7 +55,7 @@ pub struct H2Io {
 
 impl H2Io {
     /// `stream`, with `early` (already read) served before it.
-    pub fn new(stream: ClientStream, early: Vec<u8>, meter: Rc<FrameMeter>) -> H2Io {
+    pub fn new(stream: Rc<ClientStream>, early: Vec<u8>, meter: Rc<FrameMeter>) -> H2Io {
         H2Io {
             stream,
             early,

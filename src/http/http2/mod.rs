@@ -49,6 +49,7 @@ use tokio::time::Instant;
 
 use self::flood::FrameMeter;
 use self::io::H2Io;
+use super::closing;
 use super::connection::{Respond, WorkerEnv};
 use super::context::{strip_port, ConnInfo};
 use super::stream::ClientStream;
@@ -134,7 +135,8 @@ pub async fn serve<H: Respond + 'static>(
     let server = listen.find_server(sni.as_deref().map(strip_port));
     let s = server.base.s.clone();
     let meter = Rc::new(FrameMeter::new());
-    let io = H2Io::new(stream, early, Rc::clone(&meter));
+    let stream = Rc::new(stream);
+    let io = H2Io::new(Rc::clone(&stream), early, Rc::clone(&meter));
     let handshake = builder(&s, server.limits.max_head).handshake::<_, Bytes>(io);
     let h2 = match tokio::time::timeout(s.client_header_timeout, handshake).await {
         Ok(Ok(c)) => c,
@@ -156,7 +158,12 @@ pub async fn serve<H: Respond + 'static>(
         reset_budget: 2 * u64::from(s.http2_max_concurrent_streams.max(1)),
         calm: tokio::sync::Notify::new(),
     });
-    run(h2, &s, &meter, shared, w).await
+    run(h2, &s, &meter, shared, w).await;
+    // `h2` is gone: close as HTTP/1.1 does, draining what the client still
+    // sends (a reset would destroy the GOAWAY before it is read).
+    if let Ok(stream) = Rc::try_unwrap(stream) {
+        closing::lingering_close(stream, closing::Linger::of(&s)).await;
+    }
 }
 
 /// An HTTP/2 connection after its handshake: its event loop.
