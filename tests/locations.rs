@@ -122,6 +122,37 @@ server {
     location ~ ^/alias-re/(.+)$ { alias {ROOT}/files/$1; }
     location /loop/ { rewrite ^/loop/(.*)$ /loop/$1 last; }
     location /proxied/ { proxy_pass http://127.0.0.1:{PORT}/target/; }
+    location ~ ^/cap/(\d+)$ { rewrite ^ /target/$1 last; }
+    location /outer/ {
+        location ~ ^/outer/(\w+)\.x$ { return 200 "matched nested-cap $1"; }
+        location = /outer/eq { return 200 "matched nested-eq"; }
+    }
+    location /ifcap/ {
+        if ($uri ~ ^/ifcap/(?<word>[a-z]+)) { set $w $1; }
+        return 200 "matched ifcap $w $word $1";
+    }
+    location /err404/ {
+        error_page 404 @keep;
+        return 404;
+    }
+    location @keep { return 200 "matched keep-status $uri"; }
+    location /tf/ { try_files $uri $uri/ @tffall; }
+    location @tffall { return 200 "matched tf-fallback $uri"; }
+    location /pb/ {
+        rewrite ^/pb/(.*)$ /target/$1 break;
+        proxy_pass http://127.0.0.1:{PORT};
+    }
+    location /rr/ { rewrite ^/rr/(\w+)$ /target/$1?x=$1 redirect; }
+    location ~* ^/CaSe/ { return 200 "matched case $uri"; }
+    location /ret/ {
+        if ($arg_go) { return 301 /target/$arg_go; }
+        return 302 http://example.com$uri;
+    }
+    location ~ (?<=/lb)/(\w+)$ { return 200 "matched lookbehind $1"; }
+    location /setargs/ {
+        set $args "s=1&$args";
+        rewrite ^/setargs/(.*)$ /target/$1 last;
+    }
 }
 server {
     listen 127.0.0.1:{PORT};
@@ -225,6 +256,28 @@ fn corpus() -> Vec<(String, String)> {
         "/proxied/x",
         "/proxied/x?k=2",
         "/%72e/news/1",
+        "/cap/42",
+        "/cap/x",
+        "/outer/abc.x",
+        "/outer/eq",
+        "/outer/other",
+        "/ifcap/hello",
+        "/ifcap/123",
+        "/err404/x",
+        "/tf/a.txt",
+        "/tf/missing",
+        "/pb/p",
+        "/pb/p?y=1",
+        "/rr/abc",
+        "/rr/abc?o=1",
+        "/case/x",
+        "/CASE/y",
+        "/ret/a",
+        "/ret/a?go=b",
+        "/lb/word",
+        "/xlb/word",
+        "/setargs/a",
+        "/setargs/a?o=2",
     ]
     .iter()
     .map(|p| (p.to_string(), String::new()))
@@ -259,6 +312,7 @@ fn docroot() -> TempDir {
     root.write("files/a.txt", "files a\n");
     root.write("ifs/file.txt", "ifs file\n");
     root.write("ifs/dir/keep", "x");
+    root.write("tf/a.txt", "tf a\n");
     root
 }
 
@@ -391,4 +445,30 @@ fn regex_server_names_capture_into_variables() {
     assert_eq!(ask("www.site.org"), "user= one=site.org host=www.site.org");
     assert_eq!(ask("localhost"), "default");
     assert_eq!(ask("9.users.test"), "default");
+}
+
+#[test]
+fn a_set_variable_read_unset_is_empty_and_warned_about() {
+    let conf = http_conf(
+        "    server_name localhost;\n    location /x { set $later 1; }\n    \
+         location / { return 200 \"[$later]\"; }\n    \
+         location /quiet { uninitialized_variable_warn off; return 200 \"[$later]\"; }\n",
+    );
+    let s = Server::start(&conf);
+    assert_eq!(get(s.port, "/quiet").text(), "[]");
+    assert_eq!(get(s.port, "/").text(), "[]");
+    let log = s.wait_log(
+        "logs/error.log",
+        "using uninitialized",
+        std::time::Duration::from_secs(5),
+    );
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("using uninitialized \"later\" variable"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(
+        lines[0].contains("[warn]") && lines[0].contains("request: \"GET / HTTP/1.1\""),
+        "{log}"
+    );
 }

@@ -5,10 +5,12 @@
 //! is refused. A zone is shared by every worker (one mutex over a map);
 //! its size bounds the keys (a key costs its length plus 24 bytes,
 //! rounded up to a power of two, as NGINX's slab would), and a key that
-//! finds no room is refused as NGINX's failed `ngx_slab_alloc` is.
+//! finds no room is refused as NGINX's failed `ngx_slab_alloc` is. A
+//! reload that declares a zone of the same name, size and key keeps its
+//! counts ([`super::kept`]), as NGINX keeps a shared-memory zone.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::vars::template::Template;
 
@@ -27,11 +29,11 @@ pub struct LimitConnZone {
     /// Its name.
     pub name: String,
     def: OnceLock<ConnZoneDef>,
-    state: Mutex<State>,
+    state: OnceLock<Arc<Mutex<State>>>,
 }
 
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     counts: HashMap<Vec<u8>, u32>,
     used: u64,
 }
@@ -73,17 +75,26 @@ impl LimitConnZone {
         Arc::new(LimitConnZone {
             name: name.to_string(),
             def: OnceLock::new(),
-            state: Mutex::new(State::default()),
+            state: OnceLock::new(),
         })
     }
 
-    /// Defines the zone; `Err` with the key it is already bound to.
+    /// Defines the zone (taking the counts of the running configuration's
+    /// zone of the same name, size and key); `Err` with the key it is
+    /// already bound to.
     pub fn define(&self, def: ConnZoneDef) -> Result<(), String> {
-        self.def.set(def).map_err(|_| {
-            self.def()
-                .map(|d| d.key.raw().to_string())
-                .unwrap_or_default()
-        })
+        if let Some(d) = self.def() {
+            return Err(d.key.raw().to_string());
+        }
+        let state = super::kept::<State>("limit_conn", &self.name, def.size, def.key.raw());
+        let _ = self.state.set(state);
+        let _ = self.def.set(def);
+        Ok(())
+    }
+
+    fn lock(&self) -> Option<MutexGuard<'_, State>> {
+        let m = self.state.get()?;
+        Some(m.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Its definition, once `limit_conn_zone` gave it.
@@ -94,7 +105,9 @@ impl LimitConnZone {
     /// Takes a slot for `key` unless `max` are taken.
     pub fn acquire(self: &Arc<Self>, key: &[u8], max: u32) -> ConnVerdict {
         let size = self.def().map_or(0, |d| d.size);
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut st) = self.lock() else {
+            return ConnVerdict::NoMemory;
+        };
         match st.counts.get_mut(key) {
             Some(n) if *n >= max => return ConnVerdict::Limited,
             Some(n) => *n += 1,
@@ -114,14 +127,17 @@ impl LimitConnZone {
 
     /// Slots held now for `key` (for tests).
     pub fn count(&self, key: &[u8]) -> u32 {
-        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.counts.get(key).copied().unwrap_or(0)
+        self.lock()
+            .and_then(|st| st.counts.get(key).copied())
+            .unwrap_or(0)
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut st = self.zone.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut st) = self.zone.lock() else {
+            return;
+        };
         if let Some(n) = st.counts.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {

@@ -14,9 +14,11 @@
 //! thousand address keys per megabyte, as NGINX's documentation says);
 //! when it is full the least recently used idle state goes, and when none
 //! can go the request fails as NGINX's "could not allocate node" does.
+//! A reload that declares a zone of the same name, size and key keeps its
+//! states ([`super::kept`]), as NGINX keeps a shared-memory zone.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use crate::vars::template::Template;
@@ -38,7 +40,7 @@ pub struct LimitReqZone {
     /// Its name.
     pub name: String,
     def: OnceLock<ReqZoneDef>,
-    state: Mutex<State>,
+    state: OnceLock<Arc<Mutex<State>>>,
 }
 
 /// One `limit_req` line.
@@ -63,7 +65,7 @@ struct Node {
 }
 
 #[derive(Debug, Default)]
-struct State {
+pub(super) struct State {
     nodes: HashMap<Vec<u8>, Node>,
     lru: BTreeMap<u64, Vec<u8>>,
     next_stamp: u64,
@@ -138,17 +140,26 @@ impl LimitReqZone {
         Arc::new(LimitReqZone {
             name: name.to_string(),
             def: OnceLock::new(),
-            state: Mutex::new(State::default()),
+            state: OnceLock::new(),
         })
     }
 
-    /// Defines the zone; `Err` with the key it is already bound to.
+    /// Defines the zone (taking the states of the running configuration's
+    /// zone of the same name, size and key); `Err` with the key it is
+    /// already bound to.
     pub fn define(&self, def: ReqZoneDef) -> Result<(), String> {
-        self.def.set(def).map_err(|_| {
-            self.def()
-                .map(|d| d.key.raw().to_string())
-                .unwrap_or_default()
-        })
+        if let Some(d) = self.def() {
+            return Err(d.key.raw().to_string());
+        }
+        let state = super::kept::<State>("limit_req", &self.name, def.size, def.key.raw());
+        let _ = self.state.set(state);
+        let _ = self.def.set(def);
+        Ok(())
+    }
+
+    fn lock(&self) -> Option<MutexGuard<'_, State>> {
+        let m = self.state.get()?;
+        Some(m.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Its definition, once `limit_req_zone` gave it.
@@ -167,7 +178,9 @@ impl LimitReqZone {
     /// `ngx_http_limit_req_lookup`.
     fn lookup(&self, key: &[u8], burst: u64, account: bool, now: u64) -> (Rc, u64) {
         let rate = self.rate();
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut st) = self.lock() else {
+            return (Rc::Error, 0);
+        };
         let stamp = st.next_stamp;
         st.next_stamp += 1;
         if let Some(node) = st.nodes.get_mut(key) {
@@ -215,7 +228,9 @@ impl LimitReqZone {
     /// body): its new excess.
     fn settle(&self, key: &[u8], now: u64) -> u64 {
         let rate = self.rate();
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut st) = self.lock() else {
+            return 0;
+        };
         let Some(node) = st.nodes.get_mut(key) else {
             return 0;
         };
@@ -230,7 +245,9 @@ impl LimitReqZone {
 
     /// Lets a held state go without counting it (`ngx_http_limit_req_unlock`).
     fn release(&self, key: &[u8]) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut st) = self.lock() else {
+            return;
+        };
         if let Some(node) = st.nodes.get_mut(key) {
             node.count = node.count.saturating_sub(1);
         }
@@ -238,11 +255,7 @@ impl LimitReqZone {
 
     /// States kept now (for tests).
     pub fn states(&self) -> usize {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .nodes
-            .len()
+        self.lock().map_or(0, |st| st.nodes.len())
     }
 }
 
@@ -355,8 +368,11 @@ pub fn check(limits: &[LimitReq], keys: &[Option<Vec<u8>>]) -> ReqVerdict {
 mod tests {
     use super::*;
 
+    /// A zone of its own (zones alike share their states).
     fn zone(rate: u64, size: u64) -> Arc<LimitReqZone> {
-        let z = LimitReqZone::new("z");
+        static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let z = LimitReqZone::new(&format!("z{n}"));
         z.define(ReqZoneDef {
             key: Template::literal("k"),
             rate,
@@ -422,6 +438,26 @@ mod tests {
             check(&l, &k),
             ReqVerdict::Delayed { limit: 0, .. }
         ));
+    }
+
+    #[test]
+    fn a_zone_declared_alike_again_keeps_the_states() {
+        let def = |size| ReqZoneDef {
+            key: Template::literal("k"),
+            rate: 1000,
+            size,
+        };
+        let old = LimitReqZone::new("kept");
+        old.define(def(32768)).unwrap();
+        let l = |z: &Arc<LimitReqZone>| [limit(z, 0, 0)];
+        let k = [Some(b"a".to_vec())];
+        assert_eq!(check(&l(&old), &k), ReqVerdict::Passed);
+        let alike = LimitReqZone::new("kept");
+        alike.define(def(32768)).unwrap();
+        assert!(matches!(check(&l(&alike), &k), ReqVerdict::Rejected { .. }));
+        let resized = LimitReqZone::new("kept");
+        resized.define(def(65536)).unwrap();
+        assert_eq!(check(&l(&resized), &k), ReqVerdict::Passed);
     }
 
     #[test]

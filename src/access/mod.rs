@@ -17,6 +17,50 @@ pub mod limit_conn;
 pub mod limit_req;
 pub mod rules;
 
+use std::any::Any;
+use std::sync::{Arc, Mutex, Weak};
+
+/// The zones' states in use, by module, name, size and key, held weakly:
+/// a configuration that declares a zone like one in use takes its state.
+type Kept = Vec<(
+    &'static str,
+    String,
+    u64,
+    String,
+    Weak<dyn Any + Send + Sync>,
+)>;
+
+static KEPT: Mutex<Kept> = Mutex::new(Vec::new());
+
+/// The state for a zone of `module` called `name` with `size` and `key`:
+/// the one a zone alike uses now, else a new one (registered).
+pub(crate) fn kept<S: Default + Send + 'static>(
+    module: &'static str,
+    name: &str,
+    size: u64,
+    key: &str,
+) -> Arc<Mutex<S>> {
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    kept.retain(|k| k.4.strong_count() > 0);
+    let alike = kept
+        .iter()
+        .filter(|k| k.0 == module && k.1 == name && k.2 == size && k.3 == key)
+        .find_map(|k| k.4.upgrade()?.downcast::<Mutex<S>>().ok());
+    if let Some(state) = alike {
+        return state;
+    }
+    let state = Arc::new(Mutex::new(S::default()));
+    let any: Arc<dyn Any + Send + Sync> = state.clone();
+    kept.push((
+        module,
+        name.to_string(),
+        size,
+        key.to_string(),
+        Arc::downgrade(&any),
+    ));
+    state
+}
+
 /// What the limit phases recorded on one request (NGINX keeps these on the
 /// main request, so internal redirects do not count it twice).
 #[derive(Debug, Default)]

@@ -475,6 +475,9 @@ pub fn builtin_types() -> Arc<Types> {
     Arc::new(t)
 }
 
+// Content modules' types: `content.rs`.
+pub use super::content::*;
+
 macro_rules! loc_settings {
     ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
         /// Location-level settings as one config level wrote them.
@@ -716,6 +719,20 @@ loc_settings! {
     limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
     /// `limit_conn_dry_run`.
     limit_conn_dry_run: bool = false;
+    // More of the proxy module (`directives/proxy_extra.rs`).
+    /// `proxy_method` (None: the client's).
+    proxy_method: Option<Template> = None;
+    /// `proxy_set_body` (None: the client's body).
+    proxy_set_body: Option<Template> = None;
+    /// `proxy_ignore_headers` names (lowercase).
+    proxy_ignore_headers: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `proxy_cache_convert_head`.
+    proxy_cache_convert_head: bool = true;
+    /// `proxy_cookie_domain` rules (domain, replacement).
+    proxy_cookie_domain: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+    /// `proxy_cookie_path` rules (path prefix, replacement).
+    proxy_cookie_path: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+
     // Tuning and request-head settings (`directives/tuning.rs`).
     /// `merge_slashes` (server level).
     merge_slashes: bool = true;
@@ -736,4 +753,47 @@ loc_settings! {
     rewrite_log: bool = false;
     /// `uninitialized_variable_warn`.
     uninitialized_variable_warn: bool = true;
+    // Content modules (`src/handlers/gzip.rs`, `autoindex.rs`,
+    // `charset.rs`, `http/rate.rs`, `directives/content.rs`): gzip,
+    // gzip_static, autoindex, charset, limit_rate.
+    /// `gzip`.
+    gzip: bool = false;
+    /// `gzip_types` (lowercase; `*` matches any; `text/html` always in).
+    gzip_types: Arc<Vec<String>> = Arc::new(vec!["text/html".to_string()]);
+    /// `gzip_min_length`.
+    gzip_min_length: u64 = 20;
+    /// `gzip_comp_level` (1-9).
+    gzip_comp_level: u32 = 1;
+    /// `gzip_vary`.
+    gzip_vary: bool = false;
+    /// `gzip_proxied` (a set of `GZIP_PROXIED_*` bits).
+    gzip_proxied: u16 = GZIP_PROXIED_OFF;
+    /// `gzip_disable`.
+    gzip_disable: Option<Arc<GzipDisable>> = None;
+    /// `gzip_http_version 1.0` (default 1.1: HTTP/1.0 requests get no gzip).
+    gzip_http10: bool = false;
+    /// `gzip_static`.
+    gzip_static: GzipStatic = GzipStatic::Off;
+    /// `autoindex`.
+    autoindex: bool = false;
+    /// `autoindex_format`.
+    autoindex_format: AutoindexFormat = AutoindexFormat::Html;
+    /// `autoindex_exact_size`.
+    autoindex_exact_size: bool = true;
+    /// `autoindex_localtime`.
+    autoindex_localtime: bool = false;
+    /// `source_charset` (None: the response is not recoded).
+    source_charset: Option<String> = None;
+    /// `override_charset`.
+    override_charset: bool = false;
+    /// `charset_types` (lowercase; `*` matches any).
+    charset_types: Arc<Vec<String>> = Arc::new(
+        ["text/html", "text/xml", "text/plain", "text/vnd.wap.wml", "application/javascript", "application/rss+xml"]
+            .iter().map(|t| t.to_string()).collect());
+    /// `charset_map` tables (http level only; every location sees all).
+    charset_maps: Arc<Vec<Arc<CharsetMap>>> = Arc::new(Vec::new());
+    /// `limit_rate` (bytes a second; 0: no limit).
+    limit_rate: u64 = 0;
+    /// `limit_rate_after`.
+    limit_rate_after: u64 = 0;
 }

@@ -18,6 +18,8 @@ pub enum Op {
     Return(Return),
     /// `set $var VALUE`.
     Set(Arc<Indexed>, Template),
+    /// `set $args VALUE`: the request's arguments.
+    SetArgs(Template),
     /// `if (COND) { … }`.
     If(Box<If>),
     /// `break`.

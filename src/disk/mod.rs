@@ -41,6 +41,7 @@
 pub mod bulk_gate;
 pub mod fastpath;
 mod io;
+mod list_dir;
 mod open;
 pub mod open_file_cache;
 pub mod pool;
@@ -53,6 +54,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 pub use self::io::{make_dir_owned, Io};
+pub use self::list_dir::{DirEntry, EntryKind, Listing};
 pub use self::open::{OpenFile, PathRules};
 use self::open_file_cache::OpenFileCache;
 pub use self::open_file_cache::OpenFileCacheSettings;

@@ -249,7 +249,7 @@ impl Ring {
         let efd = unsafe { AsyncFd::register_with_interest(efd, tokio::io::Interest::READABLE) }?;
         let n = entries as usize;
         Ok(Rc::new_cyclic(|weak: &Weak<Ring>| {
-            let driver = crate::runtime::timed::spawn(drive(efd, weak.clone())).abort_handle();
+            let driver = crate::metrics::timed::spawn(drive(efd, weak.clone())).abort_handle();
             Ring {
                 state: RefCell::new(State {
                     uring,
@@ -314,7 +314,7 @@ impl Ring {
     /// flight no completion would wake the driver, so a timer does.
     fn retry_later(&self) {
         let ring = self.me.clone();
-        crate::runtime::timed::spawn(async move {
+        crate::metrics::timed::spawn(async move {
             tokio::time::sleep(RETRY_SUBMIT).await;
             if let Some(r) = ring.upgrade() {
                 r.reap_and_flush();
@@ -751,7 +751,7 @@ mod tests {
                 let (rx, tx) = std::io::pipe().unwrap();
                 let rx = Arc::new(File::from(OwnedFd::from(rx)));
                 let ring = ring.clone();
-                pipes.push(crate::runtime::timed::spawn(async move {
+                pipes.push(crate::metrics::timed::spawn(async move {
                     let (r, buf) = ring.read(&rx, ring.buffer(4), 0..4, 0, false).await;
                     buf[..r.unwrap()].to_vec()
                 }));
@@ -761,7 +761,7 @@ mod tests {
             let reads: Vec<_> = (0..64u64)
                 .map(|i| {
                     let (ring, f) = (ring.clone(), f.clone());
-                    crate::runtime::timed::spawn(async move {
+                    crate::metrics::timed::spawn(async move {
                         let at = i * 1000;
                         let (buf, n) = ring.read_full(&f, 1000, at, false).await.unwrap();
                         (at as usize, buf[..n].to_vec())
@@ -811,7 +811,7 @@ mod tests {
             // pipe's completion frees it.
             let f = Arc::new(File::open(&p).unwrap());
             let ring2 = ring.clone();
-            let after = crate::runtime::timed::spawn(async move {
+            let after = crate::metrics::timed::spawn(async move {
                 let (buf, n) = ring2.read_full(&f, 4, 0, false).await.unwrap();
                 buf[..n].to_vec()
             });

@@ -1,8 +1,10 @@
 //! NGINX's header filter chain, in its order, run on every response before
-//! it is written: the not-modified filter (conditional requests, 200 only),
-//! the headers filter (`expires`, `add_header`), the charset filter, the
-//! range filter (200 responses whose handler allows ranges), and the header
-//! writer's rule that only 200, 206 and 304 carry the `Last-Modified` it
+//! it is written: the not-modified filter (conditional requests, 200 only,
+//! not on a proxied response the cache does not take, as NGINX), the
+//! headers filter (`expires`, `add_header`), the charset filter
+//! (`super::charset`), the gzip filter (`super::gzip`), the range filter
+//! (200 responses whose handler allows ranges), and the header writer's
+//! rule that only 200, 206 and 304 carry the `Last-Modified` it
 //! writes itself (a proxied one goes out with any status).
 //!
 //! A filter can turn the response into an error (412 from the not-modified
@@ -37,17 +39,23 @@ impl Carried {
         self.headers.push((name.to_string(), value));
     }
 
+    /// Adds header lines that stay with the request (after the ones
+    /// already carried).
+    pub fn add(&mut self, mut headers: Vec<(String, String)>) {
+        self.headers.append(&mut headers);
+    }
+
     /// Puts the carried header lines before `resp`'s own. A response NGINX
     /// builds itself (`special`) drops the carried ETag, as NGINX clears
     /// the ETag of its special responses; another keeps it, and its own
-    /// ETag follows it in the header lines (NGINX sends both, in order).
+    /// ETag follows the carried lines (NGINX sends both, in the order of
+    /// its header list: a carried `WWW-Authenticate` comes first too).
     pub fn apply(&mut self, resp: &mut Response, special: bool) {
         let mut own = std::mem::take(&mut resp.headers);
         resp.headers = std::mem::take(&mut self.headers);
-        let carried_etag = resp.headers.iter().any(|(n, _)| n == "ETag");
         if special {
             resp.headers.retain(|(n, _)| n != "ETag");
-        } else if carried_etag {
+        } else if !resp.headers.is_empty() {
             if let Some(e) = resp.etag.take() {
                 resp.headers.push(("ETag".into(), e));
             }
@@ -73,7 +81,7 @@ fn etag(resp: &Response) -> Option<&str> {
 /// request (nothing after a 412: NGINX clears the response's headers
 /// before sending that page).
 pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> Result<(), u16> {
-    if resp.status == 200 {
+    if resp.status == 200 && !resp.no_not_modified {
         if let Err(code) = not_modified(ctx, resp) {
             *carried = Carried::default();
             return Err(code);
@@ -81,7 +89,8 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     }
     ctx.status = resp.status;
     headers(ctx, resp);
-    let charset = charset(ctx, resp, carried.charset.take());
+    let charset = super::charset::header_filter(ctx, resp, carried.charset.take());
+    super::gzip::header_filter(ctx, resp);
     if let Err(code) = ranges(ctx, resp) {
         // The error page is not a 200: a proxied Last-Modified line does
         // not stay with it (the header writer's rule below).
@@ -158,11 +167,27 @@ fn headers(ctx: &RequestCtx, resp: &mut Response) {
     for h in s.add_headers.iter() {
         if applies || h.always {
             let v = h.value.render(ctx);
+            // NGINX's `Last-Modified`/`ETag` setters: an empty value
+            // removes the response's own, another replaces it.
+            drop_validator(resp, &h.name);
             if !v.is_empty() {
                 resp.headers.push((h.name.clone(), v));
             }
         }
     }
+}
+
+/// For `add_header Last-Modified|ETag`: drops the response's own
+/// validator of that name (its slot and any such header line).
+fn drop_validator(resp: &mut Response, name: &str) {
+    if name.eq_ignore_ascii_case("last-modified") {
+        resp.last_modified = None;
+    } else if name.eq_ignore_ascii_case("etag") {
+        resp.etag = None;
+    } else {
+        return;
+    }
+    resp.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
 }
 
 fn expires_headers(secs: i64, resp: &mut Response) {
@@ -187,32 +212,6 @@ fn expires_headers(secs: i64, resp: &mut Response) {
     };
     resp.headers.push(("Expires".into(), expires));
     resp.headers.push(("Cache-Control".into(), cc));
-}
-
-/// NGINX's default `charset_types`.
-fn charset_type(ct: &str) -> bool {
-    matches!(
-        ct,
-        "text/html"
-            | "text/xml"
-            | "text/plain"
-            | "text/vnd.wap.wml"
-            | "application/javascript"
-            | "application/rss+xml"
-    )
-}
-
-/// The charset filter: `; charset=X` on the `charset_types`, or on any
-/// type when an earlier pass chose the charset. Returns the charset used.
-fn charset(ctx: &RequestCtx, resp: &mut Response, carried: Option<String>) -> Option<String> {
-    let ct = resp.content_type.as_mut()?;
-    let cs = match &ctx.loc.s.charset {
-        Some(cs) if charset_type(ct) => cs.clone(),
-        _ => carried?,
-    };
-    ct.push_str("; charset=");
-    ct.push_str(&cs);
-    Some(cs)
 }
 
 /// The range filter, for a 200 whose whole body is a file range and

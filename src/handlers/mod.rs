@@ -12,8 +12,12 @@
 //! worker builds.
 
 mod access;
+pub mod autoindex;
+pub mod body_source;
+pub mod charset;
 pub mod disk_io;
 pub mod filters;
+pub mod gzip;
 pub mod metrics;
 pub mod proxy;
 pub mod rewrite;
@@ -115,6 +119,17 @@ impl Respond for Handlers {
 
 /// Produces the response for `ctx`; `None` means close without answering.
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
+    // NGINX refuses TRACE once the head is read, before any rewrite or
+    // location runs.
+    if ctx.head.method == "TRACE" {
+        ctx.error_log(env.log).log_conn(
+            Level::Info,
+            Some(ctx.conn.id),
+            format_args!("client sent TRACE method while reading client request headers"),
+            &ctx.log_context(),
+        );
+        return finish(ctx, env, Outcome::Status(405)).await;
+    }
     let first = run_phases(ctx, env, None).await;
     finish(ctx, env, first).await
 }
@@ -134,6 +149,9 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
     // What earlier passes through the filters left on the request.
     let mut carried = filters::Carried::default();
     loop {
+        if !ctx.carried_headers.is_empty() {
+            carried.add(std::mem::take(&mut ctx.carried_headers));
+        }
         let mut resp = match outcome {
             Outcome::Close => return None,
             Outcome::Send(mut resp) => {
@@ -189,6 +207,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 }
             },
         };
+        rewrite::warn_unset(ctx, env);
         match filters::run(ctx, &mut resp, &mut carried) {
             Ok(()) => match static_file::read_small_body(ctx, env, &mut resp).await {
                 Ok(()) => return Some(resp),
@@ -383,7 +402,8 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         }
     }
     if slash {
-        let mut target = format!("{uri}/");
+        let mut target = crate::http::uri::escape_for_location(&uri);
+        target.push('/');
         if let Some(a) = &ctx.args {
             target.push('?');
             target.push_str(a);

@@ -26,6 +26,26 @@ pub async fn run(ctx: &mut RequestCtx, env: &Env<'_>, script: &Arc<Vec<Op>>) -> 
         return None;
     }
     let script = Arc::clone(script);
+    let r = run_ops(ctx, env, &script).await;
+    warn_unset(ctx, env);
+    r
+}
+
+/// Logs NGINX's `using uninitialized "NAME" variable` for each `set`
+/// variable read before it was set.
+pub fn warn_unset(ctx: &RequestCtx, env: &Env<'_>) {
+    let read = std::mem::take(&mut *ctx.unset_read.borrow_mut());
+    for v in read {
+        env.log.log_conn(
+            Level::Warn,
+            Some(ctx.conn.id),
+            format_args!("using uninitialized \"{}\" variable", v.name),
+            &ctx.log_context(),
+        );
+    }
+}
+
+async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<Outcome> {
     let mut stack = vec![script.iter()];
     while let Some(top) = stack.last_mut() {
         let Some(op) = top.next() else {
@@ -36,6 +56,10 @@ pub async fn run(ctx: &mut RequestCtx, env: &Env<'_>, script: &Arc<Vec<Op>>) -> 
             Op::Set(var, value) => {
                 let v = value.render(ctx);
                 ctx.set_slot(var.index, v);
+            }
+            Op::SetArgs(value) => {
+                let v = value.render(ctx);
+                ctx.args = Some(v).filter(|a| !a.is_empty());
             }
             Op::Break => {
                 ctx.uri_changed = false;

@@ -140,6 +140,10 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if leaves_root(ctx, &path) {
         return outside_root(ctx, env, &path);
     }
+    let mut vary = false;
+    if let Some(o) = super::gzip::serve_static(ctx, env, &io, &path, &mut vary).await {
+        return o;
+    }
     let file = match open(ctx, env, &io, &path).await {
         Ok(f) => f,
         Err(e) => return open_failed(ctx, env, &path, &e),
@@ -168,7 +172,11 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         return Outcome::Status(405);
     }
     ctx.test_expect();
-    file_response(ctx, file, &uri)
+    let mut out = file_response(ctx, file, &uri);
+    if vary {
+        super::gzip::vary_plain(&mut out);
+    }
+    out
 }
 
 fn escape_uri(uri: &str) -> String {
@@ -176,7 +184,7 @@ fn escape_uri(uri: &str) -> String {
 }
 
 /// The 200 answer for an open regular file.
-fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outcome {
+pub(super) fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outcome {
     let s = &ctx.loc.s;
     let meta = file.meta;
     let mut resp = Response::new(200);
@@ -214,7 +222,12 @@ pub fn content_type(types: &crate::config::Types, default: &str, uri: &str) -> S
 }
 
 /// Opens `path` by the location's rules, through `open_file_cache`.
-async fn open(ctx: &RequestCtx, env: &Env<'_>, io: &Io, path: &str) -> io::Result<OpenFile> {
+pub(super) async fn open(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    io: &Io,
+    path: &str,
+) -> io::Result<OpenFile> {
     let rules = disk_io::path_rules(ctx);
     let cache = disk_io::open_file_cache(ctx);
     env.disk
@@ -259,6 +272,9 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         }
     }
     match io.stat(Path::new(&dir), &disk_io::path_rules(ctx)).await {
+        Ok(m) if m.kind == FileKind::Directory && ctx.loc.s.autoindex => {
+            super::autoindex::serve(ctx, env, &io, &dir).await
+        }
         Ok(m) if m.kind == FileKind::Directory => {
             log(
                 ctx,

@@ -9,7 +9,7 @@ use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
 use crate::config::{LocationConf, ServerConf};
 use crate::vars::regex::{Captures, Matched, Regex};
-use crate::vars::template::{Var, VarSource};
+use crate::vars::template::{Indexed, Var, VarSource};
 use std::cell::RefCell;
 
 /// Facts about the connection a request arrived on.
@@ -89,6 +89,13 @@ pub struct RequestCtx {
     pub internal: bool,
     /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// Header lines a handler set before turning to an error page, kept
+    /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
+    /// copies it into `headers_out`).
+    pub carried_headers: Vec<(String, String)>,
+    /// The request body when a handler read it whole into memory (the
+    /// proxy's small or re-framed bodies), for `$request_body`.
+    pub request_body: Option<Vec<u8>>,
     /// `Expect: 100-continue` was dealt with, or an error response made it
     /// moot (NGINX's `expect_tested`).
     pub expect_tested: bool,
@@ -121,6 +128,9 @@ pub struct RequestCtx {
     pub uri_changes: u8,
     /// A `rewrite` changed the URI: search the locations again.
     pub uri_changed: bool,
+    /// `set` variables read before they were set, for the
+    /// `uninitialized_variable_warn` lines the handlers log.
+    pub unset_read: RefCell<Vec<Arc<Indexed>>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -146,6 +156,8 @@ impl RequestCtx {
             internal: false,
             error_page: false,
             expect_tested: false,
+            carried_headers: Vec::new(),
+            request_body: None,
             send_continue: false,
             start: Instant::now(),
             status: 0,
@@ -160,6 +172,7 @@ impl RequestCtx {
             slots: RefCell::new(Vec::new()),
             uri_changes: MAX_URI_CHANGES,
             uri_changed: false,
+            unset_read: RefCell::new(Vec::new()),
             head,
         }
     }
@@ -261,6 +274,7 @@ impl VarSource for RequestCtx {
             | Var::SslSessionReused
             | Var::SslClientVerify
             | Var::RequestMethod
+            | Var::RequestBody
             | Var::Request
             | Var::RequestLength
             | Var::RequestFilename
@@ -294,6 +308,9 @@ impl VarSource for RequestCtx {
             | Var::UpstreamResponseTime
             | Var::UpstreamConnectTime
             | Var::UpstreamHeaderTime
+            | Var::UpstreamResponseLength
+            | Var::UpstreamBytesReceived
+            | Var::UpstreamBytesSent
             | Var::UpstreamCacheStatus
             | Var::UpstreamHttp(_) => {
                 if let Some(u) = &self.upstream {
@@ -304,11 +321,16 @@ impl VarSource for RequestCtx {
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
-            Var::Indexed(v) => {
-                if let Some(Some(s)) = self.slots.borrow().get(v.index) {
-                    out.push_str(s)
+            Var::Indexed(v) => match self.slots.borrow().get(v.index) {
+                Some(Some(s)) => out.push_str(s),
+                _ => {
+                    if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+                        && self.loc.s.uninitialized_variable_warn
+                    {
+                        self.unset_read.borrow_mut().push(Arc::clone(v));
+                    }
                 }
-            }
+            },
             Var::Map(m) => m.append(self, out),
         }
     }
@@ -436,6 +458,11 @@ impl RequestCtx {
                 }
             }
             Var::RequestMethod => out.push_str(&self.head.method),
+            Var::RequestBody => {
+                if let Some(b) = &self.request_body {
+                    out.push_str(&String::from_utf8_lossy(b))
+                }
+            }
             Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);

@@ -13,6 +13,7 @@ pub mod connection;
 pub mod context;
 mod http2;
 pub mod range;
+pub mod rate;
 pub mod request;
 pub mod response;
 pub mod reuse;

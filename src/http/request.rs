@@ -403,6 +403,13 @@ impl HeaderFields {
             }
             f.headers.push((name.to_string(), value));
         }
+        // NGINX keeps one Authorization (`auth_basic`, `$remote_user`) and
+        // refuses a second.
+        let auth = |(n, _): &&(String, String)| n.eq_ignore_ascii_case("authorization");
+        if f.headers.iter().filter(auth).nth(1).is_some() {
+            let dup = HeadError::Invalid("duplicate Authorization header");
+            return Err(fail(dup, &f.host));
+        }
         Ok(f)
     }
 
@@ -512,24 +519,48 @@ fn request_version(line: &[u8]) -> Result<(Version, usize), HeadError> {
     Ok((version, at))
 }
 
-/// The host of an absolute-form target (`http://host:port/path`).
+/// The host of an absolute-form target (`scheme://host:port/path`), by
+/// NGINX's request-line grammar: a name of letters, digits, `.` and `-`,
+/// or an IP literal in `[ ]`; then an optional `:digits`; then `/`, `?`
+/// or the end. Anything else (`_`, `%`, `@`...) is a 400, as NGINX.
 fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
     if target.starts_with('/') {
         return Ok(None);
     }
-    let b = target.as_bytes();
-    let rest = if b.len() >= 7 && b[..7].eq_ignore_ascii_case(b"http://") {
-        &target[7..]
-    } else if b.len() >= 8 && b[..8].eq_ignore_ascii_case(b"https://") {
-        &target[8..]
-    } else {
+    let Some(n) = super::uri::scheme_len(target) else {
         return Ok(None);
     };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    if end == 0 {
-        return Err(HeadError::Invalid("invalid host in request line"));
+    let rest = &target[n..];
+    let bad = HeadError::Invalid("client sent invalid host in request line");
+    let b = rest.as_bytes();
+    let mut i = 0;
+    if b.first() == Some(&b'[') {
+        i = 1;
+        loop {
+            match b.get(i) {
+                Some(b']') => break i += 1,
+                Some(&c) if c.is_ascii_alphanumeric() || b":.-_~!$&'()*+,;=".contains(&c) => i += 1,
+                _ => return Err(bad),
+            }
+        }
+    } else {
+        while b
+            .get(i)
+            .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'.' || c == b'-')
+        {
+            i += 1;
+        }
     }
-    Ok(Some(rest[..end].to_string()))
+    if b.get(i) == Some(&b':') {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    match b.get(i) {
+        None | Some(b'/') | Some(b'?') => Ok(Some(rest[..i].to_string())),
+        _ => Err(bad),
+    }
 }
 
 /// NGINX's host validation: no NUL, `/`, space, control character or
@@ -647,6 +678,13 @@ mod tests {
         assert!(parse_head(three, &l).unwrap().is_some());
         let four = b"GET / HTTP/1.1\r\nHost: x\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
         assert_eq!(parse_head(four, &l).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn a_second_authorization_is_refused() {
+        let two = b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\nauthorization: b\r\n\r\n";
+        assert_eq!(status(two), 400);
+        assert!(parse(b"GET / HTTP/1.1\r\nHost: x\r\nAuthorization: a\r\n\r\n").is_ok());
     }
 
     #[test]

@@ -163,6 +163,9 @@ pub struct Response {
     /// passes a proxied status line as received; a filter that turns the
     /// response into a 304 or 206 also drops it).
     pub reason: Option<(u16, String)>,
+    /// The not-modified filter leaves it alone: a proxied response the
+    /// cache does not take (NGINX's `r->disable_not_modified`).
+    pub no_not_modified: bool,
 }
 
 impl Response {
@@ -185,6 +188,7 @@ impl Response {
             own_date: true,
             last_modified_inline: false,
             reason: None,
+            no_not_modified: false,
         }
     }
 

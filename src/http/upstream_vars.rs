@@ -1,10 +1,14 @@
 //! What proxying records on a request for the variables that read it:
 //! `$proxy_host`, `$proxy_port`, `$upstream_cache_status` and the
-//! `$upstream_*` values, one entry per try at a peer. The proxy handler
+//! `$upstream_*` values, one entry per try at a peer (the byte counts of
+//! a streamed body are shared counters the body stream adds to, so the
+//! access log, written after the body, sees the whole). The proxy handler
 //! fills it in (`RequestCtx::upstream`); it
 //! lives here, beside the request it describes, so that `http` needs
 //! nothing from `upstream`.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::vars::template::Var;
@@ -22,6 +26,12 @@ pub struct TryRecord {
     pub header: Option<Duration>,
     /// Time the try took.
     pub response: Duration,
+    /// Bytes sent to the peer (head and the body's length).
+    pub bytes_sent: u64,
+    /// Bytes read from the peer, counted on as the body streams.
+    pub bytes_received: Arc<AtomicU64>,
+    /// Decoded body bytes of its response, counted on as it streams.
+    pub response_length: Arc<AtomicU64>,
 }
 
 /// What proxying recorded on a request, for variables.
@@ -81,6 +91,15 @@ impl UpstreamVars {
             Var::UpstreamHeaderTime => each(out, &|t, o| match t.header {
                 Some(d) => secs(d, o),
                 None => o.push('-'),
+            }),
+            Var::UpstreamResponseLength => each(out, &|t, o| {
+                let _ = write!(o, "{}", t.response_length.load(Ordering::Relaxed));
+            }),
+            Var::UpstreamBytesReceived => each(out, &|t, o| {
+                let _ = write!(o, "{}", t.bytes_received.load(Ordering::Relaxed));
+            }),
+            Var::UpstreamBytesSent => each(out, &|t, o| {
+                let _ = write!(o, "{}", t.bytes_sent);
             }),
             Var::UpstreamHttp(name) => {
                 if let Some((_, v)) = self

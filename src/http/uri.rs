@@ -23,24 +23,35 @@ pub enum UriError {
 pub fn split_target(target: &str) -> (&str, Option<&str>) {
     let target = target.split('#').next().unwrap_or(target);
     let mut t = target;
-    for scheme in ["http://", "https://"] {
-        if t.len() >= scheme.len() && t[..scheme.len()].eq_ignore_ascii_case(scheme) {
-            let rest = &t[scheme.len()..];
-            t = match rest.find(['/', '?']) {
-                Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
-                Some(i) => &rest[i - 1..i], // "http://h?x": path "/" is implied
-                None => "/",
-            };
-            if !t.starts_with('/') {
-                return ("/", target.split_once('?').map(|(_, a)| a));
-            }
-            break;
+    if let Some(n) = scheme_len(t) {
+        let rest = &t[n..];
+        t = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+            Some(i) => &rest[i - 1..i], // "http://h?x": path "/" is implied
+            None => "/",
+        };
+        if !t.starts_with('/') {
+            return ("/", target.split_once('?').map(|(_, a)| a));
         }
     }
     match t.split_once('?') {
         Some((p, a)) => (p, Some(a)),
         None => (t, None),
     }
+}
+
+/// The length of `scheme://` at the start of an absolute-form target, as
+/// NGINX's request-line parser reads it: a letter, then letters, digits,
+/// `+`, `-` or `.` (any scheme, not only `http`).
+pub fn scheme_len(target: &str) -> Option<usize> {
+    let b = target.as_bytes();
+    if !b.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let n = b
+        .iter()
+        .position(|&c| !(c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.')))?;
+    b[n..].starts_with(b"://").then_some(n + 3)
 }
 
 fn hex(b: u8) -> Option<u8> {

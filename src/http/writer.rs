@@ -2,7 +2,8 @@
 //! serialised, then the body its source calls for — bytes (one `writev`
 //! with the head), a file range (`sendfile`, or read-and-write copies with
 //! `sendfile off`), a `multipart/byteranges` body, or a stream written
-//! piece by piece (chunked when the response says so). Every wait for the
+//! piece by piece (chunked when the response says so); under `limit_rate`
+//! every body write waits for its room ([`super::rate`]). Every wait for the
 //! socket to drain is bounded by `send_timeout`. The connection loop
 //! decides what to write; this file only how, and how a failed send is
 //! reported in the error log ([`log_send_error`]).
@@ -16,6 +17,7 @@ use std::io;
 
 use super::chunked;
 use super::context::RequestCtx;
+use super::rate::Pacer;
 use super::response::{self, Body, Response, StreamBody};
 use super::stream::ClientStream;
 use crate::config::LocSettings;
@@ -33,12 +35,20 @@ pub struct Writer<'a> {
     stream: &'a ClientStream,
     disk: &'a Disk,
     s: &'a LocSettings,
+    /// `limit_rate`, when set: every body write takes its room first.
+    pacer: Option<Pacer>,
 }
 
 impl<'a> Writer<'a> {
     /// A writer to `stream` under the location settings `s`.
     pub fn new(stream: &'a ClientStream, disk: &'a Disk, s: &'a LocSettings) -> Writer<'a> {
-        Writer { stream, disk, s }
+        let pacer = Pacer::new(s.limit_rate, s.limit_rate_after);
+        Writer {
+            stream,
+            disk,
+            s,
+            pacer,
+        }
     }
 
     /// Writes `head` and the body of `resp` (none when `head_only`);
@@ -55,16 +65,18 @@ impl<'a> Writer<'a> {
             }
             Body::Bytes(b) => {
                 // Head and body in one `writev`, without copying the body.
-                self.write_two(head, b).await?;
+                self.write_lead_and(head, b).await?;
                 Ok(b.len() as u64)
             }
             Body::File { file, start, len } => {
                 self.write_all(head, true).await?;
+                self.count(head.len());
                 self.send_file_range(file, *start, *len).await?;
                 Ok(*len)
             }
             Body::Multipart { file, parts } => {
                 self.write_all(head, true).await?;
+                self.count(head.len());
                 let mut total = 0;
                 for (hdr, range) in &parts.parts {
                     self.write_all(hdr.as_bytes(), true).await?;
@@ -128,7 +140,7 @@ impl<'a> Writer<'a> {
                 chunked::push_size_line(&mut lead, piece.len());
                 piece.extend_from_slice(chunked::CHUNK_END);
             }
-            self.write_two(&lead, &piece).await?;
+            self.write_lead_and(&lead, &piece).await?;
         }
         let mut tail = head.to_vec();
         if chunked {
@@ -153,7 +165,10 @@ impl<'a> Writer<'a> {
         let mut since_yield: u64 = 0;
         if s.sendfile && self.stream.tls_conn().is_none() {
             while offset < end {
-                let want = (end - offset).min(max_chunk - since_yield) as usize;
+                let mut want = (end - offset).min(max_chunk - since_yield) as usize;
+                if let Some(p) = &self.pacer {
+                    want = p.take(want).await;
+                }
                 match self
                     .disk
                     .sendfile(self.stream.tcp(), file, &mut offset, want)
@@ -161,6 +176,9 @@ impl<'a> Writer<'a> {
                 {
                     Ok(0) => return Err(truncated()),
                     Ok(n) => {
+                        if let Some(p) = &self.pacer {
+                            p.sent(n as u64);
+                        }
                         since_yield += n as u64;
                         if since_yield >= max_chunk {
                             since_yield = 0;
@@ -177,8 +195,14 @@ impl<'a> Writer<'a> {
         } else {
             let mut chunk = vec![0u8; COPY_CHUNK.min(len as usize)];
             while offset < end {
-                let want = ((end - offset) as usize).min(chunk.len());
+                let mut want = ((end - offset) as usize).min(chunk.len());
+                if let Some(p) = &self.pacer {
+                    want = p.take(want).await;
+                }
                 let n = file.read_at(&mut chunk[..want], offset).await?;
+                if let Some(p) = &self.pacer {
+                    p.sent(n as u64);
+                }
                 if n == 0 {
                     return Err(truncated());
                 }
@@ -198,6 +222,36 @@ impl<'a> Writer<'a> {
     /// Writes `head` then `body` with vectored writes.
     async fn write_two(&self, head: &[u8], body: &[u8]) -> io::Result<()> {
         self.stream.write_two(head, body, self.s.send_timeout).await
+    }
+
+    /// Counts `n` bytes written outside the paced writes (a head).
+    fn count(&self, n: usize) {
+        if let Some(p) = &self.pacer {
+            p.sent(n as u64);
+        }
+    }
+
+    /// Writes `lead` (a head, a chunk size line) and `body`: in one
+    /// `writev`, or under `limit_rate` in the pieces its pace allows.
+    async fn write_lead_and(&self, lead: &[u8], body: &[u8]) -> io::Result<()> {
+        let Some(p) = &self.pacer else {
+            return self.write_two(lead, body).await;
+        };
+        let mut rest = body;
+        let mut lead = lead;
+        loop {
+            let n = p.take(lead.len() + rest.len()).await;
+            let from_lead = n.min(lead.len());
+            let from_body = (n - from_lead).min(rest.len());
+            self.write_two(&lead[..from_lead], &rest[..from_body])
+                .await?;
+            p.sent((from_lead + from_body) as u64);
+            lead = &lead[from_lead..];
+            rest = &rest[from_body..];
+            if lead.is_empty() && rest.is_empty() {
+                return Ok(());
+            }
+        }
     }
 
     /// Writes all of `buf`; `more` sets `MSG_MORE` (a body follows).

@@ -2,6 +2,8 @@
 //! figures). Relaxed atomics: the figures are statistics, not
 //! synchronisation.
 
+pub mod timed;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Connections accepted.
@@ -105,7 +107,7 @@ impl Histogram {
 pub struct WorkerMetrics {
     /// Busy time per loop iteration (unpark to park).
     pub loop_busy: Histogram,
-    /// Wall time of each poll of each task (`runtime::timed`): how long
+    /// Wall time of each poll of each task (`metrics::timed`): how long
     /// one piece of work held the loop.
     pub loop_poll: Histogram,
     /// From a complete request head to the response head ready to send.

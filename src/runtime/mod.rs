@@ -8,5 +8,4 @@ pub mod listen;
 pub mod loop_watch;
 pub mod master;
 pub mod privileges;
-pub mod timed;
 pub mod worker;

@@ -82,7 +82,7 @@ fn run(start: WorkerStart) {
     }
     let figures = metrics::worker(start.index);
     // Every task this worker spawns has its polls timed.
-    crate::runtime::timed::set_worker(figures.clone());
+    crate::metrics::timed::set_worker(figures.clone());
     // Whether the loop sleeps in the kernel while busy is sampled from
     // outside (`loop_watch`); the loop only says when it is busy.
     let watch = loop_watch::watch(figures.clone());
@@ -194,7 +194,7 @@ async fn worker_main(start: WorkerStart) {
                 continue;
             }
         };
-        accepting.push(crate::runtime::timed::spawn(accept_loop(
+        accepting.push(crate::metrics::timed::spawn(accept_loop(
             listener,
             group,
             env.clone(),
@@ -281,7 +281,7 @@ async fn accept_loop(
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();
-        crate::runtime::timed::spawn(async move {
+        crate::metrics::timed::spawn(async move {
             let _active = Gauge::new(&metrics::ACTIVE);
             let mut sd = env2.shutdown.clone();
             tokio::select! {

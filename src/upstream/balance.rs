@@ -17,6 +17,17 @@
 //!   `crc32(HOST "\0" PORT PREV_POINT)`, sorted; a key goes to the first
 //!   point at or after `crc32(KEY)`, walking on past dead peers.
 //! - After 20 hash tries both fall back to round-robin, as NGINX does.
+//! - **`ip_hash`**: the first three octets of an IPv4 client (all sixteen
+//!   bytes of IPv6), `hash = (hash * 113 + byte) % 6271` from 89, the
+//!   weights walked as `hash` does; 20 tries, then round-robin.
+//! - **`least_conn`**: the live peers with the fewest active requests
+//!   relative to their weight (`conns × best.weight < best.conns × weight`),
+//!   smooth round-robin among equals.
+//! - **`random [two [least_conn]]`**: a peer drawn by weight (20 draws,
+//!   then round-robin); with `two`, two distinct draws and the one with
+//!   fewer active requests relative to weight.
+//! - A peer's active count runs from its selection to the end of its try
+//!   (`release`: the response head, or the failure).
 //!
 //! Peer state is shared by every worker thread: one `Mutex` per peer set,
 //! held only for the arithmetic of one selection or one release.
@@ -48,6 +59,8 @@ pub struct PeerSpec {
 
 #[derive(Debug, Clone)]
 struct PeerState {
+    /// Requests in flight to it (`least_conn`, `random two`).
+    conns: u32,
     current_weight: i64,
     effective_weight: i64,
     fails: u32,
@@ -72,6 +85,7 @@ impl PeerSet {
         let state = peers
             .iter()
             .map(|p| PeerState {
+                conns: 0,
                 current_weight: 0,
                 effective_weight: p.weight as i64,
                 fails: 0,
@@ -130,6 +144,113 @@ impl PeerSet {
         Some(b)
     }
 
+    /// Counts a request in flight to peer `i`.
+    fn start(&self, i: usize) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st[i].conns += 1;
+    }
+
+    /// `least_conn`: the usable untried peers with the fewest requests in
+    /// flight per weight, smooth round-robin among equals (NGINX's
+    /// `ngx_http_upstream_get_least_conn_peer`).
+    fn pick_least_conn(&self, tried: &[bool]) -> Option<usize> {
+        let now = Instant::now();
+        let best = {
+            let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut best: Option<usize> = None;
+            for (i, p) in self.peers.iter().enumerate() {
+                if tried[i] || !Self::usable(p, &st[i], now) {
+                    continue;
+                }
+                let fewer = |b: usize| {
+                    (st[i].conns as u64) * (self.peers[b].weight as u64)
+                        < (st[b].conns as u64) * (p.weight as u64)
+                };
+                if best.is_none_or(fewer) {
+                    best = Some(i);
+                }
+            }
+            let b = best?;
+            // Every peer with as few: the smooth round-robin picks.
+            let ratio = |i: usize| (st[i].conns as u64, self.peers[i].weight as u64);
+            let (bc, bw) = ratio(b);
+            (0..self.peers.len())
+                .map(|i| {
+                    let (c, w) = ratio(i);
+                    tried[i] || !Self::usable(&self.peers[i], &st[i], now) || c * bw != bc * w
+                })
+                .collect::<Vec<bool>>()
+        };
+        self.pick_rr(&best, None, false)
+    }
+
+    /// `random`: one peer drawn by weight among the usable untried ones
+    /// (20 draws at most).
+    fn pick_random(&self, tried: &[bool]) -> Option<usize> {
+        for _ in 0..20 {
+            let i = self.draw();
+            if !tried[i] && self.available(i) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// `random two`: two distinct draws, the one with fewer requests in
+    /// flight per weight (NGINX's `get_random2_peer`).
+    fn pick_random_two(&self, tried: &[bool]) -> Option<usize> {
+        let a = self.pick_random(tried)?;
+        let mut others = tried.to_vec();
+        others[a] = true;
+        let Some(b) = self.pick_random(&others) else {
+            return Some(a);
+        };
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (pa, pb) = (&self.peers[a], &self.peers[b]);
+        let b_fewer =
+            (st[b].conns as u64) * (pa.weight as u64) < (st[a].conns as u64) * (pb.weight as u64);
+        Some(if b_fewer { b } else { a })
+    }
+
+    /// A peer index drawn with probability proportional to its weight.
+    fn draw(&self) -> usize {
+        let mut w = rand_below(self.total_weight.max(1));
+        let mut p = 0;
+        while p + 1 < self.peers.len() && w >= self.peers[p].weight as u64 {
+            w -= self.peers[p].weight as u64;
+            p += 1;
+        }
+        p
+    }
+
+    /// `ip_hash`: NGINX's walk over the client address (three octets of
+    /// IPv4, sixteen bytes of IPv6), 20 tries.
+    fn pick_ip_hash(
+        &self,
+        tried: &[bool],
+        addr: &[u8],
+        sel_hash: &mut u64,
+        tries: &mut u32,
+    ) -> Option<usize> {
+        while *tries <= 20 {
+            for &b in addr {
+                *sel_hash = (*sel_hash * 113 + b as u64) % 6271;
+            }
+            let mut w = *sel_hash % self.total_weight.max(1);
+            let mut p = 0;
+            while w >= self.peers[p].weight as u64 {
+                w -= self.peers[p].weight as u64;
+                p += 1;
+            }
+            if !tried[p] && self.available(p) {
+                self.touch(p);
+                return Some(p);
+            }
+            *tries += 1;
+        }
+        None
+    }
+
     /// Whether peer `i` may take a request now (for the hash loops).
     fn available(&self, i: usize) -> bool {
         let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -151,6 +272,7 @@ impl PeerSet {
         let now = Instant::now();
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut st[i];
+        s.conns = s.conns.saturating_sub(1);
         if failed {
             s.fails += 1;
             s.accessed = Some(now);
@@ -176,9 +298,28 @@ pub struct HashConf {
     pub ring: Option<Vec<(u32, usize)>>,
 }
 
+/// The balancing method of a group (besides `hash`, kept in
+/// [`UpstreamGroup::hash`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Method {
+    /// Smooth weighted round-robin (and `hash` when set).
+    #[default]
+    RoundRobin,
+    /// `ip_hash`.
+    IpHash,
+    /// `least_conn`.
+    LeastConn,
+    /// `random`.
+    Random,
+    /// `random two [least_conn]`.
+    RandomTwo,
+}
+
 /// An `upstream` block (or the implicit group of a `proxy_pass` address).
 #[derive(Debug)]
 pub struct UpstreamGroup {
+    /// `least_conn`, `ip_hash`, `random`; round-robin by default.
+    pub method: Method,
     /// Serial number, unique in the process (keys the keep-alive pools).
     pub id: u64,
     /// The name (`backend`, or `host:port` for an implicit group).
@@ -319,11 +460,13 @@ impl UpstreamGroup {
             }
             _ => None,
         };
+        let picked = picked.or_else(|| self.pick_by_method(sel));
         let picked = picked.or_else(|| {
             self.primary
                 .pick_rr(&sel.tried, None, self.backup.peers.is_empty())
         });
         if let Some(i) = picked {
+            self.primary.start(i);
             sel.tried[i] = true;
             return Some(PeerRef {
                 backup: false,
@@ -332,8 +475,14 @@ impl UpstreamGroup {
         }
         // Backups only when the hash balancer is not in use, as in NGINX
         // (its hash module ignores `backup`).
-        if self.hash.is_none() && !self.backup.peers.is_empty() {
-            if let Some(i) = self.backup.pick_rr(&sel.tried_backup, None, false) {
+        let backups = matches!(self.method, Method::RoundRobin | Method::LeastConn);
+        if self.hash.is_none() && backups && !self.backup.peers.is_empty() {
+            let picked = match self.method {
+                Method::LeastConn => self.backup.pick_least_conn(&sel.tried_backup),
+                _ => self.backup.pick_rr(&sel.tried_backup, None, false),
+            };
+            if let Some(i) = picked {
+                self.backup.start(i);
                 sel.tried_backup[i] = true;
                 return Some(PeerRef {
                     backup: true,
@@ -342,6 +491,33 @@ impl UpstreamGroup {
             }
         }
         None
+    }
+
+    /// The primary peer `least_conn`, `ip_hash` or `random` picks (None:
+    /// round-robin decides, as NGINX falls back to it).
+    fn pick_by_method(&self, sel: &mut Selection) -> Option<usize> {
+        let set = &self.primary;
+        if set.peers.len() < 2 && self.method != Method::LeastConn {
+            return None;
+        }
+        match self.method {
+            Method::RoundRobin => None,
+            Method::LeastConn => set.pick_least_conn(&sel.tried),
+            Method::Random => set.pick_random(&sel.tried),
+            Method::RandomTwo => set.pick_random_two(&sel.tried),
+            Method::IpHash => {
+                let addr: Vec<u8> = match sel.key.as_deref().and_then(|k| k.parse().ok()) {
+                    Some(std::net::IpAddr::V4(a)) => a.octets()[..3].to_vec(),
+                    Some(std::net::IpAddr::V6(a)) => a.octets().to_vec(),
+                    None => return None,
+                };
+                if !sel.ring_started {
+                    sel.ring_started = true;
+                    sel.hash = 89;
+                }
+                set.pick_ip_hash(&sel.tried, &addr, &mut sel.hash, &mut sel.hash_tries)
+            }
+        }
     }
 
     fn select_hash(&self, sel: &mut Selection) -> Option<usize> {
@@ -408,6 +584,28 @@ impl UpstreamGroup {
     }
 }
 
+/// A number below `n`: xorshift64* per thread, seeded from std's random
+/// hasher keys (a balancer needs spread, not secrecy; no crate for it).
+fn rand_below(n: u64) -> u64 {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, Hasher};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(0x9e37_79b9_7f4a_7c15);
+            h.finish() | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +623,7 @@ mod tests {
 
     fn group(peers: Vec<PeerSpec>, backup: Vec<PeerSpec>, hash: Option<HashConf>) -> UpstreamGroup {
         UpstreamGroup {
+            method: Method::RoundRobin,
             id: 0,
             name: "g".into(),
             primary: PeerSet::new(peers),

@@ -18,6 +18,7 @@ pub mod wire;
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -386,6 +387,9 @@ pub struct UpstreamBody {
     /// Set when the connection may be reused after this body.
     pool: Option<PoolReturn>,
     log: Option<BodyLog>,
+    /// `$upstream_bytes_received` and `$upstream_response_length` of the
+    /// try, added to as the body is read and decoded.
+    counters: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
 }
 
 impl UpstreamBody {
@@ -406,6 +410,7 @@ impl UpstreamBody {
             read_timeout,
             pool,
             log: None,
+            counters: None,
         };
         if done {
             b.release();
@@ -416,6 +421,12 @@ impl UpstreamBody {
     /// Where to log a truncated body.
     pub fn set_log(&mut self, log: BodyLog) {
         self.log = Some(log);
+    }
+
+    /// Counts the bytes read (raw) and decoded into these counters.
+    pub fn set_counters(&mut self, received: Arc<AtomicU64>, length: Arc<AtomicU64>) {
+        received.fetch_add(self.buf.len() as u64, Ordering::Relaxed);
+        self.counters = Some((received, length));
     }
 
     /// Whether the body was read to its end.
@@ -450,6 +461,7 @@ impl UpstreamBody {
                 return Ok(false);
             }
             if !self.buf.is_empty() {
+                let before = out.len();
                 let (used, done) = match self.framing.decode(&self.buf, out) {
                     Ok(r) => r,
                     Err(_) => {
@@ -459,6 +471,9 @@ impl UpstreamBody {
                     }
                 };
                 self.buf.drain(..used);
+                if let Some((_, len)) = &self.counters {
+                    len.fetch_add((out.len() - before) as u64, Ordering::Relaxed);
+                }
                 if done {
                     self.done = true;
                     self.release();
@@ -470,7 +485,12 @@ impl UpstreamBody {
             let Some(conn) = &self.conn else {
                 return Ok(false);
             };
-            match read_some(&conn.stream, &mut self.buf, self.read_timeout).await {
+            let had = self.buf.len();
+            let read = read_some(&conn.stream, &mut self.buf, self.read_timeout).await;
+            if let (Some((rx, _)), Ok(_)) = (&self.counters, &read) {
+                rx.fetch_add((self.buf.len() - had) as u64, Ordering::Relaxed);
+            }
+            match read {
                 Ok(0) => {
                     if self.framing.complete_at_eof() {
                         self.done = true;

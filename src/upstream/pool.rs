@@ -152,7 +152,7 @@ pub fn put(group: u64, max: usize, timeout: Duration, conn: UpstreamConn) {
         evicted
     });
     drop(evicted);
-    crate::runtime::timed::spawn(async move {
+    crate::metrics::timed::spawn(async move {
         let expire = tokio::time::sleep(timeout);
         tokio::pin!(expire);
         loop {

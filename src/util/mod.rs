@@ -3,6 +3,7 @@
 //! workers and the connections share, and the user background threads
 //! switch to.
 
+pub mod cpu_pool;
 pub mod shutdown;
 pub mod thread_user;
 pub mod time;

@@ -68,8 +68,7 @@ impl Captures {
 /// A successful match: its captures (when the pattern has groups) and the
 /// values of its named groups.
 pub struct Matched {
-    /// The new captures; `None` for a pattern without groups, which leaves
-    /// the earlier captures in place as NGINX does.
+    /// The new captures (none for a pattern without groups).
     pub captures: Option<Captures>,
     /// Values for the variables of named groups.
     pub named: Vec<(Arc<template::Indexed>, String)>,
@@ -123,8 +122,10 @@ impl Regex {
     /// gave up at the backtrack limit).
     pub fn exec(&self, subject: &str) -> Option<Matched> {
         if self.groups == 0 {
+            // NGINX sets the capture count from every match, so `$1`… read
+            // empty after one without groups.
             return self.is_match(subject).then(|| Matched {
-                captures: None,
+                captures: Some(Captures::default()),
                 named: Vec::new(),
             });
         }
@@ -273,8 +274,8 @@ mod tests {
     }
 
     #[test]
-    fn a_pattern_without_groups_keeps_earlier_captures() {
+    fn a_pattern_without_groups_clears_earlier_captures() {
         let m = Regex::compile("^/a", false).unwrap().exec("/a/b").unwrap();
-        assert!(m.captures.is_none());
+        assert_eq!(m.captures.unwrap().get(1), "");
     }
 }

@@ -119,6 +119,14 @@ pub enum Var {
     UpstreamConnectTime,
     /// `$upstream_header_time`.
     UpstreamHeaderTime,
+    /// `$request_body`: the body, when it was read into memory.
+    RequestBody,
+    /// `$upstream_response_length`: body bytes of each try's response.
+    UpstreamResponseLength,
+    /// `$upstream_bytes_received`: bytes read from each try's peer.
+    UpstreamBytesReceived,
+    /// `$upstream_bytes_sent`: bytes sent to each try's peer.
+    UpstreamBytesSent,
     /// `$upstream_http_NAME`: a header of the upstream's response.
     UpstreamHttp(String),
     /// `$upstream_cache_status`.
@@ -137,13 +145,24 @@ pub enum Var {
 
 /// A variable whose per-request value lives in the request's slots: set
 /// by `set` or a named regex capture, or a `map`'s cached value.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Indexed {
     /// The name, without `$` (for the uninitialized-variable warning).
     pub name: String,
     /// The slot in the request's variable table.
     pub index: usize,
+    /// A `set` names it: reading it unset logs NGINX's
+    /// `using uninitialized "NAME" variable` (`uninitialized_variable_warn`).
+    pub by_set: std::sync::atomic::AtomicBool,
 }
+
+impl PartialEq for Indexed {
+    fn eq(&self, other: &Indexed) -> bool {
+        self.index == other.index
+    }
+}
+
+impl Eq for Indexed {}
 
 thread_local! {
     /// Variables the configuration being built defines (`split_clients`),
@@ -179,6 +198,7 @@ pub fn declare_indexed(name: &str) -> Arc<Indexed> {
     let v = Arc::new(Indexed {
         name: name.to_string(),
         index: new_slot(),
+        by_set: std::sync::atomic::AtomicBool::new(false),
     });
     define(name, Var::Indexed(Arc::clone(&v)));
     v
@@ -267,6 +287,10 @@ impl Var {
             "upstream_response_time" => Var::UpstreamResponseTime,
             "upstream_connect_time" => Var::UpstreamConnectTime,
             "upstream_header_time" => Var::UpstreamHeaderTime,
+            "upstream_response_length" => Var::UpstreamResponseLength,
+            "request_body" => Var::RequestBody,
+            "upstream_bytes_received" => Var::UpstreamBytesReceived,
+            "upstream_bytes_sent" => Var::UpstreamBytesSent,
             "upstream_cache_status" => Var::UpstreamCacheStatus,
             "limit_req_status" => Var::LimitReqStatus,
             "limit_conn_status" => Var::LimitConnStatus,

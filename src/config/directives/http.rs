@@ -336,8 +336,9 @@ fn set_server_name(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
-fn set_location(b: &mut Build, d: &Directive) -> Res {
-    let (kind, path, caseless) = match d.args.as_slice() {
+/// `location`'s modifier and name: (kind, name, `~*` or `^~`).
+fn location_args(d: &Directive) -> Result<(LocationKind, String, bool), String> {
+    Ok(match d.args.as_slice() {
         [m, p] => match m.as_str() {
             "=" => (LocationKind::Exact, p.clone(), false),
             "^~" => (LocationKind::Prefix, p.clone(), true),
@@ -361,7 +362,43 @@ fn set_location(b: &mut Build, d: &Directive) -> Res {
             }
         }
         _ => unreachable!("arity checked"),
-    };
+    })
+}
+
+/// NGINX's checks on a location nested in `outer`.
+fn check_nesting(outer: &LocB, kind: LocationKind, path: &str) -> Res {
+    match outer.kind {
+        LocationKind::Exact => {
+            return Err(format!(
+                "location \"{path}\" cannot be inside the exact location \"{}\"",
+                outer.path
+            ))
+        }
+        LocationKind::Named => {
+            return Err(format!(
+                "location \"{path}\" cannot be inside the named location \"{}\"",
+                outer.path
+            ))
+        }
+        LocationKind::If => return Err("\"location\" directive is not allowed here".into()),
+        _ => {}
+    }
+    if kind == LocationKind::Named {
+        return Err(format!(
+            "named location \"{path}\" can be on the server level only"
+        ));
+    }
+    if kind != LocationKind::Regex && !path.starts_with(&outer.path) {
+        return Err(format!(
+            "location \"{path}\" is outside location \"{}\"",
+            outer.path
+        ));
+    }
+    Ok(())
+}
+
+fn set_location(b: &mut Build, d: &Directive) -> Res {
+    let (kind, path, caseless) = location_args(d)?;
     // `^~` is a prefix that stops the regex search (`caseless` means
     // nothing else for a prefix).
     let noregex = kind == LocationKind::Prefix && caseless;
@@ -374,34 +411,7 @@ fn set_location(b: &mut Build, d: &Directive) -> Res {
     let parent = if b.ctx == LOC { b.cur_loc } else { None };
     let srv = b.server();
     if let Some(p) = parent {
-        let outer = &srv.locations[p];
-        match outer.kind {
-            LocationKind::Exact => {
-                return Err(format!(
-                    "location \"{path}\" cannot be inside the exact location \"{}\"",
-                    outer.path
-                ))
-            }
-            LocationKind::Named => {
-                return Err(format!(
-                    "location \"{path}\" cannot be inside the named location \"{}\"",
-                    outer.path
-                ))
-            }
-            LocationKind::If => return Err("\"location\" directive is not allowed here".into()),
-            _ => {}
-        }
-        if kind == LocationKind::Named {
-            return Err(format!(
-                "named location \"{path}\" can be on the server level only"
-            ));
-        }
-        if kind != LocationKind::Regex && !path.starts_with(&outer.path) {
-            return Err(format!(
-                "location \"{path}\" is outside location \"{}\"",
-                outer.path
-            ));
-        }
+        check_nesting(&srv.locations[p], kind, &path)?;
     }
     let same_level = |l: &LocB| l.parent == parent && l.kind != LocationKind::If;
     let clash = |l: &LocB| match (l.kind, kind) {

@@ -20,7 +20,9 @@
 //! | `map.rs` | `map { }` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
+//! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
+//! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -159,12 +161,14 @@ mod access;
 mod aio;
 mod build;
 mod cache;
+mod content;
 mod core;
 mod http;
 mod http2;
 mod logs;
 mod map;
 mod proxy;
+mod proxy_extra;
 mod proxy_ssl;
 mod rewrite;
 mod ssl;
@@ -190,12 +194,14 @@ static AREAS: &[&[Spec]] = &[
     static_files::ROWS,
     aio::ROWS,
     proxy::ROWS,
+    proxy_extra::ROWS,
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,
     tuning::ROWS,
     rewrite::ROWS,
     map::ROWS,
+    content::ROWS,
     upstream::ROWS,
     access::ROWS,
 ];

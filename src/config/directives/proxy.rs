@@ -112,10 +112,7 @@ pub(super) static ROWS: &[Spec] = &[
 /// URL is rendered per request.
 pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
     use crate::upstream::{split_url, ProxyPass, ProxyTarget};
-    let kind = b.location().kind;
-    if matches!(b.location().handler, Handler::Proxy(_)) && kind != LocationKind::If {
-        return Err(dup(d));
-    }
+    let kind = first_proxy_pass(b, d)?;
     let url = &d.args[0];
     let groups = Arc::new(b.upstreams.clone());
     let location = b.location().path.clone();
@@ -134,15 +131,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             redirect_default: None,
         }
     } else {
-        let split = split_url(url)?;
-        if split.uri.is_some()
-            && matches!(
-                kind,
-                LocationKind::Regex | LocationKind::Named | LocationKind::If
-            )
-        {
-            return Err("\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, or inside \"if\" statement, or inside \"limit_except\" block".into());
-        }
+        let split = uri_part_allowed(kind, split_url(url)?)?;
         let shown = &url[crate::upstream::url_scheme(url).map_or(0, |(n, _)| n)..];
         let proxy_host = split.proxy_host();
         let group = match b.upstreams.iter().find(|g| g.name == split.host) {
@@ -166,6 +155,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
                             })
                             .collect();
                         let g = Arc::new(UpstreamGroup {
+                            method: Default::default(),
                             id: balance::next_id(),
                             name: proxy_host.clone(),
                             primary: PeerSet::new(peers),
@@ -198,6 +188,31 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
     };
     b.location().handler = Handler::Proxy(Arc::new(pass));
     Ok(())
+}
+
+/// The location's kind, unless it already has a `proxy_pass` (an `if`
+/// block may replace the one it inherits).
+fn first_proxy_pass(b: &mut Build, d: &Directive) -> Result<LocationKind, String> {
+    let (kind, handler) = (b.location().kind, &b.location().handler);
+    if matches!(handler, Handler::Proxy(_)) && kind != LocationKind::If {
+        return Err(dup(d));
+    }
+    Ok(kind)
+}
+
+/// NGINX refuses a URI part where no location prefix can be replaced.
+fn uri_part_allowed(
+    kind: LocationKind,
+    split: crate::upstream::SplitUrl,
+) -> Result<crate::upstream::SplitUrl, String> {
+    let prefixless = matches!(
+        kind,
+        LocationKind::Regex | LocationKind::Named | LocationKind::If
+    );
+    if split.uri.is_some() && prefixless {
+        return Err("\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, or inside \"if\" statement, or inside \"limit_except\" block".into());
+    }
+    Ok(split)
 }
 
 /// `proxy_redirect off | default | redirect replacement` (lines add up;

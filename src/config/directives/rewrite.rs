@@ -120,12 +120,19 @@ fn set_set(b: &mut Build, d: &Directive) -> Res {
         Some(n) if !n.is_empty() => n,
         _ => return Err(format!("invalid variable name \"{}\"", d.args[0])),
     };
+    if name == "args" {
+        // The one built-in variable porter lets `set` change, as NGINX does.
+        let value = template(&d.args[1])?;
+        b.script().push(OpB::Op(Op::SetArgs(value)));
+        return Ok(());
+    }
     if let Some(v) = Var::from_name(name) {
         if !matches!(v, Var::Indexed(_)) {
             return Err(format!("the duplicate \"{name}\" variable"));
         }
     }
     let var = template::declare_indexed(name);
+    var.by_set.store(true, std::sync::atomic::Ordering::Relaxed);
     let value = template(&d.args[1])?;
     b.script().push(OpB::Op(Op::Set(var, value)));
     Ok(())
@@ -241,7 +248,9 @@ pub(super) fn declare_variables(dirs: &[Directive]) {
             "set" => {
                 if let Some(n) = d.args.first().and_then(|a| a.strip_prefix('$')) {
                     if !n.is_empty() && !template::is_known(n) {
-                        template::declare_indexed(n);
+                        template::declare_indexed(n)
+                            .by_set
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
             }

@@ -1,5 +1,8 @@
 //! `upstream { }` and its directives: `server`, `keepalive`,
-//! `keepalive_timeout`, `keepalive_requests`, `hash`. `server`,
+//! `keepalive_timeout`, `keepalive_requests`, the balancing methods `hash`,
+//! `ip_hash`, `least_conn`, `random [two [least_conn]]`, and `zone`
+//! (accepted: the workers are threads of one process, so peer state is
+//! shared without a shared-memory zone). `server`,
 //! `keepalive_timeout` and `keepalive_requests` inside `upstream { }` are
 //! other directives than the same names elsewhere: [`super::find_in`]
 //! picks the row by context.
@@ -32,7 +35,54 @@ pub(super) static ROWS: &[Spec] = &[
         set_once(&mut b.upstream().keepalive_requests, n, d)
     }),
     d("hash", UPSTREAM, Arity::Range(1, 2), set_upstream_hash),
+    d("ip_hash", UPSTREAM, Arity::N(0), |b, _| {
+        set_method(b, balance::Method::IpHash)
+    }),
+    d("least_conn", UPSTREAM, Arity::N(0), |b, _| {
+        set_method(b, balance::Method::LeastConn)
+    }),
+    d("random", UPSTREAM, Arity::Range(0, 2), |b, d| {
+        let m = match (
+            d.args.first().map(String::as_str),
+            d.args.get(1).map(String::as_str),
+        ) {
+            (None, None) => balance::Method::Random,
+            (Some("two"), None | Some("least_conn")) => balance::Method::RandomTwo,
+            (Some(p), None) | (_, Some(p)) => return Err(format!("invalid parameter \"{p}\"")),
+        };
+        set_method(b, m)
+    }),
+    d("zone", UPSTREAM, Arity::Range(1, 2), |b, d| {
+        if let Some(sz) = d.args.get(1) {
+            match parse_size(sz) {
+                None => return Err(format!("invalid zone size \"{sz}\"")),
+                Some(n) if n < 8192 => return Err(format!("zone \"{}\" is too small", d.args[0])),
+                Some(_) => {}
+            }
+        }
+        set_once(&mut b.upstream().zone, d.args[0].clone(), d)
+    }),
 ];
+
+/// A balancing method. As NGINX, a second one replaces the first (NGINX
+/// warns "load balancing method redefined"), and `backup` servers written
+/// before `ip_hash` or `random` are kept but never asked.
+fn set_method(b: &mut Build, m: balance::Method) -> Res {
+    let ub = b.upstream();
+    if ub.hash.is_some() {
+        return Err("load balancing method redefined".to_string());
+    }
+    ub.method = Some(m);
+    Ok(())
+}
+
+/// Whether the method cannot take `backup` servers.
+fn refuses_backup(ub: &UpstreamB) -> bool {
+    matches!(
+        ub.method,
+        Some(balance::Method::IpHash | balance::Method::Random | balance::Method::RandomTwo)
+    )
+}
 
 /// An `upstream { }` block being read.
 pub(super) struct UpstreamB {
@@ -43,6 +93,8 @@ pub(super) struct UpstreamB {
     pub(super) keepalive_timeout: Option<Duration>,
     pub(super) keepalive_requests: Option<u64>,
     pub(super) hash: Option<(Template, bool)>,
+    pub(super) method: Option<balance::Method>,
+    pub(super) zone: Option<String>,
 }
 
 /// Resolves `host[:port]` (port 80 when absent) at config time, as NGINX
@@ -81,6 +133,8 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
         keepalive_timeout: None,
         keepalive_requests: None,
         hash: None,
+        method: None,
+        zone: None,
     });
     let r = b.walk_nested(d, UPSTREAM);
     let ub = b.cur_upstream.take().expect("upstream");
@@ -96,6 +150,7 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
         ring: consistent.then(|| balance::ketama_ring(&ub.primary)),
     });
     b.upstreams.push(Arc::new(UpstreamGroup {
+        method: ub.method.unwrap_or_default(),
         id: balance::next_id(),
         name: ub.name,
         primary: PeerSet::new(ub.primary),
@@ -130,6 +185,9 @@ pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
         } else if let Some(v) = p.strip_prefix("fail_timeout=") {
             fail_timeout = parse_time(v).ok_or_else(|| bad(p))?;
         } else if p == "backup" {
+            if refuses_backup(b.upstream()) {
+                return Err("balancing method does not support parameter \"backup\"".to_string());
+            }
             backup = true;
         } else if p == "down" {
             down = true;
@@ -175,7 +233,7 @@ fn set_upstream_hash(b: &mut Build, d: &Directive) -> Res {
         Some("consistent") => true,
         Some(p) => return Err(format!("invalid parameter \"{p}\"")),
     };
-    if !b.upstream().backup.is_empty() {
+    if !b.upstream().backup.is_empty() || b.upstream().method.is_some() {
         return Err("load balancing method redefined".to_string());
     }
     let key = template(&d.args[0])?;

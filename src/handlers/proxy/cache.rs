@@ -78,13 +78,19 @@ pub async fn serve(
 ) -> Option<Outcome> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
+    // `proxy_cache $var` that renders empty: upstream without the cache,
+    // as NGINX (which still sends the cache's request headers).
+    let name = zone.render(ctx);
+    if name.is_empty() {
+        return None;
+    }
     if let Err(e) = prepare(ctx, env, pass) {
         return Some(match e {
             UpstreamError::Status(c) => Outcome::Status(c),
             UpstreamError::ClientGone => Outcome::Close,
         });
     }
-    let Some(zone) = find_zone(ctx, env, zone) else {
+    let Some(zone) = find_zone(ctx, env, &name) else {
         return Some(Outcome::Status(500));
     };
     if !zone.in_service() {
@@ -133,9 +139,8 @@ pub async fn serve(
 
 /// The zone `proxy_cache` renders to; an unknown one is logged with
 /// NGINX's line (the request's 500).
-fn find_zone(ctx: &RequestCtx, env: &Env<'_>, zone: &Template) -> Option<Arc<CacheZone>> {
-    let name = zone.render(ctx);
-    let found = env.caches.get(&name).cloned();
+fn find_zone(ctx: &RequestCtx, env: &Env<'_>, name: &str) -> Option<Arc<CacheZone>> {
+    let found = env.caches.get(name).cloned();
     if found.is_none() {
         log(
             ctx,
@@ -338,7 +343,7 @@ fn background_update(
         key.to_string(),
         env.log.clone(),
     );
-    crate::runtime::timed::spawn(async move {
+    crate::metrics::timed::spawn(async move {
         let env = Env {
             disk: &c.disk,
             log: &log,
@@ -506,7 +511,7 @@ async fn go_upstream(
     let s = &loc.s;
     let mut opts = FetchOptions {
         cache_headers: true,
-        head_as_get: fill.is_some(),
+        head_as_get: fill.is_some() && s.proxy_cache_convert_head,
         ..Default::default()
     };
     let revalidating = match &stale {
@@ -534,7 +539,13 @@ async fn go_upstream(
         if revalidating && status == 304 {
             set_status(ctx, CacheStatus::Revalidated);
             if fill.is_some() {
-                refresh(c, &e, up.headers(), &s.proxy_cache_valid).await;
+                refresh(
+                    c,
+                    &e,
+                    &super::fill::policy_headers(s, up.headers()),
+                    &s.proxy_cache_valid,
+                )
+                .await;
             }
             return hit(ctx, pass, c, *e);
         }
@@ -543,23 +554,27 @@ async fn go_upstream(
             return hit(ctx, pass, c, *e);
         }
     }
-    if let Some(o) = intercepted(ctx, status) {
+    if let Some(o) = intercepted(ctx, status, up.headers()) {
         return o;
     }
     let valid = policy::validity(
         status,
-        up.headers(),
+        &super::fill::policy_headers(s, up.headers()),
         &s.proxy_cache_valid,
         crate::util::time::now().0,
     );
-    // NGINX caches only what it buffers.
-    match (fill.filter(|_| s.proxy_buffering), valid) {
+    // NGINX caches only what it buffers; a HEAD asked as HEAD
+    // (`proxy_cache_convert_head off`) has no body to store.
+    let storable = s.proxy_buffering && (s.proxy_cache_convert_head || !ctx.is_head());
+    match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
         _ => {
             let head_req = ctx.is_head();
             let mut r = into_response(ctx, pass, up);
+            // Not cached: no 304/412 from the proxy, as NGINX.
+            r.no_not_modified = true;
             if head_req {
                 r.body = Body::Empty;
             }

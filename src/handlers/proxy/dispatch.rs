@@ -19,8 +19,8 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -
     };
     match cache::serve(ctx, env, pass, &zone).await {
         Some(o) => o,
-        // A method the cache does not take: upstream, with the cache's
-        // header rules.
+        // A method the cache does not take, or a `proxy_cache $var` that
+        // renders empty: upstream, with the cache's header rules.
         None => {
             let opts = FetchOptions {
                 cache_headers: true,
@@ -39,9 +39,15 @@ pub async fn serve_with(
     opts: &FetchOptions,
 ) -> Outcome {
     match fetch_with(ctx, env, pass, opts).await {
-        Ok(up) => match intercepted(ctx, up.status()) {
+        Ok(up) => match intercepted(ctx, up.status(), up.headers()) {
             Some(o) => o,
-            None => Outcome::Send(into_response(ctx, pass, up)),
+            None => {
+                // NGINX's not-modified filter is off for a response that is
+                // not cached (`r->disable_not_modified = !u->cacheable`).
+                let mut r = into_response(ctx, pass, up);
+                r.no_not_modified = true;
+                Outcome::Send(r)
+            }
         },
         Err(UpstreamError::Status(code)) => Outcome::Status(code),
         Err(UpstreamError::ClientGone) => Outcome::Close,

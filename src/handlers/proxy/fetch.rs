@@ -6,6 +6,7 @@
 //! 504.
 
 use std::cell::RefCell;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -134,7 +135,11 @@ async fn try_peers(
 ) -> Result<UpstreamResponse, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
-    let key = group.hash.as_ref().map(|h| h.key.render(ctx));
+    let key = match (&group.hash, group.method) {
+        (Some(h), _) => Some(h.key.render(ctx)),
+        (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
+        _ => None,
+    };
     let mut sel = group.selection(key);
     let max_tries = match s.proxy_next_upstream_tries {
         0 => group.peer_count(),
@@ -248,6 +253,13 @@ async fn attempt(
         addr: addr.to_string(),
         ..Default::default()
     };
+    // `$upstream_bytes_sent`: the head (with a body read whole) and a
+    // streamed body's length (a chunked one is not counted).
+    let sent = out.head.len() as u64
+        + match out.body {
+            ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
+            _ => 0,
+        };
     // An idle connection may have been closed by the peer meanwhile: a
     // failure on it before any response byte is retried once on a new one
     // (not with a streamed body, which cannot be sent twice).
@@ -269,12 +281,22 @@ async fn attempt(
             Ok(got) => {
                 rec.header = Some(t0.elapsed());
                 rec.status = Some(got.2.status);
-                break upstream_response(group, s, &log, got, out).map_err(|e| {
-                    log.error(format_args!(
-                        "{e} while reading response header from upstream"
-                    ));
-                    Ok(invalid_header(&mut rec))
-                });
+                rec.bytes_sent = sent;
+                let head_len = got.2.len as u64;
+                break match upstream_response(group, s, &log, got, out) {
+                    Ok(mut r) => {
+                        rec.bytes_received.fetch_add(head_len, Ordering::Relaxed);
+                        r.body
+                            .set_counters(rec.bytes_received.clone(), rec.response_length.clone());
+                        Ok(r)
+                    }
+                    Err(e) => {
+                        log.error(format_args!(
+                            "{e} while reading response header from upstream"
+                        ));
+                        Err(Ok(invalid_header(&mut rec)))
+                    }
+                };
             }
             Err(Step::Early(_)) if reused => {
                 // The pooled connection was dead: try a new one.

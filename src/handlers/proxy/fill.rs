@@ -65,6 +65,29 @@ fn unix_of(v: Option<&str>) -> Option<i64> {
         .map(|d| d.as_secs() as i64)
 }
 
+/// The upstream headers the cache policy reads: all but those
+/// `proxy_ignore_headers` names (`Cache-Control`, `Expires`,
+/// `X-Accel-Expires`, `Set-Cookie`, `Vary`...).
+pub fn policy_headers<'h>(
+    s: &crate::config::LocSettings,
+    headers: &'h [(String, String)],
+) -> std::borrow::Cow<'h, [(String, String)]> {
+    if s.proxy_ignore_headers.is_empty() {
+        return std::borrow::Cow::Borrowed(headers);
+    }
+    let ignored = |n: &str| {
+        s.proxy_ignore_headers
+            .iter()
+            .any(|i| n.eq_ignore_ascii_case(i))
+    };
+    headers
+        .iter()
+        .filter(|(n, _)| !ignored(n))
+        .cloned()
+        .collect::<Vec<_>>()
+        .into()
+}
+
 /// The entry's metadata for `up`, stored under `key` until
 /// `valid_until`: its headers less the hop-by-hop ones, and the request's
 /// values of the headers its `Vary` names.
@@ -76,15 +99,18 @@ fn entry_meta(ctx: &RequestCtx, key: &str, up: &UpstreamResponse, valid_until: i
         .filter(|(n, _)| !hop_by_hop(n))
         .cloned()
         .collect();
-    let names = policy::vary_names(up.headers());
+    let names = policy::vary_names(&policy_headers(&ctx.loc.s, up.headers()));
+    // NGINX keeps the validators (for `proxy_cache_revalidate`) of a 200
+    // or 206 only: another status is fetched again whole when stale.
+    let validators = matches!(up.status(), 200 | 206);
     EntryMeta {
         key: key.to_string(),
         status: up.status(),
         valid_until,
         date: unix_of(up.header("date")).unwrap_or(now),
-        last_modified: unix_of(up.last_modified()),
+        last_modified: unix_of(up.last_modified()).filter(|_| validators),
         stored: now,
-        etag: up.etag().map(str::to_string),
+        etag: up.etag().map(str::to_string).filter(|_| validators),
         vary: policy::vary_values(&names, |n| request_header(ctx, n)),
         headers,
     }
@@ -142,7 +168,7 @@ pub async fn respond_and_store(
             let fill = CacheFill::new(sb.into_inner(), writer, guard, expect);
             if no_body {
                 r.accept_ranges = r.allow_ranges && head_req;
-                crate::runtime::timed::spawn(drain(Box::new(fill)));
+                crate::metrics::timed::spawn(drain(Box::new(fill)));
             } else {
                 r.body = Body::Stream(StreamBody::new(Box::new(fill)));
             }
@@ -278,7 +304,7 @@ impl CacheFill {
 
     fn give_up(&mut self) {
         if let Some(w) = self.writer.take() {
-            crate::runtime::timed::spawn(async move { w.abort().await });
+            crate::metrics::timed::spawn(async move { w.abort().await });
         }
         self.guard = None;
     }
@@ -288,7 +314,7 @@ impl CacheFill {
     fn finish(&mut self, last: Option<Arc<[u8]>>) -> Option<&mut JoinHandle<()>> {
         let mut w = self.writer.take()?;
         let guard = self.guard.take();
-        let h = crate::runtime::timed::spawn(async move {
+        let h = crate::metrics::timed::spawn(async move {
             let wrote = match last {
                 Some(data) => w.write(data).await,
                 None => Ok(()),
@@ -348,7 +374,7 @@ impl BodyStream for CacheFill {
                             self.finishing = None;
                             self.held = None;
                         } else if let Some(mut w) = self.writer.take() {
-                            self.pending = Some(crate::runtime::timed::spawn(async move {
+                            self.pending = Some(crate::metrics::timed::spawn(async move {
                                 let r = w.write(data).await;
                                 (w, r)
                             }));
@@ -393,7 +419,7 @@ impl Drop for CacheFill {
                 ended: false,
                 detached: true,
             };
-            crate::runtime::timed::spawn(drain(Box::new(rest)));
+            crate::metrics::timed::spawn(drain(Box::new(rest)));
             return;
         }
         self.give_up();

@@ -116,12 +116,23 @@ pub fn upstream_uri(
     out
 }
 
-/// The method sent upstream: GET for a request an `error_page` redirect
-/// turned into one, GET for a HEAD the cache asks as GET
-/// (`proxy_cache_convert_head`), else the client's.
+/// The method sent upstream: GET for a HEAD the cache asks as GET
+/// (`proxy_cache_convert_head`), else `proxy_method`, else GET for a
+/// request an `error_page` redirect turned into one, else the client's.
 pub fn upstream_method(ctx: &RequestCtx, opts: &FetchOptions) -> String {
+    if opts.head_as_get && ctx.is_head() {
+        return "GET".to_string();
+    }
+    // `proxy_method` comes next, as NGINX's create_request takes it before
+    // the request's own (possibly redirected) method.
+    if let Some(m) = &ctx.loc.s.proxy_method {
+        let m = m.render(ctx);
+        if !m.is_empty() {
+            return m;
+        }
+    }
     let redirected_to_get = ctx.method == Method::Get && ctx.head.method != "GET" && !ctx.is_head();
-    if redirected_to_get || (opts.head_as_get && ctx.is_head()) {
+    if redirected_to_get {
         "GET".to_string()
     } else {
         ctx.head.method.clone()
@@ -155,10 +166,23 @@ pub async fn build_request(
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
     let loc = std::sync::Arc::clone(&ctx.loc);
     let s = &loc.s;
+    // NGINX reads (or tests) the body of every proxied request: an
+    // `Expect: 100-continue` gets its `100 Continue` even with no body
+    // (`Content-Length: 0`), sent then before the response.
+    ctx.test_expect();
     let mut body = match client_body {
+        // `proxy_set_body`: that text instead of the client's body, which
+        // stays unread (discarded after the response).
+        _ if s.proxy_set_body.is_some() => {
+            if ctx.send_continue {
+                // The client's body is not wanted: no `100 Continue`.
+                ctx.send_continue = false;
+            }
+            let t = s.proxy_set_body.as_ref().map(|t| t.render(ctx));
+            ReqBody::Buffered(t.unwrap_or_default().into_bytes())
+        }
         None => ReqBody::None,
         Some(b) => {
-            ctx.test_expect();
             if ctx.send_continue {
                 ctx.send_continue = false;
                 if b.borrow().send_continue(s.send_timeout).await.is_err() {
@@ -168,7 +192,10 @@ pub async fn build_request(
             let chunked = b.borrow().is_chunked();
             let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
             if (chunked && !s.proxy_http11) || small {
-                ReqBody::Buffered(read_whole_body(ctx, env, b).await?)
+                let whole = read_whole_body(ctx, env, b).await?;
+                // `$request_body`: NGINX has it when the body sits in memory.
+                ctx.request_body = Some(whole.clone());
+                ReqBody::Buffered(whole)
             } else {
                 ReqBody::Stream { chunked }
             }

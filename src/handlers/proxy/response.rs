@@ -37,13 +37,29 @@ const HOP_BY_HOP: &[&str] = &[
 ];
 
 /// `proxy_intercept_errors`: an upstream status with an `error_page`
-/// becomes that page.
-pub fn intercepted(ctx: &RequestCtx, status: u16) -> Option<Outcome> {
+/// becomes that page; a 401 keeps the upstream's `WWW-Authenticate`
+/// lines, as NGINX copies them.
+pub fn intercepted(
+    ctx: &mut RequestCtx,
+    status: u16,
+    headers: &[(String, String)],
+) -> Option<Outcome> {
     let s = &ctx.loc.s;
-    (s.proxy_intercept_errors
+    if !(s.proxy_intercept_errors
         && status >= 300
         && s.error_pages.iter().any(|p| p.codes.contains(&status)))
-    .then_some(Outcome::Status(status))
+    {
+        return None;
+    }
+    if status == 401 {
+        ctx.carried_headers.extend(
+            headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
+                .cloned(),
+        );
+    }
+    Some(Outcome::Status(status))
 }
 
 /// Step two: the client response for an upstream response — its status
@@ -118,6 +134,11 @@ pub fn head_response(
             // In line, where the upstream put it (NGINX's header filter
             // writes a proxied Last-Modified among the other lines); the
             // parsed time is for the conditional filters.
+            "set-cookie"
+                if !s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty() =>
+            {
+                r.headers.push((n.clone(), rewrite_cookie(ctx, v)));
+            }
             "last-modified" if r.last_modified.is_none() => {
                 if let Ok(t) = httpdate::parse_http_date(v) {
                     r.last_modified = t
@@ -132,6 +153,64 @@ pub fn head_response(
         }
     }
     r
+}
+
+/// `proxy_cookie_domain` / `proxy_cookie_path` on one `Set-Cookie` value:
+/// the first rule matching the `domain=` attribute (case-insensitive, a
+/// leading `.` kept) replaces its value; the first rule whose path is a
+/// prefix of the `path=` attribute replaces that prefix.
+fn rewrite_cookie(ctx: &RequestCtx, v: &str) -> String {
+    let s = &ctx.loc.s;
+    let mut out = String::with_capacity(v.len() + 16);
+    for (i, part) in v.split(';').enumerate() {
+        if i > 0 {
+            out.push(';');
+        }
+        let trimmed = part.trim_start();
+        let lead = &part[..part.len() - trimmed.len()];
+        let attr = trimmed.split_once('=').map(|(k, val)| (k.trim(), val));
+        match attr {
+            Some((k, val)) if i > 0 && k.eq_ignore_ascii_case("domain") => {
+                let (dot, bare) = match val.strip_prefix('.') {
+                    Some(b) => (".", b),
+                    None => ("", val),
+                };
+                let rule = s.proxy_cookie_domain.iter().find(|(from, _)| {
+                    from.strip_prefix('.')
+                        .unwrap_or(from)
+                        .eq_ignore_ascii_case(bare.trim())
+                });
+                match rule {
+                    Some((_, to)) => {
+                        out.push_str(lead);
+                        out.push_str(k);
+                        out.push('=');
+                        out.push_str(dot);
+                        out.push_str(&to.render(ctx));
+                    }
+                    None => out.push_str(part),
+                }
+            }
+            Some((k, val)) if i > 0 && k.eq_ignore_ascii_case("path") => {
+                match s
+                    .proxy_cookie_path
+                    .iter()
+                    .find(|(from, _)| val.starts_with(from.as_str()))
+                {
+                    Some((from, to)) => {
+                        out.push_str(lead);
+                        out.push_str(k);
+                        out.push('=');
+                        out.push_str(&to.render(ctx));
+                        out.push_str(&val[from.len()..]);
+                    }
+                    None => out.push_str(part),
+                }
+            }
+            _ => out.push_str(part),
+        }
+    }
+    out
 }
 
 /// Whether an upstream header is hop-by-hop (never stored or passed).

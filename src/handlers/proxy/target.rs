@@ -111,6 +111,7 @@ fn address_group(
         return Err(UpstreamError::Status(502));
     };
     Ok(Arc::new(UpstreamGroup {
+        method: Default::default(),
         id: upstream::balance::next_id(),
         name: proxy_host.clone(),
         primary: PeerSet::new(vec![upstream::PeerSpec {

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::metrics::WorkerMetrics;
+use super::WorkerMetrics;
 
 thread_local! {
     /// The figures of the worker this thread runs, set at its start.
