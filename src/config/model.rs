@@ -85,6 +85,9 @@ pub struct ListenGroup {
     /// `listen ... ssl` on this address (by any of its servers): every
     /// connection starts with a TLS handshake.
     pub ssl: bool,
+    /// `listen ... http2` on this address (by any of its servers): HTTP/2
+    /// for every server on it, as NGINX's deprecated parameter.
+    pub http2: bool,
 }
 
 impl ListenGroup {
@@ -518,6 +521,19 @@ loc_settings! {
     /// `proxy_redirect` rules (`off`: none; unset: `default`).
     proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
+
+    // HTTP/2 (issue 15; src/http/http2/). All but `http2_chunk_size` are
+    // read at server level, as NGINX's server-level directives.
+    /// `http2 on|off`: HTTP/2 on this server (ALPN `h2`; h2c with prior
+    /// knowledge on a plain address).
+    http2: bool = false;
+    /// `http2_max_concurrent_streams`: open streams per connection
+    /// (RST_STREAM REFUSED_STREAM beyond).
+    http2_max_concurrent_streams: u32 = 128;
+    /// `http2_chunk_size`: the largest DATA frame of a response body.
+    http2_chunk_size: usize = 8 * 1024;
+    /// `http2_body_preread_size`: each stream's initial receive window.
+    http2_body_preread_size: u32 = 64 * 1024;
 
     // Access control and limits (`src/access`, `src/handlers/access.rs`).
     /// `allow` / `deny` rules, in order.

@@ -8,6 +8,12 @@
 //! `ngx_http_discard_request_body` does: [`ClientBody::detach`] keeps its
 //! state while the response is written and [`ClientBody::attach`] takes it
 //! up again for [`ClientBody::discard_within`].
+//!
+//! On an HTTP/2 stream ([`ClientBody::h2`]) the body is the stream's DATA
+//! frames: each piece read gives its bytes back to the client's window
+//! (`release_capacity`), so a handler that reads slowly holds the client
+//! back (flow control is the backpressure), and one that never reads
+//! lets at most `http2_body_preread_size` arrive.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -28,11 +34,22 @@ enum State {
     Length(u64),
     /// Chunked framing.
     Chunked(ChunkedDecoder),
+    /// An HTTP/2 body: DATA frames until END_STREAM (h2 checks them
+    /// against a Content-Length).
+    Frames,
+}
+
+/// Where the body's bytes come from.
+enum Source<'a> {
+    /// The HTTP/1.x connection's socket.
+    Socket(&'a ClientStream),
+    /// An HTTP/2 stream.
+    H2(h2::RecvStream),
 }
 
 /// A request body being read from the client connection.
 pub struct ClientBody<'a> {
-    stream: &'a ClientStream,
+    source: Source<'a>,
     /// Bytes read from the socket and not yet consumed (after the body:
     /// the next pipelined request).
     pub buf: Vec<u8>,
@@ -78,11 +95,26 @@ impl<'a> ClientBody<'a> {
             Some(None) => State::Chunked(ChunkedDecoder::new()),
         };
         ClientBody {
-            stream,
+            source: Source::Socket(stream),
             buf,
             state,
             read: 0,
             chunked: kind == Some(None),
+            timeout: BODY_TIMEOUT,
+        }
+    }
+
+    /// The body of an HTTP/2 request: the DATA frames of `recv` (none
+    /// when the HEADERS frame ended the stream). Without a Content-Length
+    /// it counts as chunked: the proxy forwards it so.
+    pub fn h2(recv: h2::RecvStream, content_length: Option<u64>) -> ClientBody<'a> {
+        let ended = recv.is_end_stream();
+        ClientBody {
+            source: Source::H2(recv),
+            buf: Vec::new(),
+            state: if ended { State::Done } else { State::Frames },
+            read: 0,
+            chunked: !ended && content_length.is_none(),
             timeout: BODY_TIMEOUT,
         }
     }
@@ -109,7 +141,7 @@ impl<'a> ClientBody<'a> {
     /// A body taken up again after [`detach`](Self::detach).
     pub fn attach(stream: &'a ClientStream, left: Leftover) -> ClientBody<'a> {
         ClientBody {
-            stream,
+            source: Source::Socket(stream),
             buf: left.buf,
             state: left.state,
             read: 0,
@@ -159,6 +191,9 @@ impl<'a> ClientBody<'a> {
     /// 64 KiB); `Ok(false)` once the body is complete and nothing was
     /// appended.
     pub async fn read(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        if matches!(self.source, Source::H2(_)) {
+            return self.read_frames(out).await;
+        }
         loop {
             let before = out.len();
             let done = match &mut self.state {
@@ -181,6 +216,7 @@ impl<'a> ClientBody<'a> {
                     self.buf.drain(..used);
                     done
                 }
+                State::Frames => unreachable!("HTTP/2 bodies are read by read_frames"),
             };
             if done {
                 self.state = State::Done;
@@ -196,6 +232,38 @@ impl<'a> ClientBody<'a> {
         }
     }
 
+    /// The next non-empty DATA frame of an HTTP/2 body, appended to `out`;
+    /// its bytes go back to the client's window at once (the next ones
+    /// are asked for only when this piece has been handed on).
+    async fn read_frames(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
+        let Source::H2(recv) = &mut self.source else {
+            return Ok(false);
+        };
+        while !matches!(self.state, State::Done) {
+            let next = match tokio::time::timeout(self.timeout, recv.data()).await {
+                Err(_) => return Err(io::Error::from(io::ErrorKind::TimedOut)),
+                Ok(n) => n,
+            };
+            let Some(data) = next else {
+                self.state = State::Done;
+                break;
+            };
+            let data = data.map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("HTTP/2 body: {e}"))
+            })?;
+            let _ = recv.flow_control().release_capacity(data.len());
+            if recv.is_end_stream() {
+                self.state = State::Done;
+            }
+            if !data.is_empty() {
+                out.extend_from_slice(&data);
+                self.read += data.len() as u64;
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Reads and drops the rest of the body.
     pub async fn discard(&mut self) -> io::Result<()> {
         let mut sink = Vec::with_capacity(READ_CHUNK);
@@ -206,13 +274,16 @@ impl<'a> ClientBody<'a> {
     }
 
     async fn fill(&mut self) -> io::Result<()> {
+        let Source::Socket(stream) = self.source else {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        };
         self.buf.reserve(16 * 1024);
         loop {
-            match self.stream.try_read_buf(&mut self.buf) {
+            match stream.try_read_buf(&mut self.buf) {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match tokio::time::timeout(self.timeout, self.stream.readable()).await {
+                    match tokio::time::timeout(self.timeout, stream.readable()).await {
                         Err(_) => return Err(io::Error::from(io::ErrorKind::TimedOut)),
                         Ok(r) => r?,
                     }
@@ -223,9 +294,16 @@ impl<'a> ClientBody<'a> {
     }
 
     /// Sends `100 Continue` (the handler is about to read the body).
+    /// An HTTP/2 stream answers `Expect: 100-continue` with its own
+    /// HEADERS frame (`ctx.send_continue`, sent by the stream).
     pub async fn send_continue(&self, send_timeout: Duration) -> io::Result<()> {
-        self.stream
-            .write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false, send_timeout)
-            .await
+        match self.source {
+            Source::Socket(stream) => {
+                stream
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false, send_timeout)
+                    .await
+            }
+            Source::H2(_) => Ok(()),
+        }
     }
 }

@@ -27,6 +27,8 @@
 //! The stream is plain TCP or TLS (`listen ... ssl`, [`ClientStream`]);
 //! a TLS address starts with the handshake (`tls_accept`), and plain HTTP
 //! sent to it is answered with NGINX's 497 page after its head is read.
+//! A connection that turns out to speak HTTP/2 (ALPN `h2`, the h2c
+//! preface) goes to `http2::serve` instead.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -41,6 +43,7 @@ use super::body::{ClientBody, DiscardError, Leftover};
 use super::buffers;
 use super::closing::{self, Linger};
 use super::context::{strip_port, ConnInfo, RequestCtx};
+use super::http2;
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead};
 use super::response::{write_head, Body, HeadOptions, Response};
 use super::reuse::Reusable;
@@ -99,7 +102,7 @@ pub struct WorkerEnv<H> {
 }
 
 /// Serves one client connection until it closes.
-pub async fn serve<H: Respond>(
+pub async fn serve<H: Respond + 'static>(
     stream: TcpStream,
     mut conn: ConnInfo,
     group: usize,
@@ -111,6 +114,9 @@ pub async fn serve<H: Respond>(
         match tls_accept::accept(stream, listen, &w.log, &conn).await {
             Accepted::Tls(s, facts) => {
                 conn.tls = Some(facts);
+                if s.tls_conn().is_some_and(|t| t.alpn_h2()) {
+                    return Box::pin(http2::serve(s, Vec::new(), conn, group, w)).await;
+                }
                 s
             }
             Accepted::PlainHttp(s) => {
@@ -129,6 +135,8 @@ pub async fn serve<H: Respond>(
 
 enum ReadHead {
     Head(RequestHead),
+    /// The h2c preface: the connection speaks HTTP/2.
+    H2c,
     Closed,
     /// `client_header_timeout` ran out.
     TimedOut,
@@ -188,7 +196,7 @@ struct Connection<H> {
     plain_on_tls: bool,
 }
 
-impl<H: Respond> Connection<H> {
+impl<H: Respond + 'static> Connection<H> {
     fn new(
         stream: ClientStream,
         info: ConnInfo,
@@ -232,6 +240,11 @@ impl<H: Respond> Connection<H> {
         loop {
             let head = match Box::pin(self.read_head()).await {
                 ReadHead::Head(h) => h,
+                ReadHead::H2c => {
+                    let early = std::mem::take(&mut self.buf);
+                    let c = http2::serve(self.stream, early, self.info, self.group, self.worker);
+                    return Box::pin(c).await;
+                }
                 ReadHead::Closed => return,
                 ReadHead::TimedOut => {
                     let reset = self.default_server.base.s.reset_timedout_connection;
@@ -280,10 +293,15 @@ impl<H: Respond> Connection<H> {
                 if _reading.is_none() {
                     _reading = Some(Gauge::new(&metrics::READING));
                 }
-                match parse_head(&self.buf, &self.limits) {
-                    Ok(Some(h)) => return ReadHead::Head(h),
-                    Ok(None) => {}
-                    Err(e) => return ReadHead::Error(e),
+                let h2c = self.requests == 0 && http2::h2c_enabled(self.group());
+                match http2::preface(h2c, &self.buf) {
+                    Some(true) => return ReadHead::H2c,
+                    Some(false) => {} // Perhaps the preface: read on.
+                    None => match parse_head(&self.buf, &self.limits) {
+                        Ok(Some(h)) => return ReadHead::Head(h),
+                        Ok(None) => {}
+                        Err(e) => return ReadHead::Error(e),
+                    },
                 }
             }
             // Between requests a connection is idle and a graceful shutdown

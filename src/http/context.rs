@@ -23,6 +23,8 @@ pub struct ConnInfo {
     pub local: SocketAddr,
     /// The TLS session, on a `listen ... ssl` connection.
     pub tls: Option<Arc<TlsInfo>>,
+    /// `$http2`: `h2` or `h2c` on an HTTP/2 connection, else empty.
+    pub http2: &'static str,
 }
 
 /// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
@@ -265,6 +267,7 @@ impl VarSource for RequestCtx {
             | Var::ServerProtocol
             | Var::Scheme
             | Var::Https
+            | Var::Http2
             | Var::SslProtocol
             | Var::SslCipher
             | Var::SslServerName
@@ -437,6 +440,7 @@ impl RequestCtx {
             Var::Scheme if self.conn.tls.is_some() => out.push_str("https"),
             Var::Scheme => out.push_str("http"),
             Var::Https if self.conn.tls.is_some() => out.push_str("on"),
+            Var::Http2 => out.push_str(self.conn.http2),
             Var::SslProtocol
             | Var::SslCipher
             | Var::SslServerName

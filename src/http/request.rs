@@ -566,7 +566,7 @@ fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
 /// NGINX's host validation: no NUL, `/`, space, control character or
 /// `..`; the name (before `:port`) lowercased and one trailing dot dropped,
 /// leaving a name that is not empty. The port part is kept as sent.
-fn validate_host(h: &str) -> Result<String, HeadError> {
+pub(super) fn validate_host(h: &str) -> Result<String, HeadError> {
     let bad = HeadError::Invalid("client sent invalid host header");
     if h.bytes().any(|b| b == b'/' || b <= b' ' || b == 0x7f) || h.contains("..") {
         return Err(bad);

@@ -276,6 +276,7 @@ async fn accept_loop(
             peer,
             local,
             tls: None,
+            http2: "",
         };
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();

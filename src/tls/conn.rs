@@ -355,6 +355,36 @@ impl TlsConn {
         }
     }
 
+    /// Whether ALPN settled on HTTP/2 (`h2`).
+    pub fn alpn_h2(&self) -> bool {
+        self.conn.borrow().alpn_protocol() == Some(b"h2")
+    }
+
+    /// Encrypts as much of `data` as rustls's buffer takes and sends what
+    /// the socket takes now, without waiting (for a poll-based writer,
+    /// HTTP/2): the bytes taken, or `WouldBlock` when neither the buffer
+    /// nor the socket has room.
+    pub fn try_write(&self, tcp: &TcpStream, data: &[u8]) -> io::Result<usize> {
+        let mut c = self.conn.borrow_mut();
+        let mut n = c.writer().write(data)?;
+        if n == 0 {
+            flush_now(&mut c, tcp)?;
+            n = c.writer().write(data)?;
+        }
+        match flush_now(&mut c, tcp) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && n > 0 => Ok(n),
+            Err(e) => Err(e),
+            Ok(()) if n == 0 && !data.is_empty() => Err(io::ErrorKind::WouldBlock.into()),
+            Ok(()) => Ok(n),
+        }
+    }
+
+    /// Sends every queued record the socket takes now: `WouldBlock` while
+    /// some remain.
+    pub fn try_flush(&self, tcp: &TcpStream) -> io::Result<()> {
+        flush_now(&mut self.conn.borrow_mut(), tcp)
+    }
+
     /// Queues `close_notify` and sends what the socket takes now.
     pub fn close_notify(&self, tcp: &TcpStream) {
         let mut c = self.conn.borrow_mut();

@@ -70,6 +70,8 @@ pub struct TlsSettings {
     pub tickets: Option<Arc<dyn ProducesTickets>>,
     /// Ask for client certificates (`ssl_verify_client` not `off`).
     pub client_auth: Option<Arc<client_auth::ClientAuth>>,
+    /// HTTP/2 on this server (`http2 on`): ALPN offers `h2` first.
+    pub h2: bool,
 }
 
 /// Reads a PEM certificate chain and its private key (RSA, ECDSA or
@@ -152,9 +154,14 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         config.ticketer = t;
     }
     config.max_early_data_size = 0;
-    // As NGINX without HTTP/2: ALPN answers `http/1.1`, and a client that
-    // offers ALPN without it is refused (no_application_protocol).
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // As NGINX: ALPN answers `h2` when the server speaks HTTP/2 and the
+    // client offers it, else `http/1.1`; a client that offers ALPN with
+    // neither is refused (no_application_protocol).
+    config.alpn_protocols = if s.h2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     Ok(Arc::new(config))
 }
 

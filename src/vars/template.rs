@@ -47,6 +47,8 @@ pub enum Var {
     Scheme,
     /// `$https`: `on` on a TLS connection, else empty.
     Https,
+    /// `$http2`: `h2` (HTTP/2 over TLS), `h2c` (cleartext), else empty.
+    Http2,
     /// `$ssl_protocol`.
     SslProtocol,
     /// `$ssl_cipher`.
@@ -253,6 +255,7 @@ impl Var {
             "server_protocol" => Var::ServerProtocol,
             "scheme" => Var::Scheme,
             "https" => Var::Https,
+            "http2" => Var::Http2,
             "ssl_protocol" => Var::SslProtocol,
             "ssl_cipher" => Var::SslCipher,
             "ssl_server_name" => Var::SslServerName,

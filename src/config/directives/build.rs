@@ -55,6 +55,8 @@ pub(super) struct ListenB {
     pub(super) backlog: i32,
     /// `ssl`, and where the `listen` is (for NGINX's missing-certificate error).
     pub(super) ssl: Option<(Arc<Path>, u32)>,
+    /// `http2` (deprecated in NGINX 1.25.1 for the `http2` directive).
+    pub(super) http2: bool,
 }
 
 pub(super) struct ServerB {
@@ -254,6 +256,7 @@ impl Build {
                     default_server: false,
                     backlog: 511,
                     ssl: None,
+                    http2: false,
                 });
             }
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
@@ -343,11 +346,14 @@ impl Build {
             max_headers: base_s.max_headers,
         };
         let ssl_listen = sb.listens.iter().find_map(|l| l.ssl.as_ref());
+        // ALPN offers `h2` where this server speaks HTTP/2.
+        let h2 = base_s.http2 || sb.listens.iter().any(|l| l.http2);
         let tls = super::ssl::server_tls(
             &self.ssl_http,
             &sb.ssl,
             ssl_listen.map(|(f, l)| (f, *l)),
             limits.header_timeout,
+            h2,
             ssl_shared,
         )?;
         let (locations, named) = build_locations(&mut sb.locations, &sb.loc)?;
@@ -478,6 +484,7 @@ fn add_listens(
         match groups.iter_mut().find(|(g, _)| g.addr == l.addr) {
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
+                g.http2 |= l.http2;
                 if l.default_server {
                     if *has_default {
                         return Err(format!("a duplicate default server for {}", l.addr));
@@ -494,6 +501,7 @@ fn add_listens(
                     servers: vec![server.clone()],
                     default: 0,
                     ssl: l.ssl.is_some(),
+                    http2: l.http2,
                 },
                 l.default_server,
             )),

@@ -260,6 +260,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
     let mut default_server = false;
     let mut backlog = 511;
     let mut ssl = None;
+    let mut http2 = false;
     for p in &d.args[1..] {
         match p.as_str() {
             "default_server" | "default" => default_server = true,
@@ -273,7 +274,16 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
                     .ok_or_else(|| format!("invalid backlog \"{}\"", &p[8..]))?;
             }
             p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
-            "http2" | "quic" | "proxy_protocol" => {
+            "http2" => {
+                // NGINX 1.25.1's warning; the parameter still works.
+                eprintln!(
+                    "porter: [warn] the \"listen ... http2\" directive is deprecated, use the \"http2\" directive instead in {}:{}",
+                    d.file.display(),
+                    d.line
+                );
+                http2 = true;
+            }
+            "quic" | "proxy_protocol" => {
                 return Err(format!("the \"{p}\" parameter is not supported by porter"));
             }
             p => return Err(format!("invalid parameter \"{p}\"")),
@@ -289,6 +299,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             default_server,
             backlog,
             ssl: ssl.clone(),
+            http2,
         });
     }
     Ok(())

@@ -15,6 +15,7 @@
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
+//! | `http2.rs` | `http2`, `http2_*` |
 //! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
 //! | `map.rs` | `map { }` |
 //! | `upstream.rs` | `upstream { }` |
@@ -163,6 +164,7 @@ mod cache;
 mod content;
 mod core;
 mod http;
+mod http2;
 mod logs;
 mod map;
 mod proxy;
@@ -187,6 +189,7 @@ use upstream::resolve_upstream;
 static AREAS: &[&[Spec]] = &[
     core::ROWS,
     http::ROWS,
+    http2::ROWS,
     logs::ROWS,
     static_files::ROWS,
     aio::ROWS,

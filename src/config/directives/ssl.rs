@@ -257,6 +257,7 @@ pub(super) fn server_tls(
     srv: &SslB,
     ssl_listen: Option<(&Arc<Path>, u32)>,
     header_timeout: Duration,
+    h2: bool,
     shared: &mut SslShared,
 ) -> Result<Option<Arc<ServerTls>>, ConfError> {
     let s = srv.merged(http);
@@ -311,6 +312,7 @@ pub(super) fn server_tls(
         sessions,
         tickets,
         client_auth: client_auth.clone(),
+        h2,
     };
     let config = tls::server_config(settings).map_err(|m| s.certs[0].error(m))?;
     Ok(Some(Arc::new(ServerTls {

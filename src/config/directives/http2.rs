@@ -1,0 +1,119 @@
+//! HTTP/2 directives (`src/http/http2/`): `http2`,
+//! `http2_max_concurrent_streams`, `http2_chunk_size`,
+//! `http2_body_preread_size`, and the directives NGINX 1.25.1 made
+//! obsolete (`http2_idle_timeout`, `http2_recv_timeout`,
+//! `http2_max_requests`, `http2_max_field_size`, `http2_max_header_size`),
+//! accepted with NGINX's warning and ignored: `keepalive_timeout`,
+//! `client_header_timeout`, `keepalive_requests` and
+//! `large_client_header_buffers` govern HTTP/2 connections instead.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("http2", HTTP | SRV, Arity::N(1), loc_flag!(http2)),
+    d(
+        "http2_max_concurrent_streams",
+        HTTP | SRV,
+        Arity::N(1),
+        |b, d| {
+            let n = number(d, &d.args[0])?;
+            let n = u32::try_from(n).map_err(|_| invalid(d))?;
+            set_once(&mut b.loc().http2_max_concurrent_streams, n, d)
+        },
+    ),
+    d("http2_chunk_size", HSL, Arity::N(1), |b, d| {
+        let n = size(d, &d.args[0])?;
+        if n == 0 {
+            return Err("the http2 chunk size cannot be zero".into());
+        }
+        // A DATA frame is at most 16 MiB - 1 (RFC 9113 4.2).
+        let n = n.min((1 << 24) - 1) as usize;
+        set_once(&mut b.loc().http2_chunk_size, n, d)
+    }),
+    d(
+        "http2_body_preread_size",
+        HTTP | SRV,
+        Arity::N(1),
+        |b, d| {
+            let n = size(d, &d.args[0])?;
+            // The largest flow-control window (RFC 9113 6.9.1).
+            if n > (1 << 31) - 1 {
+                return Err("the http2_body_preread_size is too large".into());
+            }
+            set_once(&mut b.loc().http2_body_preread_size, n as u32, d)
+        },
+    ),
+    d("http2_idle_timeout", HTTP | SRV, Arity::N(1), obsolete),
+    d("http2_recv_timeout", HTTP | SRV, Arity::N(1), obsolete),
+    d("http2_max_requests", HTTP | SRV, Arity::N(1), obsolete),
+    d("http2_max_field_size", HTTP | SRV, Arity::N(1), obsolete),
+    d("http2_max_header_size", HTTP | SRV, Arity::N(1), obsolete),
+];
+
+/// NGINX 1.25.1's warning for an HTTP/2 directive it replaced.
+fn obsolete(_: &mut Build, d: &Directive) -> Res {
+    let instead = match d.name.as_str() {
+        "http2_idle_timeout" => "keepalive_timeout",
+        "http2_recv_timeout" => "client_header_timeout",
+        "http2_max_requests" => "keepalive_requests",
+        _ => "large_client_header_buffers",
+    };
+    eprintln!(
+        "porter: [warn] the \"{}\" directive is obsolete, use the \"{instead}\" directive instead in {}:{}",
+        d.name,
+        d.file.display(),
+        d.line
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Build;
+    use crate::config::error::ConfError;
+    use crate::config::parser::Parser;
+    use crate::config::Config;
+    use std::path::{Path, PathBuf};
+
+    fn parse(http: &str) -> Result<Config, ConfError> {
+        let text = format!("error_log stderr; http {{ access_log off; {http} }}");
+        let mut p = Parser::new(PathBuf::from("/tmp"));
+        let dirs = p.parse_str(&text, Path::new("t.conf"))?;
+        let mut b = Build::new(PathBuf::from("/tmp"));
+        b.walk(&dirs)?;
+        b.finish(Vec::new())
+    }
+
+    #[test]
+    fn http2_settings_reach_the_server() {
+        let c = parse(
+            "http2_chunk_size 16k; server { listen 127.0.0.1:1; http2 on; \
+             http2_max_concurrent_streams 7; http2_body_preread_size 1m; }",
+        )
+        .unwrap();
+        let s = &c.servers[0].base.s;
+        assert!(s.http2);
+        assert_eq!(s.http2_max_concurrent_streams, 7);
+        assert_eq!(s.http2_chunk_size, 16 * 1024);
+        assert_eq!(s.http2_body_preread_size, 1024 * 1024);
+        assert!(!c.listens[0].http2);
+    }
+
+    #[test]
+    fn listen_http2_marks_the_address() {
+        let c = parse("server { listen 127.0.0.1:1 http2; }").unwrap();
+        assert!(c.listens[0].http2);
+        assert!(!c.servers[0].base.s.http2);
+    }
+
+    #[test]
+    fn zero_chunk_size_is_refused() {
+        let e = parse("http2_chunk_size 0;").unwrap_err();
+        assert!(
+            e.message.contains("the http2 chunk size cannot be zero"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! One HTTP/2 stream, one request: its HEADERS become the same request
+//! context the HTTP/1.1 loop builds (`request.rs`), the same handlers
+//! answer it through [`Respond`] (static files with ranges and
+//! conditionals, `return`, `error_page`, the proxy and its cache,
+//! metrics, stub_status), its DATA frames are the request body
+//! ([`ClientBody::h2`]), and the response goes out as HEADERS and DATA
+//! frames (`send.rs`). The access log line is the HTTP/1.1 one.
+//!
+//! Each stream is a task of its own on the worker's loop, so a stream
+//! waiting on the disk, an upstream or its window holds no loop time and
+//! the others go on. A client that resets the stream while the handlers
+//! work stops them (their future is dropped) and counts against the
+//! connection's reset budget (rapid reset, `mod.rs`).
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::RecvStream;
+
+use super::request::head_of;
+use super::send::{self, Out};
+use super::ConnShared;
+use crate::http::body::ClientBody;
+use crate::http::connection::{Respond, WorkerEnv};
+use crate::http::context::{strip_port, ConnInfo, RequestCtx};
+use crate::http::request::RequestHead;
+use crate::http::response::{Body, Response};
+use crate::http::tls_accept::client_cert_refusal;
+use crate::http::uri;
+use crate::http::writer::log_send_error;
+use crate::log::Level;
+use crate::metrics::{self, Gauge};
+
+/// Serves the stream whose request is `req`, answering on `respond`.
+pub async fn serve<H: Respond>(
+    req: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    w: Rc<WorkerEnv<H>>,
+    conn: Rc<ConnShared>,
+) {
+    metrics::inc(&metrics::REQUESTS);
+    let _writing = Gauge::new(&metrics::WRITING);
+    let start = Instant::now();
+    let (parts, recv) = req.into_parts();
+    let n = conn.next_request();
+    let head = match head_of(&parts) {
+        Ok(h) => Ok(h),
+        Err(e) => Err((
+            RequestHead::unparsed(format!("{} {} HTTP/2.0", parts.method, parts.uri), None),
+            e,
+        )),
+    };
+    let (mut ctx, uri_ok) = match &head {
+        Ok(h) => start_request(&conn.info, &w, conn.group, n, h.clone()),
+        Err((h, _)) => {
+            let listen = &w.config.listens[conn.group];
+            let server = &listen.servers[listen.default];
+            (
+                Box::new(RequestCtx::new(&conn.info, n, h.clone(), server)),
+                true,
+            )
+        }
+    };
+    ctx.start = start;
+    let refused = match head {
+        Ok(_) if !uri_ok => Some((400, "client sent invalid request".to_string())),
+        Ok(_) => client_cert_refusal(&ctx),
+        Err((_, e)) => Some((e.status(), e.to_string())),
+    };
+    let content_length = ctx.head.content_length;
+    let body = RefCell::new(ClientBody::h2(recv, content_length));
+    body.borrow_mut().set_timeout(ctx.loc.s.client_body_timeout);
+    // Boxed, as the HTTP/1.1 loop boxes a request's futures: the task
+    // spawned per stream stays small until its handlers run.
+    let answer = Box::pin(async {
+        let handlers = &w.handlers;
+        match &refused {
+            Some((code, why)) => {
+                w.log.log_conn(
+                    Level::Info,
+                    Some(ctx.conn.id),
+                    format_args!("{why} while reading client request headers"),
+                    &ctx.log_context(),
+                );
+                handlers.respond_status(&mut ctx, Some(&body), *code).await
+            }
+            None => handlers.respond(&mut ctx, &body).await,
+        }
+    });
+    // The handlers run until they answer or the client resets the stream.
+    let resp = tokio::select! {
+        biased;
+        r = answer => r,
+        _ = poll_fn(|cx| respond.poll_reset(cx)) => {
+            conn.client_reset();
+            return;
+        }
+    };
+    let Some(resp) = resp else {
+        // `return 444`: the stream is reset, as NGINX closes it.
+        respond.send_reset(h2::Reason::INTERNAL_ERROR);
+        ctx.status = 444;
+        access_log(&ctx);
+        return;
+    };
+    Box::pin(send_response(&mut ctx, resp, respond, &w, &conn)).await;
+}
+
+/// The request's context at `server`'s level, as the HTTP/1.1 loop
+/// starts it (`Connection::start_request`).
+fn start_request<H>(
+    info: &ConnInfo,
+    w: &WorkerEnv<H>,
+    group: usize,
+    n: u64,
+    head: RequestHead,
+) -> (Box<RequestCtx>, bool) {
+    let listen = &w.config.listens[group];
+    let default = &listen.servers[listen.default];
+    let (path, args) = uri::split_target(&head.target);
+    let normalized = uri::normalize_with(path, default.limits.merge_slashes);
+    let (path, args) = (path.to_string(), args.map(str::to_string));
+    let (server, matched) = if normalized.is_ok() {
+        listen.find_server_matched(head.host.as_deref().map(strip_port))
+    } else {
+        (default, None)
+    };
+    let mut ctx = Box::new(RequestCtx::new(info, n, head, server));
+    if let Some(m) = matched {
+        ctx.keep_match(m);
+    }
+    let uri_ok = normalized.is_ok();
+    ctx.uri = normalized.unwrap_or(path);
+    ctx.args = args;
+    (ctx, uri_ok)
+}
+
+/// Sends `resp` as HEADERS and DATA frames, then logs the request.
+async fn send_response<H: Respond>(
+    ctx: &mut RequestCtx,
+    mut resp: Response,
+    mut respond: SendResponse<Bytes>,
+    w: &WorkerEnv<H>,
+    conn: &ConnShared,
+) {
+    let loc = Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    if resp.status == 304 || resp.status == 204 || ctx.is_head() {
+        resp.body = Body::Empty;
+    }
+    let date = super::date_now();
+    let (head, head_len) = send::head(&resp, s.server_tokens, &date);
+    if !s.access_log.is_empty() {
+        ctx.sent_headers = resp.sent_headers();
+    }
+    ctx.status = resp.status;
+    w.figures.ttfb.observe(ctx.start.elapsed());
+    let empty = matches!(resp.body, Body::Empty);
+    let sent = match respond.send_response(head, empty) {
+        Ok(stream) => {
+            let mut out = Out::new(stream, s.http2_chunk_size, s.send_timeout);
+            let r = if empty { Ok(()) } else { out.body(&resp).await };
+            if r.is_err() {
+                out.reset();
+            }
+            (out.sent, r)
+        }
+        Err(e) => (0, Err(io::Error::new(io::ErrorKind::ConnectionReset, e))),
+    };
+    ctx.body_bytes_sent = sent.0;
+    ctx.bytes_sent = head_len + sent.0;
+    if let Err(e) = &sent.1 {
+        if send::is_reset(e) {
+            conn.client_reset();
+        } else {
+            log_send_error(&w.log, ctx, e);
+        }
+    }
+    access_log(ctx);
+}
+
+fn access_log(ctx: &RequestCtx) {
+    for l in ctx.loc.s.access_log.iter() {
+        l.write(ctx);
+    }
+}

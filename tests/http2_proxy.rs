@@ -1,0 +1,135 @@
+//! The proxy and its cache over HTTP/2: a stream goes through the same
+//! `proxy_pass` and `proxy_cache` handlers (upstreams stay HTTP/1.1).
+//! Streamed (chunked) upstream bodies become DATA frames without the
+//! HTTP/1 framing headers; request bodies stream upstream, with a
+//! Content-Length when the client gave one and chunked when it did not;
+//! MISS then HIT; `proxy_cache_lock` collapses concurrent streams on one
+//! key into one upstream request.
+
+mod common;
+
+use std::time::Duration;
+
+use common::h2client::{self as c, rt};
+use common::origin::{pattern, Framing, Origin, Reply};
+use common::Server;
+
+fn conf(origin: u16) -> String {
+    format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 512; }}\n\
+         http {{\n  log_format p '$request $status $upstream_cache_status $http2';\n  \
+           access_log {{PREFIX}}/logs/access.log p;\n  \
+           proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m;\n  \
+           server {{ listen 127.0.0.1:{{PORT}}; http2 on; http2_body_preread_size 16k;\n    \
+             client_max_body_size 64m;\n    \
+             location / {{ proxy_pass http://127.0.0.1:{origin}; }}\n    \
+             location /cached/ {{ proxy_pass http://127.0.0.1:{origin}; proxy_cache one;\n      \
+               proxy_cache_valid 200 1m; proxy_cache_lock on;\n      \
+               add_header X-Cache $upstream_cache_status always; }}\n  }}\n}}\n"
+    )
+}
+
+fn origin() -> Origin {
+    Origin::start(|r| match r.target.as_str() {
+        "/chunked" => Reply::ok(&pattern(300_000, 1))
+            .framing(Framing::Chunked)
+            .header("Connection", "keep-alive")
+            .paced(10_000, Duration::from_millis(1)),
+        "/upload" => Reply::ok(format!("got {} bytes\n", r.body.len()).as_bytes()),
+        t if t.starts_with("/cached/") => Reply::ok(&pattern(100_000, 3))
+            .header("Cache-Control", "max-age=60")
+            .delay(Duration::from_millis(300)),
+        _ => Reply::ok(b"origin\n"),
+    })
+}
+
+#[test]
+fn a_proxied_chunked_body_arrives_whole_without_http1_framing_fields() {
+    let o = origin();
+    let s = Server::start(&conf(o.port));
+    rt().block_on(async {
+        let send = c::connect(s.port).await;
+        let r = c::get(&send, "/chunked").await;
+        assert_eq!(r.status, 200);
+        assert!(r.body == pattern(300_000, 1), "{} bytes", r.body.len());
+        assert!(r.header("transfer-encoding").is_none());
+        assert!(r.header("connection").is_none());
+        assert_eq!(r.header("content-type"), Some("text/plain"));
+    });
+    let req = &o.requests()[0];
+    assert_eq!(req.line, "GET /chunked HTTP/1.0");
+    assert_eq!(req.header("host"), Some(&*format!("127.0.0.1:{}", o.port)));
+}
+
+#[test]
+fn request_bodies_stream_upstream_with_and_without_a_length() {
+    let o = origin();
+    let s = Server::start(&conf(o.port));
+    let body = pattern(3 << 20, 7);
+    rt().block_on(async {
+        let send = c::connect(s.port).await;
+        let len = body.len().to_string();
+        let r = c::request(
+            &send,
+            "POST",
+            "/upload",
+            &[("content-length", &len)],
+            Some(body.clone()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, format!("got {} bytes\n", body.len()).into_bytes());
+        let r = c::request(&send, "POST", "/upload", &[], Some(body.clone()))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, format!("got {} bytes\n", body.len()).into_bytes());
+    });
+    let reqs = o.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].header("content-length"), Some("3145728"));
+    assert!(reqs[0].body == body);
+    // No length from the client: a body HTTP/1.0 upstreams (the default
+    // `proxy_http_version`) get read whole and sent with its length, as
+    // NGINX does with a chunked HTTP/1.1 body.
+    assert!(reqs[1].body == body);
+    assert_eq!(reqs[1].header("content-length"), Some("3145728"));
+}
+
+#[test]
+fn cache_miss_then_hit_and_the_lock_collapses_concurrent_streams() {
+    let o = origin();
+    let s = Server::start(&conf(o.port));
+    rt().block_on(async {
+        let send = c::connect(s.port).await;
+        let r = c::get(&send, "/cached/a").await;
+        assert_eq!(r.header("x-cache"), Some("MISS"));
+        assert!(r.body == pattern(100_000, 3));
+        let r = c::get(&send, "/cached/a").await;
+        assert_eq!(r.header("x-cache"), Some("HIT"));
+        assert!(r.body == pattern(100_000, 3));
+        // Twenty streams at once on a cold key: one goes upstream.
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let send = send.clone();
+                tokio::spawn(async move { c::get(&send, "/cached/b").await })
+            })
+            .collect();
+        for t in tasks {
+            let r = t.await.unwrap();
+            assert_eq!(r.status, 200);
+            assert!(r.body == pattern(100_000, 3));
+        }
+    });
+    let to_b = o
+        .requests()
+        .iter()
+        .filter(|r| r.target == "/cached/b")
+        .count();
+    assert_eq!(to_b, 1, "proxy_cache_lock let {to_b} streams upstream");
+    let log = s.wait_log("logs/access.log", "HIT h2c", Duration::from_secs(3));
+    assert!(log.contains("GET /cached/a HTTP/2.0 200 MISS h2c"), "{log}");
+}
