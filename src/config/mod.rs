@@ -5,7 +5,6 @@
 //! table of accepted directives and builds the typed `model` from the tree.
 
 pub mod content;
-pub mod setting_types;
 pub mod directives;
 pub mod error;
 pub mod lexer;
@@ -13,6 +12,7 @@ pub mod locations;
 pub mod model;
 pub mod parser;
 pub mod rewrite;
+pub mod setting_types;
 pub mod value;
 
 use std::path::{Path, PathBuf};

@@ -165,4 +165,3 @@ pub enum LingeringClose {
     /// After every request that closes the connection.
     Always,
 }
-

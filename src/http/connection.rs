@@ -463,13 +463,13 @@ impl<H: Respond + 'static> Connection<H> {
         let handlers = &self.worker.handlers;
         let Some(mut resp) = handlers.respond_status(&mut ctx, None, code).await else {
             ctx.status = 444;
-            access_log(&ctx);
+            ctx.write_access_log();
             return;
         };
         resp.close = true;
         let head_only = ctx.is_head();
         let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
-        access_log(&ctx);
+        ctx.write_access_log();
         closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
     }
 
@@ -511,12 +511,12 @@ impl<H: Respond + 'static> Connection<H> {
             .await
         {
             log_send_error(&self.worker.log, &ctx, &e);
-            access_log(&ctx);
+            ctx.write_access_log();
             return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
         // The request is over: its `limit_conn` slots go back at once.
         ctx.limits.held.clear();
-        access_log(&ctx);
+        ctx.write_access_log();
         if let (BodyLeft::Unread(rest), true) = (left, keep_alive) {
             // NGINX discards a body it did not read after the response,
             // within the lingering limits, and then keeps the connection.
@@ -628,7 +628,7 @@ impl<H: Respond + 'static> Connection<H> {
         let Some(resp) = resp else {
             // `return 444`: close without a response.
             ctx.status = 444;
-            access_log(ctx);
+            ctx.write_access_log();
             return Err(Next::Close);
         };
         if ctx.send_continue {
@@ -664,7 +664,7 @@ impl<H: Respond + 'static> Connection<H> {
     ) -> io::Result<()> {
         let loc = Arc::clone(&ctx.loc);
         let s = &loc.s;
-        let date = date_now();
+        let date = crate::util::time::http_date_string();
         let opts = HeadOptions {
             keep_alive,
             keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
@@ -695,17 +695,5 @@ impl<H: Respond + 'static> Connection<H> {
                 Err(e)
             }
         }
-    }
-}
-
-fn date_now() -> String {
-    let mut d = String::with_capacity(29);
-    crate::util::time::http_date_now(&mut d);
-    d
-}
-
-fn access_log(ctx: &RequestCtx) {
-    for l in ctx.loc.s.access_log.iter() {
-        l.write(ctx);
     }
 }

@@ -349,6 +349,13 @@ impl VarSource for RequestCtx {
 }
 
 impl RequestCtx {
+    /// Writes this request's lines to the location's access logs.
+    pub fn write_access_log(&self) {
+        for l in self.loc.s.access_log.iter() {
+            l.write(self);
+        }
+    }
+
     /// `$request_filename` (`file`) or `$document_root` before a handler
     /// set them (`if (-f $request_filename)` in the rewrite phase): the
     /// location's `root` or `alias` with the URI, as NGINX maps it.

@@ -179,20 +179,9 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
         return Err(HeadError::Invalid("NUL byte in request head").into());
     }
     let dropped = invalid_lines(head, line_end + 1, limits);
-    // httparse knows only HTTP/1.0 and 1.1: give it the version served,
-    // without the header lines NGINX ignores.
     let patched;
     if &request_line[version_at..] != version.token() || !dropped.is_empty() {
-        let mut p = Vec::with_capacity(head.len());
-        p.extend_from_slice(&request_line[..version_at]);
-        p.extend_from_slice(version.token());
-        let mut at = request_line.len();
-        for &(from, to) in &dropped {
-            p.extend_from_slice(&head[at..from]);
-            at = to;
-        }
-        p.extend_from_slice(&head[at..]);
-        patched = p;
+        patched = patch_head(head, request_line, version_at, version, &dropped);
         head = &patched;
     }
     let lines = lines - dropped.len();
@@ -237,6 +226,28 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
         keep_alive,
         head_len: skip + end,
     }))
+}
+
+/// httparse knows only HTTP/1.0 and 1.1: `head` again with the version
+/// served in its request line and without the header lines NGINX ignores
+/// (`dropped`: byte ranges).
+fn patch_head(
+    head: &[u8],
+    request_line: &[u8],
+    version_at: usize,
+    version: Version,
+    dropped: &[(usize, usize)],
+) -> Vec<u8> {
+    let mut p = Vec::with_capacity(head.len());
+    p.extend_from_slice(&request_line[..version_at]);
+    p.extend_from_slice(version.token());
+    let mut at = request_line.len();
+    for &(from, to) in dropped {
+        p.extend_from_slice(&head[at..from]);
+        at = to;
+    }
+    p.extend_from_slice(&head[at..]);
+    p
 }
 
 /// Where the head whose request line ends at `line_end` ends, and how

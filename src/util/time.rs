@@ -98,6 +98,13 @@ pub fn http_date_now(out: &mut String) {
     with(|c| out.push_str(&c.http));
 }
 
+/// The current HTTP date as a new string (a `Date` header's value).
+pub fn http_date_string() -> String {
+    let mut d = String::with_capacity(29);
+    http_date_now(&mut d);
+    d
+}
+
 /// `$time_local` for now.
 pub fn time_local(out: &mut String) {
     with(|c| out.push_str(&c.local));

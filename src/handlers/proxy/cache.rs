@@ -493,6 +493,31 @@ fn failure_bits(code: u16) -> u16 {
     }
 }
 
+/// What to ask the upstream for a cache request (`filling`: the answer
+/// may be stored), and whether it revalidates `stale` (an entry with a
+/// validator, under `proxy_cache_revalidate`).
+fn fetch_options(
+    s: &crate::config::LocSettings,
+    filling: bool,
+    stale: Option<&Entry>,
+) -> (FetchOptions, bool) {
+    let mut opts = FetchOptions {
+        cache_headers: true,
+        head_as_get: filling && s.proxy_cache_convert_head,
+        ..Default::default()
+    };
+    let revalidating = match stale {
+        Some(e) if s.proxy_cache_revalidate => {
+            let m = &e.header.meta;
+            opts.if_none_match = m.etag.clone();
+            opts.if_modified_since = m.last_modified.map(crate::util::time::http_date);
+            opts.if_none_match.is_some() || opts.if_modified_since.is_some()
+        }
+        _ => false,
+    };
+    (opts, revalidating)
+}
+
 /// Asks the upstream (conditionally, when revalidating `stale`), then
 /// answers: the stale entry (use_stale, 304), or the new response, stored
 /// through a [`CacheFill`] when `fill` is given (`Some(guard)`: the lock
@@ -509,20 +534,7 @@ async fn go_upstream(
 ) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
-    let mut opts = FetchOptions {
-        cache_headers: true,
-        head_as_get: fill.is_some() && s.proxy_cache_convert_head,
-        ..Default::default()
-    };
-    let revalidating = match &stale {
-        Some(e) if s.proxy_cache_revalidate => {
-            let m = &e.header.meta;
-            opts.if_none_match = m.etag.clone();
-            opts.if_modified_since = m.last_modified.map(crate::util::time::http_date);
-            opts.if_none_match.is_some() || opts.if_modified_since.is_some()
-        }
-        _ => false,
-    };
+    let (opts, revalidating) = fetch_options(s, fill.is_some(), stale.as_deref());
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
         Err(UpstreamError::Status(code)) => {

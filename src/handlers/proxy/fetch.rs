@@ -237,29 +237,12 @@ async fn attempt(
     let s = &loc.s;
     let addr = group.peer(peer).addr;
     let t0 = Instant::now();
-    let log = TryLog {
-        log: ctx.error_log(env.log),
-        conn: ctx.conn.id,
-        context: log_ctx(
-            ctx,
-            &format!(
-                "{}://{addr}{}",
-                if out.tls.is_some() { "https" } else { "http" },
-                out.uri
-            ),
-        ),
-    };
+    let log = try_log(ctx, env, addr, out);
     let mut rec = TryRecord {
         addr: addr.to_string(),
         ..Default::default()
     };
-    // `$upstream_bytes_sent`: the head (with a body read whole) and a
-    // streamed body's length (a chunked one is not counted).
-    let sent = out.head.len() as u64
-        + match out.body {
-            ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
-            _ => 0,
-        };
+    let sent = bytes_sent(ctx, out);
     // An idle connection may have been closed by the peer meanwhile: a
     // failure on it before any response byte is retried once on a new one
     // (not with a streamed body, which cannot be sent twice).
@@ -314,6 +297,37 @@ async fn attempt(
         u.tries.push(rec);
     }
     result
+}
+
+/// The error-log context of one try at `addr` (NGINX's `upstream:` part).
+fn try_log<'a>(
+    ctx: &'a RequestCtx,
+    env: &'a Env<'_>,
+    addr: std::net::SocketAddr,
+    out: &Outgoing,
+) -> TryLog<'a> {
+    TryLog {
+        log: ctx.error_log(env.log),
+        conn: ctx.conn.id,
+        context: log_ctx(
+            ctx,
+            &format!(
+                "{}://{addr}{}",
+                if out.tls.is_some() { "https" } else { "http" },
+                out.uri
+            ),
+        ),
+    }
+}
+
+/// `$upstream_bytes_sent` of a try: the head (with a body read whole) and
+/// a streamed body's length (a chunked one is not counted).
+fn bytes_sent(ctx: &RequestCtx, out: &Outgoing) -> u64 {
+    out.head.len() as u64
+        + match out.body {
+            ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
+            _ => 0,
+        }
 }
 
 /// Why no connection to a peer was made.

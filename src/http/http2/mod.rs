@@ -275,9 +275,3 @@ fn log_info<H>(w: &WorkerEnv<H>, info: &ConnInfo, what: std::fmt::Arguments<'_>)
         &format!(", client: {}, server: {}", info.peer.ip(), info.local),
     );
 }
-
-fn date_now() -> String {
-    let mut d = String::with_capacity(29);
-    crate::util::time::http_date_now(&mut d);
-    d
-}

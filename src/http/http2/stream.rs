@@ -106,7 +106,7 @@ pub async fn serve<H: Respond>(
         // `return 444`: the stream is reset, as NGINX closes it.
         respond.send_reset(h2::Reason::INTERNAL_ERROR);
         ctx.status = 444;
-        access_log(&ctx);
+        ctx.write_access_log();
         return;
     };
     Box::pin(send_response(&mut ctx, resp, respond, &w, &conn)).await;
@@ -154,7 +154,7 @@ async fn send_response<H: Respond>(
     if resp.status == 304 || resp.status == 204 || ctx.is_head() {
         resp.body = Body::Empty;
     }
-    let date = super::date_now();
+    let date = crate::util::time::http_date_string();
     let (head, head_len) = send::head(&resp, s.server_tokens, &date);
     if !s.access_log.is_empty() {
         ctx.sent_headers = resp.sent_headers();
@@ -182,11 +182,5 @@ async fn send_response<H: Respond>(
             log_send_error(&w.log, ctx, e);
         }
     }
-    access_log(ctx);
-}
-
-fn access_log(ctx: &RequestCtx) {
-    for l in ctx.loc.s.access_log.iter() {
-        l.write(ctx);
-    }
+    ctx.write_access_log();
 }
