@@ -1245,3 +1245,29 @@ fn lock_age_lets_one_more_request_through() {
     assert_eq!(first.join().unwrap().text(), "slow");
     assert_eq!(second.join().unwrap().text(), "slow");
 }
+
+/// Kept-open entries take a share of the descriptor limit, not a fixed
+/// 1,024 per worker: with `worker_rlimit_nofile 256` and two workers,
+/// HITs on 600 keys leave the process far below the limit and every
+/// request is answered (before: 400+ kept descriptors, then `accept()`
+/// and `open()` failed with EMFILE).
+#[test]
+fn kept_open_entries_leave_descriptors_for_connections() {
+    let origin = Origin::start(|r| Reply::ok(format!("body of {}", r.target).as_bytes()));
+    let srv = Server::start(
+        &conf(origin.port, "", "", "proxy_cache_valid 1h;")
+            .replace("daemon off;\n", "daemon off;\nworker_rlimit_nofile 256;\n"),
+    );
+    for round in 0..3 {
+        for k in 0..600 {
+            let r = req(srv.port, "GET", &format!("/k{k}"), "");
+            assert_eq!(r.status, 200, "round {round}, key {k}");
+        }
+    }
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", srv.child.id()))
+        .unwrap()
+        .count();
+    assert!(fds < 128, "{fds} descriptors open with a limit of 256");
+    let log = srv.read("logs/error.log");
+    assert!(!log.contains("Too many open files"), "{log}");
+}

@@ -12,7 +12,10 @@
 //! it. Entry files are never changed in place (a revalidation writes a new
 //! file), so a kept descriptor always reads the complete entry it opened.
 //!
-//! Bounds: [`MAX_ENTRIES`] per worker, entries of at most [`MAX_SIZE`]
+//! Bounds: [`MAX_ENTRIES`] per worker, and never more than an eighth of
+//! the process's descriptor limit shared by the workers ([`set_budget`]:
+//! with a soft limit of 1,024 and two workers, 64 each — kept entries must
+//! not take the descriptors connections need), entries of at most [`MAX_SIZE`]
 //! bytes (a large body's transfer dwarfs its open), closed after
 //! [`INACTIVE`] without a hit. An entry removed from the disk stays
 //! allocated while a worker holds it open, for at most that long. A kept
@@ -27,6 +30,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -45,6 +49,21 @@ pub const INACTIVE: Duration = Duration::from_secs(10);
 /// A kept entry is opened (and its body checked) again this long after
 /// it was opened.
 pub const RECHECK: Duration = Duration::from_secs(60);
+
+/// Entries each worker may keep open now (see [`set_budget`]).
+static BUDGET: AtomicUsize = AtomicUsize::new(MAX_ENTRIES);
+
+/// Sizes the per-worker budget from the descriptor limit `nofile` and the
+/// number of workers: an eighth of the limit, shared, at most
+/// [`MAX_ENTRIES`] each.
+pub fn set_budget(nofile: u64, workers: usize) {
+    BUDGET.store(budget(nofile, workers), Ordering::Relaxed);
+}
+
+fn budget(nofile: u64, workers: usize) -> usize {
+    let share = nofile / 8 / workers.max(1) as u64;
+    share.min(MAX_ENTRIES as u64) as usize
+}
 
 /// An open entry and what was read from it.
 #[derive(Debug, Clone)]
@@ -117,10 +136,17 @@ pub fn put(zone: usize, hash: &KeyHash, entry: Kept) {
     if entry.meta.size > MAX_SIZE {
         return;
     }
-    KEPT.with_borrow_mut(|c| {
-        close_idle(c, entry.used);
-        c.put((zone, *hash), entry);
-    });
+    let budget = BUDGET.load(Ordering::Relaxed);
+    KEPT.with_borrow_mut(|c| put_within(c, (zone, *hash), entry, budget));
+}
+
+/// Keeps `entry` in `c`, closing the least recently used beyond `budget`.
+fn put_within(c: &mut LruCache<Slot, Kept>, slot: Slot, entry: Kept, budget: usize) {
+    close_idle(c, entry.used);
+    while c.len() >= budget && c.pop_lru().is_some() {}
+    if budget > 0 {
+        c.put(slot, entry);
+    }
 }
 
 /// Closes the entry kept for `hash` in `zone`, if any.
@@ -156,6 +182,26 @@ mod tests {
             meta,
             header,
         )
+    }
+
+    #[test]
+    fn kept_entries_stay_within_a_share_of_the_descriptor_limit() {
+        // A soft limit of 1,024 and two workers: 64 each; a large limit
+        // still stops at MAX_ENTRIES; no room at all keeps nothing.
+        assert_eq!(budget(1024, 2), 64);
+        assert_eq!(budget(1 << 20, 2), MAX_ENTRIES);
+        assert_eq!(budget(7, 1), 0);
+        let mut c = LruCache::new(NonZeroUsize::new(MAX_ENTRIES).unwrap());
+        for i in 0..100u64 {
+            put_within(&mut c, (9, KeyHash::of(&i.to_be_bytes())), kept(i, 1), 64);
+        }
+        assert_eq!(c.len(), 64);
+        assert!(
+            c.contains(&(9, KeyHash::of(&99u64.to_be_bytes()))),
+            "newest kept"
+        );
+        put_within(&mut c, (9, KeyHash::of(b"x")), kept(1, 1), 0);
+        assert_eq!(c.len(), 0);
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub fn spawn(start: WorkerStart) -> std::io::Result<JoinHandle<()>> {
 }
 
 fn run(start: WorkerStart) {
+    // Kept-open cache entries get a share of the descriptor limit.
+    if let Some(l) = rustix::process::getrlimit(rustix::process::Resource::Nofile).current {
+        crate::cache::open_entries::set_budget(l, start.config.main.worker_processes);
+    }
     // Before the privilege drop: only root may lower a nice value.
     if let Some(n) = start.config.main.worker_priority {
         set_priority(&start.log, n);
