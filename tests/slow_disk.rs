@@ -340,6 +340,14 @@ fn aio_off_cold_requests_stall_hot_ones() {
         busy >= 0.5 * floor,
         "porter_loop_busy_seconds_sum grew by {busy:.3}s, expected about {floor:.3}s or more"
     );
+    // The lag probe's timer waited behind at least one whole slow call.
+    let lag = run
+        .after
+        .must("porter_loop_lag_max_seconds", &[("worker", "0")]);
+    assert!(
+        lag >= 0.5 * DELAY_MS as f64 / 1000.0,
+        "porter_loop_lag_max_seconds is {lag:.3}s with the loop blocked {DELAY_MS} ms at a time"
+    );
 }
 
 /// With a pool, the cold work runs on pool threads: hot requests keep their

@@ -6,6 +6,11 @@
 //!   "event loop blocked" figure; a disk call made inline on a cold disk
 //!   shows up here as a long iteration, and so do preemption and
 //!   back-to-back work under a saturating load.
+//! - `porter_loop_poll_seconds{worker}`: wall time of each poll of each
+//!   task (`metrics::timed`): one piece of work holding the loop.
+//! - `porter_loop_lag_seconds{worker}`: how late a 10 ms timer ran
+//!   (`runtime::loop_lag`): how long ready work waited for its loop.
+//! - each of the three with a `_max_seconds` gauge.
 //! - `porter_loop_blocked_max_seconds{worker}`,
 //!   `porter_loop_blocked_seconds_total{worker}`: how long a busy loop
 //!   slept in the kernel (a page read, a page lock, a contended mutex),
@@ -81,17 +86,6 @@ pub fn render(env: &Env<'_>) -> String {
 /// Per worker: event-loop busy time and its maximum, TTFB.
 fn worker_figures(out: &mut String) {
     let workers = metrics::workers();
-    let busy: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_busy))
-        .collect();
-    histogram(
-        out,
-        "porter_loop_busy_seconds",
-        "Busy time of each event-loop iteration (event loop blocked).",
-        &busy,
-    );
     let per_worker = |f: &dyn Fn(&metrics::WorkerMetrics) -> f64| -> Vec<(String, f64)> {
         workers
             .iter()
@@ -99,31 +93,43 @@ fn worker_figures(out: &mut String) {
             .map(|(i, w)| (format!("worker=\"{i}\""), f(w)))
             .collect()
     };
-    family(
-        out,
-        "porter_loop_busy_max_seconds",
-        "gauge",
-        "Longest event-loop iteration since start.",
-        &per_worker(&|w| w.loop_busy.snapshot().2),
-    );
-    let polls: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_poll))
-        .collect();
-    histogram(
-        out,
-        "porter_loop_poll_seconds",
-        "Wall time of each poll of each task on an event loop: one piece of work holding the loop.",
-        &polls,
-    );
-    family(
-        out,
-        "porter_loop_poll_max_seconds",
-        "gauge",
-        "Longest single task poll on an event loop since start.",
-        &per_worker(&|w| w.loop_poll.snapshot().2),
-    );
+    // (name, help, histogram of a worker, help of the `_max_seconds` gauge)
+    type Pick = fn(&metrics::WorkerMetrics) -> &Histogram;
+    let loops: [(&str, &str, Pick, &str); 3] = [
+        (
+            "porter_loop_busy",
+            "Busy time of each event-loop iteration (event loop blocked).",
+            |w| &w.loop_busy,
+            "Longest event-loop iteration since start.",
+        ),
+        (
+            "porter_loop_poll",
+            "Wall time of each poll of each task on an event loop: one piece of work holding the loop.",
+            |w| &w.loop_poll,
+            "Longest single task poll on an event loop since start.",
+        ),
+        (
+            "porter_loop_lag",
+            "How late a timer set for every 10 ms ran on each event loop: how long ready work waited for the loop.",
+            |w| &w.loop_lag,
+            "Longest event-loop lag since start.",
+        ),
+    ];
+    for (name, help, pick, max_help) in loops {
+        let series: Vec<_> = workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("worker=\"{i}\""), pick(w)))
+            .collect();
+        histogram(out, &format!("{name}_seconds"), help, &series);
+        family(
+            out,
+            &format!("{name}_max_seconds"),
+            "gauge",
+            max_help,
+            &per_worker(&|w| pick(w).snapshot().2),
+        );
+    }
     family(
         out,
         "porter_loop_blocked_max_seconds",

@@ -110,6 +110,9 @@ pub struct WorkerMetrics {
     /// Wall time of each poll of each task (`metrics::timed`): how long
     /// one piece of work held the loop.
     pub loop_poll: Histogram,
+    /// How late the worker's lag probe was polled after its deadline
+    /// (`runtime::loop_lag`): how long ready work waited for the loop.
+    pub loop_lag: Histogram,
     /// From a complete request head to the response head ready to send.
     pub ttfb: Histogram,
     /// Longest blocked episode seen by the loop watch, in nanoseconds.

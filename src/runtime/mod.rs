@@ -5,6 +5,7 @@
 pub mod code_lock;
 pub mod fd_table;
 pub mod listen;
+pub mod loop_lag;
 pub mod loop_watch;
 pub mod master;
 pub mod privileges;

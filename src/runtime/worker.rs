@@ -206,8 +206,10 @@ async fn worker_main(start: WorkerStart) {
             limit,
         )));
     }
+    let lag = crate::metrics::timed::spawn(super::loop_lag::probe(env.figures.clone()));
     let mut sd = start.shutdown.clone();
     sd.wait_for(Mode::Graceful).await;
+    lag.abort();
     for a in &accepting {
         a.abort();
     }

@@ -78,7 +78,8 @@ class Context:
     def settings(self, workers):
         return ServerSettings(workers=workers, threads_total=self.p["threads"],
                               nofile=self.nofile, worker_connections=min(20000, self.nofile - 64),
-                              user=self.p["user"])
+                              user=self.p["user"],
+                              worker_priority=str(self.p["worker_priority"]))
 
     def prefix(self, scen, mode):
         d = os.path.join(self.out_dir, "servers", f"{scen}-{mode.id}")
@@ -336,6 +337,9 @@ def loop_figures(pm0, pm1):
         "loop_poll_max_ms": 1000 * max((v for k, v in pm1.items()
                                         if k.startswith("porter_loop_poll_max_seconds")),
                                        default=float("nan")),
+        "loop_lag_max_ms": 1000 * max((v for k, v in pm1.items()
+                                       if k.startswith("porter_loop_lag_max_seconds")),
+                                      default=float("nan")),
         "loop_blocked_max_ms": 1000 * max((v for k, v in pm1.items()
                                            if k.startswith("porter_loop_blocked_max_seconds")),
                                           default=0.0),
@@ -936,6 +940,9 @@ PARAM_DOC = {
                    "and compete with the cold load)"),
     "user": ("", "", "", "`user` directive for both servers; empty: their default (nobody when "
                          "started as root). The data files belong to root, mode 644"),
+    "worker_priority": ("", "", "", "`worker_priority` for both servers' workers (a nice value, "
+                                    "absolute); empty: not set, the workers keep the servers' "
+                                    "`nice`"),
     "quiet_wait_s": (5, 2, 0, "before each run, wait up to this long for the machine to be "
                                "quiet (other work under quiet_pct of all CPUs over 1 s)"),
     "quiet_pct": (25, 25, 25, "see quiet_wait_s"),

@@ -52,6 +52,7 @@ class ServerSettings:
     sendfile_max_chunk: str = "512k"
     nginx_reuseport: bool = True
     user: str = ""              # `user` directive for both; "" = their default (nobody as root)
+    worker_priority: str = ""   # `worker_priority` for both; "" = not set (the process's nice)
 
 
 @dataclass
@@ -169,6 +170,7 @@ def render_conf(mode, s, port, root, prefix, dropped=(), proxy=None):
         "daemon off;",
         server_specific.rstrip("\n"),
         f"user {s.user};" if s.user else None,
+        f"worker_priority {s.worker_priority};" if s.worker_priority != "" else None,
         f"worker_processes {s.workers};",
         f"worker_rlimit_nofile {s.nofile};",
         f"pid {prefix}/server.pid;",
