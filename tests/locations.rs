@@ -10,7 +10,8 @@
 //! `Location` (port normalised) and body must agree.
 //!
 //! Focused tests follow: the rewrite cycle bound (500 and NGINX's log
-//! line), `if (-f …)` seeing files appear and go, regex server names.
+//! line; the hop that reaches it for internal redirects, named locations
+//! and `rewrite`), `if (-f …)` seeing files appear and go, regex server names.
 //!
 //! The differential skips itself, saying so, when `/usr/sbin/nginx` is not
 //! installed.
@@ -401,6 +402,91 @@ fn a_rewrite_cycle_ends_in_500_with_nginx_log_line() {
             && log.contains("rewrite or internal redirection cycle while processing \"/loop/x\""),
         "{log}"
     );
+}
+
+/// Hops in each chain of [`cycle_chains`].
+const CHAIN: usize = 14;
+
+/// Three chains of locations, one for each way NGINX counts a URI change
+/// against its bound (`uri_changes`): `/iK` falls back (`try_files`) to
+/// `/iK+1`, an internal redirect; `/nK` to `@nK`, which falls back to
+/// `@nK+1`, named-location jumps; `/wK` rewrites its URI to `/wK+1`, a
+/// location `rewrite` without a flag. The last of each answers 200.
+fn cycle_chains() -> String {
+    let mut s = String::from(
+        "server {\n    listen 127.0.0.1:{PORT};\n    server_name localhost;\n    root {ROOT};\n",
+    );
+    for k in 0..CHAIN {
+        let next = k + 1;
+        s += &format!("    location = /i{k} {{ try_files /none /i{next}; }}\n");
+        s += &format!("    location = /n{k} {{ try_files /none @n{k}; }}\n");
+        s += &format!("    location @n{k} {{ try_files /none @n{next}; }}\n");
+        s += &format!("    location = /w{k} {{ rewrite ^ /w{next}; }}\n");
+    }
+    s += &format!("    location = /i{CHAIN} {{ return 200 \"end\"; }}\n");
+    s += &format!("    location @n{CHAIN} {{ return 200 \"end\"; }}\n");
+    s += &format!("    location = /w{CHAIN} {{ return 200 \"end\"; }}\n}}\n");
+    s
+}
+
+/// The request that takes `hops` steps along chain `kind` to its end.
+fn chain_start(kind: char, hops: usize) -> String {
+    let first = if kind == 'n' {
+        CHAIN + 1 - hops
+    } else {
+        CHAIN - hops
+    };
+    format!("/{kind}{first}")
+}
+
+/// The bound, per path: 10 internal redirects pass and the 11th is a 500
+/// (counted, then checked); likewise 10 URI changes by `rewrite`. A
+/// named-location jump is checked before it is counted, so porter lets 11
+/// pass and refuses the 12th, where NGINX (1.22 and current), counting
+/// first there too, refuses the 11th. Each 500 logs the path's own
+/// `cycle` line naming the target of the hop that failed (the chain's
+/// last). NGINX, when installed, is asked the same to its own bound.
+#[test]
+fn each_redirect_kind_ends_in_500_at_its_bound() {
+    let root = docroot();
+    let body = with_root(&cycle_chains(), &root);
+    let porter = Server::start(&porter_conf(&body));
+    let nginx = Nginx::start(&body);
+    // (chain, porter's bound, NGINX's bound, the log line's end)
+    let cases = [
+        ('i', 10, 10, "while internally redirecting to \"/i14\""),
+        ('n', 11, 10, "while redirect to named location \"@n14\""),
+        ('w', 10, 10, "while processing \"/w14\""),
+    ];
+    for (done, (kind, bound, nginx_bound, line)) in cases.into_iter().enumerate() {
+        let servers = [
+            Some((porter.port, bound)),
+            nginx.as_ref().map(|n| (n.port, nginx_bound)),
+        ];
+        for (port, bound) in servers.into_iter().flatten() {
+            for (hops, want) in [(bound - 1, 200), (bound, 200), (bound + 1, 500)] {
+                let target = chain_start(kind, hops);
+                let is_porter = port == porter.port;
+                assert_eq!(
+                    get(port, &target).status,
+                    want,
+                    "{target} (porter: {is_porter})"
+                );
+            }
+        }
+        let needle = format!("rewrite or internal redirection cycle {line}");
+        let log = porter.wait_log("logs/error.log", &needle, std::time::Duration::from_secs(5));
+        let cycles: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("redirection cycle"))
+            .collect();
+        // One line per 500 so far, this one the path's own.
+        assert_eq!(cycles.len(), done + 1, "{log}");
+        assert!(
+            cycles[done].contains(&needle) && cycles[done].contains("[error]"),
+            "{log}"
+        );
+    }
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! rewrite program (a changed URI selects again, at most 10 times),
 //! the limits and access checks ([`access`]), `try_files`, the content
 //! handler; then `error_page`, internal and
-//! named-location redirects (the same bound), and the header filter
+//! named-location redirects (the same bound, counted by
+//! `count_uri_change`), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
 //! `charset`, ranges). Handlers produce a [`Response`] description; the
 //! connection loop writes it. The connection reaches them through
@@ -171,17 +172,8 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 continue;
             }
             Outcome::Internal(uri, args) => {
-                ctx.uri_changes = ctx.uri_changes.saturating_sub(1);
-                if ctx.uri_changes == 0 {
-                    ctx.error_log(env.log).log_conn(
-                        Level::Error,
-                        Some(ctx.conn.id),
-                        format_args!(
-                            "rewrite or internal redirection cycle while internally redirecting to \"{uri}\""
-                        ),
-                        &ctx.log_context(),
-                    );
-                    outcome = Outcome::Status(500);
+                if let Some(o) = count_uri_change(ctx, env, UriChange::Internal(&uri)) {
+                    outcome = o;
                     continue;
                 }
                 ctx.uri = uri;
@@ -288,18 +280,9 @@ fn split_args(target: &str) -> (String, Option<String>) {
 /// The jump to a named location (`error_page`, `try_files`), counted
 /// with the internal redirects.
 async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outcome {
-    if ctx.uri_changes == 0 {
-        ctx.error_log(env.log).log_conn(
-            Level::Error,
-            Some(ctx.conn.id),
-            format_args!(
-                "rewrite or internal redirection cycle while redirect to named location \"{name}\""
-            ),
-            &ctx.log_context(),
-        );
-        return Outcome::Status(500);
+    if let Some(o) = count_uri_change(ctx, env, UriChange::Named(name)) {
+        return o;
     }
-    ctx.uri_changes -= 1;
     match ctx.server.named.get(name).cloned() {
         Some(loc) => {
             ctx.internal = true;
@@ -315,6 +298,50 @@ async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outc
             Outcome::Status(500)
         }
     }
+}
+
+/// A step counted against NGINX's one bound on URI changes and internal
+/// redirects (`uri_changes`, from
+/// [`crate::http::context::MAX_URI_CHANGES`]), with what its log line
+/// names. Each kind is counted as NGINX's own place for it counts, and
+/// these differ by one.
+enum UriChange<'a> {
+    /// An internal redirect to this URI (`error_page`, `index`,
+    /// `try_files`): counted, then checked (`ngx_http_internal_redirect`),
+    /// so the 11th is refused.
+    Internal(&'a str),
+    /// A jump to this named location: checked, then counted
+    /// (`ngx_http_named_location`), so one more passes.
+    Named(&'a str),
+    /// A location's `rewrite` changed the URI (to `ctx.uri`): counted, then
+    /// checked (NGINX's post-rewrite phase).
+    Rewrite,
+}
+
+/// Counts `change`; when it is one too many, NGINX's error line and the
+/// 500 to answer with.
+fn count_uri_change(ctx: &mut RequestCtx, env: &Env<'_>, change: UriChange<'_>) -> Option<Outcome> {
+    let before = ctx.uri_changes;
+    ctx.uri_changes = before.saturating_sub(1);
+    let left = match change {
+        UriChange::Named(_) => before,
+        UriChange::Internal(_) | UriChange::Rewrite => ctx.uri_changes,
+    };
+    if left != 0 {
+        return None;
+    }
+    let doing = match change {
+        UriChange::Internal(uri) => format!("internally redirecting to \"{uri}\""),
+        UriChange::Named(name) => format!("redirect to named location \"{name}\""),
+        UriChange::Rewrite => format!("processing \"{}\"", ctx.uri),
+    };
+    ctx.error_log(env.log).log_conn(
+        Level::Error,
+        Some(ctx.conn.id),
+        format_args!("rewrite or internal redirection cycle while {doing}"),
+        &ctx.log_context(),
+    );
+    Some(Outcome::Status(500))
 }
 
 /// NGINX's phases from the server's rewrite program (or, for a named
@@ -353,18 +380,8 @@ async fn run_phases(
         if !ctx.uri_changed {
             break;
         }
-        ctx.uri_changes = ctx.uri_changes.saturating_sub(1);
-        if ctx.uri_changes == 0 {
-            ctx.error_log(env.log).log_conn(
-                Level::Error,
-                Some(ctx.conn.id),
-                format_args!(
-                    "rewrite or internal redirection cycle while processing \"{}\"",
-                    ctx.uri
-                ),
-                &ctx.log_context(),
-            );
-            return Outcome::Status(500);
+        if let Some(o) = count_uri_change(ctx, env, UriChange::Rewrite) {
+            return o;
         }
     }
     content(ctx, env).await
