@@ -594,3 +594,48 @@ fn stream_ids_only_grow_and_keepalive_requests_ends_a_connection() {
     let answered = seen.statuses().len();
     assert!((50..=60).contains(&answered), "{answered} streams answered");
 }
+
+#[test]
+fn streams_beyond_max_concurrent_streams_are_refused() {
+    // Four streams stay open (the client's window is zero, so their 4 MiB
+    // bodies cannot go out); the fifth and sixth get RST_STREAM
+    // REFUSED_STREAM, and the connection stays up.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let b = start("http2_max_concurrent_streams 4;");
+    let mut s = open(b.s.port, &[(4, 0)]);
+    // Acknowledge the server's SETTINGS, so that its limit applies.
+    let mut p = frame(SETTINGS, 1, 0, &[]);
+    for k in 0..6u32 {
+        p.extend(frame(
+            HEADERS,
+            END_STREAM | END_HEADERS,
+            1 + 2 * k,
+            &get_block("/big.bin"),
+        ));
+    }
+    s.write_all(&p).unwrap();
+    let seen = read_frames(s, Duration::from_secs(2));
+    const REFUSED_STREAM: u32 = 7;
+    let mut resets: Vec<(u32, u32)> = seen
+        .frames
+        .iter()
+        .filter(|f| f.kind == RST_STREAM)
+        .map(|f| {
+            (
+                f.stream,
+                u32::from_be_bytes(f.payload[..4].try_into().unwrap()),
+            )
+        })
+        .collect();
+    resets.sort();
+    assert_eq!(
+        resets,
+        vec![(9, REFUSED_STREAM), (11, REFUSED_STREAM)],
+        "{seen:?}"
+    );
+    let mut answered: Vec<u32> = seen.statuses().iter().map(|(id, _)| *id).collect();
+    answered.sort();
+    assert_eq!(answered, vec![1, 3, 5, 7]);
+    assert!(!seen.closed);
+    assert_eq!(seen.goaway(), None);
+}

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::h2client::{self as c, rt};
 use common::origin::{pattern, Framing, Origin, Reply};
-use common::Server;
+use common::{Server, TempDir};
 
 fn conf(origin: u16) -> String {
     format!(
@@ -132,4 +132,32 @@ fn cache_miss_then_hit_and_the_lock_collapses_concurrent_streams() {
     assert_eq!(to_b, 1, "proxy_cache_lock let {to_b} streams upstream");
     let log = s.wait_log("logs/access.log", "HIT h2c", Duration::from_secs(3));
     assert!(log.contains("GET /cached/a HTTP/2.0 200 MISS h2c"), "{log}");
+}
+
+#[test]
+fn expect_100_continue_gets_no_interim_response_over_h2_as_in_nginx() {
+    // NGINX's ngx_http_test_expect returns at once for an HTTP/2 stream and
+    // ngx_http_v2_read_request_body sends no 100: the client's window lets
+    // it send the body at once. The body still reaches the upstream whole,
+    // without the Expect field.
+    let o = origin();
+    let s = Server::start(&conf(o.port));
+    let dir = TempDir::new("h2expect");
+    let body = dir.path().join("body");
+    std::fs::write(&body, pattern(40_000, 5)).unwrap();
+    let (out, ok) = c::nghttp(&[
+        "-v",
+        "-H",
+        "expect: 100-continue",
+        "-d",
+        body.to_str().unwrap(),
+        &format!("http://127.0.0.1:{}/upload", s.port),
+    ]);
+    assert!(ok, "{out}");
+    assert!(!out.contains(":status: 100"), "{out}");
+    assert!(out.contains(":status: 200"), "{out}");
+    assert!(out.contains("got 40000 bytes"), "{out}");
+    let seen = o.requests();
+    let up = seen.iter().find(|r| r.target == "/upload").expect("upload");
+    assert!(up.header("expect").is_none(), "{:?}", up.headers);
 }

@@ -294,8 +294,8 @@ impl<'a> ClientBody<'a> {
     }
 
     /// Sends `100 Continue` (the handler is about to read the body).
-    /// An HTTP/2 stream answers `Expect: 100-continue` with its own
-    /// HEADERS frame (`ctx.send_continue`, sent by the stream).
+    /// Nothing on an HTTP/2 stream, as NGINX (`RequestCtx::test_expect`
+    /// never asks for it there).
     pub async fn send_continue(&self, send_timeout: Duration) -> io::Result<()> {
         match self.source {
             Source::Socket(stream) => {

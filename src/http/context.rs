@@ -208,12 +208,15 @@ impl RequestCtx {
 
     /// A handler is about to read or discard the body: answer `Expect:
     /// 100-continue` unless that was already decided (NGINX's test_expect).
+    /// Never on an HTTP/2 stream, as NGINX (the stream's window lets the
+    /// client send at once).
     pub fn test_expect(&mut self) {
         if self.expect_tested {
             return;
         }
         self.expect_tested = true;
         self.send_continue = self.head.version == Version::Http11
+            && self.conn.http2.is_empty()
             && self
                 .header("expect")
                 .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));

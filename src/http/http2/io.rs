@@ -16,7 +16,22 @@
 //! itself, letting the worker's other tasks (and this connection's own
 //! timers and alarms) run first, as tokio's cooperative budget does for
 //! its own sockets.
+//!
+//! **Writes are flushed once per turn of the connection task (TLS).**
+//! `h2` flushes its writer after every DATA frame of 256 bytes or more
+//! (it chains the payload instead of copying it, and must write it out
+//! before it takes the next frame), and at the end of each of its polls.
+//! Sent as they come, that is a TLS record and a `sendmsg` per frame: per
+//! response for small files. Instead the plaintext gathers in `wbuf`, and
+//! a flush asked for during the turn in which the bytes were written is
+//! put off until the task's next turn (it wakes itself), by which time
+//! the other streams that were ready have queued their frames too — as
+//! NGINX writes a connection's output once per pass of its event loop.
+//! The turn is [`Turn`], advanced by the connection's loop each time it
+//! is polled; the buffer is also sent as soon as it holds
+//! [`TLS_COALESCE`] bytes, and at shutdown.
 
+use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -31,6 +46,20 @@ use crate::http::stream::ClientStream;
 const READS_PER_TURN: u32 = 16;
 /// Plaintext gathered before it goes to rustls (TLS only).
 const TLS_COALESCE: usize = 64 * 1024;
+
+/// The connection task's turn, shared by its loop (which advances it each
+/// time it is polled) and its [`H2Io`] (which puts a flush off until the
+/// next turn). Zero, until the loop starts, flushes at once (the
+/// handshake).
+#[derive(Clone, Default)]
+pub struct Turn(Rc<Cell<u64>>);
+
+impl Turn {
+    /// A new turn of the connection task.
+    pub fn advance(&self) {
+        self.0.set(self.0.get().wrapping_add(1).max(1));
+    }
+}
 
 /// A client connection for `h2`.
 pub struct H2Io {
@@ -51,11 +80,19 @@ pub struct H2Io {
     /// `wbuf_at`.
     wbuf: Vec<u8>,
     wbuf_at: usize,
+    turn: Turn,
+    /// The turn in which a flush of `wbuf` was put off.
+    deferred: Option<u64>,
 }
 
 impl H2Io {
     /// `stream`, with `early` (already read) served before it.
-    pub fn new(stream: Rc<ClientStream>, early: Vec<u8>, meter: Rc<FrameMeter>) -> H2Io {
+    pub fn new(
+        stream: Rc<ClientStream>,
+        early: Vec<u8>,
+        meter: Rc<FrameMeter>,
+        turn: Turn,
+    ) -> H2Io {
         H2Io {
             stream,
             early,
@@ -66,6 +103,8 @@ impl H2Io {
             reads: 0,
             wbuf: Vec::new(),
             wbuf_at: 0,
+            turn,
+            deferred: None,
         }
     }
 
@@ -163,6 +202,7 @@ impl H2Io {
         }
         self.wbuf.clear();
         self.wbuf_at = 0;
+        self.deferred = None;
         loop {
             match t.try_flush(tcp) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -231,12 +271,28 @@ impl AsyncWrite for H2Io {
         true
     }
 
+    /// TLS: put off until the task's next turn when the bytes were written
+    /// in this one (see the module header).
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_drain(cx)
+        let me = self.get_mut();
+        let turn = me.turn.0.get();
+        let pending = me.wbuf.len() - me.wbuf_at;
+        if turn != 0 && pending > 0 && pending < TLS_COALESCE {
+            match me.deferred {
+                None => {
+                    me.deferred = Some(turn);
+                    cx.waker().wake_by_ref();
+                    return Poll::Ready(Ok(()));
+                }
+                Some(t) if t == turn => return Poll::Ready(Ok(())),
+                Some(_) => {}
+            }
+        }
+        me.poll_drain(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        ready!(self.as_mut().poll_flush(cx))?;
+        ready!(self.as_mut().get_mut().poll_drain(cx))?;
         self.stream.shutdown_write();
         Poll::Ready(Ok(()))
     }

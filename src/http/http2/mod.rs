@@ -48,7 +48,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use self::flood::FrameMeter;
-use self::io::H2Io;
+use self::io::{H2Io, Turn};
 use super::closing;
 use super::connection::{Respond, WorkerEnv};
 use super::context::{strip_port, ConnInfo};
@@ -136,7 +136,8 @@ pub async fn serve<H: Respond + 'static>(
     let s = server.base.s.clone();
     let meter = Rc::new(FrameMeter::new());
     let stream = Rc::new(stream);
-    let io = H2Io::new(Rc::clone(&stream), early, Rc::clone(&meter));
+    let turn = Turn::default();
+    let io = H2Io::new(Rc::clone(&stream), early, Rc::clone(&meter), turn.clone());
     let handshake = builder(&s, server.limits.max_head).handshake::<_, Bytes>(io);
     let h2 = match tokio::time::timeout(s.client_header_timeout, handshake).await {
         Ok(Ok(c)) => c,
@@ -158,7 +159,7 @@ pub async fn serve<H: Respond + 'static>(
         reset_budget: 2 * u64::from(s.http2_max_concurrent_streams.max(1)),
         calm: tokio::sync::Notify::new(),
     });
-    run(h2, &s, &meter, shared, w).await;
+    run(h2, &s, &meter, &turn, shared, w).await;
     // `h2` is gone: close as HTTP/1.1 does, draining what the client still
     // sends (a reset would destroy the GOAWAY before it is read).
     if let Ok(stream) = Rc::try_unwrap(stream) {
@@ -177,6 +178,7 @@ async fn run<H: Respond + 'static>(
     mut h2: H2Conn,
     s: &LocSettings,
     meter: &FrameMeter,
+    turn: &Turn,
     shared: Rc<ConnShared>,
     w: Rc<WorkerEnv<H>>,
 ) {
@@ -201,6 +203,12 @@ async fn run<H: Respond + 'static>(
         let close_deadline = closing.map_or(idle_deadline, |c| c + CLOSING_GRACE);
         tokio::select! {
             biased;
+            // Polled first each time the task is: a new turn (`io.rs`
+            // flushes once per turn).
+            _ = std::future::poll_fn(|_| {
+                turn.advance();
+                std::task::Poll::<()>::Pending
+            }) => {}
             _ = shared.calm.notified() => {
                 go_away(&mut h2, &mut closing, Some("client reset too many streams, closing connection"));
             }

@@ -46,25 +46,20 @@ const CONNECTION_SPECIFIC: &[&str] = &[
 /// `date`, `content-type`, `content-length`, `last-modified`, `location`,
 /// `etag`, the other fields, `accept-ranges`); the bytes it adds to
 /// `$bytes_sent` (names, values, four bytes each as HPACK's estimate).
-pub fn head(r: &Response, server_tokens: bool, date: &str) -> (http::Response<()>, u64) {
+/// The fields porter writes itself go in by their known names, `server`
+/// and `date` as shared values (the date made once a second), so that a
+/// small response's head costs few allocations.
+pub fn head(r: &Response, server_tokens: bool) -> (http::Response<()>, u64) {
+    use http::header;
     let mut out = http::Response::new(());
     *out.status_mut() = http::StatusCode::from_u16(r.status).unwrap_or(http::StatusCode::OK);
     let mut size = 9u64;
     let h = out.headers_mut();
-    let mut put = |name: &str, value: &str| {
-        // `HeaderName` lowercases (and knows the standard names without
-        // allocating).
-        let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(value.as_bytes()),
-        ) else {
-            return;
-        };
-        if CONNECTION_SPECIFIC.contains(&n.as_str()) {
-            return;
+    let mut known = |name: HeaderName, value: Option<HeaderValue>| {
+        if let Some(v) = value {
+            size += (name.as_str().len() + v.len() + 4) as u64;
+            h.append(name, v);
         }
-        size += (name.len() + value.len() + 4) as u64;
-        h.append(n, v);
     };
     if r.own_server {
         let server = if server_tokens {
@@ -72,33 +67,67 @@ pub fn head(r: &Response, server_tokens: bool, date: &str) -> (http::Response<()
         } else {
             "porter"
         };
-        put("server", server);
+        known(header::SERVER, Some(HeaderValue::from_static(server)));
     }
     if r.own_date {
-        put("date", date);
+        known(header::DATE, date_value());
     }
-    if let Some(ct) = &r.content_type {
-        put("content-type", ct);
-    }
-    if let Some(len) = r.content_length {
-        put("content-length", &len.to_string());
-    }
+    let text = |v: &str| HeaderValue::from_str(v).ok();
+    known(
+        header::CONTENT_TYPE,
+        r.content_type.as_deref().and_then(text),
+    );
+    known(
+        header::CONTENT_LENGTH,
+        r.content_length.map(HeaderValue::from),
+    );
     if let (Some(lm), false) = (r.last_modified, r.last_modified_inline) {
-        put("last-modified", &crate::util::time::http_date(lm));
+        known(
+            header::LAST_MODIFIED,
+            text(&crate::util::time::http_date(lm)),
+        );
     }
-    if let Some(l) = &r.location {
-        put("location", l);
-    }
-    if let Some(e) = &r.etag {
-        put("etag", e);
-    }
+    known(header::LOCATION, r.location.as_deref().and_then(text));
+    known(header::ETAG, r.etag.as_deref().and_then(text));
     for (n, v) in &r.headers {
-        put(n, v);
+        // `HeaderName` lowercases (and knows the standard names without
+        // allocating).
+        let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(n.as_bytes()),
+            HeaderValue::from_bytes(v.as_bytes()),
+        ) else {
+            continue;
+        };
+        if !CONNECTION_SPECIFIC.contains(&n.as_str()) {
+            known(n, Some(v));
+        }
     }
     if r.accept_ranges {
-        put("accept-ranges", "bytes");
+        known(
+            header::ACCEPT_RANGES,
+            Some(HeaderValue::from_static("bytes")),
+        );
     }
     (out, size)
+}
+
+thread_local! {
+    /// The `date` value of the current second.
+    static DATE: std::cell::RefCell<(i64, Option<HeaderValue>)> =
+        const { std::cell::RefCell::new((i64::MIN, None)) };
+}
+
+/// The `date` field's value now, made once a second per worker.
+fn date_value() -> Option<HeaderValue> {
+    let secs = crate::util::time::now().0;
+    DATE.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.0 != secs {
+            let now = crate::util::time::http_date_string();
+            *d = (secs, HeaderValue::from_str(&now).ok());
+        }
+        d.1.clone()
+    })
 }
 
 /// The body side of one stream.
@@ -133,11 +162,12 @@ impl Out {
         }
     }
 
-    /// Sends the body of `resp`, ending the stream.
-    pub async fn body(&mut self, resp: &Response) -> io::Result<()> {
-        match &resp.body {
+    /// Sends the body of `resp`, ending the stream (a body in memory is
+    /// taken out of `resp` and sent as slices of itself, not copied).
+    pub async fn body(&mut self, resp: &mut Response) -> io::Result<()> {
+        match &mut resp.body {
             Body::Empty => self.data(Bytes::new(), true),
-            Body::Bytes(b) => self.bytes(b, true).await,
+            Body::Bytes(b) => self.owned(Bytes::from(std::mem::take(b)), true).await,
             Body::File { file, start, len } => self.file(file, *start, *len, true).await,
             Body::Multipart { file, parts } => {
                 for (hdr, range) in &parts.parts {
@@ -209,6 +239,20 @@ impl Out {
             let last = n == b.len();
             self.data(Bytes::copy_from_slice(&b[..n]), end && last)?;
             b = &b[n..];
+        }
+        Ok(())
+    }
+
+    /// Sends `b` in frames of at most `chunk`, slices of itself; `end`
+    /// ends the stream.
+    async fn owned(&mut self, mut b: Bytes, end: bool) -> io::Result<()> {
+        if b.is_empty() {
+            return if end { self.data(b, true) } else { Ok(()) };
+        }
+        while !b.is_empty() {
+            let n = self.capacity(b.len().min(self.chunk)).await?;
+            let last = n == b.len();
+            self.data(b.split_to(n), end && last)?;
         }
         Ok(())
     }

@@ -154,8 +154,7 @@ async fn send_response<H: Respond>(
     if resp.status == 304 || resp.status == 204 || ctx.is_head() {
         resp.body = Body::Empty;
     }
-    let date = crate::util::time::http_date_string();
-    let (head, head_len) = send::head(&resp, s.server_tokens, &date);
+    let (head, head_len) = send::head(&resp, s.server_tokens);
     if !s.access_log.is_empty() {
         ctx.sent_headers = resp.sent_headers();
     }
@@ -165,7 +164,11 @@ async fn send_response<H: Respond>(
     let sent = match respond.send_response(head, empty) {
         Ok(stream) => {
             let mut out = Out::new(stream, s.http2_chunk_size, s.send_timeout);
-            let r = if empty { Ok(()) } else { out.body(&resp).await };
+            let r = if empty {
+                Ok(())
+            } else {
+                out.body(&mut resp).await
+            };
             if r.is_err() {
                 out.reset();
             }
