@@ -983,3 +983,79 @@ fn an_unread_body_over_tls_is_answered_at_once_and_the_connection_kept() {
     assert_eq!(r.status, 405);
     assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
 }
+
+/// The length of a whole response (head and `Content-Length` body) at the
+/// start of `plain`, once its head is there.
+fn response_len(plain: &[u8]) -> Option<usize> {
+    let end = plain.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = String::from_utf8_lossy(&plain[..end]).to_ascii_lowercase();
+    let len = head
+        .split("content-length: ")
+        .nth(1)?
+        .split("\r\n")
+        .next()?;
+    Some(end + len.parse::<usize>().ok()?)
+}
+
+/// Sends `req` on `c` and reads its response raw from the socket, counting
+/// the TLS records it came in (TLS 1.2: after the handshake every record
+/// is application data): the records and the plaintext.
+fn records_for(c: &mut t::Conn, req: &str) -> (usize, Vec<u8>) {
+    use std::io::Read;
+    c.tls.write_all(req.as_bytes()).unwrap();
+    c.tls.flush().unwrap();
+    let (mut raw, mut plain, mut records, mut at) = (Vec::new(), Vec::new(), 0, 0);
+    while response_len(&plain).is_none_or(|n| plain.len() < n) {
+        let mut tmp = [0u8; 65536];
+        let n = c.tls.sock.read(&mut tmp).unwrap();
+        assert!(n > 0, "closed after {} bytes", plain.len());
+        raw.extend_from_slice(&tmp[..n]);
+        while raw.len() >= at + 5 {
+            let len = u16::from_be_bytes([raw[at + 3], raw[at + 4]]) as usize;
+            if raw.len() < at + 5 + len {
+                break;
+            }
+            assert_eq!(raw[at], 0x17, "not application data");
+            records += 1;
+            at += 5 + len;
+        }
+        let mut slice = &tmp[..n];
+        while !slice.is_empty() {
+            c.tls.conn.read_tls(&mut slice).unwrap();
+            c.tls.conn.process_new_packets().unwrap();
+        }
+        let _ = c.tls.conn.reader().read_to_end(&mut plain);
+    }
+    (records, plain)
+}
+
+#[test]
+fn a_response_leaves_in_as_few_records_as_it_fills() {
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    std::fs::write(dir.path().join("1k.bin"), vec![b'a'; 1024]).unwrap();
+    std::fs::write(dir.path().join("20k.bin"), vec![b'b'; 20 * 1024]).unwrap();
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
+           root {PREFIX}; location = /r { return 200 \"hello\\n\"; } }\n";
+    let s = Server::start_in(dir, &conf(body), &[]);
+    let v12 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS12],
+            schemes: None,
+        },
+    );
+    let mut c = t::Conn::open(s.port, &v12, "a.test").unwrap();
+    // Head and body share records (they were a record each, and the head
+    // alone was a record): one seal and one send per small response, and
+    // full 16 KiB records for larger ones, as NGINX's SSL buffer makes.
+    for (path, size, want) in [("/1k.bin", 1024, 1), ("/r", 6, 1), ("/20k.bin", 20480, 2)] {
+        let req = format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n");
+        let (records, plain) = records_for(&mut c, &req);
+        assert!(plain.starts_with(b"HTTP/1.1 200 OK\r\n"), "{path}");
+        assert_eq!(response_len(&plain), Some(plain.len()), "{path}");
+        assert!(plain.len() > size && plain.len() < size + 400, "{path}");
+        assert_eq!(records, want, "{path}: records");
+    }
+}

@@ -94,7 +94,19 @@ impl From<io::Error> for HandshakeError {
 /// porter, or porter's to an upstream.
 pub struct TlsConn {
     conn: RefCell<Connection>,
+    /// Plaintext written with `more` and not yet encrypted (at most
+    /// [`CORK`] bytes): it goes into the same record as what follows, so
+    /// a small response (head and body) is one record, one seal, one
+    /// `sendmsg`, as NGINX's `ssl_buffer_size` buffer makes it.
+    corked: RefCell<Vec<u8>>,
 }
+
+/// Most plaintext held back for the next write: one full record.
+const CORK: usize = 16 * 1024;
+
+/// A corked buffer larger than this is freed once emptied (an idle
+/// connection keeps at most this much).
+const CORK_KEEP: usize = 2 * 1024;
 
 /// Reads what the socket has into `read`'s rustls side; `Ok(0)` at EOF.
 fn read_records(
@@ -149,9 +161,7 @@ pub async fn accept(
             return Err(HandshakeError::Tls(e));
         }
     };
-    let tls = TlsConn {
-        conn: RefCell::new(conn.into()),
-    };
+    let tls = TlsConn::new(conn.into());
     tls.finish_handshake(tcp).await?;
     Ok(tls)
 }
@@ -166,14 +176,19 @@ pub async fn connect(
     name: ServerName<'static>,
 ) -> Result<TlsConn, HandshakeError> {
     let conn = ClientConnection::new(config, name).map_err(HandshakeError::Tls)?;
-    let tls = TlsConn {
-        conn: RefCell::new(conn.into()),
-    };
+    let tls = TlsConn::new(conn.into());
     tls.finish_handshake(tcp).await?;
     Ok(tls)
 }
 
 impl TlsConn {
+    fn new(conn: Connection) -> TlsConn {
+        TlsConn {
+            conn: RefCell::new(conn),
+            corked: RefCell::new(Vec::new()),
+        }
+    }
+
     async fn finish_handshake(&self, tcp: &TcpStream) -> Result<(), HandshakeError> {
         loop {
             self.flush(tcp, None).await?;
@@ -298,10 +313,12 @@ impl TlsConn {
     }
 
     /// Encrypts all of `data` and sends it. With `more` (a body follows)
-    /// the records stay queued while rustls's buffer (64 KiB) has room,
-    /// so a head and the start of its body leave in one write, as
-    /// `MSG_MORE` does on plain connections. Each wait for the socket is
-    /// bounded by `timeout` (`send_timeout`).
+    /// up to one record's worth of plaintext is held back to share a
+    /// record with what follows, and records stay queued while rustls's
+    /// buffer (64 KiB) has room, so a head and the start of its body leave
+    /// as one record in one write, as `MSG_MORE` does on plain
+    /// connections. Each wait for the socket is bounded by `timeout`
+    /// (`send_timeout`).
     pub async fn write_all(
         &self,
         tcp: &TcpStream,
@@ -309,17 +326,15 @@ impl TlsConn {
         more: bool,
         timeout: Duration,
     ) -> io::Result<()> {
-        loop {
-            {
-                let mut c = self.conn.borrow_mut();
-                while !data.is_empty() {
-                    let n = c.writer().write(data)?;
-                    if n == 0 {
-                        break;
-                    }
-                    data = &data[n..];
-                }
+        {
+            let mut corked = self.corked.borrow_mut();
+            if more && corked.len() + data.len() <= CORK {
+                corked.extend_from_slice(data);
+                return Ok(());
             }
+        }
+        loop {
+            data = &data[self.seal(data)?..];
             if data.is_empty() && more {
                 return Ok(());
             }
@@ -330,10 +345,38 @@ impl TlsConn {
         }
     }
 
+    /// Encrypts the corked plaintext, then as much of `data` as rustls's
+    /// buffer takes, in as few records as they fill: the bytes of `data`
+    /// taken (the cork is emptied first).
+    fn seal(&self, data: &[u8]) -> io::Result<usize> {
+        let mut c = self.conn.borrow_mut();
+        let mut corked = self.corked.borrow_mut();
+        let mut taken = 0;
+        while !corked.is_empty() || taken < data.len() {
+            let n = if corked.is_empty() {
+                c.writer().write(&data[taken..])?
+            } else {
+                let bufs = [IoSlice::new(&corked), IoSlice::new(&data[taken..])];
+                c.writer().write_vectored(&bufs)?
+            };
+            if n == 0 {
+                break;
+            }
+            let from_cork = n.min(corked.len());
+            corked.drain(..from_cork);
+            taken += n - from_cork;
+        }
+        if corked.is_empty() && corked.capacity() > CORK_KEEP {
+            *corked = Vec::new();
+        }
+        Ok(taken)
+    }
+
     /// Sends every queued record, waiting for the socket (at most
     /// `timeout` per wait, when given).
     pub async fn flush(&self, tcp: &TcpStream, timeout: Option<Duration>) -> io::Result<()> {
         loop {
+            self.seal(&[])?;
             let r = {
                 let mut c = self.conn.borrow_mut();
                 if !c.wants_write() {
@@ -365,6 +408,15 @@ impl TlsConn {
     /// HTTP/2): the bytes taken, or `WouldBlock` when neither the buffer
     /// nor the socket has room.
     pub fn try_write(&self, tcp: &TcpStream, data: &[u8]) -> io::Result<usize> {
+        self.seal(&[])?;
+        if !self.corked.borrow().is_empty() {
+            // rustls's buffer is full: what was corked goes first.
+            flush_now(&mut self.conn.borrow_mut(), tcp)?;
+            self.seal(&[])?;
+            if !self.corked.borrow().is_empty() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+        }
         let mut c = self.conn.borrow_mut();
         let mut n = c.writer().write(data)?;
         if n == 0 {
@@ -382,11 +434,13 @@ impl TlsConn {
     /// Sends every queued record the socket takes now: `WouldBlock` while
     /// some remain.
     pub fn try_flush(&self, tcp: &TcpStream) -> io::Result<()> {
+        self.seal(&[])?;
         flush_now(&mut self.conn.borrow_mut(), tcp)
     }
 
     /// Queues `close_notify` and sends what the socket takes now.
     pub fn close_notify(&self, tcp: &TcpStream) {
+        let _ = self.seal(&[]);
         let mut c = self.conn.borrow_mut();
         c.send_close_notify();
         let _ = flush_now(&mut c, tcp);

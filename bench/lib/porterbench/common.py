@@ -26,6 +26,39 @@ def log(msg):
     sys.stderr.flush()
 
 
+# `--set tls=1`: the servers listen with `ssl` (TLS 1.3, the certificate
+# bench/run makes in the data directory) and every client speaks https.
+TLS = {"on": False, "cert": None, "key": None}
+
+
+def scheme():
+    return "https" if TLS["on"] else "http"
+
+
+def connect(port, timeout, tls=None):
+    """A client socket to 127.0.0.1:`port`, TLS when the run is (or `tls`
+    says so); the certificate is not checked."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if TLS["on"] if tls is None else tls:
+        import ssl
+        s = ssl._create_unverified_context().wrap_socket(s, server_hostname="bench")
+    return s
+
+
+def make_tls_cert(data_dir):
+    """A self-signed ECDSA P-256 certificate for the run (made once)."""
+    d = os.path.join(data_dir, "tls")
+    os.makedirs(d, exist_ok=True)
+    os.chmod(d, 0o755)
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    if not (os.path.exists(cert) and os.path.exists(key)):
+        run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+             "-nodes", "-days", "3650", "-subj", "/CN=bench", "-keyout", key, "-out", cert])
+    for f in (cert, key):
+        os.chmod(f, 0o644)
+    TLS.update(on=True, cert=cert, key=key)
+
+
 class HarnessError(Exception):
     """The harness itself cannot go on (not a server failure)."""
 

@@ -16,7 +16,7 @@ import threading
 import time
 
 from .cgroups import diskstats, lo_tx_bytes
-from .common import CGEXEC, LUA_DIR, HarnessError
+from .common import CGEXEC, LUA_DIR, HarnessError, scheme
 
 
 class Wrk:
@@ -28,7 +28,7 @@ class Wrk:
         duration = max(1, int(round(duration)))  # wrk takes whole seconds
         self.duration = duration
         threads = max(1, min(threads, conns))
-        url = f"http://127.0.0.1:{port}{uri}"
+        url = f"{scheme()}://127.0.0.1:{port}{uri}"
         cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{duration}s",
                "--timeout", f"{timeout_s}s"]
         if list_file:

@@ -198,8 +198,12 @@ class ColdHot(Scenario):
 
 def _get_once(port, uri):
     """One GET of `uri` from the server on `port`, body read and dropped."""
+    import ssl
     import urllib.request
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{uri}", timeout=120) as r:
+
+    from . import common
+    with urllib.request.urlopen(f"{common.scheme()}://127.0.0.1:{port}{uri}", timeout=120,
+                                context=ssl._create_unverified_context()) as r:
         while r.read(1 << 20):
             pass
 
@@ -951,6 +955,8 @@ PARAM_DOC = {
     "steady_skip_s": (2, 2, 1, "S1/S2 disk rates leave out the first seconds of the cold load "
                                "(reads are counted when queued, so the start shows a burst)"),
     "wrk_timeout_s": (60, 60, 30, "wrk --timeout (responses slower than this are errors)"),
+    "tls": (0, 0, 0, "1: the servers listen with `ssl` (TLS 1.3, a self-signed ECDSA P-256 "
+                     "certificate made in the data directory) and wrk speaks https"),
     "s1.files": (512, 512, 12, "S1 cold files"),
     "s1.file_mb": (4, 4, 4, "S1 file size, MiB"),
     "s1.mem_mb": (256, 256, 32, "S1 server memory cgroup limit, MiB (page cache included)"),

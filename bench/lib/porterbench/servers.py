@@ -12,7 +12,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from .common import CGEXEC, free_port, log, port_is_free, read_file, run
+from .common import CGEXEC, TLS, connect, free_port, log, port_is_free, read_file, run
 
 
 @dataclass
@@ -191,7 +191,9 @@ def render_conf(mode, s, port, root, prefix, dropped=(), proxy=None):
         "",
         *[f"    {x}" if x else "" for x in http_extra],
         "    server {",
-        f"        listen 127.0.0.1:{port}{reuse};",
+        f"        listen 127.0.0.1:{port}{reuse}{' ssl' if TLS['on'] else ''};",
+        *([f"        ssl_certificate {TLS['cert']};", f"        ssl_certificate_key {TLS['key']};",
+           "        ssl_protocols TLSv1.3;"] if TLS["on"] else []),
         *ready,
         "        location / {",
         *[f"            {x}" for x in loc_body],
@@ -323,7 +325,7 @@ def porter_metrics(srv, timeout=5.0):
     if srv.mode.server != "porter":
         return {}
     try:
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=timeout) as c:
+        with connect(srv.port, timeout) as c:
             c.sendall(f"GET {METRICS_URI} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n"
                       .encode())
             data = b""
@@ -346,9 +348,9 @@ def porter_metrics(srv, timeout=5.0):
     return out
 
 
-def http_ok(port, uri, timeout=2.0):
+def http_ok(port, uri, timeout=2.0, tls=None):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as c:
+        with connect(port, timeout, tls) as c:
             c.sendall(f"GET {uri} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".encode())
             data = c.recv(64)
             return data.startswith(b"HTTP/1.1 200") or data.startswith(b"HTTP/1.0 200")
@@ -486,7 +488,7 @@ def start_origin(nginx_bin, root, prefix, nofile=65536, user="", nice=0):
     while time.monotonic() < deadline:
         if p.poll() is not None:
             raise ServerStartError(f"origin exited with status {p.returncode} at start: {_tail(prefix)}")
-        if http_ok(port, "/ready.txt"):
+        if http_ok(port, "/ready.txt", tls=False):
             o.workers = _children(p.pid)
             return o
         time.sleep(0.05)
