@@ -226,6 +226,37 @@ fn a_flipped_byte_in_a_large_body_never_arrives_as_a_whole_response() {
 }
 
 #[test]
+fn a_byte_flipped_after_a_checked_hit_is_still_found() {
+    // A large body checked whole once is sent unchecked (by `sendfile`)
+    // while its file is unchanged; a change in place must end that.
+    let body = pattern(3 << 20, 9);
+    let b = body.clone();
+    let origin = Origin::start(move |_| Reply::ok(&b));
+    // One worker: the proof its first check leaves answers every later hit.
+    let srv = Server::start(&conf(origin.port).replace("worker_processes 2", "worker_processes 1"));
+    assert_eq!(cache_status(&get_obj(srv.port, "/proven")), "MISS");
+    let entry = entry_path(&srv.prefix.path().join("cache"), "v1fixture/proven");
+    wait_for("the entry file", || entry.exists());
+    // Older than `verify::SETTLED`: the first hit's check is remembered.
+    std::thread::sleep(Duration::from_millis(1300));
+    for i in 0..3 {
+        let (head, len, got) = get_to_eof(srv.port, "/proven");
+        assert!(head.contains("X-Cache: HIT"), "{i}: {head}");
+        assert_eq!(len, body.len() as u64);
+        assert!(got == body, "hit {i}");
+    }
+    flip(&entry, body_offset(&entry) + 2_500_000);
+    let (head, len, got) = get_to_eof(srv.port, "/proven");
+    assert!(head.contains("X-Cache: HIT"), "{head}");
+    assert!(
+        (got.len() as u64) < len,
+        "a complete response with a damaged body after a checked hit"
+    );
+    wait_for("the damaged entry removed", || !entry.exists());
+    refetched(&srv, &origin, "/proven", &body, "has bad body checksum");
+}
+
+#[test]
 fn a_version_1_entry_is_still_served() {
     // tests/support/cache_v1_entry: written by porter before the body
     // checksum (format version 1), key `v1fixture/v1.txt`, a 5200-byte body

@@ -169,6 +169,7 @@ mod tests {
             kind: FileKind::Regular,
             id: (0, gen),
             exec: false,
+            changed: (0, 0),
         };
         let header = EntryHeader {
             meta: EntryMeta::default(),

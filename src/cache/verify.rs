@@ -23,6 +23,22 @@
 //!   short of its `Content-Length`, so the client sees a truncated
 //!   response, never a complete one with wrong bytes. Such bodies go out
 //!   through user space instead of `sendfile`.
+//! - **A large body checked once** is remembered by this worker (a
+//!   *proof*: the file's device, inode, size and status change time,
+//!   `ctime`, when it was opened for the check), and later whole HITs on
+//!   the same file go out by `sendfile`, unchecked, while a `fstat` of
+//!   the newly opened entry shows the same four facts, for at most
+//!   [`RECHECK`] after the check; then the next whole HIT checks it again
+//!   ([`check_on_send`]). Any change made through the file system — a
+//!   write, a truncation, a replacement, even a `touch` — moves `ctime`
+//!   (which user space cannot set back) or the inode, and the next HIT is
+//!   checked again. A proof is only kept for a file whose `ctime` was at
+//!   least [`SETTLED`] old when the check began, so a change within the
+//!   same clock tick as the one before it cannot hide (git's "racily
+//!   clean" rule). What a proof does not see is damage below the file
+//!   system (a disk returning other bytes for a page not in memory):
+//!   found at the next check, within [`RECHECK`] — the bound the kept-open
+//!   small entries have (`open_entries::RECHECK`).
 //! - **A truncated file** is found before anything is sent: the file size
 //!   must be header + body length (`format::decode`).
 //!
@@ -35,13 +51,18 @@
 //! sum is taken on the event loop. It detects damage; it is no defence
 //! against someone who can write the cache directory.
 
+use std::cell::RefCell;
 use std::io;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use lru::LruCache;
 
 use super::format::{EntryHeader, FormatError};
 use super::lookup::HeaderError;
 use super::{CacheLog, CacheZone, Entry, KeyHash};
-use crate::disk::{Io, OpenFile};
+use crate::disk::{FileMeta, Io, OpenFile};
 
 /// Bodies up to this size are checked when their entry is opened; larger
 /// ones while they are sent.
@@ -60,6 +81,71 @@ pub fn append(crc: u32, data: &[u8]) -> u32 {
 /// entry larger than [`CHECK_ON_OPEN`]) rather than on open.
 pub fn checked_on_send(header: &EntryHeader) -> bool {
     header.body_crc.is_some() && header.body_len > CHECK_ON_OPEN
+}
+
+/// How long a proof lets a large body go out unchecked.
+pub const RECHECK: Duration = super::open_entries::RECHECK;
+
+/// How old a file's last change must be when its check begins for the
+/// check to be remembered.
+pub const SETTLED: Duration = Duration::from_secs(1);
+
+/// Proofs kept per worker (the least recently used go first).
+const PROOFS: usize = 4096;
+
+/// A large body checked whole: the file's facts when it was opened for
+/// the check, and when.
+#[derive(Clone, Copy)]
+struct Proof {
+    size: u64,
+    changed: (i64, i64),
+    at: Instant,
+}
+
+thread_local! {
+    /// This worker's proofs, by (device, inode).
+    static PROOFS_KEPT: RefCell<LruCache<(u64, u64), Proof>> =
+        RefCell::new(LruCache::new(NonZeroUsize::new(PROOFS).expect("non-zero")));
+}
+
+/// Whether a whole response from an entry (`header`, opened with `meta`)
+/// must be checked while it is sent: a body checked on send with no
+/// proof for this very file younger than [`RECHECK`].
+pub fn check_on_send(header: &EntryHeader, meta: &FileMeta) -> bool {
+    checked_on_send(header) && !proven(meta, Instant::now())
+}
+
+fn proven(meta: &FileMeta, now: Instant) -> bool {
+    PROOFS_KEPT.with_borrow_mut(|c| match c.get(&meta.id) {
+        Some(p) => {
+            let same = p.size == meta.size && p.changed == meta.changed;
+            let fresh = now.saturating_duration_since(p.at) < RECHECK;
+            if !(same && fresh) {
+                c.pop(&meta.id);
+            }
+            same && fresh
+        }
+        None => false,
+    })
+}
+
+/// Remembers that the file opened with `meta` was checked whole, the
+/// check having begun at `began` (wall clock) — unless its last change
+/// was less than [`SETTLED`] before that.
+fn remember(meta: &FileMeta, began: SystemTime, now: Instant) {
+    let (secs, nanos) = meta.changed;
+    let changed = match (u64::try_from(secs), u32::try_from(nanos)) {
+        (Ok(s), Ok(n)) => SystemTime::UNIX_EPOCH + Duration::new(s, n.min(999_999_999)),
+        _ => return,
+    };
+    if began.duration_since(changed).is_ok_and(|d| d >= SETTLED) {
+        let proof = Proof {
+            size: meta.size,
+            changed: meta.changed,
+            at: now,
+        };
+        PROOFS_KEPT.with_borrow_mut(|c| c.put(meta.id, proof));
+    }
 }
 
 /// Checks the body of a version 2 entry of at most [`CHECK_ON_OPEN`]
@@ -131,6 +217,7 @@ pub struct BodyCheck {
     crc: u32,
     want: u32,
     started: bool,
+    began: SystemTime,
 }
 
 impl BodyCheck {
@@ -149,6 +236,7 @@ impl BodyCheck {
             crc: 0,
             want: h.body_crc.unwrap_or(0),
             started: false,
+            began: SystemTime::now(),
         }
     }
 
@@ -197,6 +285,9 @@ impl BodyCheck {
                 .await;
             return Err(io::Error::other(Damaged));
         }
+        if self.at >= self.end {
+            remember(&self.file.meta, self.began, Instant::now());
+        }
         Ok(true)
     }
 }
@@ -239,6 +330,7 @@ mod tests {
             kind: crate::disk::FileKind::Regular,
             id: (0, 0),
             exec: false,
+            changed: (0, 0),
         };
         let _ = std::fs::remove_file(&p);
         OpenFile::new(Arc::new(f), meta, Io::inline())
@@ -276,6 +368,45 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn meta(id: u64, size: u64, changed: (i64, i64)) -> FileMeta {
+        FileMeta {
+            size,
+            mtime: 0,
+            kind: crate::disk::FileKind::Regular,
+            id: (7, id),
+            exec: false,
+            changed,
+        }
+    }
+
+    #[test]
+    fn a_proof_holds_for_the_same_settled_file_for_recheck_only() {
+        let now = Instant::now();
+        let began = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        // Changed 5 s before the check: remembered.
+        let m = meta(1, 10, (995, 0));
+        remember(&m, began, now);
+        assert!(proven(&m, now + Duration::from_secs(1)));
+        // Another size, another ctime: checked again (and forgotten).
+        assert!(!proven(&meta(1, 11, (995, 0)), now));
+        remember(&m, began, now);
+        assert!(!proven(&meta(1, 10, (995, 1)), now));
+        assert!(!proven(&m, now), "forgotten once it differed");
+        // No longer than RECHECK.
+        remember(&m, began, now);
+        assert!(!proven(&m, now + RECHECK));
+        // Changed less than SETTLED before the check: not remembered.
+        let racy = meta(2, 10, (999, 500_000_000));
+        remember(&racy, began, now);
+        assert!(!proven(&racy, now));
+        // A header that is not checked on send needs no proof; one that is
+        // needs it.
+        let (_, mut header) = entry_bytes(b"abc");
+        assert!(!check_on_send(&header, &racy));
+        header.body_len = CHECK_ON_OPEN + 1;
+        assert!(check_on_send(&header, &racy));
     }
 
     #[test]

@@ -196,6 +196,7 @@ mod tests {
                 kind: FileKind::Regular,
                 id: (1, 2),
                 exec: false,
+                changed: (0, 0),
             },
         ))
     }

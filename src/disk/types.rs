@@ -29,6 +29,10 @@ pub struct FileMeta {
     pub id: (u64, u64),
     /// The owner may execute it (`if (-x …)`).
     pub exec: bool,
+    /// Status change time (`ctime`: seconds, nanoseconds): moves on any
+    /// write, truncation or metadata change and cannot be set back from
+    /// user space (the cache's body checks rely on it, `cache::verify`).
+    pub changed: (i64, i64),
 }
 
 impl FileMeta {
@@ -44,6 +48,7 @@ impl FileMeta {
             kind,
             id: (st.st_dev, st.st_ino),
             exec: st.st_mode & libc::S_IXUSR == libc::S_IXUSR,
+            changed: (st.st_ctime, st.st_ctime_nsec as i64),
         }
     }
 }
@@ -66,6 +71,7 @@ impl FileMeta {
                 st.stx_ino,
             ),
             exec: u32::from(st.stx_mode) & libc::S_IXUSR == libc::S_IXUSR,
+            changed: (st.stx_ctime.tv_sec, i64::from(st.stx_ctime.tv_nsec)),
         }
     }
 }

@@ -5,6 +5,15 @@
 //! worker reclaims the oldest listed ones instead of refusing the new
 //! connection, so a flood of silent connections cannot keep a client with a
 //! request out. A worker is one thread, so the list is thread-local.
+//!
+//! As NGINX, the worker drains *before* it is full — from the moment no
+//! more than a sixteenth of its connections are free — and a batch at a
+//! time ([`drain`]): a persistent attacker that reopens every connection
+//! the server closes (and stays silent for a while on each) is then kept
+//! churning among the reusable connections, leaving free slots for other
+//! clients, where reclaiming one connection per admitted one let the
+//! reopened connections live long enough to start their heads and fill
+//! the worker again (issue 12, `docs/reliability.md`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -16,6 +25,9 @@ thread_local! {
     /// Waiting connections by the order they started waiting (oldest first).
     static LIST: RefCell<BTreeMap<u64, Rc<Notify>>> = const { RefCell::new(BTreeMap::new()) };
     static NEXT: Cell<u64> = const { Cell::new(0) };
+    /// Reclaimed connections that have not yet left their wait (they
+    /// close on their next turn): their slots count as free.
+    static CLOSING: Cell<usize> = const { Cell::new(0) };
 }
 
 /// A connection's place on the list while it waits; it leaves the list
@@ -46,7 +58,10 @@ impl Reusable {
 
 impl Drop for Reusable {
     fn drop(&mut self) {
-        LIST.with(|l| l.borrow_mut().remove(&self.seq));
+        // Off the list already: it was reclaimed and is closing now.
+        if LIST.with(|l| l.borrow_mut().remove(&self.seq)).is_none() {
+            CLOSING.with(|c| c.set(c.get().saturating_sub(1)));
+        }
     }
 }
 
@@ -57,6 +72,7 @@ pub fn reclaim_oldest() -> bool {
     let oldest = LIST.with(|l| l.borrow_mut().pop_first());
     match oldest {
         Some((_, n)) => {
+            CLOSING.with(|c| c.set(c.get() + 1));
             // A stored permit: the connection sees it even if it is not
             // polling its wait at this moment.
             n.notify_one();
@@ -64,6 +80,20 @@ pub fn reclaim_oldest() -> bool {
         }
         None => false,
     }
+}
+
+/// NGINX's `ngx_drain_connections`: asks the oldest waiting connections
+/// to close, an eighth of those waiting but at least one and at most 32;
+/// returns how many were asked.
+pub fn drain() -> usize {
+    let waiting = LIST.with(|l| l.borrow().len());
+    let n = (waiting / 8).clamp(1, 32);
+    (0..n).take_while(|_| reclaim_oldest()).count()
+}
+
+/// Connections asked to close that have not closed yet.
+pub fn closing() -> usize {
+    CLOSING.with(|c| c.get())
 }
 
 #[cfg(test)]
@@ -93,5 +123,22 @@ mod tests {
         });
         assert!(reclaim_oldest());
         assert!(!reclaim_oldest());
+    }
+
+    #[test]
+    fn drain_takes_an_eighth_of_the_waiting_between_1_and_32() {
+        let before = closing();
+        let mut v: Vec<Reusable> = (0..100).map(|_| Reusable::enter()).collect();
+        assert_eq!(drain(), 12);
+        assert_eq!(closing(), before + 12);
+        v.extend((0..300).map(|_| Reusable::enter()));
+        assert_eq!(drain(), 32);
+        // The reclaimed ones leave their wait: no longer closing.
+        drop(v);
+        assert_eq!(closing(), before);
+        let one = Reusable::enter();
+        assert_eq!(drain(), 1);
+        assert_eq!(drain(), 0);
+        drop(one);
     }
 }

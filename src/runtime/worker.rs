@@ -21,6 +21,7 @@ use crate::disk::Disk;
 use crate::handlers::Handlers;
 use crate::http::connection::{self, WorkerEnv};
 use crate::http::context::ConnInfo;
+use crate::http::reuse;
 use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge};
 use crate::util::shutdown::{Mode, ShutdownSignal};
@@ -222,29 +223,50 @@ async fn worker_main(start: WorkerStart) {
     }
 }
 
-/// `worker_connections` is reached: reclaims the oldest reusable
-/// connection (idle keep-alive, or no byte sent yet) so the new one can be
-/// admitted, as NGINX's `ngx_drain_connections` does; false when none
-/// waits and the new connection is to be refused. Logged at most once a
-/// second, NGINX's wording, so a flood cannot fill the error log.
-fn over_limit(log: &ErrorLog, limit: usize, last_note: &mut Option<Instant>) -> bool {
-    let reused = crate::http::reuse::reclaim_oldest();
-    let now = Instant::now();
-    if last_note.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
-        *last_note = Some(now);
-        if reused {
+/// Makes room for a connection just accepted, as NGINX's
+/// `ngx_get_connection`: once no more than a sixteenth of
+/// `worker_connections` is free, the oldest reusable connections (idle
+/// keep-alive, or no byte sent yet) are asked to close, a batch at a time
+/// (`reuse::drain`); false when the worker is full even so and the new
+/// connection is to be refused. Connections asked to close count as free
+/// at once (they close on their next turn). Each kind of line is logged
+/// at most once a second, NGINX's wording, so a flood cannot fill the
+/// error log.
+fn admit(log: &ErrorLog, live: usize, limit: usize, notes: &mut [Option<Instant>; 2]) -> bool {
+    if scarce(live, limit) && reuse::drain() > 0 {
+        note(&mut notes[0], || {
             log.log(
                 Level::Warn,
                 format_args!("{limit} worker_connections are not enough, reusing connections"),
-            );
-        } else {
-            log.log(
-                Level::Alert,
-                format_args!("{limit} worker_connections are not enough"),
-            );
-        }
+            )
+        });
     }
-    reused
+    if live.saturating_sub(reuse::closing()) < limit {
+        return true;
+    }
+    note(&mut notes[1], || {
+        log.log(
+            Level::Alert,
+            format_args!("{limit} worker_connections are not enough"),
+        )
+    });
+    false
+}
+
+/// Whether no more than a sixteenth of `limit` is free with `live`
+/// connections (those asked to close counted as free): NGINX's point
+/// for draining reusable connections.
+fn scarce(live: usize, limit: usize) -> bool {
+    limit - live.saturating_sub(reuse::closing()).min(limit) <= limit / 16
+}
+
+/// Runs `f` unless it ran less than a second ago.
+fn note(last: &mut Option<Instant>, f: impl FnOnce()) {
+    let now = Instant::now();
+    if last.is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1)) {
+        *last = Some(now);
+        f();
+    }
 }
 
 async fn accept_loop(
@@ -254,7 +276,7 @@ async fn accept_loop(
     live: Rc<Live>,
     limit: usize,
 ) {
-    let mut last_note: Option<Instant> = None;
+    let mut notes = [None; 2];
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -270,7 +292,7 @@ async fn accept_loop(
             }
         };
         metrics::inc(&metrics::ACCEPTS);
-        if live.count.get() >= limit && !over_limit(&env.log, limit, &mut last_note) {
+        if !admit(&env.log, live.count.get(), limit, &mut notes) {
             drop(stream);
             continue;
         }
@@ -297,5 +319,14 @@ async fn accept_loop(
             live2.count.set(live2.count.get() - 1);
             live2.idle.notify_one();
         });
+        // Near the limit, the new connection runs to its first wait before
+        // the next accept, so a silent one is on the reusable list when
+        // the next drains — as NGINX sets a connection up before it
+        // accepts another. Accepted in a burst instead, a reconnecting
+        // flood's silent connections escaped the drain and the worker
+        // filled with their heads (docs/reliability.md).
+        if scarce(live.count.get(), limit) {
+            tokio::task::yield_now().await;
+        }
     }
 }

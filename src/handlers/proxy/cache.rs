@@ -410,7 +410,8 @@ async fn lookup(
 
 /// The answer from a stored entry: its status and headers, its body as
 /// a file range after the header — or, for a whole body checked while it
-/// is sent (`cache::verify`: over 1 MiB), read and checked piece by piece.
+/// is sent (`cache::verify`: over 1 MiB, and not checked on this very file
+/// less than a minute ago), read and checked piece by piece.
 fn hit(ctx: &RequestCtx, pass: &ProxyPass, c: &CacheReq, e: Entry) -> Outcome {
     let h = &e.header;
     let mut r = head_response(ctx, pass, h.meta.status, &h.meta.headers);
@@ -426,7 +427,7 @@ fn hit(ctx: &RequestCtx, pass: &ProxyPass, c: &CacheReq, e: Entry) -> Outcome {
     let whole = !(r.allow_ranges && ctx.header("range").is_some());
     r.body = if h.body_len == 0 {
         Body::Empty
-    } else if whole && !ctx.is_head() && verify::checked_on_send(h) {
+    } else if whole && !ctx.is_head() && verify::check_on_send(h, &e.file.meta) {
         let check = BodyCheck::new(Arc::clone(&c.zone), c.io.clone(), &e, c.log.clone());
         Body::Stream(StreamBody::new(Box::new(CheckedBody(check))))
     } else {

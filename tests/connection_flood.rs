@@ -1,0 +1,115 @@
+//! A slow-header attacker that reopens what the server closes, against
+//! `worker_connections`, over real sockets (issue 12;
+//! `bench/slow_clients.py --reconnect` is the full-size, timed run and
+//! docs/reliability.md has its figures). The attacker's weapon is timing:
+//! a connection it opens stays silent until its next tick, then starts a
+//! head that never ends; every silent connection the worker still holds at
+//! the tick becomes one that nothing can reclaim until
+//! `client_header_timeout`. porter drains reusable connections as NGINX
+//! does — from the moment no more than a sixteenth of the connections are
+//! free, in batches — so the worker keeps that sixteenth for other
+//! clients; reclaiming one connection per admitted one kept the worker full
+//! of silent connections, and after the tick a normal client was refused
+//! (22 % of its requests served in the full-size run, nginx 100 %). The
+//! test counts connections, not time: the header timeout is far longer
+//! than the test.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use common::*;
+
+const LIMIT: usize = 64;
+const ATTACKERS: usize = 80;
+
+fn open(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_nonblocking(true).unwrap();
+    s
+}
+
+/// Whether the server closed `s` (EOF or an error on a read).
+fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 512];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != ErrorKind::WouldBlock,
+    }
+}
+
+/// Reopens every connection of `v` the server closed; returns how many.
+fn reopen_closed(port: u16, v: &mut [TcpStream]) -> usize {
+    let mut n = 0;
+    for s in v.iter_mut() {
+        if closed(s) {
+            *s = open(port);
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn silent_connections_reopened_at_the_limit_leave_room_after_their_heads_start() {
+    let root = TempDir::new("flood");
+    root.write("a.txt", "hello\n");
+    let conf = http_conf(&format!(
+        "    root {};\n    client_header_timeout 60s;\n    location / {{ }}",
+        root.path().display()
+    ))
+    .replace("worker_processes 2", "worker_processes 1")
+    .replace(
+        "worker_connections 256",
+        &format!("worker_connections {LIMIT}"),
+    )
+    .replace("access_log {PREFIX}/logs/access.log", "access_log off");
+    let srv = Server::start(&conf);
+    assert_eq!(get(srv.port, "/a.txt").status, 200);
+    // More silent connections than the worker allows, then each one the
+    // server closed opened again (silent too), twice.
+    let mut atk: Vec<TcpStream> = (0..ATTACKERS).map(|_| open(srv.port)).collect();
+    let mut reopened = 0;
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(300));
+        reopened += reopen_closed(srv.port, &mut atk);
+    }
+    assert!(
+        reopened >= ATTACKERS - LIMIT,
+        "the worker closed only {reopened} of {ATTACKERS} connections"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    // The tick: every connection still open starts a head that never ends.
+    for s in atk.iter_mut() {
+        let _ = s.write(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n");
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    let holding = atk
+        .iter_mut()
+        .map(|s| usize::from(!closed(s)))
+        .sum::<usize>();
+    // A normal client is served: the worker kept room for it.
+    for i in 0..5 {
+        let r = try_raw(
+            srv.port,
+            b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(
+            r.map(|r| r.status),
+            Some(200),
+            "request {i} refused with {holding} trickling connections held"
+        );
+    }
+    assert!(
+        holding <= LIMIT - LIMIT / 16,
+        "{holding} trickling connections held of {LIMIT}"
+    );
+    srv.wait_log(
+        "logs/error.log",
+        &format!("{LIMIT} worker_connections are not enough, reusing connections"),
+        Duration::from_secs(2),
+    );
+}
