@@ -81,74 +81,64 @@ pub fn render(env: &Env<'_>) -> String {
 /// Per worker: event-loop busy time and its maximum, TTFB.
 fn worker_figures(out: &mut String) {
     let workers = metrics::workers();
-    let busy: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_busy))
-        .collect();
     histogram(
         out,
         "porter_loop_busy_seconds",
         "Busy time of each event-loop iteration (event loop blocked).",
-        &busy,
+        &by_worker(&workers, |w| &w.loop_busy),
     );
-    let per_worker = |f: &dyn Fn(&metrics::WorkerMetrics) -> f64| -> Vec<(String, f64)> {
-        workers
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (format!("worker=\"{i}\""), f(w)))
-            .collect()
-    };
     family(
         out,
         "porter_loop_busy_max_seconds",
         "gauge",
         "Longest event-loop iteration since start.",
-        &per_worker(&|w| w.loop_busy.snapshot().2),
+        &by_worker(&workers, |w| w.loop_busy.snapshot().2),
     );
-    let polls: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), &w.loop_poll))
-        .collect();
     histogram(
         out,
         "porter_loop_poll_seconds",
         "Wall time of each poll of each task on an event loop: one piece of work holding the loop.",
-        &polls,
+        &by_worker(&workers, |w| &w.loop_poll),
     );
     family(
         out,
         "porter_loop_poll_max_seconds",
         "gauge",
         "Longest single task poll on an event loop since start.",
-        &per_worker(&|w| w.loop_poll.snapshot().2),
+        &by_worker(&workers, |w| w.loop_poll.snapshot().2),
     );
     family(
         out,
         "porter_loop_blocked_max_seconds",
         "gauge",
         "Longest time an event loop, busy, slept in the kernel (sampled every 5 ms).",
-        &per_worker(&|w| w.loop_blocked_figures().0.as_secs_f64()),
+        &by_worker(&workers, |w| w.loop_blocked_figures().0.as_secs_f64()),
     );
     family(
         out,
         "porter_loop_blocked_seconds_total",
         "counter",
         "Time event loops, busy, slept in the kernel.",
-        &per_worker(&|w| w.loop_blocked_figures().1.as_secs_f64()),
+        &by_worker(&workers, |w| w.loop_blocked_figures().1.as_secs_f64()),
     );
-    let ttfb: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), &w.ttfb))
-        .collect();
     histogram(
         out,
         "porter_ttfb_seconds",
         "From a complete request head to the response head ready to send.",
-        &ttfb,
+        &by_worker(&workers, |w| &w.ttfb),
     );
+}
+
+/// A series per worker, labelled `worker="I"`, of what `f` takes from it.
+fn by_worker<'a, T>(
+    workers: &'a [std::sync::Arc<metrics::WorkerMetrics>],
+    f: impl Fn(&'a metrics::WorkerMetrics) -> T,
+) -> Vec<(String, T)> {
+    workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("worker=\"{i}\""), f(w)))
+        .collect()
 }
 
 /// Per thread pool: shape, state and counters.
