@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{raw, Nginx, Resp, Server, TempDir};
+use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 const MTIME: u64 = 1_600_000_000;
 
@@ -73,11 +73,7 @@ fn conf(root: &std::path::Path) -> String {
 }
 
 fn porter(http_body: &str) -> Server {
-    Server::start(&format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
-         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_body}\n}}\n"
-    ))
+    Server::start(&one_worker_conf(http_body))
 }
 
 fn get(port: u16, line: &str) -> Resp {

@@ -8,7 +8,7 @@
 mod common;
 
 use common::origin::{Origin, Reply};
-use common::{raw, Nginx, Resp, Server, TempDir};
+use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 /// Every koi8-r letter, the euro sign, `ё`, and ASCII around them.
 fn koi8_text() -> Vec<u8> {
@@ -37,11 +37,7 @@ fn conf(root: &std::path::Path, origin: u16) -> String {
 }
 
 fn porter(http_body: &str) -> Server {
-    Server::start(&format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
-         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_body}\n}}\n"
-    ))
+    Server::start(&one_worker_conf(http_body))
 }
 
 fn get(port: u16, path: &str) -> Resp {

@@ -14,7 +14,7 @@ use std::time::{Duration, UNIX_EPOCH};
 #[allow(unused_imports)]
 use common::origin::Framing;
 use common::origin::{Origin, Reply};
-use common::{raw, Nginx, Resp, Server, TempDir};
+use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 /// The fixed mtime of every file, so both servers give the same ETag.
 const MTIME: u64 = 1_600_000_000;
@@ -49,11 +49,7 @@ fn put(dir: &TempDir, rel: &str, data: &[u8]) {
 }
 
 fn porter(http_body: &str) -> Server {
-    Server::start(&format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
-         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_body}\n}}\n"
-    ))
+    Server::start(&one_worker_conf(http_body))
 }
 
 const TYPES: &str = "types { text/html html; text/plain txt; text/css css; image/png png; }";

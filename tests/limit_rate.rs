@@ -12,7 +12,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::origin::{pattern, Origin, Reply};
-use common::{Nginx, Server, TempDir};
+use common::{one_worker_conf, Nginx, Server, TempDir};
 
 const RATE: u64 = 200 * 1024;
 const SIZE: usize = 1024 * 1024;
@@ -32,11 +32,7 @@ fn conf(root: &std::path::Path, origin: u16) -> String {
 }
 
 fn porter(http_body: &str) -> Server {
-    Server::start(&format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
-         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_body}\n}}\n"
-    ))
+    Server::start(&one_worker_conf(http_body))
 }
 
 /// Seconds to read the whole response to GET `path`, and the body bytes

@@ -321,14 +321,6 @@ fn with_root(body: &str, root: &TempDir) -> String {
     body.replace("{ROOT}", root.path().to_str().unwrap())
 }
 
-fn porter_conf(http_body: &str) -> String {
-    format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
-         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_body}\n}}\n"
-    )
-}
-
 /// A request with `Host: localhost` unless the extra lines name another.
 fn ask(port: u16, target: &str, extra: &str) -> Resp {
     let host = if extra.starts_with("Host:") {
@@ -364,7 +356,7 @@ fn locations_rewrite_and_map_answer_as_nginx_does() {
         eprintln!("skipped: {NGINX} is not installed");
         return;
     };
-    let porter = Server::start(&porter_conf(&body));
+    let porter = Server::start(&one_worker_conf(&body));
     let corpus = corpus();
     assert!(corpus.len() >= 80, "corpus of {}", corpus.len());
     let mut diffs = Vec::new();
@@ -389,7 +381,7 @@ fn locations_rewrite_and_map_answer_as_nginx_does() {
 #[test]
 fn a_rewrite_cycle_ends_in_500_with_nginx_log_line() {
     let root = docroot();
-    let porter = Server::start(&porter_conf(&with_root(HTTP_BODY, &root)));
+    let porter = Server::start(&one_worker_conf(&with_root(HTTP_BODY, &root)));
     let r = get(porter.port, "/loop/x");
     assert_eq!(r.status, 500);
     let log = porter.wait_log(
@@ -450,7 +442,7 @@ fn chain_start(kind: char, hops: usize) -> String {
 fn each_redirect_kind_ends_in_500_at_its_bound() {
     let root = docroot();
     let body = with_root(&cycle_chains(), &root);
-    let porter = Server::start(&porter_conf(&body));
+    let porter = Server::start(&one_worker_conf(&body));
     let nginx = Nginx::start(&body);
     // (chain, porter's bound, NGINX's bound, the log line's end)
     let cases = [

@@ -7,11 +7,13 @@
 //! rounded up to a power of two, as NGINX's slab would), and a key that
 //! finds no room is refused as NGINX's failed `ngx_slab_alloc` is. A
 //! reload that declares a zone of the same name, size and key keeps its
-//! counts ([`super::kept`]), as NGINX keeps a shared-memory zone.
+//! counts, as NGINX keeps a shared-memory zone ([`super::zone`] holds
+//! what the two limit modules' zones share).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::Arc;
 
+use super::zone::{SharedZone, ZoneDef};
 use crate::vars::template::Template;
 
 /// What `limit_conn_zone` declared.
@@ -23,17 +25,24 @@ pub struct ConnZoneDef {
     pub size: u64,
 }
 
-/// One `limit_conn_zone`, shared by every worker.
-#[derive(Debug)]
-pub struct LimitConnZone {
-    /// Its name.
-    pub name: String,
-    def: OnceLock<ConnZoneDef>,
-    state: OnceLock<Arc<Mutex<State>>>,
+impl ZoneDef for ConnZoneDef {
+    type State = State;
+    const MODULE: &'static str = "limit_conn";
+    fn key(&self) -> &Template {
+        &self.key
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
 }
 
+/// One `limit_conn_zone`, shared by every worker.
+pub type LimitConnZone = SharedZone<ConnZoneDef>;
+
+/// A zone's counts: requests in progress per key, and the bytes its keys
+/// use.
 #[derive(Debug, Default)]
-pub(super) struct State {
+pub struct State {
     counts: HashMap<Vec<u8>, u32>,
     used: u64,
 }
@@ -70,38 +79,6 @@ fn cost(key: &[u8]) -> u64 {
 }
 
 impl LimitConnZone {
-    /// A zone named by `limit_conn` or `limit_conn_zone`.
-    pub fn new(name: &str) -> Arc<LimitConnZone> {
-        Arc::new(LimitConnZone {
-            name: name.to_string(),
-            def: OnceLock::new(),
-            state: OnceLock::new(),
-        })
-    }
-
-    /// Defines the zone (taking the counts of the running configuration's
-    /// zone of the same name, size and key); `Err` with the key it is
-    /// already bound to.
-    pub fn define(&self, def: ConnZoneDef) -> Result<(), String> {
-        if let Some(d) = self.def() {
-            return Err(d.key.raw().to_string());
-        }
-        let state = super::kept::<State>("limit_conn", &self.name, def.size, def.key.raw());
-        let _ = self.state.set(state);
-        let _ = self.def.set(def);
-        Ok(())
-    }
-
-    fn lock(&self) -> Option<MutexGuard<'_, State>> {
-        let m = self.state.get()?;
-        Some(m.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Its definition, once `limit_conn_zone` gave it.
-    pub fn def(&self) -> Option<&ConnZoneDef> {
-        self.def.get()
-    }
-
     /// Takes a slot for `key` unless `max` are taken.
     pub fn acquire(self: &Arc<Self>, key: &[u8], max: u32) -> ConnVerdict {
         let size = self.def().map_or(0, |d| d.size);

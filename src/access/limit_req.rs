@@ -15,12 +15,14 @@
 //! when it is full the least recently used idle state goes, and when none
 //! can go the request fails as NGINX's "could not allocate node" does.
 //! A reload that declares a zone of the same name, size and key keeps its
-//! states ([`super::kept`]), as NGINX keeps a shared-memory zone.
+//! states, as NGINX keeps a shared-memory zone ([`super::zone`] holds what
+//! the two limit modules' zones share).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use super::zone::{SharedZone, ZoneDef};
 use crate::vars::template::Template;
 
 /// What `limit_req_zone` declared.
@@ -34,14 +36,19 @@ pub struct ReqZoneDef {
     pub size: u64,
 }
 
-/// One `limit_req_zone`, shared by every worker.
-#[derive(Debug)]
-pub struct LimitReqZone {
-    /// Its name.
-    pub name: String,
-    def: OnceLock<ReqZoneDef>,
-    state: OnceLock<Arc<Mutex<State>>>,
+impl ZoneDef for ReqZoneDef {
+    type State = State;
+    const MODULE: &'static str = "limit_req";
+    fn key(&self) -> &Template {
+        &self.key
+    }
+    fn size(&self) -> u64 {
+        self.size
+    }
 }
+
+/// One `limit_req_zone`, shared by every worker.
+pub type LimitReqZone = SharedZone<ReqZoneDef>;
 
 /// One `limit_req` line.
 #[derive(Debug, Clone)]
@@ -64,8 +71,9 @@ struct Node {
     stamp: u64,
 }
 
+/// A zone's states: one per key, their LRU order, and the bytes they use.
 #[derive(Debug, Default)]
-pub(super) struct State {
+pub struct State {
     nodes: HashMap<Vec<u8>, Node>,
     lru: BTreeMap<u64, Vec<u8>>,
     next_stamp: u64,
@@ -134,39 +142,6 @@ fn leak(node: &Node, rate: u64, now: u64) -> (u64, i64) {
 }
 
 impl LimitReqZone {
-    /// A zone named by `limit_req` or `limit_req_zone`, defined by the
-    /// latter.
-    pub fn new(name: &str) -> Arc<LimitReqZone> {
-        Arc::new(LimitReqZone {
-            name: name.to_string(),
-            def: OnceLock::new(),
-            state: OnceLock::new(),
-        })
-    }
-
-    /// Defines the zone (taking the states of the running configuration's
-    /// zone of the same name, size and key); `Err` with the key it is
-    /// already bound to.
-    pub fn define(&self, def: ReqZoneDef) -> Result<(), String> {
-        if let Some(d) = self.def() {
-            return Err(d.key.raw().to_string());
-        }
-        let state = super::kept::<State>("limit_req", &self.name, def.size, def.key.raw());
-        let _ = self.state.set(state);
-        let _ = self.def.set(def);
-        Ok(())
-    }
-
-    fn lock(&self) -> Option<MutexGuard<'_, State>> {
-        let m = self.state.get()?;
-        Some(m.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Its definition, once `limit_req_zone` gave it.
-    pub fn def(&self) -> Option<&ReqZoneDef> {
-        self.def.get()
-    }
-
     fn rate(&self) -> u64 {
         self.def().map_or(1000, |d| d.rate.max(1))
     }

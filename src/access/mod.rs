@@ -2,7 +2,8 @@
 //! limit_conn modules do them: the parts that need no request — address
 //! rules (`allow`/`deny`), Basic credentials and NGINX's base64, the
 //! htpasswd file and its hash formats, the system's `crypt()`, and the
-//! `limit_req`/`limit_conn` zones shared by every worker. The request
+//! `limit_req`/`limit_conn` zones shared by every worker (one generic
+//! zone type, `zone`, each module adding its own state and use). The request
 //! phase that uses them is `handlers::access`; the directives are
 //! `config::directives::access`.
 //!
@@ -16,6 +17,7 @@ pub mod htpasswd;
 pub mod limit_conn;
 pub mod limit_req;
 pub mod rules;
+pub mod zone;
 
 use std::any::Any;
 use std::sync::{Arc, Mutex, Weak};

@@ -228,6 +228,18 @@ async fn remove(z: &CacheZone, io: &Io, path: &Path) -> bool {
     }
 }
 
+/// A bad entry: NGINX's `cache file "PATH" WHY` line (crit), then its
+/// removal, counted once it is gone.
+async fn remove_bad(z: &CacheZone, io: &Io, path: &Path, why: &str, stats: &mut LoadStats) {
+    z.error_log().log(
+        Level::Crit,
+        format_args!("cache file \"{}\" {why}", path.display()),
+    );
+    if remove(z, io, path).await {
+        stats.bad += 1;
+    }
+}
+
 async fn file(
     z: &CacheZone,
     io: &Io,
@@ -247,13 +259,7 @@ async fn file(
         // Not an entry where an entry belongs (NGINX removes these too).
         _ => {
             if at_depth {
-                z.error_log().log(
-                    Level::Crit,
-                    format_args!("cache file \"{}\" is misplaced, removed", path.display()),
-                );
-                if remove(z, io, path).await {
-                    stats.bad += 1;
-                }
+                remove_bad(z, io, path, "is misplaced, removed", stats).await;
             }
             return;
         }
@@ -274,24 +280,8 @@ async fn file(
             }
             z.discard(ev);
         }
-        Ok(_) => {
-            z.error_log().log(
-                Level::Crit,
-                format_args!("cache file \"{}\" has md5 collision", path.display()),
-            );
-            if remove(z, io, path).await {
-                stats.bad += 1;
-            }
-        }
-        Err(HeaderError::Format(e)) => {
-            z.error_log().log(
-                Level::Crit,
-                format_args!("cache file \"{}\" {e}", path.display()),
-            );
-            if remove(z, io, path).await {
-                stats.bad += 1;
-            }
-        }
+        Ok(_) => remove_bad(z, io, path, "has md5 collision", stats).await,
+        Err(HeaderError::Format(e)) => remove_bad(z, io, path, &e.to_string(), stats).await,
         Err(HeaderError::Io(e)) => {
             z.log_failure(&e, "pread", path);
         }

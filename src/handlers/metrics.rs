@@ -86,13 +86,6 @@ pub fn render(env: &Env<'_>) -> String {
 /// Per worker: event-loop busy time and its maximum, TTFB.
 fn worker_figures(out: &mut String) {
     let workers = metrics::workers();
-    let per_worker = |f: &dyn Fn(&metrics::WorkerMetrics) -> f64| -> Vec<(String, f64)> {
-        workers
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (format!("worker=\"{i}\""), f(w)))
-            .collect()
-    };
     // (name, help, histogram of a worker, help of the `_max_seconds` gauge)
     type Pick = fn(&metrics::WorkerMetrics) -> &Histogram;
     let loops: [(&str, &str, Pick, &str); 3] = [
@@ -116,18 +109,18 @@ fn worker_figures(out: &mut String) {
         ),
     ];
     for (name, help, pick, max_help) in loops {
-        let series: Vec<_> = workers
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (format!("worker=\"{i}\""), pick(w)))
-            .collect();
-        histogram(out, &format!("{name}_seconds"), help, &series);
+        histogram(
+            out,
+            &format!("{name}_seconds"),
+            help,
+            &by_worker(&workers, pick),
+        );
         family(
             out,
             &format!("{name}_max_seconds"),
             "gauge",
             max_help,
-            &per_worker(&|w| pick(w).snapshot().2),
+            &by_worker(&workers, |w| pick(w).snapshot().2),
         );
     }
     family(
@@ -135,26 +128,33 @@ fn worker_figures(out: &mut String) {
         "porter_loop_blocked_max_seconds",
         "gauge",
         "Longest time an event loop, busy, slept in the kernel (sampled every 5 ms).",
-        &per_worker(&|w| w.loop_blocked_figures().0.as_secs_f64()),
+        &by_worker(&workers, |w| w.loop_blocked_figures().0.as_secs_f64()),
     );
     family(
         out,
         "porter_loop_blocked_seconds_total",
         "counter",
         "Time event loops, busy, slept in the kernel.",
-        &per_worker(&|w| w.loop_blocked_figures().1.as_secs_f64()),
+        &by_worker(&workers, |w| w.loop_blocked_figures().1.as_secs_f64()),
     );
-    let ttfb: Vec<_> = workers
-        .iter()
-        .enumerate()
-        .map(|(i, w)| (format!("worker=\"{i}\""), &w.ttfb))
-        .collect();
     histogram(
         out,
         "porter_ttfb_seconds",
         "From a complete request head to the response head ready to send.",
-        &ttfb,
+        &by_worker(&workers, |w| &w.ttfb),
     );
+}
+
+/// A series per worker, labelled `worker="I"`, of what `f` takes from it.
+fn by_worker<'a, T>(
+    workers: &'a [std::sync::Arc<metrics::WorkerMetrics>],
+    f: impl Fn(&'a metrics::WorkerMetrics) -> T,
+) -> Vec<(String, T)> {
+    workers
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (format!("worker=\"{i}\""), f(w)))
+        .collect()
 }
 
 /// Per thread pool: shape, state and counters.

@@ -121,6 +121,22 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
     }
 }
 
+/// The disk route and the file-system path of the URI, with
+/// `$document_root` and `$request_filename` set to match (the file and the
+/// index handlers both start here); else the answer: the route's failure,
+/// or the 404 for a path that [`leaves_root`].
+fn locate(ctx: &mut RequestCtx, env: &Env<'_>) -> Result<(Io, String), Box<Outcome>> {
+    let io = disk_io::route(ctx, env)?;
+    let uri = ctx.uri.clone();
+    let (path, root) = map_path(ctx, &uri);
+    ctx.document_root = Some(root);
+    ctx.request_filename = Some(path.clone());
+    if leaves_root(ctx, &path) {
+        return Err(Box::new(outside_root(ctx, env, &path)));
+    }
+    Ok((io, path))
+}
+
 /// The content handler for `root`/`alias` locations.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Other {
@@ -129,17 +145,11 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.uri.ends_with('/') {
         return index(ctx, env).await;
     }
-    let io = match disk_io::route(ctx, env) {
-        Ok(io) => io,
+    let (io, path) = match locate(ctx, env) {
+        Ok(found) => found,
         Err(o) => return *o,
     };
     let uri = ctx.uri.clone();
-    let (path, root) = map_path(ctx, &uri);
-    ctx.document_root = Some(root);
-    ctx.request_filename = Some(path.clone());
-    if leaves_root(ctx, &path) {
-        return outside_root(ctx, env, &path);
-    }
     let mut vary = false;
     if let Some(o) = super::gzip::serve_static(ctx, env, &io, &path, &mut vary).await {
         return o;
@@ -240,17 +250,11 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Post {
         return Outcome::Status(405);
     }
-    let io = match disk_io::route(ctx, env) {
-        Ok(io) => io,
+    let (io, dir) = match locate(ctx, env) {
+        Ok(found) => found,
         Err(o) => return *o,
     };
     let uri = ctx.uri.clone();
-    let (dir, root) = map_path(ctx, &uri);
-    ctx.document_root = Some(root);
-    ctx.request_filename = Some(dir.clone());
-    if leaves_root(ctx, &dir) {
-        return outside_root(ctx, env, &dir);
-    }
     let names: Vec<Template> = ctx.loc.s.index.clone();
     let mut first_missing: Option<String> = None;
     for t in &names {

@@ -587,37 +587,32 @@ impl<H: Respond + 'static> Connection<H> {
         let buf = std::mem::take(&mut self.buf);
         let body = RefCell::new(ClientBody::new(&self.stream, buf, body_kind));
         let handlers = &self.worker.handlers;
-        let resp = if !uri_ok {
-            self.worker.log.log_conn(
-                Level::Info,
-                Some(self.info.id),
-                format_args!("client sent invalid request"),
-                &ctx.log_context(),
-            );
-            handlers
-                .respond_status(ctx, Some(&body), 400)
-                .await
-                .map(|mut r| {
-                    r.close = true;
-                    r
-                })
-        } else if let Some((code, why)) = tls_accept::client_cert_refusal(ctx) {
-            // `ssl_verify_client` of the server `Host` chose, as NGINX.
-            self.worker.log.log_conn(
-                Level::Info,
-                Some(self.info.id),
-                format_args!("{why} while reading client request headers"),
-                &ctx.log_context(),
-            );
-            handlers
-                .respond_status(ctx, Some(&body), code)
-                .await
-                .map(|mut r| {
-                    r.close = true;
-                    r
-                })
+        // A request refused before its location: the status, the log line
+        // and a close after the answer.
+        let refused = if !uri_ok {
+            Some((400, "client sent invalid request".to_string()))
         } else {
-            handlers.respond(ctx, &body).await
+            // `ssl_verify_client` of the server `Host` chose, as NGINX.
+            tls_accept::client_cert_refusal(ctx)
+                .map(|(code, why)| (code, format!("{why} while reading client request headers")))
+        };
+        let resp = match refused {
+            Some((code, why)) => {
+                self.worker.log.log_conn(
+                    Level::Info,
+                    Some(self.info.id),
+                    format_args!("{why}"),
+                    &ctx.log_context(),
+                );
+                handlers
+                    .respond_status(ctx, Some(&body), code)
+                    .await
+                    .map(|mut r| {
+                        r.close = true;
+                        r
+                    })
+            }
+            None => handlers.respond(ctx, &body).await,
         };
         // The handlers are done with the body (the borrow they were lent
         // lives as long as the body's own lifetime): take it out.

@@ -96,20 +96,12 @@ impl Generation {
     fn retire(self) {
         self.trigger.set(Mode::Graceful);
         let timeout = self.config.main.worker_shutdown_timeout;
+        let Generation {
+            threads, trigger, ..
+        } = self;
         std::thread::Builder::new()
             .name("porter-retire".into())
-            .spawn(move || {
-                let deadline = timeout.map(|t| Instant::now() + t);
-                for t in self.threads {
-                    while !t.is_finished() {
-                        if deadline.is_some_and(|d| Instant::now() >= d) {
-                            self.trigger.set(Mode::Fast);
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    let _ = t.join();
-                }
-            })
+            .spawn(move || join_workers(threads, &trigger, timeout, Duration::from_millis(20)))
             .ok();
     }
 
@@ -117,20 +109,34 @@ impl Generation {
     /// `worker_shutdown_timeout`).
     fn stop_and_wait(self, mode: Mode) {
         self.trigger.set(mode);
-        let deadline = self
-            .config
-            .main
-            .worker_shutdown_timeout
-            .map(|t| Instant::now() + t);
-        for t in self.threads {
-            while !t.is_finished() {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    self.trigger.set(Mode::Fast);
-                }
-                std::thread::sleep(Duration::from_millis(10));
+        let timeout = self.config.main.worker_shutdown_timeout;
+        join_workers(
+            self.threads,
+            &self.trigger,
+            timeout,
+            Duration::from_millis(10),
+        );
+    }
+}
+
+/// Waits for a generation's worker `threads`, looking every `poll`; once
+/// `timeout` (`worker_shutdown_timeout`) has passed since the call, the
+/// stop turns fast.
+fn join_workers(
+    threads: Vec<JoinHandle<()>>,
+    trigger: &ShutdownTrigger,
+    timeout: Option<Duration>,
+    poll: Duration,
+) {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    for t in threads {
+        while !t.is_finished() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                trigger.set(Mode::Fast);
             }
-            let _ = t.join();
+            std::thread::sleep(poll);
         }
+        let _ = t.join();
     }
 }
 

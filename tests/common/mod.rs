@@ -490,6 +490,16 @@ pub fn read_all(s: &mut TcpStream) -> Vec<u8> {
     v
 }
 
+/// A config of one worker, without an access log, around an `http { }`
+/// body (the one the tests that compare with nginx also give nginx).
+pub fn one_worker_conf(http_body: &str) -> String {
+    format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n{http_body}\n}}\n"
+    )
+}
+
 /// A minimal config around a `server { }` body, with logs in the prefix.
 pub fn http_conf(server_body: &str) -> String {
     format!(
