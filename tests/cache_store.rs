@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{free_port, wait_port, TempDir, BIN};
+use common::{free_port, wait_port, TempDir, Tmpfs, BIN};
 use porter::cache::{
     loader, manager, CacheLog, CacheSet, CacheZone, EntryMeta, Fill, KeyHash, Levels, Lookup,
     TempPath, ZoneSpec,
@@ -768,31 +768,14 @@ fn crash_mid_fill_leaves_only_complete_entries() {
 // ---------------------------------------------------------------------------
 // ENOSPC on a small tmpfs.
 
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn enospc_aborts_with_one_line_and_leaves_nothing() {
     let dir = TempDir::new("cache-enospc");
     let mnt = dir.path().join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&mnt)
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "256k") else {
         eprintln!("SKIPPED: cannot mount a tmpfs here (needs root and mount)");
         return;
-    }
-    let _guard = Mount(mnt.clone());
+    };
     let logp = dir.path().join("error.log");
     let zone = CacheZone::new(spec(&mnt, false), &ErrorLog::new(Vec::new()));
     let d = disk(2);
@@ -854,19 +837,10 @@ fn enospc_aborts_with_one_line_and_leaves_nothing() {
 fn manager_enforces_min_free() {
     let dir = TempDir::new("cache-minfree");
     let mnt = dir.path().join("mnt");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&mnt)
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "1m") else {
         eprintln!("SKIPPED: cannot mount a tmpfs here (needs root and mount)");
         return;
-    }
-    let _guard = Mount(mnt.clone());
+    };
     let mut s = spec(&mnt, false);
     s.min_free = Some(600 * 1024);
     let zone = CacheZone::new(s, &ErrorLog::new(Vec::new()));

@@ -890,23 +890,10 @@ fn crash_during_fills_leaves_no_corrupt_entry() {
 fn enospc_while_filling_still_answers_in_full() {
     let prefix = TempDir::new("pcache-enospc");
     let mnt = prefix.path().join("small");
-    std::fs::create_dir_all(&mnt).unwrap();
-    let ok = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&mnt)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
+    let Some(_tmpfs) = Tmpfs::mount(&mnt, "256k") else {
         eprintln!("skipping: cannot mount a tmpfs (needs root)");
         return;
-    }
-    struct Unmount(PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _u = Unmount(mnt.clone());
+    };
     let body = pattern(1_000_000, 9);
     let b2 = body.clone();
     let origin = Origin::start(move |_| Reply::ok(&b2));

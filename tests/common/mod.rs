@@ -61,6 +61,31 @@ impl Drop for TempDir {
     }
 }
 
+/// A tmpfs of `size` (`256k`, `1m`) mounted on `dir` (created), lazily
+/// unmounted on drop; `None` where this process may not mount (not root),
+/// for the test to say it skips.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts it.
+    pub fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+            .then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
 /// chmod.
 pub fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
