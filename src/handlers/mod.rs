@@ -303,15 +303,13 @@ async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outc
 /// A step counted against NGINX's one bound on URI changes and internal
 /// redirects (`uri_changes`, from
 /// [`crate::http::context::MAX_URI_CHANGES`]), with what its log line
-/// names. Each kind is counted as NGINX's own place for it counts, and
-/// these differ by one.
+/// names. Every kind is counted, then checked, as in NGINX's own places
+/// for each, so the 11th is refused.
 enum UriChange<'a> {
     /// An internal redirect to this URI (`error_page`, `index`,
-    /// `try_files`): counted, then checked (`ngx_http_internal_redirect`),
-    /// so the 11th is refused.
+    /// `try_files`; `ngx_http_internal_redirect`).
     Internal(&'a str),
-    /// A jump to this named location: checked, then counted
-    /// (`ngx_http_named_location`), so one more passes.
+    /// A jump to this named location (`ngx_http_named_location`).
     Named(&'a str),
     /// A location's `rewrite` changed the URI (to `ctx.uri`): counted, then
     /// checked (NGINX's post-rewrite phase).
@@ -321,13 +319,8 @@ enum UriChange<'a> {
 /// Counts `change`; when it is one too many, NGINX's error line and the
 /// 500 to answer with.
 fn count_uri_change(ctx: &mut RequestCtx, env: &Env<'_>, change: UriChange<'_>) -> Option<Outcome> {
-    let before = ctx.uri_changes;
-    ctx.uri_changes = before.saturating_sub(1);
-    let left = match change {
-        UriChange::Named(_) => before,
-        UriChange::Internal(_) | UriChange::Rewrite => ctx.uri_changes,
-    };
-    if left != 0 {
+    ctx.uri_changes = ctx.uri_changes.saturating_sub(1);
+    if ctx.uri_changes != 0 {
         return None;
     }
     let doing = match change {
