@@ -1059,3 +1059,42 @@ fn a_response_leaves_in_as_few_records_as_it_fills() {
         assert_eq!(records, want, "{path}: records");
     }
 }
+
+#[test]
+fn one_notice_says_tls_is_encrypted_in_user_space_without_ktls() {
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
+           location / { return 200 \"ok\\n\"; } }\n";
+    let s = Server::start_in(dir, &conf(body), &[]);
+    let needle = "TLS is encrypted in user space: ";
+    let log = s.wait_log("logs/error.log", needle, Duration::from_secs(5));
+    // Once per start (the master probes), not once per worker.
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("[notice]"), "{log}");
+    // This kernel (no CONFIG_TLS) is the case the fallback is for; where
+    // the module exists the line says kTLS is there but unused.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let has_module = std::path::Path::new("/sys/module/tls").exists()
+        || std::fs::read_to_string(format!("/lib/modules/{}/modules.builtin", release.trim()))
+            .is_ok_and(|m| m.contains("/tls.ko"))
+        || std::fs::read_to_string(format!("/lib/modules/{}/modules.dep", release.trim()))
+            .is_ok_and(|m| m.contains("/tls.ko"));
+    let want = if has_module {
+        "kTLS is available but not used by porter"
+    } else {
+        "the kernel has no \"tls\" module (kTLS)"
+    };
+    assert!(lines[0].contains(want), "{log}");
+    // And the connection works through the user-space path.
+    let v13 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS13],
+            schemes: None,
+        },
+    );
+    assert_eq!(text(&t::get(s.port, &v13, "a.test", "/")), "ok\n");
+}
