@@ -1098,3 +1098,71 @@ fn one_notice_says_tls_is_encrypted_in_user_space_without_ktls() {
     );
     assert_eq!(text(&t::get(s.port, &v13, "a.test", "/")), "ok\n");
 }
+
+#[test]
+fn a_renegotiation_attempt_is_refused_and_closes_with_one_info_line() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    std::fs::write(dir.path().join("1k.bin"), vec![b'a'; 1024]).unwrap();
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
+           root {PREFIX}; }\n";
+    let s = Server::start_in(dir, &conf(body), &[]);
+    // OpenSSL's client renegotiates (TLS 1.2) on a line "R" on its input.
+    let child = Command::new("openssl")
+        .args(["s_client", "-tls1_2", "-servername", "a.test", "-connect"])
+        .arg(format!("127.0.0.1:{}", s.port))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("SKIP: openssl not installed");
+        return;
+    };
+    let mut input = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    input.write_all(b"R\n").unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.try_wait().unwrap();
+    let _ = child.kill();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(status.is_some(), "the connection was not closed: {out}");
+    assert!(out.contains("RENEGOTIATING"), "{out}");
+    assert!(out.contains("no renegotiation"), "{out}");
+    let log = s.wait_log(
+        "logs/error.log",
+        "SSL_read() failed",
+        Duration::from_secs(5),
+    );
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("SSL_read()")).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("[info]"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    // The worker goes on serving.
+    let v12 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS12],
+            schemes: None,
+        },
+    );
+    assert_eq!(t::get(s.port, &v12, "a.test", "/1k.bin").status, 200);
+}
