@@ -1059,3 +1059,110 @@ fn a_response_leaves_in_as_few_records_as_it_fills() {
         assert_eq!(records, want, "{path}: records");
     }
 }
+
+#[test]
+fn one_notice_says_tls_is_encrypted_in_user_space_without_ktls() {
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
+           location / { return 200 \"ok\\n\"; } }\n";
+    let s = Server::start_in(dir, &conf(body), &[]);
+    let needle = "TLS is encrypted in user space: ";
+    let log = s.wait_log("logs/error.log", needle, Duration::from_secs(5));
+    // Once per start (the master probes), not once per worker.
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("[notice]"), "{log}");
+    // This kernel (no CONFIG_TLS) is the case the fallback is for; where
+    // the module exists the line says kTLS is there but unused.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let has_module = std::path::Path::new("/sys/module/tls").exists()
+        || std::fs::read_to_string(format!("/lib/modules/{}/modules.builtin", release.trim()))
+            .is_ok_and(|m| m.contains("/tls.ko"))
+        || std::fs::read_to_string(format!("/lib/modules/{}/modules.dep", release.trim()))
+            .is_ok_and(|m| m.contains("/tls.ko"));
+    let want = if has_module {
+        "kTLS is available but not used by porter"
+    } else {
+        "the kernel has no \"tls\" module (kTLS)"
+    };
+    assert!(lines[0].contains(want), "{log}");
+    // And the connection works through the user-space path.
+    let v13 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS13],
+            schemes: None,
+        },
+    );
+    assert_eq!(text(&t::get(s.port, &v13, "a.test", "/")), "ok\n");
+}
+
+#[test]
+fn a_renegotiation_attempt_is_refused_and_closes_with_one_info_line() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    std::fs::write(dir.path().join("1k.bin"), vec![b'a'; 1024]).unwrap();
+    let body = "server { listen 127.0.0.1:{PORT} ssl; server_name a.test;\n\
+           ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/a.key;\n\
+           root {PREFIX}; }\n";
+    let s = Server::start_in(dir, &conf(body), &[]);
+    // OpenSSL's client renegotiates (TLS 1.2) on a line "R" on its input.
+    let child = Command::new("openssl")
+        .args(["s_client", "-tls1_2", "-servername", "a.test", "-connect"])
+        .arg(format!("127.0.0.1:{}", s.port))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("SKIP: openssl not installed");
+        return;
+    };
+    let mut input = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    input.write_all(b"R\n").unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = child.try_wait().unwrap();
+    let _ = child.kill();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(status.is_some(), "the connection was not closed: {out}");
+    assert!(out.contains("RENEGOTIATING"), "{out}");
+    assert!(out.contains("no renegotiation"), "{out}");
+    let log = s.wait_log(
+        "logs/error.log",
+        "SSL_read() failed",
+        Duration::from_secs(5),
+    );
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("SSL_read()")).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    assert!(lines[0].contains("[info]"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+    // The worker goes on serving.
+    let v12 = t::client(
+        &ca,
+        ClientOpts {
+            versions: vec![&rustls::version::TLS12],
+            schemes: None,
+        },
+    );
+    assert_eq!(t::get(s.port, &v12, "a.test", "/1k.bin").status, 200);
+}

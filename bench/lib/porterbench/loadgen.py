@@ -16,7 +16,7 @@ import threading
 import time
 
 from .cgroups import diskstats, lo_tx_bytes
-from .common import CGEXEC, LUA_DIR, HarnessError, scheme
+from .common import CGEXEC, LUA_DIR, TLS, HarnessError, scheme
 
 
 class Wrk:
@@ -267,7 +267,14 @@ class HttpClient:
     def get(self, uri):
         for attempt in (0, 1):
             if self.c is None:
-                self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                if TLS["on"]:
+                    import ssl
+                    self.c = http.client.HTTPSConnection(
+                        "127.0.0.1", self.port, timeout=self.timeout,
+                        context=ssl._create_unverified_context())
+                else:
+                    self.c = http.client.HTTPConnection("127.0.0.1", self.port,
+                                                        timeout=self.timeout)
             try:
                 t0 = time.perf_counter()
                 self.c.request("GET", uri, headers={"Host": "bench"})
