@@ -688,14 +688,8 @@ impl<H: Respond + 'static> Connection<H> {
             Ok(body_bytes) => {
                 ctx.body_bytes_sent = body_bytes;
                 ctx.bytes_sent = head_len + body_bytes;
-                if resp.trailers && !head_only {
-                    // `add_trailer` values are rendered after the body.
-                    let lines = super::trailers::render(ctx, resp.status);
-                    let last = super::chunked::last_chunk_with(&lines);
-                    writer.write_all(&last, false).await?;
-                    ctx.bytes_sent += last.len() as u64;
-                }
-                Ok(())
+                // `add_trailer` values are rendered after the body.
+                super::trailers::send(ctx, &writer, resp, head_only).await
             }
             Err(e) => {
                 ctx.body_bytes_sent = 0;

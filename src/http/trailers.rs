@@ -4,7 +4,11 @@
 //! responses end with trailers is the handlers' header filter's call
 //! (`handlers::trailers`, which sets `Response::trailers`).
 
+use std::io;
+
 use super::context::RequestCtx;
+use super::response::Response;
+use super::writer::Writer;
 
 /// Statuses a trailer applies to without `always` (NGINX's trailer
 /// filter's list).
@@ -24,4 +28,22 @@ pub fn render(ctx: &RequestCtx, status: u16) -> Vec<(String, String)> {
         .map(|t| (t.name.clone(), t.value.render(ctx)))
         .filter(|(_, v)| !v.is_empty())
         .collect()
+}
+
+/// Ends a response marked for trailers (`Response::trailers`): the last
+/// chunk with the rendered fields, counted in `$bytes_sent`. Nothing for
+/// another response or a HEAD.
+pub(super) async fn send(
+    ctx: &mut RequestCtx,
+    w: &Writer<'_>,
+    resp: &Response,
+    head_only: bool,
+) -> io::Result<()> {
+    if !resp.trailers || head_only {
+        return Ok(());
+    }
+    let last = super::chunked::last_chunk_with(&render(ctx, resp.status));
+    w.write_all(&last, false).await?;
+    ctx.bytes_sent += last.len() as u64;
+    Ok(())
 }
