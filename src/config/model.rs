@@ -574,6 +574,17 @@ loc_settings! {
     /// `proxy_cookie_path` rules (path prefix, replacement).
     proxy_cookie_path: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
 
+    // Names resolved at run time (`directives/resolver.rs`,
+    // `upstream::resolver`).
+    /// `resolver` (None: no resolver defined).
+    resolver: Option<Arc<crate::upstream::resolver::Resolver>> = None;
+    /// `resolver_timeout`.
+    resolver_timeout: Duration = Duration::from_secs(30);
+
+    // Trailers (`directives/trailers.rs`, `handlers/trailers.rs`).
+    /// `add_trailer` lines.
+    add_trailers: Arc<Vec<AddHeader>> = Arc::new(Vec::new());
+
     // Tuning and request-head settings (`directives/tuning.rs`).
     /// `merge_slashes` (server level).
     merge_slashes: bool = true;

@@ -121,6 +121,7 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     if !matches!(resp.status, 200 | 206 | 304) {
         resp.last_modified = None;
     }
+    super::trailers::header_filter(ctx, resp);
     ctx.status = resp.status;
     Ok(())
 }

@@ -191,6 +191,19 @@ impl ChunkedDecoder {
 /// sends no trailers).
 pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
+/// The last chunk with trailer fields (RFC 9112 7.1.2).
+pub fn last_chunk_with(trailers: &[(String, String)]) -> Vec<u8> {
+    let mut out = b"0\r\n".to_vec();
+    for (n, v) in trailers {
+        out.extend_from_slice(n.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out
+}
+
 /// The line end that closes a chunk's data.
 pub const CHUNK_END: &[u8] = b"\r\n";
 

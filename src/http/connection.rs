@@ -683,7 +683,8 @@ impl<H: Respond + 'static> Connection<H> {
             Ok(body_bytes) => {
                 ctx.body_bytes_sent = body_bytes;
                 ctx.bytes_sent = head_len + body_bytes;
-                Ok(())
+                // `add_trailer` values are rendered after the body.
+                super::trailers::send(ctx, &writer, resp, head_only).await
             }
             Err(e) => {
                 ctx.body_bytes_sent = 0;

@@ -20,6 +20,7 @@ pub mod reuse;
 pub mod status;
 pub mod stream;
 mod tls_accept;
+pub mod trailers;
 pub mod upstream_vars;
 pub mod uri;
 mod writer;

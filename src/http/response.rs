@@ -166,6 +166,10 @@ pub struct Response {
     /// The not-modified filter leaves it alone: a proxied response the
     /// cache does not take (NGINX's `r->disable_not_modified`).
     pub no_not_modified: bool,
+    /// `add_trailer` applies: the chunked body ends with trailer fields
+    /// the connection renders after the body, not with the plain last
+    /// chunk (NGINX's `expect_trailers`).
+    pub trailers: bool,
 }
 
 impl Response {
@@ -189,6 +193,7 @@ impl Response {
             last_modified_inline: false,
             reason: None,
             no_not_modified: false,
+            trailers: false,
         }
     }
 

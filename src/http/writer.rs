@@ -87,7 +87,10 @@ impl<'a> Writer<'a> {
                 self.write_all(parts.trailer.as_bytes(), false).await?;
                 Ok(total + parts.trailer.len() as u64)
             }
-            Body::Stream(body) => self.send_stream(head, body, resp.chunked).await,
+            Body::Stream(body) => {
+                self.send_stream(head, body, resp.chunked, !resp.trailers)
+                    .await
+            }
         }
     }
 
@@ -96,9 +99,16 @@ impl<'a> Writer<'a> {
     /// chunked framing when `chunked`. A first piece already at hand goes
     /// out with the head in one write (a small proxied response is one
     /// packet); otherwise the head goes at once, as the body may be a while
-    /// coming. Returns body bytes sent.
+    /// coming. The last chunk is left to the caller when `!last_chunk`
+    /// (it carries trailers). Returns body bytes sent.
     #[allow(clippy::await_holding_refcell_ref)]
-    async fn send_stream(&self, head: &[u8], body: &StreamBody, chunked: bool) -> io::Result<u64> {
+    async fn send_stream(
+        &self,
+        head: &[u8],
+        body: &StreamBody,
+        chunked: bool,
+        last_chunk: bool,
+    ) -> io::Result<u64> {
         // One writer per response: the borrow lasts the send and nothing else
         // touches the stream.
         let mut source = body.0.borrow_mut();
@@ -143,10 +153,12 @@ impl<'a> Writer<'a> {
             self.write_lead_and(&lead, &piece).await?;
         }
         let mut tail = head.to_vec();
-        if chunked {
+        if chunked && last_chunk {
             tail.extend_from_slice(chunked::LAST_CHUNK);
         }
-        self.write_all(&tail, false).await?;
+        if last_chunk || !tail.is_empty() {
+            self.write_all(&tail, false).await?;
+        }
         Ok(total)
     }
 

@@ -32,11 +32,11 @@
 //! Peer state is shared by every worker thread: one `Mutex` per peer set,
 //! held only for the arithmetic of one selection or one release.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::PeerAddr;
 use crate::vars::template::Template;
 
 /// One `server` line after its address resolved (a name with several
@@ -46,7 +46,7 @@ pub struct PeerSpec {
     /// The `server` argument as written (`127.0.0.1:8081`), the ketama key.
     pub server: String,
     /// The address connected to.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// `weight=N` (default 1).
     pub weight: u32,
     /// `max_fails=N` (default 1; 0 disables the accounting).
@@ -613,7 +613,7 @@ mod tests {
     fn peer(server: &str, weight: u32) -> PeerSpec {
         PeerSpec {
             server: server.to_string(),
-            addr: server.parse().unwrap(),
+            addr: PeerAddr::Inet(server.parse().unwrap()),
             weight,
             max_fails: 1,
             fail_timeout: Duration::from_secs(10),

@@ -1,7 +1,9 @@
 //! Upstreams: the groups `upstream { }` and `proxy_pass` define
 //! ([`balance`]: peers, their shared state and NGINX's balancers), the
 //! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
-//! ([`wire`]), the socket plain or TLS ([`stream`]), and the pieces a
+//! ([`wire`]), the peer's address, TCP or unix socket ([`addr`]), the
+//! socket plain or TLS ([`stream`]), names resolved at run time
+//! ([`resolver`]), and the pieces a
 //! proxied exchange is made of: connecting with `proxy_connect_timeout`,
 //! the parsed [`UpstreamResponse`] and its streaming [`UpstreamBody`].
 //!
@@ -11,19 +13,19 @@
 //! writing to the client. A body read to its end on a reusable connection
 //! puts the connection back into the pool.
 
+pub mod addr;
 pub mod balance;
 pub mod pool;
+pub mod resolver;
 pub mod stream;
 pub mod wire;
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
-
+pub use addr::{connect, PeerAddr, Socket};
 pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
 pub use pool::UpstreamConn;
 pub use stream::UpStream;
@@ -148,8 +150,8 @@ pub struct ProxyPass {
     /// `https://`: the upstream is spoken to over TLS (for a URL with
     /// variables, the rendered URL decides).
     pub tls: bool,
-    /// `$proxy_port`.
-    pub proxy_port: u16,
+    /// `$proxy_port` (empty for a unix socket, as NGINX's).
+    pub proxy_port: String,
     /// The path of the location `proxy_pass` is in (replaced by `uri`).
     pub location: String,
     /// The `upstream` blocks, for a dynamic target to name one.
@@ -159,12 +161,15 @@ pub struct ProxyPass {
     pub redirect_default: Option<(String, String)>,
 }
 
-/// A URL `proxy_pass` accepts, split: `http[s]://HOST[:PORT][URI]`.
+/// A URL `proxy_pass` accepts, split: `http[s]://HOST[:PORT][URI]`, or
+/// `http://unix:PATH[:URI]` (NGINX's form for a unix socket: the path
+/// ends at the first `:`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SplitUrl {
     /// `https://`: the connection speaks TLS.
     pub tls: bool,
-    /// The host as written (brackets kept for IPv6).
+    /// The host as written (brackets kept for IPv6; `unix:PATH` for a
+    /// unix socket).
     pub host: String,
     /// The port, if written.
     pub port: Option<u16>,
@@ -178,8 +183,25 @@ impl SplitUrl {
         self.port.unwrap_or(if self.tls { 443 } else { 80 })
     }
 
-    /// `$proxy_host`: the host, with the port when it is not the scheme's.
+    /// The socket path of a `unix:PATH` host.
+    pub fn unix_path(&self) -> Option<&str> {
+        unix_path(&self.host)
+    }
+
+    /// `$proxy_port`: the port, empty for a unix socket.
+    pub fn proxy_port(&self) -> String {
+        match self.unix_path() {
+            Some(_) => String::new(),
+            None => self.port_or_default().to_string(),
+        }
+    }
+
+    /// `$proxy_host`: the host, with the port when it is not the scheme's
+    /// (`localhost` for a unix socket, as NGINX sends it).
     pub fn proxy_host(&self) -> String {
+        if self.unix_path().is_some() {
+            return "localhost".to_string();
+        }
         let default = if self.tls { 443 } else { 80 };
         match self.port {
             Some(p) if p != default => format!("{}:{p}", self.host),
@@ -204,12 +226,33 @@ pub fn url_scheme(url: &str) -> Option<(usize, bool)> {
     }
 }
 
+/// The path of a `unix:PATH` address (the prefix in any case, as NGINX).
+pub fn unix_path(host: &str) -> Option<&str> {
+    host.get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("unix:"))
+        .map(|_| &host[5..])
+}
+
 /// Splits a `proxy_pass` URL; the error is NGINX's message.
 pub fn split_url(url: &str) -> Result<SplitUrl, String> {
     let Some((skip, tls)) = url_scheme(url) else {
         return Err(format!("invalid URL prefix in \"{url}\""));
     };
     let rest = &url[skip..];
+    if let Some(path) = unix_path(rest) {
+        // NGINX: the path ends at the first `:`, the URI follows it.
+        let (path, uri) = match path.split_once(':') {
+            Some((p, u)) => (p, (!u.is_empty()).then(|| u.to_string())),
+            None => (path, None),
+        };
+        PeerAddr::unix(path)?;
+        return Ok(SplitUrl {
+            tls,
+            host: format!("{}{path}", &rest[..5]),
+            port: None,
+            uri,
+        });
+    }
     let (hostport, uri) = match rest.find(['/', '?']) {
         Some(i) => (&rest[..i], Some(rest[i..].to_string())),
         None => (rest, None),
@@ -245,18 +288,6 @@ pub fn split_url(url: &str) -> Result<SplitUrl, String> {
     })
 }
 
-/// Connects to `addr` within `timeout`.
-pub async fn connect(addr: SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
-    match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => {
-            let _ = s.set_nodelay(true);
-            Ok(s)
-        }
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
-    }
-}
-
 /// Writes all of `data` to an upstream, each wait bounded by `timeout`.
 pub async fn write_all(stream: &UpStream, data: &[u8], timeout: Duration) -> io::Result<()> {
     stream.write_all(data, timeout).await
@@ -279,7 +310,7 @@ pub struct UpstreamResponse {
     /// The head as received.
     pub head: ResponseHead,
     /// The peer that answered.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// The body.
     pub body: UpstreamBody,
 }

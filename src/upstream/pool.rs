@@ -12,13 +12,12 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::UpStream;
+use super::{PeerAddr, UpStream};
 
 /// An upstream connection and what it has served.
 #[derive(Debug)]
@@ -26,7 +25,7 @@ pub struct UpstreamConn {
     /// The socket (shared with the idle watcher while pooled).
     pub stream: Rc<UpStream>,
     /// The peer address.
-    pub addr: SocketAddr,
+    pub addr: PeerAddr,
     /// Requests sent on it so far.
     pub requests: u64,
     /// It came out of the keep-alive pool (a failure before the first
@@ -80,12 +79,12 @@ fn remove(group: u64, serial: u64) {
 
 /// An idle connection to `addr` from group `group`'s pool, if a live one
 /// is there.
-pub fn take(group: u64, addr: SocketAddr, timeout: Duration) -> Option<UpstreamConn> {
+pub fn take(group: u64, addr: &PeerAddr, timeout: Duration) -> Option<UpstreamConn> {
     POOLS.with(|p| {
         let mut pools = p.borrow_mut();
         let q = pools.get_mut(&group)?;
         sweep(q, timeout);
-        while let Some(pos) = q.iter().rposition(|i| i.conn.addr == addr) {
+        while let Some(pos) = q.iter().rposition(|i| &i.conn.addr == addr) {
             let idle = q.remove(pos).expect("position is in range");
             // Closed by the peer, or it sent bytes nobody asked for: skip.
             if idle.conn.stream.idle_ok() {
@@ -100,7 +99,7 @@ pub fn take(group: u64, addr: SocketAddr, timeout: Duration) -> Option<UpstreamC
 
 /// The connection out of an idle entry (whose drop stops the watcher).
 fn take_conn(idle: Idle) -> UpstreamConn {
-    let placeholder_addr = idle.conn.addr;
+    let placeholder_addr = idle.conn.addr.clone();
     let mut idle = idle;
     let stream = Rc::clone(&idle.conn.stream);
     let conn = std::mem::replace(

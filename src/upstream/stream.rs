@@ -1,4 +1,4 @@
-//! The socket to an upstream: plain TCP, or TLS over it
+//! The socket to an upstream: plain TCP or a unix socket, or TLS over TCP
 //! (`proxy_pass https://`). Both are read and written through the same
 //! calls, each wait bounded by the caller's timeout, so the proxy, the
 //! body stream and the keep-alive pool need not know which it is.
@@ -8,18 +8,19 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use super::addr::Socket;
 use crate::tls::conn::TlsConn;
 
 /// A connection to an upstream peer.
 pub struct UpStream {
-    tcp: TcpStream,
+    sock: Socket,
     tls: Option<TlsConn>,
 }
 
 impl std::fmt::Debug for UpStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpStream")
-            .field("tcp", &self.tcp)
+            .field("sock", &self.sock)
             .field("tls", &self.tls.is_some())
             .finish()
     }
@@ -31,15 +32,23 @@ fn timed_out() -> io::Error {
 
 impl UpStream {
     /// A plain connection.
-    pub fn plain(tcp: TcpStream) -> UpStream {
-        UpStream { tcp, tls: None }
+    pub fn plain(sock: Socket) -> UpStream {
+        UpStream { sock, tls: None }
     }
 
     /// A connection whose TLS handshake is done.
     pub fn tls(tcp: TcpStream, tls: TlsConn) -> UpStream {
         UpStream {
-            tcp,
+            sock: Socket::Tcp(tcp),
             tls: Some(tls),
+        }
+    }
+
+    /// The TLS session and its TCP socket, for a TLS connection.
+    fn tls_parts(&self) -> Option<(&TlsConn, &TcpStream)> {
+        match (&self.tls, &self.sock) {
+            (Some(t), Socket::Tcp(tcp)) => Some((t, tcp)),
+            _ => None,
         }
     }
 
@@ -50,14 +59,14 @@ impl UpStream {
 
     /// Writes all of `data`, each wait bounded by `timeout`.
     pub async fn write_all(&self, mut data: &[u8], timeout: Duration) -> io::Result<()> {
-        if let Some(t) = &self.tls {
-            return t.write_all(&self.tcp, data, false, timeout).await;
+        if let Some((t, tcp)) = self.tls_parts() {
+            return t.write_all(tcp, data, false, timeout).await;
         }
         while !data.is_empty() {
-            match self.tcp.try_write(data) {
+            match self.sock.try_write(data) {
                 Ok(n) => data = &data[n..],
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match tokio::time::timeout(timeout, self.tcp.writable()).await {
+                    match tokio::time::timeout(timeout, self.sock.writable()).await {
                         Ok(r) => r?,
                         Err(_) => return Err(timed_out()),
                     }
@@ -81,7 +90,7 @@ impl UpStream {
             let r = self.try_read(buf, max);
             match r {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    match tokio::time::timeout(timeout, self.tcp.readable()).await {
+                    match tokio::time::timeout(timeout, self.sock.readable()).await {
                         Ok(r) => r?,
                         Err(_) => return Err(timed_out()),
                     }
@@ -93,22 +102,22 @@ impl UpStream {
 
     fn try_read(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         let start = buf.len();
-        if let Some(t) = &self.tls {
+        if let Some((t, tcp)) = self.tls_parts() {
             // Decrypted bytes go into spare capacity; bound it by `max`.
             let mut part = Vec::with_capacity(max);
-            let n = t.try_read(&self.tcp, &mut part)?;
+            let n = t.try_read(tcp, &mut part)?;
             buf.extend_from_slice(&part);
             return Ok(n);
         }
         buf.resize(start + max, 0);
-        let r = self.tcp.try_read(&mut buf[start..]);
+        let r = self.sock.try_read(&mut buf[start..]);
         buf.truncate(start + *r.as_ref().unwrap_or(&0));
         r
     }
 
     /// Waits until the socket has something to read (or an error).
     pub async fn readable(&self) -> io::Result<()> {
-        self.tcp.readable().await
+        self.sock.readable().await
     }
 
     /// Whether an idle connection can still carry a request: nothing
@@ -125,8 +134,8 @@ impl UpStream {
     /// Ends a TLS session politely (`close_notify`) before the socket is
     /// dropped; nothing for a plain one.
     pub fn close_notify(&self) {
-        if let Some(t) = &self.tls {
-            t.close_notify(&self.tcp);
+        if let Some((t, tcp)) = self.tls_parts() {
+            t.close_notify(tcp);
         }
     }
 }

@@ -22,6 +22,8 @@
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
+//! | `resolver.rs` | `resolver`, `resolver_timeout` |
+//! | `trailers.rs` | `add_trailer` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -39,6 +41,7 @@ use crate::disk::pool::PoolSpec;
 use crate::log::format::Escape;
 use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
 use crate::upstream::balance::{self, HashConf, PeerSet, PeerSpec, UpstreamGroup};
+use crate::upstream::PeerAddr;
 use crate::vars::split_clients::SplitClients;
 use crate::vars::template::{self, Template, Var};
 use std::collections::HashMap;
@@ -170,9 +173,11 @@ mod map;
 mod proxy;
 mod proxy_extra;
 mod proxy_ssl;
+mod resolver;
 mod rewrite;
 mod ssl;
 mod static_files;
+mod trailers;
 mod tuning;
 mod upstream;
 
@@ -204,6 +209,8 @@ static AREAS: &[&[Spec]] = &[
     content::ROWS,
     upstream::ROWS,
     access::ROWS,
+    resolver::ROWS,
+    trailers::ROWS,
 ];
 
 /// Every directive porter accepts.

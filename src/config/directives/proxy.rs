@@ -124,7 +124,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             target: ProxyTarget::Dynamic(template(url)?),
             uri: None,
             proxy_host: String::new(),
-            proxy_port: 80,
+            proxy_port: "80".to_string(),
             tls: false,
             location,
             groups,
@@ -132,44 +132,14 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
         }
     } else {
         let split = uri_part_allowed(kind, split_url(url)?)?;
+        if split.tls && split.unix_path().is_some() {
+            return Err("https:// to a unix socket is not supported by porter".to_string());
+        }
         let shown = &url[crate::upstream::url_scheme(url).map_or(0, |(n, _)| n)..];
         let proxy_host = split.proxy_host();
         let group = match b.upstreams.iter().find(|g| g.name == split.host) {
             Some(g) => Arc::clone(g),
-            None => {
-                let key = format!("{}:{}", split.host, split.port_or_default());
-                match b.implicit_upstreams.get(&key) {
-                    Some(g) => Arc::clone(g),
-                    None => {
-                        let addrs =
-                            resolve_upstream(&split.host, Some(split.port_or_default()), shown)?;
-                        let peers = addrs
-                            .into_iter()
-                            .map(|a| PeerSpec {
-                                server: proxy_host.clone(),
-                                addr: a,
-                                weight: 1,
-                                max_fails: 1,
-                                fail_timeout: Duration::from_secs(10),
-                                down: false,
-                            })
-                            .collect();
-                        let g = Arc::new(UpstreamGroup {
-                            method: Default::default(),
-                            id: balance::next_id(),
-                            name: proxy_host.clone(),
-                            primary: PeerSet::new(peers),
-                            backup: PeerSet::new(Vec::new()),
-                            hash: None,
-                            keepalive: 0,
-                            keepalive_timeout: Duration::from_secs(60),
-                            keepalive_requests: 1000,
-                        });
-                        b.implicit_upstreams.insert(key, Arc::clone(&g));
-                        g
-                    }
-                }
-            }
+            None => implicit_group(b, &split, shown, &proxy_host)?,
         };
         let redirect_default = Some(match &split.uri {
             Some(_) => (url.clone(), location.clone()),
@@ -177,7 +147,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
         });
         ProxyPass {
             target: ProxyTarget::Group(group),
-            proxy_port: split.port_or_default(),
+            proxy_port: split.proxy_port(),
             tls: split.tls,
             uri: split.uri,
             proxy_host,
@@ -188,6 +158,48 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
     };
     b.location().handler = Handler::Proxy(Arc::new(pass));
     Ok(())
+}
+
+/// NGINX's implicit upstream of a `proxy_pass` address: one per
+/// address and port, resolved now.
+fn implicit_group(
+    b: &mut Build,
+    split: &crate::upstream::SplitUrl,
+    shown: &str,
+    proxy_host: &str,
+) -> Result<Arc<UpstreamGroup>, String> {
+    let key = format!("{}:{}", split.host, split.port_or_default());
+    if let Some(g) = b.implicit_upstreams.get(&key) {
+        return Ok(Arc::clone(g));
+    }
+    let addrs = resolve_upstream(&split.host, Some(split.port_or_default()), shown)?;
+    let peers = addrs
+        .into_iter()
+        .map(|a| PeerSpec {
+            server: proxy_host.to_string(),
+            addr: a,
+            weight: 1,
+            max_fails: 1,
+            fail_timeout: Duration::from_secs(10),
+            down: false,
+        })
+        .collect();
+    let g = Arc::new(UpstreamGroup {
+        method: Default::default(),
+        id: balance::next_id(),
+        // NGINX names a unix socket's implicit group by its path.
+        name: split
+            .unix_path()
+            .map_or(proxy_host.to_string(), str::to_string),
+        primary: PeerSet::new(peers),
+        backup: PeerSet::new(Vec::new()),
+        hash: None,
+        keepalive: 0,
+        keepalive_timeout: Duration::from_secs(60),
+        keepalive_requests: 1000,
+    });
+    b.implicit_upstreams.insert(key, Arc::clone(&g));
+    Ok(g)
 }
 
 /// The location's kind, unless it already has a `proxy_pass` (an `if`

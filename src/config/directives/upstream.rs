@@ -98,16 +98,22 @@ pub(super) struct UpstreamB {
 }
 
 /// Resolves `host[:port]` (port 80 when absent) at config time, as NGINX
-/// does for upstream servers; the error is NGINX's.
+/// does for upstream servers (`unix:PATH` is a unix socket, not checked
+/// until connected to); the error is NGINX's.
 pub(super) fn resolve_upstream(
     host: &str,
     port: Option<u16>,
     shown: &str,
-) -> Result<Vec<SocketAddr>, String> {
+) -> Result<Vec<PeerAddr>, String> {
+    if let Some(path) = crate::upstream::unix_path(host) {
+        return Ok(vec![
+            PeerAddr::unix(path).map_err(|e| format!("{e} in upstream \"{shown}\""))?
+        ]);
+    }
     let port = port.unwrap_or(80);
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
-        return Ok(vec![SocketAddr::new(ip, port)]);
+        return Ok(vec![SocketAddr::new(ip, port).into()]);
     }
     let mut addrs: Vec<SocketAddr> = (bare, port)
         .to_socket_addrs()
@@ -117,7 +123,7 @@ pub(super) fn resolve_upstream(
     if addrs.is_empty() {
         return Err(format!("host not found in upstream \"{shown}\""));
     }
-    Ok(addrs)
+    Ok(addrs.into_iter().map(PeerAddr::from).collect())
 }
 
 fn set_upstream(b: &mut Build, d: &Directive) -> Res {
@@ -197,17 +203,17 @@ pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
             return Err(bad(p));
         }
     }
-    if addr.starts_with("unix:") {
-        return Err(format!(
-            "unix sockets are not supported by porter in upstream \"{addr}\""
-        ));
-    }
-    let split = crate::upstream::split_url(&format!("http://{addr}"))
-        .map_err(|_| format!("invalid host in upstream \"{addr}\""))?;
-    if split.uri.is_some() {
-        return Err(format!("invalid host in upstream \"{addr}\""));
-    }
-    let addrs = resolve_upstream(&split.host, split.port, addr)?;
+    // `unix:PATH`: the whole rest is the path (no URI part here).
+    let addrs = if crate::upstream::unix_path(addr).is_some() {
+        resolve_upstream(addr, None, addr)?
+    } else {
+        let split = crate::upstream::split_url(&format!("http://{addr}"))
+            .map_err(|_| format!("invalid host in upstream \"{addr}\""))?;
+        if split.uri.is_some() {
+            return Err(format!("invalid host in upstream \"{addr}\""));
+        }
+        resolve_upstream(&split.host, split.port, addr)?
+    };
     let ub = b.upstream();
     let list = if backup {
         &mut ub.backup

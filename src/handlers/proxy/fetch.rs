@@ -14,7 +14,7 @@ use super::request::{
     build_request, client_body_error, too_large, upstream_method, upstream_uri, FetchOptions,
     ReqBody, UpstreamError,
 };
-use super::target::resolve_target;
+use super::target::{resolve_group, resolve_target};
 use super::tls::{self, HandshakeFail, TlsTarget};
 use crate::config::LocSettings;
 use crate::handlers::Env;
@@ -25,8 +25,8 @@ use crate::http::upstream_vars::TryRecord;
 use crate::log::{ErrorLog, Level};
 use crate::upstream::wire::{self, Framing, HeadError};
 use crate::upstream::{
-    self, pool, BodyLog, NextUpstream, PeerRef, PoolReturn, ProxyPass, UpStream, UpstreamBody,
-    UpstreamConn, UpstreamGroup, UpstreamResponse,
+    self, pool, BodyLog, NextUpstream, PeerAddr, PeerRef, PoolReturn, ProxyPass, Socket, UpStream,
+    UpstreamBody, UpstreamConn, UpstreamGroup, UpstreamResponse,
 };
 
 /// A failed try: the status it gives, its `proxy_next_upstream`
@@ -102,6 +102,7 @@ pub async fn fetch_with(
 ) -> Result<UpstreamResponse, UpstreamError> {
     let pass_body = ctx.loc.s.proxy_pass_request_body;
     let target = resolve_target(ctx, env, pass)?;
+    let group = resolve_group(ctx, env, target.group).await?;
     let uri = upstream_uri(ctx, pass, target.url_uri.as_deref(), target.dynamic);
     let method = upstream_method(ctx, opts);
     let client_body = env.body.filter(|b| pass_body && !b.borrow().is_done());
@@ -118,7 +119,7 @@ pub async fn fetch_with(
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
         tls,
     };
-    try_peers(ctx, env, &target.group, &out, client_body).await
+    try_peers(ctx, env, &group, &out, client_body).await
 }
 
 /// Tries the group's peers in balancing order until one answers or
@@ -235,7 +236,7 @@ async fn attempt(
 ) -> Result<UpstreamResponse, Result<Failure, UpstreamError>> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
-    let addr = group.peer(peer).addr;
+    let addr = &group.peer(peer).addr;
     let t0 = Instant::now();
     let log = try_log(ctx, env, addr, out);
     let mut rec = TryRecord {
@@ -250,7 +251,9 @@ async fn attempt(
     let result = loop {
         let mut conn = match connection(group, addr, allow_pooled, s, out.tls.as_ref()).await {
             Ok(c) => c,
-            Err(ConnectFail::Connect(e)) => break Err(Ok(connect_failed(&log, &e, &mut rec))),
+            Err(ConnectFail::Connect(e)) => {
+                break Err(Ok(connect_failed(&log, addr, &e, &mut rec)))
+            }
             Err(ConnectFail::Handshake(e)) => {
                 let t = out.tls.as_ref().expect("a handshake needs TLS");
                 log.error(format_args!("{}", e.message(t)));
@@ -303,16 +306,18 @@ async fn attempt(
 fn try_log<'a>(
     ctx: &'a RequestCtx,
     env: &'a Env<'_>,
-    addr: std::net::SocketAddr,
+    addr: &PeerAddr,
     out: &Outgoing,
 ) -> TryLog<'a> {
+    // NGINX separates a unix socket's path from the URI with `:`.
+    let sep = if addr.is_unix() { ":" } else { "" };
     TryLog {
         log: ctx.error_log(env.log),
         conn: ctx.conn.id,
         context: log_ctx(
             ctx,
             &format!(
-                "{}://{addr}{}",
+                "{}://{addr}{sep}{}",
                 if out.tls.is_some() { "https" } else { "http" },
                 out.uri
             ),
@@ -343,7 +348,7 @@ enum ConnectFail {
 /// handshake of an `https://` upstream).
 async fn connection(
     group: &UpstreamGroup,
-    addr: std::net::SocketAddr,
+    addr: &PeerAddr,
     allow_pooled: bool,
     s: &LocSettings,
     tls: Option<&TlsTarget>,
@@ -355,12 +360,17 @@ async fn connection(
         }
     }
     let started = Instant::now();
-    let tcp = upstream::connect(addr, s.proxy_connect_timeout)
+    let sock = upstream::connect(addr, s.proxy_connect_timeout)
         .await
         .map_err(ConnectFail::Connect)?;
-    let stream = match tls {
-        None => UpStream::plain(tcp),
-        Some(t) => {
+    let stream = match (tls, sock) {
+        (None, sock) => UpStream::plain(sock),
+        (Some(_), Socket::Unix(_)) => {
+            return Err(ConnectFail::Connect(std::io::Error::from_raw_os_error(
+                libc::EPROTONOSUPPORT,
+            )))
+        }
+        (Some(t), Socket::Tcp(tcp)) => {
             let left = s.proxy_connect_timeout.saturating_sub(started.elapsed());
             tls::handshake(tcp, t, left)
                 .await
@@ -369,22 +379,33 @@ async fn connection(
     };
     Ok(UpstreamConn {
         stream: std::rc::Rc::new(stream),
-        addr,
+        addr: addr.clone(),
         requests: 0,
         reused: false,
     })
 }
 
-/// A failed connect, logged as NGINX logs it.
-fn connect_failed(log: &TryLog<'_>, e: &std::io::Error, rec: &mut TryRecord) -> Failure {
+/// A failed connect, logged as NGINX logs it: a unix socket's connect
+/// fails at once, which NGINX words `connect() to unix:PATH failed`; a TCP
+/// one fails later, found by `SO_ERROR` (`connect() failed`).
+fn connect_failed(
+    log: &TryLog<'_>,
+    addr: &PeerAddr,
+    e: &std::io::Error,
+    rec: &mut TryRecord,
+) -> Failure {
     let timed_out = e.raw_os_error() == Some(libc::ETIMEDOUT);
     if timed_out {
         log.error(format_args!(
             "upstream timed out (110: Connection timed out) while connecting to upstream"
         ));
     } else {
+        let to = match addr.is_unix() {
+            true => format!(" to {addr}"),
+            false => String::new(),
+        };
         log.error(format_args!(
-            "connect() failed {} while connecting to upstream",
+            "connect(){to} failed {} while connecting to upstream",
             crate::util::errno_text(e)
         ));
     }
@@ -408,7 +429,7 @@ fn upstream_response(
         timeout: group.keepalive_timeout,
         requests: group.keepalive_requests,
     });
-    let addr = conn.addr;
+    let addr = conn.addr.clone();
     let mut body = UpstreamBody::new(conn, buf, framing, s.proxy_read_timeout, pool_return);
     body.set_log(BodyLog {
         log: log.log.clone(),

@@ -1,7 +1,8 @@
 //! Where a request is proxied to: the `upstream` group a literal
 //! `proxy_pass` names, or the one a URL with variables renders to (an
-//! `upstream` block by name, or an address known only now), and the
-//! request's upstream variables (`$proxy_host`, `$proxy_port`).
+//! `upstream` block by name, an address, or a name resolved now through
+//! `resolver` without blocking the loop), and the request's upstream
+//! variables (`$proxy_host`, `$proxy_port`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +14,25 @@ use crate::http::upstream_vars::UpstreamVars;
 use crate::log::Level;
 use crate::upstream::{self, balance::PeerSet, ProxyPass, ProxyTarget, UpstreamGroup};
 
+/// The group a target's peers come from.
+pub enum TargetGroup {
+    /// Known: an `upstream` block, or an address.
+    Ready(Arc<UpstreamGroup>),
+    /// A name for `resolver` ([`resolve_group`]).
+    Name {
+        /// The host as rendered.
+        host: String,
+        /// The port connected to.
+        port: u16,
+        /// `$proxy_host`, the group's name.
+        proxy_host: String,
+    },
+}
+
 /// Where the target of this request resolved.
 pub struct Target {
     /// The group whose peers are tried.
-    pub group: Arc<UpstreamGroup>,
+    pub group: TargetGroup,
     /// The URI part of the `proxy_pass` URL, if any.
     pub url_uri: Option<String>,
     /// The URL had variables (its URI part is sent as is).
@@ -46,12 +62,12 @@ pub fn resolve_target(
         ProxyTarget::Group(g) => {
             ctx.upstream = Some(Box::new(UpstreamVars {
                 proxy_host: pass.proxy_host.clone(),
-                proxy_port: pass.proxy_port.to_string(),
+                proxy_port: pass.proxy_port.clone(),
                 cache_status: cache_status(ctx),
                 ..Default::default()
             }));
             return Ok(Target {
-                group: Arc::clone(g),
+                group: TargetGroup::Ready(Arc::clone(g)),
                 url_uri: pass.uri.clone(),
                 dynamic: false,
                 tls: pass.tls,
@@ -70,13 +86,20 @@ pub fn resolve_target(
     let port = split.port_or_default();
     ctx.upstream = Some(Box::new(UpstreamVars {
         proxy_host: proxy_host.clone(),
-        proxy_port: port.to_string(),
+        proxy_port: split.proxy_port(),
         cache_status: cache_status(ctx),
         ..Default::default()
     }));
     let group = match pass.groups.iter().find(|g| g.name == split.host) {
-        Some(g) => Arc::clone(g),
-        None => address_group(ctx, env, &split.host, proxy_host, port)?,
+        Some(g) => TargetGroup::Ready(Arc::clone(g)),
+        None => match address(&split.host, port) {
+            Some(addr) => TargetGroup::Ready(one_shot_group(vec![addr], proxy_host)),
+            None => TargetGroup::Name {
+                host: split.host.clone(),
+                port,
+                proxy_host,
+            },
+        },
     };
     Ok(Target {
         group,
@@ -91,18 +114,34 @@ fn log(ctx: &RequestCtx, env: &Env<'_>, msg: std::fmt::Arguments<'_>) {
         .log_conn(Level::Error, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
-/// A one-request group for an address known only now (a URL with
-/// variables that names no `upstream` block); a name is 502, as NGINX
-/// without a `resolver`.
-fn address_group(
+/// The address of an IP or `unix:PATH` host, if it is one.
+fn address(host: &str, port: u16) -> Option<upstream::PeerAddr> {
+    if let Some(path) = upstream::unix_path(host) {
+        // split_url checked the path.
+        return upstream::PeerAddr::unix(path).ok();
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ip = bare.parse::<std::net::IpAddr>().ok()?;
+    Some(std::net::SocketAddr::new(ip, port).into())
+}
+
+/// The group of a target: a name goes through the location's `resolver`
+/// (502 with NGINX's line when there is none or the name does not
+/// resolve).
+pub async fn resolve_group(
     ctx: &RequestCtx,
     env: &Env<'_>,
-    host: &str,
-    proxy_host: String,
-    port: u16,
+    group: TargetGroup,
 ) -> Result<Arc<UpstreamGroup>, UpstreamError> {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let Ok(ip) = bare.parse::<std::net::IpAddr>() else {
+    let (host, port, proxy_host) = match group {
+        TargetGroup::Ready(g) => return Ok(g),
+        TargetGroup::Name {
+            host,
+            port,
+            proxy_host,
+        } => (host, port, proxy_host),
+    };
+    let Some(resolver) = ctx.loc.s.resolver.clone() else {
         log(
             ctx,
             env,
@@ -110,22 +149,49 @@ fn address_group(
         );
         return Err(UpstreamError::Status(502));
     };
-    Ok(Arc::new(UpstreamGroup {
-        method: Default::default(),
-        id: upstream::balance::next_id(),
-        name: proxy_host.clone(),
-        primary: PeerSet::new(vec![upstream::PeerSpec {
-            server: proxy_host,
-            addr: std::net::SocketAddr::new(ip, port),
+    match resolver.resolve(&host, ctx.loc.s.resolver_timeout).await {
+        Ok(ips) => {
+            let addrs = ips
+                .into_iter()
+                .map(|ip| std::net::SocketAddr::new(ip, port).into())
+                .collect();
+            Ok(one_shot_group(addrs, proxy_host))
+        }
+        Err(e) => {
+            log(ctx, env, format_args!("{host} could not be resolved ({e})"));
+            Err(UpstreamError::Status(502))
+        }
+    }
+}
+
+/// A one-request group over addresses known only now (a URL with
+/// variables that names no `upstream` block), tried in turn as NGINX
+/// tries a resolved name's addresses.
+fn one_shot_group(addrs: Vec<upstream::PeerAddr>, proxy_host: String) -> Arc<UpstreamGroup> {
+    let name = match addrs.as_slice() {
+        [a] if a.is_unix() => a.to_string(),
+        _ => proxy_host,
+    };
+    let peers = addrs
+        .into_iter()
+        .map(|addr| upstream::PeerSpec {
+            server: name.clone(),
+            addr,
             weight: 1,
             max_fails: 1,
             fail_timeout: Duration::from_secs(10),
             down: false,
-        }]),
+        })
+        .collect();
+    Arc::new(UpstreamGroup {
+        method: Default::default(),
+        id: upstream::balance::next_id(),
+        name,
+        primary: PeerSet::new(peers),
         backup: PeerSet::new(Vec::new()),
         hash: None,
         keepalive: 0,
         keepalive_timeout: Duration::from_secs(60),
         keepalive_requests: 1000,
-    }))
+    })
 }

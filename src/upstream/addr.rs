@@ -1,0 +1,153 @@
+//! Where an upstream peer listens: an IP address and port, or a unix
+//! socket (`server unix:/path;`, `proxy_pass http://unix:/path:/uri;`).
+//! [`PeerAddr`] prints as NGINX prints a peer in `$upstream_addr` and in
+//! the error log (`127.0.0.1:8080`, `unix:/path`), and [`connect`] opens
+//! the socket without blocking the loop (tokio's `TcpStream` or
+//! `UnixStream`), bounded by `proxy_connect_timeout`.
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::{TcpStream, UnixStream};
+
+/// The longest unix socket path the kernel takes (`sun_path` less its
+/// terminating NUL), as NGINX checks it at config load.
+pub const UNIX_PATH_MAX: usize = 107;
+
+/// An upstream peer's address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PeerAddr {
+    /// An IP address and port.
+    Inet(SocketAddr),
+    /// A unix socket path.
+    Unix(Arc<Path>),
+}
+
+impl fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PeerAddr::Inet(a) => write!(f, "{a}"),
+            PeerAddr::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+impl From<SocketAddr> for PeerAddr {
+    fn from(a: SocketAddr) -> PeerAddr {
+        PeerAddr::Inet(a)
+    }
+}
+
+impl PeerAddr {
+    /// The unix socket of `unix:PATH` (without the prefix); the error is
+    /// NGINX's.
+    pub fn unix(path: &str) -> Result<PeerAddr, String> {
+        if path.is_empty() {
+            return Err("no path in the unix domain socket".to_string());
+        }
+        if path.len() > UNIX_PATH_MAX {
+            return Err("too long path in the unix domain socket".to_string());
+        }
+        Ok(PeerAddr::Unix(Arc::from(Path::new(path))))
+    }
+
+    /// Whether it is a unix socket (NGINX separates its URI with `:` in
+    /// the error log's `upstream:`).
+    pub fn is_unix(&self) -> bool {
+        matches!(self, PeerAddr::Unix(_))
+    }
+}
+
+/// An open connection to a peer, before any TLS.
+#[derive(Debug)]
+pub enum Socket {
+    /// TCP.
+    Tcp(TcpStream),
+    /// A unix socket.
+    Unix(UnixStream),
+}
+
+impl Socket {
+    /// Non-blocking write.
+    pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.try_write(data),
+            Socket::Unix(s) => s.try_write(data),
+        }
+    }
+
+    /// Non-blocking read.
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Socket::Tcp(s) => s.try_read(buf),
+            Socket::Unix(s) => s.try_read(buf),
+        }
+    }
+
+    /// Waits until the socket can be written to.
+    pub async fn writable(&self) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.writable().await,
+            Socket::Unix(s) => s.writable().await,
+        }
+    }
+
+    /// Waits until the socket has something to read (or an error).
+    pub async fn readable(&self) -> io::Result<()> {
+        match self {
+            Socket::Tcp(s) => s.readable().await,
+            Socket::Unix(s) => s.readable().await,
+        }
+    }
+}
+
+/// Connects to `addr` within `timeout`.
+pub async fn connect(addr: &PeerAddr, timeout: Duration) -> io::Result<Socket> {
+    match tokio::time::timeout(timeout, connect_now(addr)).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
+    }
+}
+
+async fn connect_now(addr: &PeerAddr) -> io::Result<Socket> {
+    match addr {
+        PeerAddr::Inet(a) => {
+            let s = TcpStream::connect(*a).await?;
+            let _ = s.set_nodelay(true);
+            Ok(Socket::Tcp(s))
+        }
+        PeerAddr::Unix(p) => Ok(Socket::Unix(UnixStream::connect(p).await?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_as_nginx_prints_peers() {
+        let a = PeerAddr::Inet("127.0.0.1:8080".parse().unwrap());
+        assert_eq!(a.to_string(), "127.0.0.1:8080");
+        assert_eq!(
+            PeerAddr::unix("/tmp/a.sock").unwrap().to_string(),
+            "unix:/tmp/a.sock"
+        );
+    }
+
+    #[test]
+    fn refuses_empty_and_too_long_paths_with_nginx_messages() {
+        assert_eq!(
+            PeerAddr::unix("").unwrap_err(),
+            "no path in the unix domain socket"
+        );
+        let long = format!("/{}", "a".repeat(UNIX_PATH_MAX));
+        assert_eq!(
+            PeerAddr::unix(&long).unwrap_err(),
+            "too long path in the unix domain socket"
+        );
+    }
+}

@@ -1,0 +1,291 @@
+//! `resolver` and `resolver_timeout`: a `proxy_pass` URL with variables
+//! whose host is a name (no `upstream` block) is resolved at run time
+//! through the configured name server — here a small DNS responder on
+//! loopback written below (A records from a table, NXDOMAIN for other
+//! names, silence for `slow.test`). Checked: the answer is used, cached
+//! for its TTL or `valid=`, and NGINX's 502s and log lines for no
+//! resolver, an unknown name and a timeout; the same config under
+//! Debian's nginx gives the same statuses and lines.
+
+mod common;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, UdpSocket};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::origin::*;
+use common::*;
+
+/// A DNS responder on a loopback UDP port.
+struct Dns {
+    port: u16,
+    /// Queries seen, as `NAME TYPE` (type number).
+    queries: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Dns {
+    /// Answers A queries for the names in `zone` (address, TTL); AAAA
+    /// queries for them get an empty answer; `slow.test` gets none; any
+    /// other name NXDOMAIN.
+    fn start(zone: &[(&str, Ipv4Addr, u32)]) -> Dns {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let zone: HashMap<String, (Ipv4Addr, u32)> = zone
+            .iter()
+            .map(|(n, a, t)| (n.to_string(), (*a, *t)))
+            .collect();
+        let d = Dns {
+            port: sock.local_addr().unwrap().port(),
+            queries: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (queries, stop) = (d.queries.clone(), d.stop.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 512];
+            while !stop.load(Ordering::Relaxed) {
+                let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Some((name, qtype, qend)) = question(&buf[..n]) else {
+                    continue;
+                };
+                queries.lock().unwrap().push(format!("{name} {qtype}"));
+                if name == "slow.test" {
+                    continue;
+                }
+                let reply = answer(&buf[..qend], zone.get(&name), qtype);
+                let _ = sock.send_to(&reply, from);
+            }
+        });
+        d
+    }
+
+    fn count(&self, q: &str) -> usize {
+        self.queries
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|x| x.as_str() == q)
+            .count()
+    }
+}
+
+impl Drop for Dns {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The question's name (lowercase, no final dot), type, and where the
+/// question section ends.
+fn question(m: &[u8]) -> Option<(String, u16, usize)> {
+    let mut i = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = *m.get(i)? as usize;
+        i += 1;
+        if len == 0 {
+            break;
+        }
+        labels.push(String::from_utf8_lossy(m.get(i..i + len)?).to_ascii_lowercase());
+        i += len;
+    }
+    let qtype = u16::from_be_bytes([*m.get(i)?, *m.get(i + 1)?]);
+    Some((labels.join("."), qtype, i + 4))
+}
+
+/// The reply to the query `q` (header and question): the record for an A
+/// query of a known name, nothing for its AAAA, NXDOMAIN for others.
+fn answer(q: &[u8], rec: Option<&(Ipv4Addr, u32)>, qtype: u16) -> Vec<u8> {
+    let mut r = q.to_vec();
+    let rcode = if rec.is_some() { 0 } else { 3 };
+    r[2] = 0x81; // QR, RD
+    r[3] = 0x80 | rcode; // RA
+    r[10..12].copy_from_slice(&[0, 0]); // no additional (EDNS) records
+    let ancount: u16 = match (rec, qtype) {
+        (Some(_), 1) => 1,
+        _ => 0,
+    };
+    r[6..8].copy_from_slice(&ancount.to_be_bytes());
+    if let (Some((ip, ttl)), 1) = (rec, qtype) {
+        r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1]);
+        r.extend_from_slice(&ttl.to_be_bytes());
+        r.extend_from_slice(&[0, 4]);
+        r.extend_from_slice(&ip.octets());
+    }
+    r
+}
+
+/// The `http { }` body: `/` proxies to the host in `?h=`, on the origin's
+/// port; `/none/` has no resolver; logs go to `logs`.
+fn http_body(dns: u16, resolver_args: &str, origin: u16, logs: &Path) -> String {
+    let l = logs.display();
+    format!(
+        "log_format ua '$arg_h $upstream_addr $status';\n\
+         error_log {l}/error.log info;\n\
+         server {{\n listen 127.0.0.1:{{PORT}};\n access_log {l}/ua.log ua;\n\
+           location / {{ resolver 127.0.0.1:{dns} {resolver_args}; resolver_timeout 1s;\n\
+             proxy_pass http://$arg_h:{origin}; }}\n\
+           location /none/ {{ proxy_pass http://$arg_h:{origin}; }}\n\
+         }}\n"
+    )
+}
+
+fn porter_conf(body: &str) -> String {
+    format!(
+        "daemon off;\nworker_processes 2;\npid {{PREFIX}}/porter.pid;\nerror_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 64; }}\nhttp {{\n{body}}}\n"
+    )
+}
+
+fn status(port: u16, path: &str) -> u16 {
+    get(port, path).status
+}
+
+/// The `[error]` lines' messages, without time, pid and connection
+/// number.
+fn errors(logs: &Path) -> Vec<String> {
+    let log = std::fs::read_to_string(logs.join("error.log")).unwrap_or_default();
+    log.lines()
+        .filter_map(|l| l.split_once("[error] ").map(|(_, t)| t))
+        .map(|t| t.split_once(": ").map_or(t, |(_, m)| m))
+        .map(|m| {
+            m.split_once(' ')
+                .filter(|(c, _)| c.starts_with('*'))
+                .map_or(m, |(_, r)| r)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// What NGINX answers and logs for the three failures, and one success.
+fn failures(port: u16, logs: &Path) -> (Vec<u16>, Vec<String>) {
+    let codes = vec![
+        status(port, "/none/?h=a.test"),
+        status(port, "/?h=missing.test"),
+        status(port, "/?h=slow.test"),
+        status(port, "/?h=a.test"),
+    ];
+    std::thread::sleep(Duration::from_millis(300));
+    (codes, errors(logs))
+}
+
+#[test]
+fn names_resolve_at_run_time_and_fail_as_nginx_says() {
+    let o = Origin::start(|_| Reply::ok(b"origin"));
+    let dns = Dns::start(&[("a.test", Ipv4Addr::LOCALHOST, 300)]);
+    let (plogs, nlogs) = (TempDir::new("resp"), TempDir::new("resn"));
+    let s = Server::start(&porter_conf(&http_body(dns.port, "", o.port, plogs.path())));
+    let porter = failures(s.port, plogs.path());
+    assert_eq!(porter.0, vec![502, 502, 502, 200]);
+    let ctx = |req: &str| {
+        format!(
+            ", client: 127.0.0.1, server: , request: \"GET {req} HTTP/1.1\", host: \"localhost\""
+        )
+    };
+    assert_eq!(
+        porter.1,
+        vec![
+            format!(
+                "no resolver defined to resolve a.test{}",
+                ctx("/none/?h=a.test")
+            ),
+            format!(
+                "missing.test could not be resolved (3: Host not found){}",
+                ctx("/?h=missing.test")
+            ),
+            format!(
+                "slow.test could not be resolved (110: Operation timed out){}",
+                ctx("/?h=slow.test")
+            ),
+        ]
+    );
+    let ua = std::fs::read_to_string(plogs.path().join("ua.log")).unwrap();
+    assert!(
+        ua.ends_with(&format!("a.test 127.0.0.1:{} 200\n", o.port)),
+        "{ua}"
+    );
+    assert_eq!(o.count(), 1);
+    let Some(n) = Nginx::start(&http_body(dns.port, "", o.port, nlogs.path())) else {
+        eprintln!("skipping the nginx comparison: {NGINX} is not installed");
+        return;
+    };
+    assert_eq!(failures(n.port, nlogs.path()), porter);
+}
+
+#[test]
+fn answers_are_cached_for_their_ttl() {
+    let o = Origin::start(|_| Reply::ok(b"origin"));
+    let dns = Dns::start(&[("ttl.test", Ipv4Addr::LOCALHOST, 2)]);
+    let logs = TempDir::new("resttl");
+    let s = Server::start(&porter_conf(&http_body(
+        dns.port,
+        "ipv6=off",
+        o.port,
+        logs.path(),
+    )));
+    // Two workers, several requests each: one query while the TTL runs.
+    for _ in 0..6 {
+        assert_eq!(status(s.port, "/?h=ttl.test"), 200);
+    }
+    assert_eq!(dns.count("ttl.test 1"), 1);
+    assert_eq!(dns.count("ttl.test 28"), 0, "ipv6=off asks no AAAA");
+    std::thread::sleep(Duration::from_millis(2300));
+    assert_eq!(status(s.port, "/?h=ttl.test"), 200);
+    assert_eq!(dns.count("ttl.test 1"), 2, "expired answer asked again");
+}
+
+#[test]
+fn valid_overrides_the_ttl() {
+    let o = Origin::start(|_| Reply::ok(b"origin"));
+    let dns = Dns::start(&[("v.test", Ipv4Addr::LOCALHOST, 3600)]);
+    let logs = TempDir::new("resvalid");
+    let s = Server::start(&porter_conf(&http_body(
+        dns.port,
+        "valid=1s",
+        o.port,
+        logs.path(),
+    )));
+    assert_eq!(status(s.port, "/?h=v.test"), 200);
+    assert_eq!(status(s.port, "/?h=v.test"), 200);
+    assert_eq!(dns.count("v.test 1"), 1);
+    assert_eq!(dns.count("v.test 28"), 1, "ipv6=on asks AAAA too");
+    std::thread::sleep(Duration::from_millis(1300));
+    assert_eq!(status(s.port, "/?h=v.test"), 200);
+    assert_eq!(dns.count("v.test 1"), 2);
+    // A negative answer is kept too (`valid=` here): asked once.
+    assert_eq!(status(s.port, "/?h=nx.test"), 502);
+    assert_eq!(status(s.port, "/?h=nx.test"), 502);
+    assert_eq!(dns.count("nx.test 1"), 1);
+}
+
+#[test]
+fn resolver_arguments_nginx_refuses_are_config_errors() {
+    for (args, want) in [
+        ("127.0.0.1 valid=x", "invalid parameter \"valid=x\""),
+        ("127.0.0.1 ipv6=maybe", "invalid parameter \"ipv6=maybe\""),
+        (
+            "no-such-host.invalid",
+            "host not found in resolver \"no-such-host.invalid\"",
+        ),
+    ] {
+        let dir = TempDir::new("resbad");
+        let conf = porter_conf(&format!(
+            "resolver {args};\nserver {{ listen 127.0.0.1:1; }}\n"
+        ));
+        std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+        let p = dir.write(
+            "porter.conf",
+            conf.replace("{PREFIX}", dir.path().to_str().unwrap()),
+        );
+        let out = run(&["-t", "-c", p.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains(want), "{args}: {err}");
+    }
+}
