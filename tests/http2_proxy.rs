@@ -4,7 +4,8 @@
 //! HTTP/1 framing headers; request bodies stream upstream, with a
 //! Content-Length when the client gave one and chunked when it did not;
 //! MISS then HIT; `proxy_cache_lock` collapses concurrent streams on one
-//! key into one upstream request.
+//! key into one upstream request; stale answers, purge, `porter_metrics`
+//! and `stub_status` work on streams as on HTTP/1.1 connections.
 
 mod common;
 
@@ -160,4 +161,66 @@ fn expect_100_continue_gets_no_interim_response_over_h2_as_in_nginx() {
     let seen = o.requests();
     let up = seen.iter().find(|r| r.target == "/upload").expect("upload");
     assert!(up.header("expect").is_none(), "{:?}", up.headers);
+}
+
+/// The rest of the request model over HTTP/2: a stale answer when the
+/// origin fails (`proxy_cache_use_stale`), `proxy_cache_purge`, and the
+/// `porter_metrics` and `stub_status` handlers, each on streams of one
+/// h2c connection.
+#[test]
+fn stale_purge_metrics_and_stub_status_over_h2() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let broken = Arc::new(AtomicBool::new(false));
+    let b = broken.clone();
+    let o = Origin::start(move |_| {
+        if b.load(Ordering::SeqCst) {
+            Reply::ok(b"origin broke\n").status(500)
+        } else {
+            Reply::ok(b"fresh\n")
+        }
+    });
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n  access_log off;\n  \
+           proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m;\n  \
+           server {{ listen 127.0.0.1:{{PORT}}; http2 on;\n    \
+             location = /metrics {{ porter_metrics; }}\n    \
+             location = /status {{ stub_status; }}\n    \
+             location / {{ proxy_pass http://127.0.0.1:{}; proxy_cache one;\n      \
+               proxy_cache_valid 200 1s; proxy_cache_use_stale error http_500;\n      \
+               proxy_cache_purge PURGE from 127.0.0.1;\n      \
+               add_header X-Cache $upstream_cache_status always; }}\n  }}\n}}\n",
+        o.port
+    );
+    let s = Server::start(&conf);
+    rt().block_on(async {
+        let send = c::connect(s.port).await;
+        let r = c::get(&send, "/k").await;
+        assert_eq!((r.status, r.header("x-cache")), (200, Some("MISS")));
+        assert_eq!(r.body, b"fresh\n");
+        // Expired, and the origin now answers 500: the stale copy.
+        broken.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        let r = c::get(&send, "/k").await;
+        assert_eq!((r.status, r.header("x-cache")), (200, Some("STALE")));
+        assert_eq!(r.body, b"fresh\n");
+        // Purged: nothing stale is left to hide the origin's 500.
+        let r = c::request(&send, "PURGE", "/k", &[], None).await.unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let r = c::get(&send, "/k").await;
+        assert_eq!(r.status, 500);
+        assert_eq!(r.body, b"origin broke\n");
+        let m = c::get(&send, "/metrics").await;
+        assert_eq!(m.status, 200);
+        let text = String::from_utf8_lossy(&m.body);
+        assert!(text.contains("porter_requests_total"), "{text}");
+        let st = c::get(&send, "/status").await;
+        assert_eq!(st.status, 200);
+        let text = String::from_utf8_lossy(&st.body);
+        assert!(text.starts_with("Active connections: "), "{text}");
+        assert!(text.contains("server accepts handled requests"), "{text}");
+    });
 }
