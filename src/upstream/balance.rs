@@ -338,6 +338,37 @@ pub struct UpstreamGroup {
     pub keepalive_requests: u64,
 }
 
+impl UpstreamGroup {
+    /// The group NGINX makes for a `proxy_pass` address that names no
+    /// `upstream` block: every address of `server` a peer with the
+    /// defaults (weight 1, `max_fails=1`, `fail_timeout=10s`), round-robin,
+    /// no keep-alive.
+    pub fn implicit(name: String, server: &str, addrs: Vec<PeerAddr>) -> UpstreamGroup {
+        let peers = addrs
+            .into_iter()
+            .map(|addr| PeerSpec {
+                server: server.to_string(),
+                addr,
+                weight: 1,
+                max_fails: 1,
+                fail_timeout: Duration::from_secs(10),
+                down: false,
+            })
+            .collect();
+        UpstreamGroup {
+            method: Method::default(),
+            id: next_id(),
+            name,
+            primary: PeerSet::new(peers),
+            backup: PeerSet::new(Vec::new()),
+            hash: None,
+            keepalive: 0,
+            keepalive_timeout: Duration::from_secs(60),
+            keepalive_requests: 1000,
+        }
+    }
+}
+
 /// Which peer a selection returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerRef {

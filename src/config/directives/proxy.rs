@@ -173,31 +173,11 @@ fn implicit_group(
         return Ok(Arc::clone(g));
     }
     let addrs = resolve_upstream(&split.host, Some(split.port_or_default()), shown)?;
-    let peers = addrs
-        .into_iter()
-        .map(|a| PeerSpec {
-            server: proxy_host.to_string(),
-            addr: a,
-            weight: 1,
-            max_fails: 1,
-            fail_timeout: Duration::from_secs(10),
-            down: false,
-        })
-        .collect();
-    let g = Arc::new(UpstreamGroup {
-        method: Default::default(),
-        id: balance::next_id(),
-        // NGINX names a unix socket's implicit group by its path.
-        name: split
-            .unix_path()
-            .map_or(proxy_host.to_string(), str::to_string),
-        primary: PeerSet::new(peers),
-        backup: PeerSet::new(Vec::new()),
-        hash: None,
-        keepalive: 0,
-        keepalive_timeout: Duration::from_secs(60),
-        keepalive_requests: 1000,
-    });
+    // NGINX names a unix socket's implicit group by its path.
+    let name = split
+        .unix_path()
+        .map_or(proxy_host.to_string(), str::to_string);
+    let g = Arc::new(UpstreamGroup::implicit(name, proxy_host, addrs));
     b.implicit_upstreams.insert(key, Arc::clone(&g));
     Ok(g)
 }

@@ -5,14 +5,13 @@
 //! variables (`$proxy_host`, `$proxy_port`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::request::UpstreamError;
 use crate::handlers::Env;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::UpstreamVars;
 use crate::log::Level;
-use crate::upstream::{self, balance::PeerSet, ProxyPass, ProxyTarget, UpstreamGroup};
+use crate::upstream::{self, ProxyPass, ProxyTarget, UpstreamGroup};
 
 /// The group a target's peers come from.
 pub enum TargetGroup {
@@ -172,26 +171,6 @@ fn one_shot_group(addrs: Vec<upstream::PeerAddr>, proxy_host: String) -> Arc<Ups
         [a] if a.is_unix() => a.to_string(),
         _ => proxy_host,
     };
-    let peers = addrs
-        .into_iter()
-        .map(|addr| upstream::PeerSpec {
-            server: name.clone(),
-            addr,
-            weight: 1,
-            max_fails: 1,
-            fail_timeout: Duration::from_secs(10),
-            down: false,
-        })
-        .collect();
-    Arc::new(UpstreamGroup {
-        method: Default::default(),
-        id: upstream::balance::next_id(),
-        name,
-        primary: PeerSet::new(peers),
-        backup: PeerSet::new(Vec::new()),
-        hash: None,
-        keepalive: 0,
-        keepalive_timeout: Duration::from_secs(60),
-        keepalive_requests: 1000,
-    })
+    let server = name.clone();
+    Arc::new(UpstreamGroup::implicit(name, &server, addrs))
 }
