@@ -195,10 +195,7 @@ pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 pub fn last_chunk_with(trailers: &[(String, String)]) -> Vec<u8> {
     let mut out = b"0\r\n".to_vec();
     for (n, v) in trailers {
-        out.extend_from_slice(n.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(v.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        super::response::header(&mut out, n, v);
     }
     out.extend_from_slice(b"\r\n");
     out

@@ -329,7 +329,9 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(b"\r\n");
 }
 
-fn header(out: &mut Vec<u8>, name: &str, value: &str) {
+/// Appends one `Name: value` field line (a response head, a trailer, an
+/// upstream request head).
+pub fn header(out: &mut Vec<u8>, name: &str, value: &str) {
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b": ");
     out.extend_from_slice(value.as_bytes());

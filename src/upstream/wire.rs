@@ -292,10 +292,7 @@ pub fn request_head(
         b" HTTP/1.0\r\n"
     });
     for (n, v) in headers {
-        out.extend_from_slice(n.as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(v.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        crate::http::response::header(&mut out, n, v);
     }
     out.extend_from_slice(b"\r\n");
     out
