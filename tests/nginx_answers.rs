@@ -13,15 +13,6 @@ use std::time::Duration;
 use common::origin::*;
 use common::*;
 
-fn porter_conf(http_extra: &str, server_body: &str) -> String {
-    format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\nerror_log {{PREFIX}}/logs/error.log info;\n\
-         events {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_extra}\n\
-           server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n{server_body}\n  }}\n}}\n"
-    )
-}
-
 /// porter and (when installed) nginx on the same settings; `{ORIGIN}` is
 /// replaced by `origin`.
 struct Both {
@@ -41,7 +32,7 @@ impl Both {
             http_extra.replace("{ORIGIN}", &o).replace("{DOCROOT}", &d),
             server_body.replace("{ORIGIN}", &o).replace("{DOCROOT}", &d),
         );
-        let porter = Server::start(&porter_conf(&h, &s));
+        let porter = Server::start(&one_server_conf(&h, &s));
         let nginx = Nginx::start(&format!(
             "{h}\nserver {{\n listen 127.0.0.1:{{PORT}};\n server_name localhost;\n{s}\n}}\n"
         ));

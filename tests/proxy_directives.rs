@@ -12,18 +12,9 @@ use std::net::TcpStream;
 use common::origin::*;
 use common::*;
 
-fn porter_conf(http_extra: &str, server_body: &str) -> String {
-    format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\nerror_log {{PREFIX}}/logs/error.log info;\n\
-         events {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_extra}\n\
-           server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n{server_body}\n  }}\n}}\n"
-    )
-}
-
 /// porter and nginx (when installed) on the same block, with their ports.
 fn both(http_extra: &str, server_body: &str) -> (Server, Option<Nginx>, Vec<u16>) {
-    let p = Server::start(&porter_conf(http_extra, server_body));
+    let p = Server::start(&one_server_conf(http_extra, server_body));
     let n = Nginx::start(&format!(
         "{http_extra}\nserver {{\n listen 127.0.0.1:{{PORT}};\n server_name localhost;\n{server_body}\n}}\n"
     ));
@@ -223,7 +214,7 @@ fn proxy_cache_convert_head() {
 fn upstream_byte_variables_count_each_try() {
     let o = Origin::start(|_| Reply::ok(b"hello").framing(Framing::Chunked));
     let dead = free_port();
-    let conf = porter_conf(
+    let conf = one_server_conf(
         &format!(
             "log_format up '$upstream_addr|$upstream_status|$upstream_response_length|\
              $upstream_bytes_received|$upstream_bytes_sent';\n\
@@ -263,7 +254,7 @@ fn upstream_byte_variables_count_each_try() {
 #[test]
 fn request_body_variable_when_read_into_memory() {
     let o = echo();
-    let conf = porter_conf(
+    let conf = one_server_conf(
         "log_format rb '[$request_body]';",
         &format!(
             "access_log {{PREFIX}}/logs/rb.log rb;\nlocation / {{ proxy_pass http://127.0.0.1:{}; }}",

@@ -15,15 +15,6 @@ use std::time::Duration;
 use common::origin::*;
 use common::*;
 
-fn porter_conf(http_extra: &str, server_body: &str) -> String {
-    format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\nerror_log {{PREFIX}}/logs/error.log info;\n\
-         events {{ worker_connections 256; }}\n\
-         http {{\n  access_log off;\n{http_extra}\n\
-           server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n{server_body}\n  }}\n}}\n"
-    )
-}
-
 fn nginx_body(http_extra: &str, server_body: &str) -> String {
     format!(
         "{http_extra}\nserver {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n{server_body}\n}}\n"
@@ -32,7 +23,7 @@ fn nginx_body(http_extra: &str, server_body: &str) -> String {
 
 /// porter, and nginx when installed, on the same settings.
 fn both(http_extra: &str, server_body: &str) -> (Server, Option<Nginx>) {
-    let p = Server::start(&porter_conf(http_extra, server_body));
+    let p = Server::start(&one_server_conf(http_extra, server_body));
     let n = Nginx::start(&nginx_body(http_extra, server_body));
     if n.is_none() {
         eprintln!("nginx not installed: comparing with porter's expected answers only");
@@ -103,7 +94,7 @@ fn ignore_invalid_headers_as_nginx() {
 fn max_headers_limits_the_count() {
     // NGINX 1.29's own test: with `max_headers 5`, five lines pass and a
     // sixth is a 400.
-    let p = Server::start(&porter_conf(
+    let p = Server::start(&one_server_conf(
         "",
         "max_headers 5;\nlocation / { return 204; }",
     ));
@@ -152,7 +143,7 @@ fn keepalive_time_closes_after_the_next_request() {
 
 #[test]
 fn access_log_if_skips_lines() {
-    let p = Server::start(&porter_conf(
+    let p = Server::start(&one_server_conf(
         "",
         "access_log {PREFIX}/logs/cond.log combined if=$arg_log;\nlocation / { return 200 ok; }",
     ));
@@ -170,7 +161,7 @@ fn access_log_if_skips_lines() {
 
 #[test]
 fn error_log_in_a_location_gets_its_requests_lines() {
-    let p = Server::start(&porter_conf(
+    let p = Server::start(&one_server_conf(
         "",
         "root {PREFIX}/html;\nlocation /own/ { error_log {PREFIX}/logs/own.log info; }\nlocation / { }",
     ));

@@ -525,6 +525,31 @@ pub fn one_worker_conf(http_body: &str) -> String {
     )
 }
 
+/// [`one_worker_conf`] with one server on `{PORT}` named `localhost`:
+/// `http_extra` at the `http` level, `server_body` inside the server.
+pub fn one_server_conf(http_extra: &str, server_body: &str) -> String {
+    one_worker_conf(&format!(
+        "{http_extra}\n  server {{\n    listen 127.0.0.1:{{PORT}};\n    \
+         server_name localhost;\n{server_body}\n  }}"
+    ))
+}
+
+/// `porter -t` on `conf` (its `{PREFIX}` a new directory with `logs/`):
+/// fails the test when the config is accepted, else returns what porter
+/// printed on stderr.
+pub fn config_error(conf: &str) -> String {
+    let dir = TempDir::new("conferr");
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    let p = dir.write(
+        "porter.conf",
+        conf.replace("{PREFIX}", dir.path().to_str().unwrap()),
+    );
+    let out = run(&["-t", "-c", p.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "config accepted: {conf}\n{err}");
+    err
+}
+
 /// A minimal config around a `server { }` body, with logs in the prefix.
 pub fn http_conf(server_body: &str) -> String {
     format!(
