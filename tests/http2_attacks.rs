@@ -89,6 +89,17 @@ impl Seen {
             .map(|f| u32::from_be_bytes([f.payload[4], f.payload[5], f.payload[6], f.payload[7]]))
     }
 
+    /// The server answered with GOAWAY(ENHANCE_YOUR_CALM) and closed.
+    fn assert_calmed(&self, attack: &str) {
+        assert_eq!(
+            self.goaway(),
+            Some(ENHANCE_YOUR_CALM),
+            "{attack}: {:?}",
+            self.goaway()
+        );
+        assert!(self.closed, "{attack}: the connection stayed open");
+    }
+
     fn count(&self, kind: u8) -> usize {
         self.frames.iter().filter(|f| f.kind == kind).count()
     }
@@ -320,13 +331,7 @@ fn rapid_reset_gets_enhance_your_calm() {
             (id < 200_000).then_some(p)
         })
     });
-    assert_eq!(
-        seen.goaway(),
-        Some(ENHANCE_YOUR_CALM),
-        "{:?}",
-        seen.goaway()
-    );
-    assert!(seen.closed);
+    seen.assert_calmed("rapid_reset_gets_enhance_your_calm");
 }
 
 #[test]
@@ -362,13 +367,7 @@ fn rapid_reset_of_accepted_streams_gets_enhance_your_calm() {
             (id < 20_000).then_some(p)
         })
     });
-    assert_eq!(
-        seen.goaway(),
-        Some(ENHANCE_YOUR_CALM),
-        "{:?}",
-        seen.goaway()
-    );
-    assert!(seen.closed);
+    seen.assert_calmed("rapid_reset_of_accepted_streams_gets_enhance_your_calm");
     let log = b.s.read("logs/error.log");
     assert!(log.contains("client reset too many streams"), "{log}");
 }
@@ -398,13 +397,7 @@ fn continuation_flood_gets_enhance_your_calm() {
             Some(p)
         })
     });
-    assert_eq!(
-        seen.goaway(),
-        Some(ENHANCE_YOUR_CALM),
-        "{:?}",
-        seen.goaway()
-    );
-    assert!(seen.closed);
+    seen.assert_calmed("continuation_flood_gets_enhance_your_calm");
 }
 
 #[test]
@@ -472,13 +465,7 @@ fn flood(name: &str, unit: Vec<u8>, opening: Vec<u8>, ours: bool) {
             Some(unit.repeat(500))
         })
     });
-    assert_eq!(
-        seen.goaway(),
-        Some(ENHANCE_YOUR_CALM),
-        "{name}: {:?}",
-        seen.goaway()
-    );
-    assert!(seen.closed);
+    seen.assert_calmed(name);
     if ours {
         let log = b.s.read("logs/error.log");
         assert!(log.contains("http2 flood detected"), "{log}");
