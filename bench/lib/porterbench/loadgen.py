@@ -23,7 +23,7 @@ class Wrk:
     """One wrk process, started now, bounded in time (duration + grace)."""
 
     def __init__(self, port, uri, conns, threads, duration, timeout_s, list_file=None, seed=1,
-                 cpus=None, label="", nice=0):
+                 cpus=None, label="", nice=0, delay_ms=0):
         self.label = label
         duration = max(1, int(round(duration)))  # wrk takes whole seconds
         self.duration = duration
@@ -33,6 +33,9 @@ class Wrk:
                "--timeout", f"{timeout_s}s"]
         if list_file:
             cmd += ["-s", os.path.join(LUA_DIR, "random.lua"), url, "--", list_file, str(seed)]
+        elif delay_ms:
+            # paced: a bounded offered rate, so latency is not the queue of a saturated CPU
+            cmd += ["-s", os.path.join(LUA_DIR, "paced.lua"), url, "--", str(delay_ms)]
         else:
             cmd += ["-s", os.path.join(LUA_DIR, "fixed.lua"), url]
         if cpus is not None:

@@ -217,8 +217,9 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
     drops0 = drop_caches_count()
     try:
         cpu0 = ctx.cg.cpu_ns()
+        pace = P.get(f"{k}.hot_delay_ms", 0)
         alone = Wrk(srv.port, hot_uri, P[f"{k}.hot_conns"], 1, P[f"{k}.alone_s"],
-                    P["wrk_timeout_s"], label="hot alone", nice=P["nice"]).result()
+                    P["wrk_timeout_s"], label="hot alone", nice=P["nice"], delay_ms=pace).result()
         cpu_mid = ctx.cg.cpu_ns()
         pm0 = porter_metrics(srv)
         ct0 = cpu_times()
@@ -227,7 +228,7 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
                    P["wrk_timeout_s"], list_file=list_file, seed=1000 + rep,
                    label="cold load", nice=P["nice"])
         hot = Wrk(srv.port, hot_uri, P[f"{k}.hot_conns"], 1, P[f"{k}.load_s"],
-                  P["wrk_timeout_s"], label="hot under load", nice=P["nice"])
+                  P["wrk_timeout_s"], label="hot under load", nice=P["nice"], delay_ms=pace)
         hot_r = hot.result()
         cold_r = cold.result()
         io = sampler.stop(P["steady_skip_s"])
@@ -965,6 +966,8 @@ PARAM_DOC = {
     "s1.cold_conns": (100, 100, 8, "S1 connections of the random cold client"),
     "s1.cold_threads": (2, 2, 1, "S1 wrk threads of the cold client"),
     "s1.hot_conns": (25, 25, 4, "S1 connections of the hot-file client"),
+    "s1.hot_delay_ms": (0, 0, 0, "S1 hot client's pause after each response, ms (0: none, the "
+                                 "client saturates; N: a paced client, see s2.hot_delay_ms)"),
     "s1.alone_s": (5, 2, 1, "S1 seconds of the hot file alone"),
     "s1.load_s": (20, 6, 3, "S1 seconds of cold load + hot file"),
     "s2.files": (50000, 50000, 300, "S2 small files"),
@@ -978,6 +981,10 @@ PARAM_DOC = {
     "s2.cold_conns": (100, 100, 8, "S2 connections of the random cold client"),
     "s2.cold_threads": (2, 2, 1, "S2 wrk threads of the cold client"),
     "s2.hot_conns": (10, 10, 4, "S2 connections of the hot-file client"),
+    "s2.hot_delay_ms": (0, 0, 0, "S2 hot client's pause after each response, ms (0: none, the "
+                                 "client saturates two cores and its p99 is the CPU's queue; "
+                                 "N: each connection offers at most 1000/N req/s, so the p99 is "
+                                 "the latency of a request that finds the server idle or busy)"),
     "s2.alone_s": (5, 2, 1, "S2 seconds of the hot file alone"),
     "s2.load_s": (20, 6, 3, "S2 seconds of cold load + hot file"),
     "s3.small_kb": (1, 1, 1, "S3 small file, KiB"),
