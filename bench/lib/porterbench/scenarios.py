@@ -79,7 +79,8 @@ class Context:
         return ServerSettings(workers=workers, threads_total=self.p["threads"],
                               nofile=self.nofile, worker_connections=min(20000, self.nofile - 64),
                               user=self.p["user"],
-                              worker_priority=str(self.p["worker_priority"]))
+                              worker_priority=str(self.p["worker_priority"]),
+                              sendfile_max_chunk=self.p["sendfile_max_chunk"])
 
     def prefix(self, scen, mode):
         d = os.path.join(self.out_dir, "servers", f"{scen}-{mode.id}")
@@ -948,6 +949,7 @@ PARAM_DOC = {
     "worker_priority": ("", "", "", "`worker_priority` for both servers' workers (a nice value, "
                                     "absolute); empty: not set, the workers keep the servers' "
                                     "`nice`"),
+    "sendfile_max_chunk": ("512k", "512k", "512k", "`sendfile_max_chunk` for both servers"),
     "quiet_wait_s": (5, 2, 0, "before each run, wait up to this long for the machine to be "
                                "quiet (other work under quiet_pct of all CPUs over 1 s)"),
     "quiet_pct": (25, 25, 25, "see quiet_wait_s"),
