@@ -184,14 +184,22 @@ def raise_nofile(n):
 
 def idle_connections(port, uri, count, batch=500, timeout=60.0):
     """Open `count` connections; each sends one keep-alive GET and reads the
-    whole response, then stays open. Returns (sockets, number that got a
-    complete 200 response, seconds taken). The caller closes the sockets."""
+    whole response, then stays open. Over TLS (`--set tls=1`) each first
+    completes a TLS 1.3 handshake (non-blocking, no session resumption) and
+    reads the session tickets the server sends with its answer. Returns
+    (sockets, number that got a complete 200 response, number that failed,
+    seconds taken). The caller closes the sockets."""
     got = raise_nofile(count + 64)
     if got < count + 64:
         raise HarnessError(f"{count} connections need an open-files limit of {count + 64}; "
                            f"this process may only raise it to {got} (hard limit, no "
                            "CAP_SYS_RESOURCE): use --set s5.conns=N with a smaller N")
     req = f"GET {uri} HTTP/1.1\r\nHost: bench\r\n\r\n".encode()
+    tls = None
+    if TLS["on"]:
+        import ssl
+        tls = ssl._create_unverified_context()
+        tls.minimum_version = ssl.TLSVersion.TLSv1_3
     sel = selectors.DefaultSelector()
     socks, ok, failed = [], 0, 0
     state = {}
@@ -209,45 +217,86 @@ def idle_connections(port, uri, count, batch=500, timeout=60.0):
                 failed += 1
                 opened += 1
                 continue
-            socks.append(s)
-            state[s] = {"sent": False, "buf": b""}
-            sel.register(s, selectors.EVENT_WRITE)
+            st = {"step": "connect", "buf": b"", "sock": s}
+            state[id(st)] = st
+            sel.register(s, selectors.EVENT_WRITE, st)
             opened += 1
         for key, ev in sel.select(timeout=0.5):
-            s = key.fileobj
-            st = state[s]
+            st = key.data
             try:
-                if not st["sent"]:
-                    if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
-                        raise OSError("connect failed")
-                    s.sendall(req)
-                    st["sent"] = True
-                    sel.modify(s, selectors.EVENT_READ)
-                    continue
-                data = s.recv(65536)
-                if not data:
-                    raise OSError("closed by server")
-                st["buf"] += data
-                head, sep, body = st["buf"].partition(b"\r\n\r\n")
-                if sep:
-                    clen = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        k, _, v = line.partition(b":")
-                        if k.strip().lower() == b"content-length":
-                            clen = int(v)
-                    if len(body) >= clen:
-                        if head.startswith(b"HTTP/1.1 200"):
-                            ok += 1
-                        else:
-                            failed += 1
-                        sel.unregister(s)
-                        del state[s]
+                done = _idle_step(st["sock"], st, req, tls, sel)
             except OSError:
+                done = "failed"
+            if done is None:
+                continue
+            c = st.get("ssl", st["sock"])
+            try:
+                sel.unregister(c)
+            except (KeyError, ValueError):
+                pass
+            del state[id(st)]
+            if done == "ok":
+                ok += 1
+                socks.append(c)
+            else:
                 failed += 1
-                sel.unregister(s)
-                del state[s]
+                c.close()
     sel.close()
+    socks += [st.get("ssl", st["sock"]) for st in state.values()]
     return socks, ok, failed, time.monotonic() - t0
+
+
+def _idle_step(s, st, req, tls, sel):
+    """One readiness event of an S5 connection: connect, (TLS handshake),
+    send the request, read the answer. Returns None while not finished,
+    "ok" after a complete 200, "failed" otherwise."""
+    import ssl
+    if st["step"] == "connect":
+        if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            raise OSError("connect failed")
+        if tls is not None:
+            sel.unregister(s)  # wrap_socket detaches s: the selector follows its fd
+            st["ssl"] = tls.wrap_socket(s, server_hostname="bench",
+                                        do_handshake_on_connect=False)
+            sel.register(st["ssl"], selectors.EVENT_WRITE, st)
+            st["step"] = "handshake"
+        else:
+            st["step"] = "send"
+    c = st.get("ssl", s)
+    if st["step"] == "handshake":
+        try:
+            c.do_handshake()
+        except ssl.SSLWantReadError:
+            sel.modify(c, selectors.EVENT_READ, st)
+            return None
+        except ssl.SSLWantWriteError:
+            sel.modify(c, selectors.EVENT_WRITE, st)
+            return None
+        st["step"] = "send"
+    if st["step"] == "send":
+        c.sendall(req)
+        st["step"] = "read"
+        sel.modify(c, selectors.EVENT_READ, st)
+        return None
+    while True:
+        try:
+            data = c.recv(65536)
+        except ssl.SSLWantReadError:
+            return None
+        if not data:
+            raise OSError("closed by server")
+        st["buf"] += data
+        head, sep, body = st["buf"].partition(b"\r\n\r\n")
+        if sep:
+            clen = 0
+            for line in head.split(b"\r\n")[1:]:
+                k, _, v = line.partition(b":")
+                if k.strip().lower() == b"content-length":
+                    clen = int(v)
+            if len(body) >= clen:
+                return "ok" if head.startswith(b"HTTP/1.1 200") else "failed"
+        if tls is None:
+            return None
 
 
 def close_all(socks):
