@@ -127,7 +127,7 @@ fn into_stream(tcp: TcpStream, tls: TlsConn, ktls: bool) -> std::io::Result<Clie
         }
         Ktls::Stay(tls) => {
             ktls::count(&ktls::STAYED);
-            Ok(ClientStream::tls(tcp, tls))
+            Ok(ClientStream::tls(tcp, *tls))
         }
         Ktls::Failed(e) => {
             ktls::count(&ktls::FAILED);

@@ -112,7 +112,7 @@ pub enum Ktls {
     /// The kernel encrypts and decrypts the connection's records now.
     On,
     /// Not switched (nothing given up): user-space TLS goes on.
-    Stay(TlsConn),
+    Stay(Box<TlsConn>),
     /// rustls gave its secrets up and the kernel refused them: the
     /// connection cannot go on.
     Failed(io::Error),
@@ -498,11 +498,11 @@ impl TlsConn {
             }
         };
         let Some(version) = version else {
-            return Ktls::Stay(self);
+            return Ktls::Stay(Box::new(self));
         };
         let fd = std::os::fd::AsRawFd::as_raw_fd(tcp);
         if ktls::set_ulp(fd).is_err() {
-            return Ktls::Stay(self);
+            return Ktls::Stay(Box::new(self));
         }
         let secrets = match self.conn.into_inner().dangerous_extract_secrets() {
             Ok(s) => s,
