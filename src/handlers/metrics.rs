@@ -27,6 +27,10 @@
 //!   the read went to an io-wq thread or waited for a page; the kernel's
 //!   completion does not say which, so io-wq punts alone are not counted.
 //! - `porter_log_dropped_lines_total`: log lines dropped, never waited for.
+//! - `porter_ktls_connections_total{result}`: TLS connections moved to
+//!   kernel TLS (`kernel`), kept in user space although the kernel offers
+//!   kTLS (`user_space`: a cipher it does not take, input buffered past
+//!   the handshake), or lost when it refused the keys (`failed`).
 //! - The `stub_status` figures as `porter_connections_*` and
 //!   `porter_requests_total`.
 
@@ -39,6 +43,7 @@ use crate::disk::uring;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
 use crate::metrics::{self, get, Histogram, BUCKETS};
+use crate::tls::ktls;
 
 fn histogram(out: &mut String, name: &str, help: &str, series: &[(String, &Histogram)]) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
@@ -224,7 +229,7 @@ fn pool_figures(out: &mut String, env: &Env<'_>) {
     );
 }
 
-/// Fast-path hits and misses per call; log lines dropped.
+/// Fast-path hits and misses per call; kTLS connections; log lines dropped.
 fn fastpath_and_log_figures(out: &mut String) {
     let mut fp = Vec::new();
     for op in Op::ALL {
@@ -240,6 +245,18 @@ fn fastpath_and_log_figures(out: &mut String) {
         &fp,
     );
 
+    let k = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    family(
+        out,
+        "porter_ktls_connections_total",
+        "counter",
+        "TLS connections moved to kernel TLS, kept in user space, or lost on the kernel's refusal.",
+        &[
+            ("result=\"kernel\"".to_string(), k(&ktls::SWITCHED)),
+            ("result=\"user_space\"".to_string(), k(&ktls::STAYED)),
+            ("result=\"failed\"".to_string(), k(&ktls::FAILED)),
+        ],
+    );
     family(
         out,
         "porter_log_dropped_lines_total",

@@ -403,7 +403,7 @@ impl<H: Respond + 'static> Connection<H> {
     /// One `info` line when the TLS layer refused what the client sent
     /// (a bad record, an unexpected message), as NGINX logs `SSL_read()`.
     fn tls_failed(&self, e: &io::Error, doing: &str) {
-        if self.stream.tls_conn().is_some() && e.kind() == io::ErrorKind::InvalidData {
+        if self.stream.is_tls() && e.kind() == io::ErrorKind::InvalidData {
             self.worker.log.log_conn(
                 Level::Info,
                 Some(self.info.id),

@@ -4,7 +4,10 @@
 //! logic is the same for both; what differs is here. A plain stream keeps
 //! every zero-copy path (`sendfile`, `writev` of head and body); a TLS
 //! stream encrypts in user space ([`crate::tls::conn`]), so file bodies
-//! are read through the disk layer into buffers and never `sendfile`d.
+//! are read through the disk layer into buffers and never `sendfile`d. A
+//! kTLS stream (the kernel has the record layer, [`crate::tls::ktls`]) is
+//! written like a plain one — `sendfile`, `writev`, `MSG_MORE` — and read
+//! with `recvmsg`, which names each record's type.
 
 use std::io;
 use std::net::Shutdown;
@@ -19,12 +22,39 @@ use crate::tls::conn::TlsConn;
 pub struct ClientStream {
     tcp: TcpStream,
     tls: Option<Box<TlsConn>>,
+    /// TLS in the kernel (kTLS): written as plain TCP, read record-aware.
+    ktls: bool,
 }
 
 impl ClientStream {
     /// A plain TCP stream.
     pub fn plain(tcp: TcpStream) -> ClientStream {
-        ClientStream { tcp, tls: None }
+        ClientStream {
+            tcp,
+            tls: None,
+            ktls: false,
+        }
+    }
+
+    /// A TLS stream whose record layer the kernel took over (kTLS).
+    pub fn ktls(tcp: TcpStream) -> ClientStream {
+        ClientStream {
+            tcp,
+            tls: None,
+            ktls: true,
+        }
+    }
+
+    /// Whether this is TLS (in user space or in the kernel).
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some() || self.ktls
+    }
+
+    /// One record-aware read of a kTLS socket, without waiting.
+    fn ktls_read(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.tcp);
+        self.tcp
+            .try_io(Interest::READABLE, || crate::tls::ktls::recv(fd, buf))
     }
 
     /// A TLS stream whose handshake is done.
@@ -32,6 +62,7 @@ impl ClientStream {
         ClientStream {
             tcp,
             tls: Some(Box::new(tls)),
+            ktls: false,
         }
     }
 
@@ -41,13 +72,22 @@ impl ClientStream {
         &self.tcp
     }
 
-    /// The TLS session, if this is a TLS stream.
+    /// The user-space TLS session, if this is such a TLS stream (not for
+    /// kTLS, which is written as plain TCP).
     pub fn tls_conn(&self) -> Option<&TlsConn> {
         self.tls.as_deref()
     }
 
     /// Appends what arrives next to `buf`, waiting for it; `Ok(0)` at end.
     pub async fn read_buf(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        if self.ktls {
+            loop {
+                match self.ktls_read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.tcp.readable().await?,
+                    r => return r,
+                }
+            }
+        }
         match &self.tls {
             None => self.tcp.read_buf(buf).await,
             Some(t) => t.read(&self.tcp, buf).await,
@@ -56,6 +96,9 @@ impl ClientStream {
 
     /// One read without waiting (`WouldBlock` when nothing is there).
     pub fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        if self.ktls {
+            return self.ktls_read(buf);
+        }
         match &self.tls {
             None => self.tcp.try_read_buf(buf),
             Some(t) => t.try_read(&self.tcp, buf),
@@ -70,6 +113,9 @@ impl ClientStream {
     pub fn read_now(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
         if let Some(t) = &self.tls {
             return t.try_read(&self.tcp, buf);
+        }
+        if self.ktls {
+            return self.ktls_read(buf);
         }
         let stream = &self.tcp;
         let mut got = 0;
@@ -168,10 +214,13 @@ impl ClientStream {
     }
 
     /// Ends the sending side: TLS's `close_notify` (as far as the socket
-    /// takes it now), then the TCP half-close.
+    /// takes it now; on kTLS a control record), then the TCP half-close.
     pub fn shutdown_write(&self) {
         if let Some(t) = &self.tls {
             t.close_notify(&self.tcp);
+        }
+        if self.ktls {
+            crate::tls::ktls::send_close_notify(std::os::fd::AsRawFd::as_raw_fd(&self.tcp));
         }
         let _ = socket2::SockRef::from(&self.tcp).shutdown(Shutdown::Write);
     }

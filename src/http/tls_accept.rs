@@ -3,7 +3,10 @@
 //! starts a handshake; anything else is plain HTTP, answered with NGINX's
 //! 400 "The plain HTTP request was sent to HTTPS port" once its head is
 //! read), then the handshake, bounded by `ssl_handshake_timeout`, with
-//! the server block chosen by SNI as `Host` chooses it.
+//! the server block chosen by SNI as `Host` chooses it. An HTTP/1.x
+//! connection whose server has `ssl_ktls on` (the default) then moves to
+//! kernel TLS when the start-up probe found it ([`crate::tls::ktls`]);
+//! HTTP/2 connections stay in user space.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,8 +17,8 @@ use super::context::{ConnInfo, TlsInfo};
 use super::stream::ClientStream;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
-use crate::tls::conn::{self, HandshakeError, Hello};
-use crate::tls::ServerTls;
+use crate::tls::conn::{self, HandshakeError, Hello, Ktls, TlsConn};
+use crate::tls::{ktls, ServerTls};
 
 /// How a connection to a TLS address began.
 pub enum Accepted {
@@ -66,7 +69,13 @@ pub async fn accept(
         answered = Some(tls);
         Some(config)
     };
-    match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick)).await {
+    // kTLS may follow: the handshake reads whole records only.
+    let whole_records = ktls::probe().usable()
+        && listen
+            .servers
+            .iter()
+            .any(|s| s.tls.as_ref().is_some_and(|t| t.ktls));
+    match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick, whole_records)).await {
         Ok(Ok(tls)) => {
             let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
                 Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
@@ -79,7 +88,14 @@ pub async fn accept(
                 reused: tls.resumed(),
                 client_verify,
             };
-            Accepted::Tls(ClientStream::tls(tcp, tls), Arc::new(facts))
+            let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
+            match into_stream(tcp, tls, whole_records && ktls_on) {
+                Ok(s) => Accepted::Tls(s, Arc::new(facts)),
+                Err(e) => {
+                    handshake_failed(log, info, &format!("kTLS setup failed ({e})"));
+                    Accepted::Closed
+                }
+            }
         }
         Ok(Err(HandshakeError::Closed)) => {
             handshake_failed(log, info, "peer closed connection in SSL handshake");
@@ -92,6 +108,30 @@ pub async fn accept(
         Err(_) => {
             handshake_failed(log, info, "client timed out (110: Connection timed out)");
             Accepted::Closed
+        }
+    }
+}
+
+/// The stream of a finished handshake: moved to kTLS when `ktls` (the
+/// kernel offers it and the server has `ssl_ktls on`) and the connection
+/// speaks HTTP/1.x, else user-space TLS. An error: the kernel refused
+/// the keys after rustls gave them up (counted; the connection is lost).
+fn into_stream(tcp: TcpStream, tls: TlsConn, ktls: bool) -> std::io::Result<ClientStream> {
+    if !ktls || tls.alpn_h2() {
+        return Ok(ClientStream::tls(tcp, tls));
+    }
+    match tls.into_ktls(&tcp, ktls::probe()) {
+        Ktls::On => {
+            ktls::count(&ktls::SWITCHED);
+            Ok(ClientStream::ktls(tcp))
+        }
+        Ktls::Stay(tls) => {
+            ktls::count(&ktls::STAYED);
+            Ok(ClientStream::tls(tcp, *tls))
+        }
+        Ktls::Failed(e) => {
+            ktls::count(&ktls::FAILED);
+            Err(e)
         }
     }
 }

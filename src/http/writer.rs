@@ -8,10 +8,12 @@
 //! decides what to write; this file only how, and how a failed send is
 //! reported in the error log ([`log_send_error`]).
 //!
-//! On a TLS stream a file range is always read through the disk layer
-//! (`OpenFile::read_at`: the fast path's `RWF_NOWAIT` read, else the pool
-//! or io_uring) into a buffer that is encrypted on the loop, as with
-//! `sendfile off`: plain pages are never `sendfile`d into a TLS stream.
+//! On a user-space TLS stream a file range is always read through the
+//! disk layer (`OpenFile::read_at`: the fast path's `RWF_NOWAIT` read,
+//! else the pool or io_uring) into a buffer that is encrypted on the
+//! loop, as with `sendfile off`: plain pages are never `sendfile`d into
+//! rustls's stream. A kTLS stream (no `tls_conn()`: the kernel encrypts)
+//! takes the plain route, `sendfile` included.
 
 use std::io;
 

@@ -333,7 +333,7 @@ fn prepare(
     }
     uring_notice(cfg, log);
     if cfg.listens.iter().any(|l| l.ssl) {
-        ktls_notice(log);
+        ktls_notice(cfg, log);
     }
     if let Err(e) = super::code_lock::lock_code() {
         log.log(
@@ -348,13 +348,32 @@ fn prepare(
     Ok((listeners, creds, signals, pid_path))
 }
 
-/// The one start-up line about kernel TLS: porter encrypts in user space
-/// (rustls) either way; the line says whether the kernel could take over.
-fn ktls_notice(log: &ErrorLog) {
-    let why = match crate::tls::ktls::kernel_has_tls() {
-        Ok(false) => "the kernel has no \"tls\" module (kTLS)".to_string(),
-        Ok(true) => "kTLS is available but not used by porter".to_string(),
-        Err(e) => format!("setsockopt(TCP_ULP, \"tls\") failed {}", errno_text(&e)),
+/// The one start-up line about kernel TLS (probed once, `tls::ktls`):
+/// whether HTTP/1.x TLS connections move to the kernel after their
+/// handshake (and `sendfile` works on them), or stay in user space
+/// (rustls) and why.
+fn ktls_notice(cfg: &Config, log: &ErrorLog) {
+    let wanted = cfg
+        .listens
+        .iter()
+        .flat_map(|l| l.servers.iter())
+        .any(|s| s.tls.as_ref().is_some_and(|t| t.ktls));
+    let support = crate::tls::ktls::probe();
+    let why = match &support.why_not {
+        _ if !wanted => "\"ssl_ktls off\"".to_string(),
+        Some(why) => format!("{why} (kTLS)"),
+        None => {
+            let ciphers: Vec<&str> = support.ciphers.iter().map(|c| c.name()).collect();
+            log.log(
+                Level::Notice,
+                format_args!(
+                    "kTLS: the kernel encrypts TLS records ({}) of HTTP/1.x connections after \
+                     the handshake; files are sent with sendfile on them",
+                    ciphers.join(", ")
+                ),
+            );
+            return;
+        }
     };
     log.log(
         Level::Notice,

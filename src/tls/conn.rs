@@ -11,8 +11,14 @@
 //! The same record I/O serves porter's own connections to upstreams
 //! (`proxy_pass https://`): [`connect`] runs a client handshake, and the
 //! connection is then read and written like an accepted one.
+//!
+//! When the connection may move to kernel TLS afterwards ([`accept`]'s
+//! `whole_records`), the handshake reads whole records only (a peek at
+//! each record's header, then exactly its length), so nothing the client
+//! sent after its `Finished` sits decrypted or half-read in rustls when
+//! [`TlsConn::into_ktls`] hands the secrets to the kernel (`ktls.rs`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io::{self, IoSlice, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +63,61 @@ impl Write for Sock<'_> {
     }
 }
 
+/// The socket read one TLS record at a time: `left` is what remains of
+/// the record being read (0: at a record's start, whose header is peeked
+/// first). rustls is never given a byte past the record it asked for.
+struct Whole<'a> {
+    tcp: &'a TcpStream,
+    left: &'a Cell<usize>,
+}
+
+impl Read for Whole<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut left = self.left.get();
+        if left == 0 {
+            let mut h = [0u8; 5];
+            let n = rustix::net::recv(self.tcp, &mut h, rustix::net::RecvFlags::PEEK)?.0;
+            if n == 0 {
+                return Ok(0);
+            }
+            if n < h.len() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            left = h.len() + usize::from(u16::from_be_bytes([h[3], h[4]]));
+        }
+        let want = left.min(buf.len());
+        let n = rustix::io::read(self.tcp, &mut buf[..want])?;
+        if n > 0 {
+            self.left.set(left - n);
+        }
+        Ok(n)
+    }
+}
+
+/// Reads records from `tcp` into `read`'s rustls side: whole records
+/// only when `whole` is given (kTLS may follow), else what is there.
+fn read_handshake(
+    tcp: &TcpStream,
+    whole: Option<&Cell<usize>>,
+    read: &mut dyn FnMut(&mut dyn Read) -> io::Result<usize>,
+) -> io::Result<usize> {
+    match whole {
+        Some(left) => tcp.try_io(Interest::READABLE, || read(&mut Whole { tcp, left })),
+        None => tcp.try_io(Interest::READABLE, || read(&mut Sock(tcp))),
+    }
+}
+
+/// What became of [`TlsConn::into_ktls`].
+pub enum Ktls {
+    /// The kernel encrypts and decrypts the connection's records now.
+    On,
+    /// Not switched (nothing given up): user-space TLS goes on.
+    Stay(Box<TlsConn>),
+    /// rustls gave its secrets up and the kernel refused them: the
+    /// connection cannot go on.
+    Failed(io::Error),
+}
+
 /// What the ClientHello asked for, as the server block is chosen.
 pub struct Hello<'a> {
     /// The SNI name, if sent.
@@ -99,6 +160,9 @@ pub struct TlsConn {
     /// a small response (head and body) is one record, one seal, one
     /// `sendmsg`, as NGINX's `ssl_buffer_size` buffer makes it.
     corked: RefCell<Vec<u8>>,
+    /// The handshake read whole records only and ended at a record's
+    /// end: rustls holds no byte the kernel would need (kTLS possible).
+    clean_cut: bool,
 }
 
 /// Most plaintext held back for the next write: one full record.
@@ -119,13 +183,18 @@ fn read_records(
 /// Runs the handshake on `tcp`: reads the ClientHello, asks `pick` for the
 /// configuration (the server block's, chosen by SNI; `None`: no server
 /// has a certificate), and completes the handshake. The caller bounds it with `ssl_handshake_timeout`.
+/// With `whole_records` the handshake reads whole records only, so the
+/// connection may then move to kTLS ([`TlsConn::into_ktls`]).
 pub async fn accept(
     tcp: &TcpStream,
     pick: impl FnOnce(&Hello<'_>) -> Option<Arc<ServerConfig>>,
+    whole_records: bool,
 ) -> Result<TlsConn, HandshakeError> {
+    let left = Cell::new(0);
+    let whole = whole_records.then_some(&left);
     let mut acceptor = Acceptor::default();
     let accepted = loop {
-        match read_records(tcp, &mut |s| acceptor.read_tls(s)) {
+        match read_handshake(tcp, whole, &mut |s| acceptor.read_tls(s)) {
             Ok(0) => return Err(HandshakeError::Closed),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -161,8 +230,9 @@ pub async fn accept(
             return Err(HandshakeError::Tls(e));
         }
     };
-    let tls = TlsConn::new(conn.into());
-    tls.finish_handshake(tcp).await?;
+    let mut tls = TlsConn::new(conn.into());
+    tls.finish_handshake(tcp, whole).await?;
+    tls.clean_cut = whole_records && left.get() == 0;
     Ok(tls)
 }
 
@@ -177,7 +247,7 @@ pub async fn connect(
 ) -> Result<TlsConn, HandshakeError> {
     let conn = ClientConnection::new(config, name).map_err(HandshakeError::Tls)?;
     let tls = TlsConn::new(conn.into());
-    tls.finish_handshake(tcp).await?;
+    tls.finish_handshake(tcp, None).await?;
     Ok(tls)
 }
 
@@ -186,10 +256,15 @@ impl TlsConn {
         TlsConn {
             conn: RefCell::new(conn),
             corked: RefCell::new(Vec::new()),
+            clean_cut: false,
         }
     }
 
-    async fn finish_handshake(&self, tcp: &TcpStream) -> Result<(), HandshakeError> {
+    async fn finish_handshake(
+        &self,
+        tcp: &TcpStream,
+        whole: Option<&Cell<usize>>,
+    ) -> Result<(), HandshakeError> {
         loop {
             self.flush(tcp, None).await?;
             let read = {
@@ -197,7 +272,7 @@ impl TlsConn {
                 if !c.is_handshaking() {
                     break;
                 }
-                match read_records(tcp, &mut |s| c.read_tls(s)) {
+                match read_handshake(tcp, whole, &mut |s| c.read_tls(s)) {
                     Ok(0) => return Err(HandshakeError::Closed),
                     Ok(_) => {
                         if let Err(e) = c.process_new_packets() {
@@ -395,6 +470,52 @@ impl TlsConn {
                 },
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Moves the connection's record layer into the kernel (`ktls.rs`):
+    /// both directions' keys, as rustls exports them, go to `TLS_TX` and
+    /// `TLS_RX` on `tcp`. Only after a handshake that read whole records
+    /// and left nothing queued or buffered, with a cipher `support` says
+    /// the kernel takes, and once the `tls` ULP is attached; otherwise the
+    /// connection stays in user space untouched.
+    pub fn into_ktls(self, tcp: &TcpStream, support: &super::ktls::Support) -> Ktls {
+        use super::ktls;
+        let version = {
+            let mut c = self.conn.borrow_mut();
+            let settled = self.clean_cut
+                && self.corked.borrow().is_empty()
+                && !c.is_handshaking()
+                && !c.wants_write()
+                && matches!(
+                    c.process_new_packets(),
+                    Ok(s) if s.plaintext_bytes_to_read() == 0 && !s.peer_has_closed()
+                );
+            let cipher = c.negotiated_cipher_suite().and_then(ktls::Cipher::of_suite);
+            match (settled, cipher, c.protocol_version()) {
+                (true, Some(cipher), Some(v)) if support.takes(cipher) => Some(v),
+                _ => None,
+            }
+        };
+        let Some(version) = version else {
+            return Ktls::Stay(Box::new(self));
+        };
+        let fd = std::os::fd::AsRawFd::as_raw_fd(tcp);
+        if ktls::set_ulp(fd).is_err() {
+            return Ktls::Stay(Box::new(self));
+        }
+        let secrets = match self.conn.into_inner().dangerous_extract_secrets() {
+            Ok(s) => s,
+            Err(e) => return Ktls::Failed(io::Error::other(e)),
+        };
+        let secrets = ktls::Secrets {
+            version,
+            tx: secrets.tx,
+            rx: secrets.rx,
+        };
+        match ktls::install(fd, &secrets) {
+            Ok(()) => Ktls::On,
+            Err(e) => Ktls::Failed(e),
         }
     }
 

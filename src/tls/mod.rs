@@ -12,7 +12,7 @@
 //! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
 //! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
 //! | `session.rs` | `ssl_session_cache` / `ssl_session_tickets` shared by all workers, `ssl_session_timeout` |
-//! | `ktls.rs` | the start-up probe for kernel TLS |
+//! | `ktls.rs` | kernel TLS: the start-up probe, handing rustls's secrets to the kernel, record I/O on a kTLS socket |
 
 pub mod ciphers;
 pub mod client;
@@ -50,6 +50,8 @@ pub struct ServerTls {
     /// `ssl_client_certificate`: the CAs client certificates are checked
     /// against (when `ssl_verify_client` is not `off`).
     pub client_auth: Option<Arc<client_auth::ClientAuth>>,
+    /// `ssl_ktls`: move connections to kernel TLS where the kernel offers it.
+    pub ktls: bool,
 }
 
 /// The merged `ssl_*` settings of one server block.
@@ -72,6 +74,8 @@ pub struct TlsSettings {
     pub client_auth: Option<Arc<client_auth::ClientAuth>>,
     /// HTTP/2 on this server (`http2 on`): ALPN offers `h2` first.
     pub h2: bool,
+    /// `ssl_ktls on`: rustls may export its secrets (for the kernel).
+    pub ktls: bool,
 }
 
 /// Reads a PEM certificate chain and its private key (RSA, ECDSA or
@@ -154,6 +158,7 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         config.ticketer = t;
     }
     config.max_early_data_size = 0;
+    config.enable_secret_extraction = s.ktls;
     // As NGINX: ALPN answers `h2` when the server speaks HTTP/2 and the
     // client offers it, else `http/1.1`; a client that offers ALPN with
     // neither is refused (no_application_protocol).

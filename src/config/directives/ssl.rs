@@ -2,7 +2,8 @@
 //! `ssl_certificate_key`, `ssl_protocols`, `ssl_ciphers`,
 //! `ssl_prefer_server_ciphers`, `ssl_session_cache`,
 //! `ssl_session_timeout`, `ssl_session_tickets`, `ssl_handshake_timeout`,
-//! `ssl_early_data`, `ssl_client_certificate`, `ssl_verify_client`. They are http- or server-level, a server inheriting
+//! `ssl_early_data`, `ssl_client_certificate`, `ssl_verify_client`, and
+//! porter's `ssl_ktls` (kernel TLS, docs/design.md *kTLS*). They are http- or server-level, a server inheriting
 //! what it does not set; [`server_tls`] turns one server's merged settings
 //! into its rustls configuration when the config loads (certificates
 //! read, keys checked), so a bad pair is `porter -t`'s error with the
@@ -89,6 +90,10 @@ pub(super) static ROWS: &[Spec] = &[
         };
         set_once(&mut b.ssl().verify_client, (v, at), d)
     }),
+    d("ssl_ktls", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.ssl().ktls, v, d)
+    }),
     d("ssl_early_data", HTTP | SRV, Arity::N(1), |_, d| {
         if flag(d)? {
             return Err(
@@ -144,6 +149,7 @@ pub(super) struct SslB {
     handshake_timeout: Option<Duration>,
     client_ca: Option<NamedPath>,
     verify_client: Option<(VerifyClient, NamedPath)>,
+    ktls: Option<bool>,
 }
 
 impl SslB {
@@ -164,6 +170,7 @@ impl SslB {
         m.handshake_timeout = m.handshake_timeout.or(up.handshake_timeout);
         m.client_ca = m.client_ca.or_else(|| up.client_ca.clone());
         m.verify_client = m.verify_client.or_else(|| up.verify_client.clone());
+        m.ktls = m.ktls.or(up.ktls);
         m
     }
 }
@@ -313,6 +320,7 @@ pub(super) fn server_tls(
         tickets,
         client_auth: client_auth.clone(),
         h2,
+        ktls: s.ktls.unwrap_or(true),
     };
     let config = tls::server_config(settings).map_err(|m| s.certs[0].error(m))?;
     Ok(Some(Arc::new(ServerTls {
@@ -320,6 +328,7 @@ pub(super) fn server_tls(
         handshake_timeout: s.handshake_timeout.unwrap_or(header_timeout),
         verify_client,
         client_auth,
+        ktls: s.ktls.unwrap_or(true),
     })))
 }
 
