@@ -13,6 +13,12 @@
 //! (22 % of its requests served in the full-size run, nginx 100 %). The
 //! test counts connections, not time: the header timeout is far longer
 //! than the test.
+//!
+//! The second attack sends each head with the connect, so the bytes are in
+//! the socket before the worker accepts; the test holds the server stopped
+//! (`SIGSTOP`) while it connects and writes, which makes that certain. As
+//! NGINX, a new connection counts as reusable until it has been read, and
+//! near the limit the next accept drains it first.
 
 mod common;
 
@@ -53,9 +59,9 @@ fn reopen_closed(port: u16, v: &mut [TcpStream]) -> usize {
     n
 }
 
-#[test]
-fn silent_connections_reopened_at_the_limit_leave_room_after_their_heads_start() {
-    let root = TempDir::new("flood");
+/// One worker with `worker_connections` [`LIMIT`] and a header timeout far
+/// longer than the test, serving `/a.txt`.
+fn start_small(root: &TempDir) -> Server {
     root.write("a.txt", "hello\n");
     let conf = http_conf(&format!(
         "    root {};\n    client_header_timeout 60s;\n    location / {{ }}",
@@ -69,6 +75,28 @@ fn silent_connections_reopened_at_the_limit_leave_room_after_their_heads_start()
     .replace("access_log {PREFIX}/logs/access.log", "access_log off");
     let srv = Server::start(&conf);
     assert_eq!(get(srv.port, "/a.txt").status, 200);
+    srv
+}
+
+/// Five normal requests, each on a new connection: all must be served.
+fn normal_client_is_served(port: u16, holding: usize) {
+    for i in 0..5 {
+        let r = try_raw(
+            port,
+            b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(
+            r.map(|r| r.status),
+            Some(200),
+            "request {i} refused with {holding} trickling connections held"
+        );
+    }
+}
+
+#[test]
+fn silent_connections_reopened_at_the_limit_leave_room_after_their_heads_start() {
+    let root = TempDir::new("flood");
+    let srv = start_small(&root);
     // More silent connections than the worker allows, then each one the
     // server closed opened again (silent too), twice.
     let mut atk: Vec<TcpStream> = (0..ATTACKERS).map(|_| open(srv.port)).collect();
@@ -92,17 +120,7 @@ fn silent_connections_reopened_at_the_limit_leave_room_after_their_heads_start()
         .map(|s| usize::from(!closed(s)))
         .sum::<usize>();
     // A normal client is served: the worker kept room for it.
-    for i in 0..5 {
-        let r = try_raw(
-            srv.port,
-            b"GET /a.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-        );
-        assert_eq!(
-            r.map(|r| r.status),
-            Some(200),
-            "request {i} refused with {holding} trickling connections held"
-        );
-    }
+    normal_client_is_served(srv.port, holding);
     assert!(
         holding <= LIMIT - LIMIT / 16,
         "{holding} trickling connections held of {LIMIT}"
@@ -111,5 +129,38 @@ fn silent_connections_reopened_at_the_limit_leave_room_after_their_heads_start()
         "logs/error.log",
         &format!("{LIMIT} worker_connections are not enough, reusing connections"),
         Duration::from_secs(2),
+    );
+}
+
+#[test]
+fn heads_that_arrive_with_the_connect_at_the_limit_leave_room() {
+    const SIGSTOP: i32 = 19;
+    const SIGCONT: i32 = 18;
+    let root = TempDir::new("flood-heads");
+    let srv = start_small(&root);
+    // While the server is stopped, more connections than it allows, each
+    // with the start of a head that never ends already sent: the worker
+    // meets every one with bytes waiting.
+    srv.signal(SIGSTOP);
+    let atk: Vec<Option<TcpStream>> = (0..ATTACKERS)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).ok()?;
+            s.write_all(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n").ok()?;
+            s.set_nonblocking(true).ok()?;
+            Some(s)
+        })
+        .collect();
+    srv.signal(SIGCONT);
+    let mut atk: Vec<TcpStream> = atk.into_iter().flatten().collect();
+    assert_eq!(atk.len(), ATTACKERS, "the backlog took every connection");
+    std::thread::sleep(Duration::from_millis(1000));
+    let holding = atk
+        .iter_mut()
+        .map(|s| usize::from(!closed(s)))
+        .sum::<usize>();
+    normal_client_is_served(srv.port, holding);
+    assert!(
+        holding <= LIMIT - LIMIT / 16,
+        "{holding} trickling connections held of {LIMIT}"
     );
 }

@@ -326,10 +326,16 @@ impl<H: Respond + 'static> Connection<H> {
             }
             let deadline =
                 *deadline.get_or_insert_with(|| tokio::time::Instant::now() + self.header_timeout);
-            // Until its first byte a new connection holds nothing: the
-            // worker may reclaim it when `worker_connections` is reached.
+            // Until its first read a new connection holds nothing: the
+            // worker may reclaim it when `worker_connections` is reached,
+            // and then it closes even with bytes waiting (as NGINX).
             let fresh = (self.requests == 0 && self.buf.is_empty()).then(Reusable::enter);
-            let read = tokio::time::timeout_at(deadline, self.stream.read_buf(&mut self.buf));
+            let read = tokio::time::timeout_at(deadline, async {
+                if let Some(r) = &fresh {
+                    r.first_read_turn().await;
+                }
+                self.stream.read_buf(&mut self.buf).await
+            });
             let reclaimed = async {
                 match &fresh {
                     Some(r) => r.reclaimed().await,
@@ -337,8 +343,9 @@ impl<H: Respond + 'static> Connection<H> {
                 }
             };
             let read = tokio::select! {
-                r = read => r,
+                biased;
                 _ = reclaimed => return ReadHead::Closed,
+                r = read => r,
             };
             match read {
                 Err(_) => {
@@ -394,9 +401,10 @@ impl<H: Respond + 'static> Connection<H> {
         let wait = self.keepalive_timeout;
         let reusable = Reusable::enter();
         tokio::select! {
-            r = tokio::time::timeout(wait, self.stream.readable()) => matches!(r, Ok(Ok(()))),
-            _ = self.shutdown.wait_for(Mode::Graceful) => false,
+            biased;
             _ = reusable.reclaimed() => false,
+            _ = self.shutdown.wait_for(Mode::Graceful) => false,
+            r = tokio::time::timeout(wait, self.stream.readable()) => matches!(r, Ok(Ok(()))),
         }
     }
 

@@ -14,6 +14,19 @@
 //! clients, where reclaiming one connection per admitted one let the
 //! reopened connections live long enough to start their heads and fill
 //! the worker again (issue 12, `docs/reliability.md`).
+//!
+//! A new connection stays listed until it has been *read*, even when its
+//! first bytes are already in the socket, and a listed connection asked to
+//! close closes even if it has bytes to read — as NGINX, whose new
+//! connection is read in a later loop iteration than its accept and whose
+//! `ngx_http_wait_request_handler` checks `c->close` before its `recv`.
+//! Near the limit ([`scarce`]) a new connection therefore waits for the
+//! accept loop's next turn ([`accept_turn`]) before its first read: a
+//! flood whose heads arrive with the connect is drained at the next accept
+//! as a silent one is, where reading at once made every such connection
+//! unreclaimable and filled the worker until `client_header_timeout`
+//! fired. (An explicit turn, not a yield: the runtime wakes yielded tasks
+//! last-in first-out, so a yield cannot order the two.)
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -28,6 +41,11 @@ thread_local! {
     /// Reclaimed connections that have not yet left their wait (they
     /// close on their next turn): their slots count as free.
     static CLOSING: Cell<usize> = const { Cell::new(0) };
+    /// Whether no more than a sixteenth of the worker's connections were
+    /// free at its last accept (set by the accept loop).
+    static SCARCE: Cell<bool> = const { Cell::new(false) };
+    /// Told when an accept loop has taken a turn.
+    static TURN: Rc<Notify> = Rc::new(Notify::new());
 }
 
 /// A connection's place on the list while it waits; it leaves the list
@@ -48,6 +66,15 @@ impl Reusable {
         let reclaim = Rc::new(Notify::new());
         LIST.with(|l| l.borrow_mut().insert(seq, Rc::clone(&reclaim)));
         Reusable { seq, reclaim }
+    }
+
+    /// Near the limit ([`scarce`]), waits for the accept loop's next turn
+    /// before a new connection's first read, so that turn's drain sees the
+    /// connection still listed (see the module header); at once otherwise.
+    pub async fn first_read_turn(&self) {
+        if scarce() {
+            TURN.with(Rc::clone).notified().await
+        }
     }
 
     /// Resolves when the worker reclaims this connection (it then closes).
@@ -89,6 +116,25 @@ pub fn drain() -> usize {
     let waiting = LIST.with(|l| l.borrow().len());
     let n = (waiting / 8).clamp(1, 32);
     (0..n).take_while(|_| reclaim_oldest()).count()
+}
+
+/// Records whether the worker drains at its next accept (no more than a
+/// sixteenth of its connections free); the accept loop sets it.
+pub fn set_scarce(scarce: bool) {
+    SCARCE.with(|s| s.set(scarce));
+}
+
+/// Whether the worker drains at its next accept: a new connection then
+/// waits for that accept before its first read (see the module header).
+pub fn scarce() -> bool {
+    SCARCE.with(|s| s.get())
+}
+
+/// An accept loop took its turn: it accepted a connection (and drained
+/// for it) or refused one, or found none waiting. New connections waiting
+/// for their first read may read now.
+pub fn accept_turn() {
+    TURN.with(|t| t.notify_waiters())
 }
 
 /// Connections asked to close that have not closed yet.

@@ -214,6 +214,9 @@ async fn worker_main(start: WorkerStart) {
     for a in &accepting {
         a.abort();
     }
+    // No more turns: a new connection waiting for one reads now.
+    reuse::set_scarce(false);
+    reuse::accept_turn();
     // Wait for connections in flight (Fast aborts them from inside).
     while live.count.get() > 0 {
         tokio::select! {
@@ -278,9 +281,18 @@ async fn accept_loop(
 ) {
     let mut notes = [None; 2];
     loop {
-        let (stream, peer) = match listener.accept().await {
+        // Found none waiting: a turn (`reuse::accept_turn`).
+        let accepted = std::future::poll_fn(|cx| {
+            let r = listener.poll_accept(cx);
+            if r.is_pending() {
+                reuse::accept_turn();
+            }
+            r
+        });
+        let (stream, peer) = match accepted.await {
             Ok(x) => x,
             Err(e) => {
+                reuse::accept_turn();
                 env.log.log(
                     Level::Alert,
                     format_args!("accept() failed {}", crate::util::errno_text(&e)),
@@ -292,7 +304,11 @@ async fn accept_loop(
             }
         };
         metrics::inc(&metrics::ACCEPTS);
-        if !admit(&env.log, live.count.get(), limit, &mut notes) {
+        let admitted = admit(&env.log, live.count.get(), limit, &mut notes);
+        // Drained for this one (or refused it): the connections accepted
+        // before may read now.
+        reuse::accept_turn();
+        if !admitted {
             drop(stream);
             continue;
         }
@@ -324,8 +340,13 @@ async fn accept_loop(
         // the next drains — as NGINX sets a connection up before it
         // accepts another. Accepted in a burst instead, a reconnecting
         // flood's silent connections escaped the drain and the worker
-        // filled with their heads (docs/reliability.md).
-        if scarce(live.count.get(), limit) {
+        // filled with their heads (docs/reliability.md). Told the worker
+        // is scarce, the new connection then waits for this loop's next
+        // turn before its first read, so the next accept may drain it
+        // even when its bytes are already there.
+        let tight = scarce(live.count.get(), limit);
+        reuse::set_scarce(tight);
+        if tight {
             tokio::task::yield_now().await;
         }
     }
