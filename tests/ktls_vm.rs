@@ -23,7 +23,8 @@
 //! emulation, slower but the same kernel and the same checks. Skipped,
 //! with one printed reason, without qemu, busybox or such a kernel; with
 //! `PORTER_REQUIRE_KTLS_VM=1` (CI) a missing piece is a failure instead.
-//! About 20 s under KVM, 60-90 s under TCG.
+//! About 100 s on the 2-core build machine under load (20 s of failed KVM
+//! boot, then TCG).
 
 mod common;
 
