@@ -445,3 +445,32 @@ fn a_reader_that_stops_is_reset_after_send_timeout() {
     assert_eq!(end, "reset", "after {got} bytes");
     assert!(got < 32 << 20);
 }
+
+#[test]
+fn header_timeout_resets_only_a_connection_that_sent_something() {
+    // NGINX 1.22 resets (`reset_timedout_connection`) when a request timed
+    // out; a connection that never sent a byte has no request: it times
+    // out in `ngx_http_wait_request_handler` and closes with a FIN.
+    let root = TempDir::new("hdrreset");
+    root.write("a.txt", "hello\n");
+    let srv = Server::start(&static_conf(
+        root.path(),
+        "    client_header_timeout 1s;\n    reset_timedout_connection on;",
+    ));
+    let end_of = |send: &[u8]| {
+        let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        s.write_all(send).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut b = [0u8; 512];
+        loop {
+            match s.read(&mut b) {
+                Ok(0) => return "eof",
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return "reset",
+                Err(e) => panic!("{e}"),
+            }
+        }
+    };
+    assert_eq!(end_of(b""), "eof", "a connection that sent nothing");
+    assert_eq!(end_of(b"GET /a.txt HTTP/1.1\r\n"), "reset", "a head begun");
+}

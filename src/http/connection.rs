@@ -247,7 +247,10 @@ impl<H: Respond + 'static> Connection<H> {
                 }
                 ReadHead::Closed => return,
                 ReadHead::TimedOut => {
-                    let reset = self.default_server.base.s.reset_timedout_connection;
+                    // No byte, no request: NGINX resets only a timed-out
+                    // request, and closes a silent connection with a FIN.
+                    let reset = self.default_server.base.s.reset_timedout_connection
+                        && !self.buf.is_empty();
                     closing::close_timed_out(self.stream, reset);
                     return;
                 }
