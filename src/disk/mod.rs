@@ -33,6 +33,7 @@
 //! | `io.rs` | [`Io`], the route, and the calls that need only it (create, write, rename, …) |
 //! | `open.rs` | [`PathRules`], [`OpenFile`], open/stat/read, [`Disk::open`] with `open_file_cache` |
 //! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
+//! | `hot_hole.rs` | a hot file's hole larger than 64 KiB: read once with direct I/O, kept a moment |
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
@@ -40,6 +41,7 @@
 
 pub mod bulk_gate;
 pub mod fastpath;
+mod hot_hole;
 mod io;
 mod list_dir;
 mod open;
@@ -74,6 +76,9 @@ pub struct Disk {
     /// Hole reads in flight on this worker, by (device, inode, offset):
     /// requests that meet the same hole wait for the one read.
     fills: RefCell<std::collections::HashMap<(u64, u64, u64), std::rc::Rc<tokio::sync::Notify>>>,
+    /// Hot files and the holes larger than 64 KiB read from them with
+    /// direct I/O (`hot_hole`).
+    hot: hot_hole::HotHoles,
     /// The worker's ring, when the configuration has `aio on` and the
     /// kernel gives one.
     ring: Option<Rc<Ring>>,

@@ -51,6 +51,12 @@ pub struct OpenFile {
     /// Under `aio on`: whether the file system refuses `RWF_NOWAIT`
     /// (asked once, see `ring_punts`).
     pub(super) nowait_refused: Cell<Option<bool>>,
+    /// Bytes the copy fast path sent from the page cache that this open
+    /// file's own reads did not bring in, since its last cold miss: how a
+    /// hot file is told (`hot_hole`).
+    pub(super) cached_run: Cell<u64>,
+    /// The end of the last cold range read for this open file.
+    pub(super) own_until: Cell<u64>,
 }
 
 impl Clone for OpenFile {
@@ -77,6 +83,8 @@ impl OpenFile {
             cachestat_denied: Cell::new(false),
             unsent: RefCell::new(None),
             nowait_refused: Cell::new(None),
+            cached_run: Cell::new(0),
+            own_until: Cell::new(0),
         }
     }
 

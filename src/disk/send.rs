@@ -6,7 +6,9 @@
 //! most `count` bytes per task — in the pool's short lane when only a few
 //! pages are missing (about one small disk read), in the bulk lane
 //! otherwise. A small hole in a file `cachestat` refuses is read alone on
-//! the short lane and the copy goes on from the page cache. Under `aio on`
+//! the short lane and the copy goes on from the page cache; a larger one
+//! in a hot file is read with direct I/O on the short lane and sent from
+//! its buffer ([`super::hot_hole`]). Under `aio on`
 //! the ring's send takes over ([`super::uring`]: no plain `sendfile` at
 //! all).
 
@@ -18,6 +20,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::fastpath::{self, Op, Residency};
+use super::hot_hole;
 use super::io::offload;
 use super::open::{pread_full, OpenFile};
 use super::pool::{Lane, ThreadPool};
@@ -105,19 +108,31 @@ impl Disk {
                     return inline_sendfile(offset);
                 }
                 Decision::Copy => {
-                    if let Some(r) = self.copy_nowait(stream, f, offset, len as usize) {
+                    if let Some(r) = self.copy_counted(stream, f, offset, len) {
                         fastpath::count(Op::Sendfile, true);
                         return r;
                     }
                     fastpath::count(Op::Sendfile, false);
+                    // A hot file's large hole, read a moment ago.
+                    if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
+                        return r;
+                    }
                     // Nothing cached at `offset`: a small hole is read
-                    // alone, in the short lane, and the copy goes on.
+                    // alone, in the short lane, and the copy goes on; a
+                    // larger one in a hot file is read with direct I/O
+                    // (`hot_hole`), also in the short lane.
                     if let Some(hole) = fastpath::small_hole(&f.file, *offset, len, SHORT_MISS) {
                         self.fill_hole_once(pool, f, *offset, hole).await?;
-                        if let Some(r) = self.copy_nowait(stream, f, offset, len as usize) {
+                        if let Some(r) = self.copy_counted(stream, f, offset, len) {
+                            return r;
+                        }
+                    } else if let Some(hole) = self.hot.hole(f, *offset, len) {
+                        self.read_hole_once(pool, f, *offset, hole).await?;
+                        if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
                             return r;
                         }
                     }
+                    self.hot.saw_cold(f, *offset, len);
                 }
                 Decision::Pool {
                     kept_off: k,
@@ -186,6 +201,23 @@ impl Disk {
         }
     }
 
+    /// [`Disk::copy_nowait`], counting what came from the page cache
+    /// towards the file's hotness (`hot_hole`).
+    fn copy_counted(
+        &self,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        len: u64,
+    ) -> Option<io::Result<usize>> {
+        let at = *offset;
+        let r = self.copy_nowait(stream, f, offset, len as usize)?;
+        if let Ok(sent) = &r {
+            self.hot.saw_cached(f, at, *sent as u64);
+        }
+        Some(r)
+    }
+
     /// The copy fast path, for files `cachestat` may not look at: copy
     /// what the page cache holds of the range (`preadv2(RWF_NOWAIT)`) and
     /// `send` it. `None` when nothing is cached at `offset` (offload).
@@ -239,6 +271,41 @@ impl Disk {
         offset: u64,
         len: u64,
     ) -> io::Result<()> {
+        self.once(f, offset, fill_hole(pool, f, offset, len)).await
+    }
+
+    /// A hot file's hole of `len` bytes at `offset`, larger than a small
+    /// one: read once on this worker with direct I/O on the pool's short
+    /// lane (`hot_hole::read_hole`), and kept for the requests that meet
+    /// it until the page cache has it again.
+    async fn read_hole_once(
+        &self,
+        pool: &ThreadPool,
+        f: &OpenFile,
+        offset: u64,
+        len: u64,
+    ) -> io::Result<()> {
+        let read = async {
+            let (file, size) = (f.file.clone(), f.meta.size);
+            let bytes = offload(pool, Lane::Short, move || {
+                hot_hole::read_hole(&file, size, offset, len)
+            })
+            .await
+            .map_err(|e| file_error("pread", e))?;
+            self.hot.keep(f, offset, bytes);
+            Ok(())
+        };
+        self.once(f, offset, read).await
+    }
+
+    /// Runs `read` for the hole of `f` at `offset` unless another request
+    /// on this worker is reading it; then waits for that read instead.
+    async fn once(
+        &self,
+        f: &OpenFile,
+        offset: u64,
+        read: impl std::future::Future<Output = io::Result<()>>,
+    ) -> io::Result<()> {
         let key = (f.meta.id.0, f.meta.id.1, offset);
         let pending = self.fills.borrow().get(&key).cloned();
         if let Some(done) = pending {
@@ -256,7 +323,7 @@ impl Disk {
             key,
             done,
         };
-        fill_hole(pool, f, offset, len).await
+        read.await
     }
 }
 
