@@ -111,7 +111,11 @@ pub async fn serve<H: Respond + 'static>(
     let listen = &w.config.listens[group];
     let mut plain_on_tls = false;
     let stream = if listen.ssl {
-        match tls_accept::accept(stream, listen, &w.log, &conn).await {
+        // Boxed: the handshake's state (rustls's acceptor and connection
+        // being built) is large and lives only until the handshake ends;
+        // inline, it would size the connection's task for its whole life,
+        // plain HTTP included (bench/RESULTS.md, S5 over TLS).
+        match Box::pin(tls_accept::accept(stream, listen, &w.log, &conn)).await {
             Accepted::Tls(s, facts) => {
                 conn.tls = Some(facts);
                 if s.tls_conn().is_some_and(|t| t.alpn_h2()) {

@@ -3,9 +3,12 @@
 //! and one ticket key set (`ssl_session_tickets`) serve them all, where
 //! NGINX needs a shared-memory zone. rustls keeps no creation time it
 //! checks on resumption, so both wrappers here stamp what they store and
-//! refuse what is older than `ssl_session_timeout`.
+//! refuse what is older than `ssl_session_timeout`. The cache itself is
+//! written here ([`SessionCache`]): rustls's takes time proportional to
+//! its size for each TLS 1.3 resumption.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustls::server::{ProducesTickets, StoresServerSessions};
@@ -41,7 +44,90 @@ fn stamped(value: &[u8]) -> Vec<u8> {
 /// servers naming the same zone.
 pub fn memory_cache(bytes: u64) -> Arc<dyn StoresServerSessions> {
     let n = (bytes as usize / SESSION_BYTES).max(1);
-    rustls::server::ServerSessionMemoryCache::new(n)
+    Arc::new(SessionCache::new(n))
+}
+
+/// The shared session cache: at most `max` sessions, the oldest evicted
+/// first, with `put`, `get` and `take` in constant time. Written here
+/// rather than using rustls's `ServerSessionMemoryCache`, whose `take`
+/// searches its insertion queue from the front: TLS 1.3 resumption from
+/// the cache (`ssl_session_tickets off`) takes its entry on every
+/// resumed handshake (single use), so with `shared:SSL:10m` (40 960
+/// sessions) that search cost more than the handshake's own crypto and
+/// grew as the cache filled (bench/RESULTS.md, 2026-11-25 `bench/tls`).
+#[derive(Debug)]
+pub struct SessionCache {
+    inner: Mutex<Entries>,
+    max: usize,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    /// key → (when it was put, the session).
+    map: HashMap<Vec<u8>, (u64, Vec<u8>)>,
+    /// Keys in the order they were put; an entry whose number is no longer
+    /// the map's (taken, or put again since) is skipped when evicting and
+    /// dropped when the queue is compacted.
+    order: VecDeque<(u64, Vec<u8>)>,
+    /// Numbers the puts.
+    next: u64,
+}
+
+impl Entries {
+    fn live(&self, n: u64, key: &[u8]) -> bool {
+        self.map.get(key).is_some_and(|e| e.0 == n)
+    }
+}
+
+impl SessionCache {
+    /// An empty cache holding at most `max` sessions.
+    pub fn new(max: usize) -> SessionCache {
+        SessionCache {
+            inner: Mutex::new(Entries::default()),
+            max: max.max(1),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl StoresServerSessions for SessionCache {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        let mut e = self.entries();
+        let n = e.next;
+        e.next += 1;
+        e.order.push_back((n, key.clone()));
+        e.map.insert(key, (n, value));
+        while e.map.len() > self.max {
+            let Some((n, k)) = e.order.pop_front() else {
+                break;
+            };
+            if e.live(n, &k) {
+                e.map.remove(&k);
+            }
+        }
+        // Taken keys leave stale queue entries behind: drop them once they
+        // outnumber the live ones (amortised constant time per put).
+        if e.order.len() > 2 * self.max.min(e.map.len().max(1)) + 16 {
+            let Entries { map, order, .. } = &mut *e;
+            order.retain(|(n, k)| map.get(k).is_some_and(|v| v.0 == *n));
+        }
+        true
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.entries().map.get(key).map(|e| e.1.clone())
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.entries().map.remove(key).map(|e| e.1)
+    }
+
+    fn can_cache(&self) -> bool {
+        true
+    }
 }
 
 /// A session store whose entries expire after `ssl_session_timeout`.
@@ -148,5 +234,51 @@ mod tests {
         old.extend_from_slice(b"state");
         let c = t.inner.encrypt(&old).unwrap();
         assert_eq!(stale.decrypt(&c), None);
+    }
+
+    #[test]
+    fn the_cache_evicts_the_oldest_and_takes_once() {
+        let c = SessionCache::new(3);
+        for k in [b"a", b"b", b"c"] {
+            assert!(c.put(k.to_vec(), k.to_vec()));
+        }
+        assert_eq!(c.take(b"b"), Some(b"b".to_vec()));
+        assert_eq!(c.take(b"b"), None);
+        c.put(b"d".to_vec(), b"d".to_vec());
+        // Three live (a, c, d): nothing evicted for the taken b.
+        assert_eq!(c.get(b"a"), Some(b"a".to_vec()));
+        c.put(b"e".to_vec(), b"e".to_vec());
+        assert_eq!(c.get(b"a"), None, "the oldest goes first");
+        assert_eq!(c.get(b"c"), Some(b"c".to_vec()));
+        // Put again: the newer value, and it is no longer the oldest.
+        c.put(b"c".to_vec(), b"C".to_vec());
+        c.put(b"f".to_vec(), b"f".to_vec());
+        assert_eq!(c.get(b"c"), Some(b"C".to_vec()));
+        assert_eq!(c.get(b"d"), None);
+        assert!(c.entries().order.len() <= 2 * 3 + 16);
+    }
+
+    #[test]
+    fn taking_from_a_full_cache_does_not_search_it() {
+        // TLS 1.3 resumption from the cache takes the newest entries of a
+        // full cache: rustls's cache searched its queue from the front
+        // each time (N²/2 key comparisons here), this one does not.
+        const N: usize = 100_000;
+        let c = SessionCache::new(N);
+        let key = |i: usize| (i as u64).to_be_bytes().to_vec();
+        for i in 0..N {
+            c.put(key(i), vec![0; 16]);
+        }
+        let t = std::time::Instant::now();
+        for i in (0..N).rev() {
+            assert!(c.take(&key(i)).is_some());
+        }
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert!(c.entries().map.is_empty());
+        // The queue's stale entries go at the next puts.
+        for i in 0..20 {
+            c.put(key(i), vec![0; 16]);
+        }
+        assert!(c.entries().order.len() < 100);
     }
 }
