@@ -442,7 +442,10 @@ async fn content(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Handler::Static => static_file::serve(ctx, env).await,
         Handler::StubStatus => stub_status::serve(ctx),
         Handler::Metrics => metrics::serve(ctx, env),
-        Handler::Proxy(ref pass) => proxy::serve(ctx, env, pass).await,
+        // Boxed: the proxy's state is large, and a request's future is
+        // allocated and moved whole (`http::connection`); a static file's
+        // request should not carry the proxy's size.
+        Handler::Proxy(ref pass) => Box::pin(proxy::serve(ctx, env, pass)).await,
     }
 }
 

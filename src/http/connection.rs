@@ -460,7 +460,7 @@ impl<H: Respond + 'static> Connection<H> {
     async fn refuse_plain_http(mut self, head: RequestHead) {
         metrics::inc(&metrics::REQUESTS);
         self.buf.drain(..head.head_len);
-        let (ctx, _) = self.start_request(head, Instant::now());
+        let (ctx, _) = self.start_request(head);
         self.worker.log.log_conn(
             Level::Info,
             Some(self.info.id),
@@ -493,9 +493,8 @@ impl<H: Respond + 'static> Connection<H> {
     async fn serve_request(&mut self, head: RequestHead) -> Result<Next, Next> {
         metrics::inc(&metrics::REQUESTS);
         let _writing = Gauge::new(&metrics::WRITING);
-        let start = Instant::now();
         let consumed = head.head_len;
-        let (mut ctx, uri_ok) = self.start_request(head, start);
+        let (mut ctx, uri_ok) = self.start_request(head);
         let body_kind = if ctx.head.chunked {
             Some(None)
         } else {
@@ -558,11 +557,14 @@ impl<H: Respond + 'static> Connection<H> {
     }
 
     /// The context of a request whose head was read, and whether its URI
-    /// could be normalised.
-    fn start_request(&self, head: RequestHead, start: Instant) -> (Box<RequestCtx>, bool) {
+    /// could be normalised. The request starts now (`$request_time`,
+    /// TTFB): at the loop's clock reading of this turn.
+    fn start_request(&self, head: RequestHead) -> (Box<RequestCtx>, bool) {
         let (path, args) = uri::split_target(&head.target);
         let normalized = uri::normalize_with(path, self.default_server.limits.merge_slashes);
-        let (path, args) = (path.to_string(), args.map(str::to_string));
+        // The raw path is kept only when it cannot be normalised.
+        let normalized = normalized.map_err(|_| path.to_string());
+        let args = args.map(str::to_string);
         // A URI NGINX cannot normalise is refused while it parses the
         // request line, before Host picks a server: the default server
         // answers.
@@ -578,9 +580,8 @@ impl<H: Respond + 'static> Connection<H> {
         if let Some(m) = matched {
             ctx.keep_match(m);
         }
-        ctx.start = start;
         let uri_ok = normalized.is_ok();
-        ctx.uri = normalized.unwrap_or(path);
+        ctx.uri = normalized.unwrap_or_else(|raw| raw);
         ctx.args = args;
         (ctx, uri_ok)
     }
@@ -674,18 +675,21 @@ impl<H: Respond + 'static> Connection<H> {
     ) -> io::Result<()> {
         let loc = Arc::clone(&ctx.loc);
         let s = &loc.s;
-        let date = crate::util::time::http_date_string();
-        let opts = HeadOptions {
-            keep_alive,
-            keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
-            server_tokens: s.server_tokens,
-            date: &date,
-        };
         if self.out.capacity() == 0 {
             self.out = buffers::take();
         }
         self.out.clear();
-        write_head(resp, &opts, &mut self.out);
+        // The head goes straight into the connection's reused buffer, the
+        // `Date` value borrowed from the worker's per-second cache.
+        crate::util::time::with_http_date(|date| {
+            let opts = HeadOptions {
+                keep_alive,
+                keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
+                server_tokens: s.server_tokens,
+                date,
+            };
+            write_head(resp, &opts, &mut self.out);
+        });
         if !s.access_log.is_empty() {
             // Only an access log reads `$sent_http_*`.
             ctx.sent_headers = resp.sent_headers();

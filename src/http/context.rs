@@ -159,7 +159,8 @@ impl RequestCtx {
             carried_headers: Vec::new(),
             request_body: None,
             send_continue: false,
-            start: Instant::now(),
+            // The loop's clock reading of this turn (`metrics::timed::now`).
+            start: crate::metrics::timed::now(),
             status: 0,
             body_bytes_sent: 0,
             bytes_sent: 0,

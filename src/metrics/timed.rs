@@ -8,17 +8,27 @@
 //! neither shows is how long one task held the loop while others, ready,
 //! waited: that is one `poll` of one task, which this module times.
 //! [`spawn`] replaces `tokio::task::spawn_local` in the worker: the future
-//! is wrapped in [`Timed`], whose `poll` reads the clock before and after
-//! (two `clock_gettime` calls through the vDSO, about 40 ns, per poll) and
+//! is wrapped in [`Timed`], whose `poll` reads the clock after it and
 //! feeds the worker's `loop_poll` histogram (`porter_loop_poll_seconds`,
 //! `porter_loop_poll_max_seconds`). A poll's wall time includes preemption
 //! by other threads of the machine while it ran: that too kept the loop's
 //! other work waiting.
 //!
+//! One clock reading per poll, as NGINX's `ngx_time_update` caches the
+//! time per turn of its loop: the reading that ends a poll is kept
+//! ([`LAST`]) and starts the next poll of the same wake-up; the worker
+//! sets it when the loop wakes ([`woke`]) and clears it when the loop
+//! parks ([`parked`]), so a wait for events is never counted in a poll. A
+//! poll thus also carries the runtime's own work since the poll before it
+//! (picking the task, a non-blocking look at the events every few dozen
+//! polls): microseconds, against the milliseconds this figure is there to
+//! catch. [`now`] lends the same reading to the request path (the start
+//! of a request, for `$request_time` and TTFB).
+//!
 //! Hand-written: tokio's own per-poll hooks (`on_before_task_poll`) need
 //! the `tokio_unstable` build flag.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -30,6 +40,25 @@ use super::WorkerMetrics;
 thread_local! {
     /// The figures of the worker this thread runs, set at its start.
     static FIGURES: RefCell<Option<Arc<WorkerMetrics>>> = const { RefCell::new(None) };
+    /// The latest clock reading of this loop since it woke (the wake-up,
+    /// or the end of the latest timed poll); `None` while it is parked.
+    static LAST: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// The loop woke at `t` (the runtime's unpark hook).
+pub fn woke(t: Instant) {
+    LAST.with(|l| l.set(Some(t)));
+}
+
+/// The loop is about to wait for events (the runtime's park hook).
+pub fn parked() {
+    LAST.with(|l| l.set(None));
+}
+
+/// The time now, within the current turn of the loop: the latest
+/// reading since it woke (at most one poll old), else the clock.
+pub fn now() -> Instant {
+    LAST.with(|l| l.get()).unwrap_or_else(Instant::now)
 }
 
 /// Tasks spawned on this thread from now on feed `figures`.
@@ -65,9 +94,13 @@ impl<F: Future> Future for Timed<F> {
         let Some(figures) = &this.figures else {
             return this.inner.as_mut().poll(cx);
         };
-        let t = Instant::now();
+        let start = now();
         let out = this.inner.as_mut().poll(cx);
-        figures.loop_poll.observe(t.elapsed());
+        let end = Instant::now();
+        LAST.with(|l| l.set(Some(end)));
+        figures
+            .loop_poll
+            .observe(end.saturating_duration_since(start));
         out
     }
 }

@@ -95,12 +95,15 @@ fn run(start: WorkerStart) {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .on_thread_unpark(move || {
-            WOKE.with(|w| w.set(Some(Instant::now())));
+            let now = Instant::now();
+            WOKE.with(|w| w.set(Some(now)));
+            crate::metrics::timed::woke(now);
             if let Some(s) = &watch {
                 s.set_busy(true);
             }
         })
         .on_thread_park(move || {
+            crate::metrics::timed::parked();
             if let Some(s) = &watch2 {
                 s.set_busy(false);
             }

@@ -19,7 +19,7 @@
 //! [`TlsConn::into_ktls`] hands the secrets to the kernel (`ktls.rs`).
 
 use std::cell::{Cell, RefCell};
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, BufRead, IoSlice, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -351,12 +351,8 @@ impl TlsConn {
     pub fn try_read(&self, tcp: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
         let mut c = self.conn.borrow_mut();
         loop {
-            let len = buf.len();
-            let space = (buf.capacity() - len).max(1024);
-            buf.resize(len + space, 0);
-            let r = c.reader().read(&mut buf[len..]);
-            buf.truncate(len + *r.as_ref().unwrap_or(&0));
-            match r {
+            let space = (buf.capacity() - buf.len()).max(1024);
+            match take_plaintext(&mut c, buf, space) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 // Closed without close_notify: an end all the same.
@@ -566,6 +562,31 @@ impl TlsConn {
         c.send_close_notify();
         let _ = flush_now(&mut c, tcp);
     }
+}
+
+/// Appends up to `space` decrypted bytes to `buf`, as `Reader::read`
+/// would (`WouldBlock` when none is at hand, `Ok(0)` after the peer's
+/// `close_notify`, `UnexpectedEof` after a bare TCP close), but straight
+/// from rustls's buffers: no zero-filling of `buf`'s spare room first
+/// (which cost a memset of the whole buffer per read).
+fn take_plaintext(c: &mut Connection, buf: &mut Vec<u8>, space: usize) -> io::Result<usize> {
+    let mut reader = c.reader();
+    let mut n = 0;
+    while n < space {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(_) if n > 0 => break,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        let k = chunk.len().min(space - n);
+        buf.extend_from_slice(&chunk[..k]);
+        reader.consume(k);
+        n += k;
+    }
+    Ok(n)
 }
 
 /// Sends queued records as far as the socket takes them without waiting.

@@ -98,6 +98,12 @@ pub fn http_date_now(out: &mut String) {
     with(|c| out.push_str(&c.http));
 }
 
+/// Calls `f` with the `Date:` header value for now, borrowed from the
+/// per-second cache (no string is built).
+pub fn with_http_date<R>(f: impl FnOnce(&str) -> R) -> R {
+    with(|c| f(&c.http))
+}
+
 /// The current HTTP date as a new string (a `Date` header's value).
 pub fn http_date_string() -> String {
     let mut d = String::with_capacity(29);
