@@ -259,21 +259,19 @@ mod tests {
     }
 
     #[test]
-    fn taking_from_a_full_cache_does_not_search_it() {
+    fn taking_every_entry_of_a_full_cache_empties_it_and_its_queue() {
         // TLS 1.3 resumption from the cache takes the newest entries of a
-        // full cache: rustls's cache searched its queue from the front
-        // each time (N²/2 key comparisons here), this one does not.
-        const N: usize = 100_000;
+        // full cache (single use). That `take` costs the same at any fill
+        // is shown by bench/tls's `resume-cache` case, not timed here.
+        const N: usize = 10_000;
         let c = SessionCache::new(N);
         let key = |i: usize| (i as u64).to_be_bytes().to_vec();
         for i in 0..N {
             c.put(key(i), vec![0; 16]);
         }
-        let t = std::time::Instant::now();
         for i in (0..N).rev() {
             assert!(c.take(&key(i)).is_some());
         }
-        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
         assert!(c.entries().map.is_empty());
         // The queue's stale entries go at the next puts.
         for i in 0..20 {
