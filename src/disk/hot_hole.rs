@@ -36,11 +36,11 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::fastpath;
 use super::open::OpenFile;
+use super::send::send_now;
 
 /// Bytes one open file must have served from the page cache (not read by
 /// its own request) for its file to count as hot.
@@ -176,11 +176,7 @@ impl HotHoles {
         let (bytes, skip) = self.find(f, *offset)?;
         let slice = &bytes.buf[bytes.from + skip..bytes.to];
         let slice = &slice[..slice.len().min(len as usize)];
-        let sent = stream.try_io(Interest::WRITABLE, || {
-            rustix::net::send(stream, slice, rustix::net::SendFlags::NOSIGNAL)
-                .map_err(io::Error::from)
-        });
-        Some(sent.inspect(|&s| *offset += s as u64))
+        Some(send_now(stream, slice).inspect(|&s| *offset += s as u64))
     }
 
     /// The kept hole holding `f` at `offset`, and where in it.

@@ -239,12 +239,17 @@ impl Disk {
             Ok(g) => g,
             Err(e) => return Some(Err(file_error("pread", e))),
         };
-        let sent = stream.try_io(Interest::WRITABLE, || {
-            rustix::net::send(stream, &buf[..got], rustix::net::SendFlags::NOSIGNAL)
-                .map_err(io::Error::from)
-        });
-        Some(sent.inspect(|&s| *offset += s as u64))
+        Some(send_now(stream, &buf[..got]).inspect(|&s| *offset += s as u64))
     }
+}
+
+/// `send`s what the socket takes of `bytes` now, without waiting
+/// (`WouldBlock` when it takes nothing) and without `SIGPIPE`: how every
+/// copy route of the disk layer hands a buffer to the client.
+pub(super) fn send_now(stream: &TcpStream, bytes: &[u8]) -> io::Result<usize> {
+    stream.try_io(Interest::WRITABLE, || {
+        rustix::net::send(stream, bytes, rustix::net::SendFlags::NOSIGNAL).map_err(io::Error::from)
+    })
 }
 
 /// Reads the `len` bytes at `offset` of `f` on the pool's short lane, so

@@ -9,13 +9,12 @@
 use std::io;
 use std::rc::Rc;
 
-use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use super::Ring;
 use crate::disk::fastpath::{self, Op};
 use crate::disk::open::OpenFile;
-use crate::disk::send::SHORT_MISS;
+use crate::disk::send::{send_now, SHORT_MISS};
 use crate::disk::types::file_error;
 
 /// Largest read per send (the caller also bounds it by
@@ -120,11 +119,7 @@ impl Ring {
     ) -> io::Result<usize> {
         let n = (u.end - u.start).min(count);
         let bytes = &u.buf[u.start..u.start + n];
-        let sent = stream.try_io(Interest::WRITABLE, || {
-            rustix::net::send(stream, bytes, rustix::net::SendFlags::NOSIGNAL)
-                .map_err(io::Error::from)
-        });
-        match sent {
+        match send_now(stream, bytes) {
             Ok(s) => {
                 *offset += s as u64;
                 u.offset += s as u64;
