@@ -17,19 +17,10 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use common::tls::{self as t, Alg, Ca, ClientOpts};
-use common::{Server, TempDir};
+use common::{rss_kib, Server, TempDir};
 
 /// Connections held open per measurement.
 const CONNS: usize = 1500;
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
 
 /// Raises this process's open-files limit to its hard limit (the test
 /// holds every connection open).

@@ -442,15 +442,6 @@ fn truncated_upstream_body_truncates_and_closes_client() {
     );
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn slow_client_holds_back_the_origin() {
     const LEN: u64 = 200 * 1024 * 1024;

@@ -153,13 +153,7 @@ fn errors(logs: &Path) -> Vec<String> {
     let log = std::fs::read_to_string(logs.join("error.log")).unwrap_or_default();
     log.lines()
         .filter_map(|l| l.split_once("[error] ").map(|(_, t)| t))
-        .map(|t| t.split_once(": ").map_or(t, |(_, m)| m))
-        .map(|m| {
-            m.split_once(' ')
-                .filter(|(c, _)| c.starts_with('*'))
-                .map_or(m, |(_, r)| r)
-        })
-        .map(str::to_string)
+        .map(|t| log_message(t).to_string())
         .collect()
 }
 

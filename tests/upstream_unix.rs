@@ -125,13 +125,7 @@ fn lines_with(log: &str, needle: &str) -> Vec<String> {
     log.lines()
         .filter(|l| l.contains(needle))
         .map(|l| l.split_once("[error] ").map_or(l, |(_, t)| t))
-        .map(|t| t.split_once(": ").map_or(t, |(_, m)| m))
-        .map(|m| {
-            m.split_once(' ')
-                .filter(|(c, _)| c.starts_with('*'))
-                .map_or(m, |(_, r)| r)
-        })
-        .map(str::to_string)
+        .map(|t| log_message(t).to_string())
         .collect()
 }
 

@@ -86,6 +86,25 @@ impl Drop for Tmpfs {
     }
 }
 
+/// The resident memory of process `pid`, KiB (0 when it cannot be read).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// An error-log line's text after its level (`[error] `), without what
+/// differs between runs: the `pid#tid: ` and the `*connection ` number.
+pub fn log_message(after_level: &str) -> &str {
+    let m = after_level.split_once(": ").map_or(after_level, |(_, m)| m);
+    m.split_once(' ')
+        .filter(|(c, _)| c.starts_with('*'))
+        .map_or(m, |(_, r)| r)
+}
+
 /// chmod.
 pub fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
