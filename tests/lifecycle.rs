@@ -143,6 +143,44 @@ fn sigquit_finishes_in_flight_requests() {
 }
 
 #[test]
+fn sigquit_closes_idle_keep_alive_connections_and_lets_new_ones_ask() {
+    let root = root_with_big_file();
+    let mut s = Server::start(&conf(&root, "", ""));
+    // Idle between keep-alive requests.
+    let mut idle = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    idle.write_all(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    assert_eq!(
+        read_response(&mut idle, &mut buf, false).unwrap().status,
+        200
+    );
+    // Accepted, no byte sent yet.
+    let mut fresh = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    let (c, got) = start_slow_download(s.port);
+    std::thread::sleep(Duration::from_millis(200));
+    s.signal(SIGQUIT);
+    // The idle one is closed at once (not at `keepalive_timeout`).
+    let t = Instant::now();
+    assert!(read_all(&mut idle).is_empty());
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // The new one still gets its answer, and then the connection closes.
+    fresh
+        .write_all(b"GET /a.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let r = read_response(&mut fresh, &mut buf, false).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_eq!(finish_download(c, got), 48 * 1024 * 1024);
+    drop(fresh);
+    let st = s
+        .wait_exit(Duration::from_secs(10))
+        .expect("exit after SIGQUIT");
+    assert!(st.success());
+}
+
+#[test]
 fn worker_shutdown_timeout_caps_graceful_shutdown() {
     let root = root_with_big_file();
     let mut s = Server::start(&conf(&root, "", "worker_shutdown_timeout 1s;"));

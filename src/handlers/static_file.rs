@@ -58,12 +58,17 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
 /// porter answers 404, as for a file that is not there). A capture that
 /// brings `..` into an alias or root with variables is caught the same way.
 fn leaves_root(ctx: &RequestCtx, path: &str) -> bool {
+    // Most paths have no `..`: the root's are not counted then.
+    let up = dot_dots(path);
     let (DocRoot::Root(t) | DocRoot::Alias(t)) = &ctx.loc.s.root;
-    dot_dots(path) > dot_dots(t.raw())
+    up > 0 && up > dot_dots(t.raw())
 }
 
 fn dot_dots(p: &str) -> usize {
-    p.split('/').filter(|s| *s == "..").count()
+    p.as_bytes()
+        .split(|&b| b == b'/')
+        .filter(|s| *s == b"..")
+        .count()
 }
 
 /// The 404 for a path that [`leaves_root`], logged as a missing file is

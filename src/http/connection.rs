@@ -35,6 +35,7 @@ use std::future::Future;
 use std::io;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
@@ -407,14 +408,18 @@ impl<H: Respond + 'static> Connection<H> {
         // waits, so an idle keep-alive connection holds no buffers.
         buffers::give(std::mem::take(&mut self.buf));
         buffers::give(std::mem::take(&mut self.out));
-        let wait = self.keepalive_timeout;
-        let reusable = Reusable::enter();
-        tokio::select! {
-            biased;
-            _ = reusable.reclaimed() => false,
-            _ = self.shutdown.wait_for(Mode::Graceful) => false,
-            r = tokio::time::timeout(wait, self.stream.readable()) => matches!(r, Ok(Ok(()))),
-        }
+        // Listed as idle: the worker closes it to admit a new connection
+        // or when a graceful shutdown begins (`reuse::close_idle`).
+        let reusable = Reusable::enter_idle();
+        let readable = tokio::time::timeout(self.keepalive_timeout, self.stream.readable());
+        let mut readable = std::pin::pin!(readable);
+        std::future::poll_fn(|cx| {
+            if reusable.poll_reclaimed(cx).is_ready() {
+                return Poll::Ready(false);
+            }
+            readable.as_mut().poll(cx).map(|r| matches!(r, Ok(Ok(()))))
+        })
+        .await
     }
 
     /// One `info` line when the TLS layer refused what the client sent

@@ -579,7 +579,13 @@ fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
 /// leaving a name that is not empty. The port part is kept as sent.
 pub(super) fn validate_host(h: &str) -> Result<String, HeadError> {
     let bad = HeadError::Invalid("client sent invalid host header");
-    if h.bytes().any(|b| b == b'/' || b <= b' ' || b == 0x7f) || h.contains("..") {
+    let mut prev = 0;
+    let refused = h.bytes().any(|b| {
+        let two_dots = b == b'.' && prev == b'.';
+        prev = b;
+        two_dots || b == b'/' || b <= b' ' || b == 0x7f
+    });
+    if refused {
         return Err(bad);
     }
     let (name, port) = h.split_at(host_name_len(h));

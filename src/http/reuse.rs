@@ -27,16 +27,35 @@
 //! unreclaimable and filled the worker until `client_header_timeout`
 //! fired. (An explicit turn, not a yield: the runtime wakes yielded tasks
 //! last-in first-out, so a yield cannot order the two.)
+//!
+//! The list costs an idle wait no wakeup machinery of its own: each entry
+//! holds the waiting task's waker, and asking a connection to close takes
+//! its entry off the list (or, at a graceful shutdown, marks every idle
+//! entry: [`close_idle`], NGINX's `ngx_close_idle_connections`) and wakes
+//! it. A keep-alive connection enters and leaves the list once per
+//! request, so this replaced a `Notify` per wait and the per-connection
+//! graceful-shutdown `watch` wait, which took a lock at every poll of a
+//! busy connection (bench/RESULTS.md, 1 KB over TLS).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::poll_fn;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 
 use tokio::sync::Notify;
 
+/// A waiting connection's entry: the waker of its last poll, and whether
+/// it is idle between keep-alive requests (a graceful shutdown closes it)
+/// rather than new and not yet read.
+struct Entry {
+    waker: Option<Waker>,
+    idle: bool,
+}
+
 thread_local! {
     /// Waiting connections by the order they started waiting (oldest first).
-    static LIST: RefCell<BTreeMap<u64, Rc<Notify>>> = const { RefCell::new(BTreeMap::new()) };
+    static LIST: RefCell<BTreeMap<u64, Entry>> = const { RefCell::new(BTreeMap::new()) };
     static NEXT: Cell<u64> = const { Cell::new(0) };
     /// Reclaimed connections that have not yet left their wait (they
     /// close on their next turn): their slots count as free.
@@ -46,26 +65,38 @@ thread_local! {
     static SCARCE: Cell<bool> = const { Cell::new(false) };
     /// Told when an accept loop has taken a turn.
     static TURN: Rc<Notify> = Rc::new(Notify::new());
+    /// A graceful shutdown began: idle connections close.
+    static IDLE_CLOSED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A connection's place on the list while it waits; it leaves the list
 /// when dropped.
 pub struct Reusable {
     seq: u64,
-    reclaim: Rc<Notify>,
 }
 
 impl Reusable {
-    /// Lists the calling connection as reusable.
+    /// Lists the calling connection as reusable: new, before its first
+    /// read.
     pub fn enter() -> Reusable {
+        Reusable::list(false)
+    }
+
+    /// Lists the calling connection as reusable: idle between keep-alive
+    /// requests (a graceful shutdown also closes it).
+    pub fn enter_idle() -> Reusable {
+        Reusable::list(true)
+    }
+
+    fn list(idle: bool) -> Reusable {
         let seq = NEXT.with(|n| {
             let s = n.get();
             n.set(s + 1);
             s
         });
-        let reclaim = Rc::new(Notify::new());
-        LIST.with(|l| l.borrow_mut().insert(seq, Rc::clone(&reclaim)));
-        Reusable { seq, reclaim }
+        let entry = Entry { waker: None, idle };
+        LIST.with(|l| l.borrow_mut().insert(seq, entry));
+        Reusable { seq }
     }
 
     /// Near the limit ([`scarce`]), waits for the accept loop's next turn
@@ -77,9 +108,30 @@ impl Reusable {
         }
     }
 
-    /// Resolves when the worker reclaims this connection (it then closes).
+    /// Resolves when the worker reclaims this connection, or when it is
+    /// idle and a graceful shutdown began (it then closes).
     pub async fn reclaimed(&self) {
-        self.reclaim.notified().await
+        poll_fn(|cx| self.poll_reclaimed(cx)).await
+    }
+
+    /// Ready once the connection is to close ([`Reusable::reclaimed`]);
+    /// otherwise keeps `cx`'s waker to be woken then.
+    pub fn poll_reclaimed(&self, cx: &mut Context<'_>) -> Poll<()> {
+        LIST.with(|l| {
+            let mut l = l.borrow_mut();
+            let Some(e) = l.get_mut(&self.seq) else {
+                // Taken off the list: reclaimed.
+                return Poll::Ready(());
+            };
+            if e.idle && IDLE_CLOSED.with(Cell::get) {
+                return Poll::Ready(());
+            }
+            match &mut e.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                w => *w = Some(cx.waker().clone()),
+            }
+            Poll::Pending
+        })
     }
 }
 
@@ -92,17 +144,35 @@ impl Drop for Reusable {
     }
 }
 
+/// A graceful shutdown began: every connection idle between keep-alive
+/// requests closes now, and one that goes idle later closes at once (new
+/// connections still get to send their first request, as NGINX).
+pub fn close_idle() {
+    IDLE_CLOSED.with(|c| c.set(true));
+    let wakers: Vec<Waker> = LIST.with(|l| {
+        l.borrow_mut()
+            .values_mut()
+            .filter(|e| e.idle)
+            .filter_map(|e| e.waker.take())
+            .collect()
+    });
+    // Woken outside the borrow: a waker may run code that lists again.
+    wakers.into_iter().for_each(Waker::wake);
+}
+
 /// Asks the oldest waiting connection to close; false when none waits.
 /// The connection closes on its next turn, so the caller may admit a new
 /// one in its place at once.
 pub fn reclaim_oldest() -> bool {
     let oldest = LIST.with(|l| l.borrow_mut().pop_first());
     match oldest {
-        Some((_, n)) => {
+        Some((_, e)) => {
             CLOSING.with(|c| c.set(c.get() + 1));
-            // A stored permit: the connection sees it even if it is not
-            // polling its wait at this moment.
-            n.notify_one();
+            // Off the list: the connection sees it at its next poll, even
+            // if it is not polling its wait at this moment.
+            if let Some(w) = e.waker {
+                w.wake();
+            }
             true
         }
         None => false,
@@ -169,6 +239,32 @@ mod tests {
         });
         assert!(reclaim_oldest());
         assert!(!reclaim_oldest());
+    }
+
+    #[test]
+    fn a_graceful_shutdown_closes_idle_connections_not_new_ones() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let idle = Reusable::enter_idle();
+        let fresh = Reusable::enter();
+        rt.block_on(async {
+            let short = std::time::Duration::from_millis(50);
+            // Waiting (its waker kept) when the shutdown begins.
+            let waiting = tokio::time::timeout(short, idle.reclaimed());
+            assert!(waiting.await.is_err());
+            close_idle();
+            tokio::time::timeout(short, idle.reclaimed()).await.unwrap();
+            assert!(tokio::time::timeout(short, fresh.reclaimed())
+                .await
+                .is_err());
+            // Idle from now on: closes at once.
+            let later = Reusable::enter_idle();
+            tokio::time::timeout(short, later.reclaimed())
+                .await
+                .unwrap();
+        });
     }
 
     #[test]

@@ -213,6 +213,9 @@ async fn worker_main(start: WorkerStart) {
     let lag = crate::metrics::timed::spawn(super::loop_lag::probe(env.figures.clone()));
     let mut sd = start.shutdown.clone();
     sd.wait_for(Mode::Graceful).await;
+    // Idle keep-alive connections close now (NGINX's
+    // `ngx_close_idle_connections`); requests in flight finish.
+    reuse::close_idle();
     lag.abort();
     for a in &accepting {
         a.abort();
@@ -220,7 +223,8 @@ async fn worker_main(start: WorkerStart) {
     // No more turns: a new connection waiting for one reads now.
     reuse::set_scarce(false);
     reuse::accept_turn();
-    // Wait for connections in flight (Fast aborts them from inside).
+    // Wait for connections in flight. On Fast this returns at once, and
+    // the connections still running are dropped with the task set.
     while live.count.get() > 0 {
         tokio::select! {
             _ = live.idle.notified() => {}
@@ -328,13 +332,13 @@ async fn accept_loop(
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();
+        // A fast shutdown ends `worker_main`, and the connections still
+        // running are dropped with the worker's task set: the task waits
+        // on nothing else (a shutdown wait here cost a lock at each of the
+        // connection's polls).
         crate::metrics::timed::spawn(async move {
             let _active = Gauge::new(&metrics::ACTIVE);
-            let mut sd = env2.shutdown.clone();
-            tokio::select! {
-                _ = connection::serve(stream, conn, group, env2.clone()) => {}
-                _ = sd.wait_for(Mode::Fast) => {}
-            }
+            connection::serve(stream, conn, group, env2).await;
             live2.count.set(live2.count.get() - 1);
             live2.idle.notify_one();
         });
