@@ -8,13 +8,21 @@
 //!
 //! What it proves: each connection was moved to kTLS (porter's
 //! `porter_ktls_connections_total{result="kernel"}` and the guest kernel's
-//! `/proc/net/tls_stat`), file bodies took the plain route of the disk
-//! layer (`sendfile`, inline or on the pool), and bodies
-//! are byte-exact: a large file, a range, a small file, `sendfile off`
-//! and `aio threads` locations, several requests per keep-alive
-//! connection. A TLS 1.3 `KeyUpdate` from the client closes the
-//! connection cleanly (`close_notify`, one `info` line); `ssl_ktls off`
-//! keeps a server in user space.
+//! `/proc/net/tls_stat`), bodies are byte-exact (a large file, a range, a
+//! small file, `aio threads` and `sendfile off` locations, several
+//! requests per keep-alive connection), and each body went by the route
+//! expected, counted to the byte by `porter_disk_send_bytes_total{route}`
+//! on the connection itself: under `sendfile on` and `aio off` the large
+//! file and the range by the loop's zero-copy `sendfile` on the kTLS
+//! socket; under `aio on` by the ring's read and `send`; under `aio
+//! threads` by the pool's `sendfile` (the route the
+//! guest kernel's fast path allows, from porter's probe: inline
+//! `sendfile` where `cachestat` answers, the docroot being the workers'
+//! user's); under `sendfile off` read and written by the stream. On the
+//! `ssl_ktls off` server the same requests are read, encrypted in user
+//! space and written: never `sendfile`d. A TLS 1.3 `KeyUpdate` from the
+//! client closes the connection cleanly (`close_notify`, one `info`
+//! line).
 //!
 //! The guest runs under KVM where `/dev/kvm` boots it; where it does not
 //! (a nested hypervisor whose KVM offers almost no CPUID features: the
@@ -165,13 +173,18 @@ impl Cpio {
     }
 
     fn entry(&mut self, name: &str, mode: u32, data: &[u8]) {
+        self.entry_owned(name, mode, 0, data)
+    }
+
+    /// An entry owned by user and group `owner`.
+    fn entry_owned(&mut self, name: &str, mode: u32, owner: u32, data: &[u8]) {
         let name = name.trim_start_matches('/');
         let head = format!(
             "070701{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
             self.ino,
             mode,
-            0,
-            0,
+            owner,
+            owner,
             1,
             0,
             data.len(),
@@ -197,8 +210,13 @@ impl Cpio {
         }
     }
 
-    /// A file at `path` (its directories made first).
+    /// A file at `path` (its directories made first), owned by root.
     fn file(&mut self, path: &str, mode: u32, data: &[u8]) {
+        self.file_owned(path, mode, 0, data)
+    }
+
+    /// A file at `path` owned by `owner`.
+    fn file_owned(&mut self, path: &str, mode: u32, owner: u32, data: &[u8]) {
         let path = path.trim_start_matches('/');
         let mut dir = String::new();
         for part in path.split('/').collect::<Vec<_>>().split_last().unwrap().1 {
@@ -210,7 +228,7 @@ impl Cpio {
                 self.entry(&dir, 0o040755, &[]);
             }
         }
-        self.entry(path, 0o100000 | mode, data);
+        self.entry_owned(path, 0o100000 | mode, owner, data);
     }
 
     fn dir(&mut self, path: &str) {
@@ -246,20 +264,26 @@ fn libraries(bin: &Path) -> Vec<PathBuf> {
 
 const PORTER: &str = env!("CARGO_BIN_EXE_porter");
 
-/// The guest's porter configuration: a kTLS server (8443, with
-/// `aio threads` and `sendfile off` locations), a server kept in user
-/// space by `ssl_ktls off` (8444).
+/// The guest's `nobody`, the workers' user.
+const NOBODY: u32 = 65534;
+
+/// The guest's porter configuration: a kTLS server (8443: `aio off` and
+/// `sendfile on` at the root, `aio threads`, `aio on` and `sendfile off`
+/// locations), a server kept in user space by `ssl_ktls off` (8444).
 const GUEST_CONF: &str = "daemon off;\nworker_processes 2;\npid /srv/porter.pid;\n\
     error_log /srv/logs/error.log info;\nevents { worker_connections 256; }\n\
-    http {\n  default_type application/octet-stream;\n  access_log off;\n\
+    http {\n  default_type application/octet-stream;\n  access_log off;\n  sendfile on;\n\
     ssl_certificate /srv/a.crt; ssl_certificate_key /srv/a.key;\n\
     server { listen 8443 ssl; server_name a.test; root /srv/www;\n\
       location = /metrics { porter_metrics; }\n\
       location /logs/ { alias /srv/logs/; }\n\
       location /pool/ { alias /srv/www/; aio threads; }\n\
       location /copy/ { alias /srv/www/; sendfile off; }\n\
+      location /ring/ { alias /srv/www/; aio on; }\n\
     }\n\
-    server { listen 8444 ssl; server_name a.test; root /srv/www; ssl_ktls off; }\n}\n";
+    server { listen 8444 ssl; server_name a.test; root /srv/www; ssl_ktls off;\n\
+      location = /metrics { porter_metrics; }\n\
+    }\n}\n";
 
 /// The guest's `/init`: modules, network, porter, and the kernel's kTLS
 /// counters copied into the docroot every 200 ms (a file porter serves).
@@ -303,8 +327,12 @@ fn initramfs(parts: &Parts, ca: &Ca, files: &[(&str, &[u8])]) -> Vec<u8> {
     c.file("srv/a.crt", 0o644, leaf.cert_pem.as_bytes());
     c.file("srv/a.key", 0o600, leaf.key_pem.as_bytes());
     c.file("srv/porter.conf", 0o644, GUEST_CONF.as_bytes());
+    // The docroot's files belong to the workers' user (`nobody`: porter
+    // starts as root), as docs/design.md advises for the zero-copy fast
+    // path: where the kernel has `cachestat` (Linux >= 6.5) it answers
+    // for them.
     for (name, data) in files {
-        c.file(&format!("srv/www/{name}"), 0o644, data);
+        c.file_owned(&format!("srv/www/{name}"), 0o644, NOBODY, data);
     }
     c.finish()
 }
@@ -465,6 +493,43 @@ fn metric(m: &str, prefix: &str, label: &str) -> f64 {
         .sum()
 }
 
+/// The routes of `porter_disk_send_bytes_total`, in the order
+/// [`routes`] returns them.
+const ROUTES: [&str; 5] = ["sendfile", "copy", "pool", "uring", "read"];
+
+/// File-body bytes sent per route so far (`porter_disk_send_bytes_total`).
+fn routes(m: &str) -> [f64; 5] {
+    ROUTES.map(|r| metric(m, "porter_disk_send_bytes_total", &format!("route=\"{r}\"")))
+}
+
+/// What each route sent between two readings, named.
+fn sent_between(a: [f64; 5], b: [f64; 5]) -> Vec<(&'static str, f64)> {
+    ROUTES
+        .into_iter()
+        .zip(a.iter().zip(b).map(|(a, b)| b - a))
+        .collect()
+}
+
+/// `n` bytes by `route` and none by any other, as [`sent_between`] says it.
+fn only(route: &str, n: usize) -> Vec<(&'static str, f64)> {
+    ROUTES
+        .into_iter()
+        .map(|r| (r, if r == route { n as f64 } else { 0.0 }))
+        .collect()
+}
+
+/// The route counters read on the keep-alive connection `c` itself.
+fn routes_on(c: &mut t::Conn, name: &str) -> [f64; 5] {
+    let r = c.request(&req("/metrics", ""), false).expect(name);
+    assert_eq!(r.status, 200, "{name}: /metrics");
+    let m = String::from_utf8_lossy(&r.body).into_owned();
+    assert!(
+        m.contains("porter_disk_send_bytes_total{route=\"sendfile\"}"),
+        "{name}: the route counters are there:\n{m}"
+    );
+    routes(&m)
+}
+
 /// A counter of `/proc/net/tls_stat`.
 fn tls_stat(s: &str, name: &str) -> u64 {
     s.lines()
@@ -525,6 +590,41 @@ fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update
         "porter_ktls_connections_total",
         "\"kernel\"",
     );
+    // The route the `aio threads` location takes for a cached file
+    // depends on what the guest kernel offers the fast path (porter's
+    // probe logs what is missing): zero-copy `sendfile` inline where
+    // `cachestat` answers (Linux >= 6.5, for files the worker owns), the
+    // copy fast path where only `RWF_NOWAIT` reads work, else the pool.
+    let log0 = String::from_utf8_lossy(&t::get(port, &first, "a.test", "/logs/error.log").body)
+        .into_owned();
+    let pool_route = if !log0.contains("cachestat() is not supported") {
+        "sendfile"
+    } else if !log0.contains("preadv2(RWF_NOWAIT) is not supported") {
+        "copy"
+    } else {
+        "pool"
+    };
+    // `aio on`: the ring's read and `send`, unless the guest has no
+    // io_uring (then `aio threads`, with its one notice).
+    let ring_route = if log0.contains("falls back to \"aio threads\"") {
+        pool_route
+    } else {
+        "uring"
+    };
+    eprintln!(
+        "in the guest, a cached file goes by route {pool_route:?} under aio threads, \
+         {ring_route:?} under aio on"
+    );
+    // The guest's error log and counters, for a failure's message.
+    let guest_log = || {
+        let log = t::get(port, &first, "a.test", "/logs/error.log").body;
+        format!(
+            "guest error log:\n{}\nroutes: {:?}\nconsole:\n{}",
+            String::from_utf8_lossy(&log),
+            routes(&metrics(&first)),
+            g.console()
+        )
+    };
     assert!(
         before >= 1.0,
         "the connections so far were moved to kTLS:\n{}\n{}",
@@ -540,6 +640,12 @@ fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update
             Some(suite.suite())
         );
         for round in 0..1 {
+            // `aio off`, `sendfile on`: every body byte of the large file
+            // and the range by the loop's zero-copy `sendfile` on the kTLS
+            // socket. (The small file, at most 32 KiB, is read before the
+            // head and written with it: no send route, whatever
+            // `sendfile` says.)
+            let r0 = routes_on(&mut c, name);
             let r = c.request(&req("/big.bin", ""), false).expect(name);
             assert_eq!(r.status, 200, "{name}");
             assert!(
@@ -556,12 +662,43 @@ fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update
                 let r = c.request(&req("/small.txt", ""), false).expect(name);
                 assert!(r.body == small, "{name}: small file differs");
             }
-            let r = c.request(&req("/pool/mid.bin", ""), false).expect(name);
+            let r1 = routes_on(&mut c, name);
+            assert_eq!(
+                sent_between(r0, r1),
+                only("sendfile", big.len() + 200_100),
+                "{name}: the root location's bodies went by the loop's sendfile"
+            );
+            let r = c
+                .request(&req("/pool/mid.bin", ""), false)
+                .unwrap_or_else(|| panic!("{name}: /pool/mid.bin: no response\n{}", guest_log()));
             assert!(r.body == mid, "{name}: aio threads file differs");
+            let r2 = routes_on(&mut c, name);
+            let r = c
+                .request(&req("/ring/mid.bin", ""), false)
+                .unwrap_or_else(|| panic!("{name}: /ring/mid.bin: no response\n{}", guest_log()));
+            assert!(r.body == mid, "{name}: aio on file differs");
+            let r2b = routes_on(&mut c, name);
+            assert_eq!(
+                sent_between(r2, r2b),
+                only(ring_route, mid.len()),
+                "{name}: the aio on location's route"
+            );
             let r = c.request(&req("/copy/mid.bin", ""), false).expect(name);
             assert!(
                 r.body == mid,
                 "{name}: sendfile off file differs (round {round})"
+            );
+            let r3 = routes_on(&mut c, name);
+            eprintln!("{name}: aio threads sent {:?}", sent_between(r1, r2));
+            assert_eq!(
+                sent_between(r1, r2),
+                only(pool_route, mid.len()),
+                "{name}: the aio threads location's route"
+            );
+            assert_eq!(
+                sent_between(r2b, r3),
+                only("read", mid.len()),
+                "{name}: sendfile off reads and writes through the stream"
             );
         }
     }
@@ -569,9 +706,25 @@ fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update
     // `ssl_ktls off`: the same bodies through user-space TLS, not counted.
     let m0 = metrics(&first);
     let kernel0 = metric(&m0, "porter_ktls_connections_total", "\"kernel\"");
+    // The same requests as on the kTLS connections, to a location that
+    // `sendfile`s there: read and encrypted in user space, never
+    // `sendfile`d (nor `send` by the disk layer's copy).
     let mut c = t::Conn::open(g.user_port, &first, "a.test").unwrap();
+    let u0 = routes_on(&mut c, "user space");
     let r = c.request(&req("/big.bin", ""), false).unwrap();
     assert!(r.body == big, "user-space TLS in the guest");
+    let r = c
+        .request(&req("/big.bin", "Range: bytes=100000-300099\r\n"), false)
+        .unwrap();
+    assert!(r.body == big[100_000..300_100], "user-space TLS: range");
+    let r = c.request(&req("/small.txt", ""), false).unwrap();
+    assert!(r.body == small, "user-space TLS: small file");
+    let u1 = routes_on(&mut c, "user space");
+    assert_eq!(
+        sent_between(u0, u1),
+        only("read", big.len() + 200_100),
+        "user-space TLS never sendfiles"
+    );
     let m1 = metrics(&first);
     assert_eq!(
         metric(&m1, "porter_ktls_connections_total", "\"kernel\""),
@@ -595,11 +748,12 @@ fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update
         0.0,
         "{m1}"
     );
-    // The `aio threads` location's bodies went through the pool (the
-    // guest's 6.1 has no `cachestat`, so the fast path is off there):
-    // the pool's `sendfile` on the kTLS socket.
+    // Where the fast path cannot look (6.1: no `cachestat`, no
+    // `RWF_NOWAIT` on the initramfs), the `aio threads` location's bodies
+    // were tasks of the pool too: its `sendfile` on the kTLS socket.
     assert!(
-        metric(&m1, "porter_pool_tasks_total", "pool=") >= suites.len() as f64,
+        pool_route != "pool"
+            || metric(&m1, "porter_pool_tasks_total", "pool=") >= suites.len() as f64,
         "the aio threads location sent through the disk layer's pool:\n{m1}"
     );
 

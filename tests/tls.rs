@@ -420,6 +420,103 @@ fn large_files_over_tls_are_byte_exact_through_the_disk_layer() {
     );
 }
 
+/// `porter_disk_send_bytes_total` per route, from the server's `/metrics`
+/// on `port` (plain HTTP).
+fn route_bytes(port: u16) -> [f64; 5] {
+    let m = common::metrics::Metrics::fetch(port);
+    ["sendfile", "copy", "pool", "uring", "read"]
+        .map(|r| m.must("porter_disk_send_bytes_total", &[("route", r)]))
+}
+
+/// What each route sent between two readings, named, for messages.
+fn route_delta(a: [f64; 5], b: [f64; 5]) -> Vec<(&'static str, f64)> {
+    ["sendfile", "copy", "pool", "uring", "read"]
+        .into_iter()
+        .zip(a.iter().zip(b).map(|(a, b)| b - a))
+        .collect()
+}
+
+#[test]
+fn user_space_tls_never_sendfiles_a_cached_file_and_plain_http_does() {
+    let ca = Ca::new();
+    let (dir, _, _) = prefix_with_certs(&ca);
+    let data: Vec<u8> = (0..1_000_003u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 11) as u8)
+        .collect();
+    let file = dir.write("www/f.bin", &data);
+    // Owned by the worker user (`nobody` when the tests run as root), so
+    // that `cachestat` answers and the fast path may `sendfile` inline.
+    // SAFETY: no arguments.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+    }
+    let plain = common::free_port();
+    let locations = "location = /metrics { porter_metrics; }\n\
+           location /pool/ { alias {PREFIX}/www/; aio threads; }\n\
+           location /ring/ { alias {PREFIX}/www/; aio on; }\n";
+    let body = format!(
+        "server {{ listen 127.0.0.1:{{PORT}} ssl; server_name a.test; ssl_ktls off;\n\
+           ssl_certificate {{PREFIX}}/a.crt; ssl_certificate_key {{PREFIX}}/a.key;\n\
+           root {{PREFIX}}/www; sendfile on;\n{locations} }}\n\
+         server {{ listen 127.0.0.1:{plain}; server_name a.test; root {{PREFIX}}/www;\n\
+           sendfile on;\n{locations} }}\n"
+    );
+    let s = Server::start_in(dir, &conf(&body), &[]);
+    assert!(common::wait_port(plain, Duration::from_secs(10)));
+    // In the page cache.
+    assert_eq!(std::fs::read(&file).unwrap(), data);
+    let log = s.read("logs/error.log");
+    let cachestat = !log.contains("cachestat() is not");
+    let uring = !log.contains("falls back to \"aio threads\"");
+    let c = t::client(&ca, ClientOpts::default());
+    let len = data.len() as f64;
+    // Plain HTTP: the loop's zero-copy `sendfile` (`aio off`, or the fast
+    // path under `aio threads` finding every page cached), the ring's
+    // read and `send` under `aio on` (index of the route in `route_bytes`;
+    // `None` where this kernel lacks what the route needs).
+    let plain_routes = [
+        ("/f.bin", Some(0)),
+        ("/pool/f.bin", cachestat.then_some(0)),
+        ("/ring/f.bin", uring.then_some(3)),
+    ];
+    for (path, route) in plain_routes {
+        let before = route_bytes(plain);
+        let r = common::get(plain, path);
+        let d = route_delta(before, route_bytes(plain));
+        assert!(r.body == data, "{path} over plain HTTP differs");
+        if let Some(i) = route {
+            let mut want = [0.0; 5];
+            want[i] = len;
+            assert_eq!(
+                d,
+                route_delta([0.0; 5], want),
+                "{path} over plain HTTP: all by one route"
+            );
+        } else {
+            eprintln!("{path}: this kernel lacks the fast route; plain HTTP sent it by {d:?}");
+        }
+        // User-space TLS: never `sendfile` (plain pages into the socket
+        // under rustls's records), never the disk layer's copy `send`:
+        // read, encrypted and written by the stream. The counters are read
+        // before the body is judged, so that a build sending plain bytes
+        // on the TLS socket fails here, whatever the client made of them.
+        let before = route_bytes(plain);
+        let mut conn = t::Conn::open(s.port, &c, "a.test").unwrap();
+        let r = conn.request(
+            &format!("GET {path} HTTP/1.1\r\nHost: a.test\r\n\r\n"),
+            false,
+        );
+        let d = route_delta(before, route_bytes(plain));
+        assert_eq!(
+            d,
+            route_delta([0.0; 5], [0.0, 0.0, 0.0, 0.0, len]),
+            "{path} over user-space TLS: all read and written by the stream"
+        );
+        let r = r.unwrap_or_else(|| panic!("{path} over TLS: no response"));
+        assert!(r.body == data, "{path} over TLS differs");
+    }
+}
+
 #[test]
 fn ranges_over_tls() {
     let ca = Ca::new();

@@ -60,6 +60,7 @@ fn unsupported(e: rustix::io::Errno) -> bool {
 /// Probes the kernel once; returns a line for each missing feature (for
 /// the caller to log at `notice`).
 pub fn probe() -> Vec<String> {
+    page_size();
     let mut missing = Vec::new();
     let open_cached = match rustix::fs::openat2(
         rustix::fs::CWD,
@@ -308,9 +309,24 @@ fn cachestat_raw(fd: BorrowedFd<'_>, off: u64, len: u64) -> io::Result<u64> {
     Ok(st.nr_cache)
 }
 
+/// The page size, from the C library (`sysconf`), which has the auxiliary
+/// vector in memory. Not `rustix::param::page_size`: on a kernel without
+/// `PR_GET_AUXV` (before 6.4) rustix reads `/proc/self/auxv`, which a
+/// thread that has dropped root may not open, and panics — the first call
+/// on a pool thread did, on Linux 6.1 (`tests/ktls_vm.rs`: every pool
+/// `sendfile` was a "task was lost"). [`probe`] also asks once, in the
+/// master.
 pub(super) fn page_size() -> u64 {
     static PAGE: OnceLock<u64> = OnceLock::new();
-    *PAGE.get_or_init(|| rustix::param::page_size() as u64)
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if n > 0 {
+            n as u64
+        } else {
+            4096
+        }
+    })
 }
 
 /// True when the bytes at `offset` and at `offset + len - 1` can be read

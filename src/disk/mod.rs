@@ -33,6 +33,7 @@
 //! | `io.rs` | [`Io`], the route, and the calls that need only it (create, write, rename, …) |
 //! | `open.rs` | [`PathRules`], [`OpenFile`], open/stat/read, [`Disk::open`] with `open_file_cache` |
 //! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
+//! | `sent.rs` | [`sent::Route`]: which route delivered body bytes (`porter_disk_send_bytes_total`) |
 //! | `hot_hole.rs` | a hot file's hole larger than 64 KiB: read once with direct I/O, kept a moment |
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
@@ -48,6 +49,7 @@ mod open;
 pub mod open_file_cache;
 pub mod pool;
 mod send;
+pub mod sent;
 mod types;
 pub mod uring;
 

@@ -24,6 +24,7 @@ use super::hot_hole;
 use super::io::offload;
 use super::open::{pread_full, OpenFile};
 use super::pool::{Lane, ThreadPool};
+use super::sent::{self, counted, Route};
 use super::types::{file_error, socket_side};
 use super::Disk;
 
@@ -87,11 +88,12 @@ impl Disk {
         count: usize,
     ) -> io::Result<usize> {
         let inline_sendfile = |offset: &mut u64| {
-            stream
+            let r = stream
                 .try_io(Interest::WRITABLE, || {
                     sendfile_some(stream, &f.file, offset, count)
                 })
-                .map_err(sendfile_error)
+                .map_err(sendfile_error);
+            counted(Route::Sendfile, r)
         };
         if let Some(ring) = &f.io.ring {
             return ring.send_file(stream, f, offset, count).await;
@@ -115,7 +117,7 @@ impl Disk {
                     fastpath::count(Op::Sendfile, false);
                     // A hot file's large hole, read a moment ago.
                     if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
-                        return r;
+                        return counted(Route::Copy, r);
                     }
                     // Nothing cached at `offset`: a small hole is read
                     // alone, in the short lane, and the copy goes on; a
@@ -129,7 +131,7 @@ impl Disk {
                     } else if let Some(hole) = self.hot.hole(f, *offset, len) {
                         self.read_hole_once(pool, f, *offset, hole).await?;
                         if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
-                            return r;
+                            return counted(Route::Copy, r);
                         }
                     }
                     self.hot.saw_cold(f, *offset, len);
@@ -239,7 +241,8 @@ impl Disk {
             Ok(g) => g,
             Err(e) => return Some(Err(file_error("pread", e))),
         };
-        Some(send_now(stream, &buf[..got]).inspect(|&s| *offset += s as u64))
+        let r = send_now(stream, &buf[..got]).inspect(|&s| *offset += s as u64);
+        Some(counted(Route::Copy, r))
     }
 }
 
@@ -396,6 +399,7 @@ async fn sendfile_on_pool(
     match sent {
         Ok(n) => {
             *offset += n as u64;
+            sent::count(Route::Pool, n);
             Ok(n)
         }
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

@@ -21,6 +21,11 @@
 //!   `porter_pool_{tasks,overflows}_total{pool}` counters.
 //! - `porter_fastpath_total{op,result}`: calls served inline from the page
 //!   cache (`hit`) or offloaded (`miss`).
+//! - `porter_disk_send_bytes_total{route}`: file-body bytes by the route
+//!   that delivered them (`disk::sent`): the loop's zero-copy `sendfile`,
+//!   the loop's `copy`, the `pool`'s `sendfile`, the ring (`uring`), or
+//!   `read` into a buffer and written through the stream (`sendfile off`,
+//!   user-space TLS).
 //! - `porter_uring_{submissions,completions,not_inline,queued}_total` and
 //!   `porter_uring_in_flight` (`aio on`, all workers' rings): a completion
 //!   is `not_inline` when it was not there as its submission returned —
@@ -39,6 +44,7 @@ use std::sync::atomic::Ordering;
 
 use super::{Env, Outcome};
 use crate::disk::fastpath::{self, Op};
+use crate::disk::sent::{self, Route};
 use crate::disk::uring;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
@@ -229,7 +235,8 @@ fn pool_figures(out: &mut String, env: &Env<'_>) {
     );
 }
 
-/// Fast-path hits and misses per call; kTLS connections; log lines dropped.
+/// Fast-path hits and misses per call; bytes per send route; kTLS
+/// connections; log lines dropped.
 fn fastpath_and_log_figures(out: &mut String) {
     let mut fp = Vec::new();
     for op in Op::ALL {
@@ -243,6 +250,18 @@ fn fastpath_and_log_figures(out: &mut String) {
         "counter",
         "Disk calls served inline from cache (hit) or offloaded (miss).",
         &fp,
+    );
+
+    let routes: Vec<_> = Route::ALL
+        .iter()
+        .map(|&r| (format!("route=\"{}\"", r.name()), sent::bytes(r)))
+        .collect();
+    family(
+        out,
+        "porter_disk_send_bytes_total",
+        "counter",
+        "File-body bytes sent, by route: the loop's sendfile, the loop's copy, the pool's sendfile, io_uring, or read and written through the stream.",
+        &routes,
     );
 
     let k = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);

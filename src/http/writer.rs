@@ -13,7 +13,10 @@
 //! else the pool or io_uring) into a buffer that is encrypted on the
 //! loop, as with `sendfile off`: plain pages are never `sendfile`d into
 //! rustls's stream. A kTLS stream (no `tls_conn()`: the kernel encrypts)
-//! takes the plain route, `sendfile` included.
+//! takes the plain route, `sendfile` included. Each route's bytes are
+//! counted (`disk::sent`, `porter_disk_send_bytes_total{route}`): the
+//! disk layer counts its own, this file the read-and-write copies
+//! (`route="read"`).
 
 use std::io;
 
@@ -23,6 +26,7 @@ use super::rate::Pacer;
 use super::response::{self, Body, Response, StreamBody};
 use super::stream::ClientStream;
 use crate::config::LocSettings;
+use crate::disk::sent::{self, Route};
 use crate::disk::{Disk, OpenFile};
 use crate::log::{ErrorLog, Level};
 
@@ -222,6 +226,7 @@ impl<'a> Writer<'a> {
                 }
                 self.write_all(&chunk[..n], offset + (n as u64) < end)
                     .await?;
+                sent::count(Route::Read, n);
                 offset += n as u64;
                 since_yield += n as u64;
                 if since_yield >= max_chunk {

@@ -15,6 +15,7 @@ use super::Ring;
 use crate::disk::fastpath::{self, Op};
 use crate::disk::open::OpenFile;
 use crate::disk::send::{send_now, SHORT_MISS};
+use crate::disk::sent::{self, Route};
 use crate::disk::types::file_error;
 
 /// Largest read per send (the caller also bounds it by
@@ -121,6 +122,7 @@ impl Ring {
         let bytes = &u.buf[u.start..u.start + n];
         match send_now(stream, bytes) {
             Ok(s) => {
+                sent::count(Route::Uring, s);
                 *offset += s as u64;
                 u.offset += s as u64;
                 u.start += s;
