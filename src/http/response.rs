@@ -253,7 +253,7 @@ pub struct HeadOptions<'a> {
 }
 
 /// Appends `v` in decimal (no allocation, unlike `to_string`).
-fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut v: u64) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {

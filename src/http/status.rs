@@ -66,7 +66,7 @@ pub fn reason(code: u16) -> &'static str {
 /// Appends the status line (`HTTP/1.1 404 Not Found\r\n`).
 pub fn status_line(code: u16, out: &mut Vec<u8>) {
     out.extend_from_slice(b"HTTP/1.1 ");
-    push_code(code, out);
+    super::response::push_decimal(out, u64::from(code));
     out.push(b' ');
     out.extend_from_slice(reason(code).as_bytes());
     out.extend_from_slice(b"\r\n");
@@ -75,26 +75,10 @@ pub fn status_line(code: u16, out: &mut Vec<u8>) {
 /// Appends a status line with the reason phrase `text` (an upstream's).
 pub fn status_line_with(code: u16, text: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b"HTTP/1.1 ");
-    push_code(code, out);
+    super::response::push_decimal(out, u64::from(code));
     out.push(b' ');
     out.extend_from_slice(text.as_bytes());
     out.extend_from_slice(b"\r\n");
-}
-
-/// Appends `code` in decimal, without a `to_string` per response.
-fn push_code(code: u16, out: &mut Vec<u8>) {
-    let mut digits = [0u8; 5];
-    let mut i = digits.len();
-    let mut v = code;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Statuses after which NGINX closes a keep-alive connection.
