@@ -423,9 +423,19 @@ pub fn header_in<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a 
 }
 
 /// Reads more of `s` into `buf`; `None` at end of stream or on error.
+///
+/// `EINTR` is retried: with a read timeout set (`SO_RCVTIMEO`) the kernel
+/// does not restart a blocking `recv` after a signal, and a test process
+/// that dropped an io_uring (`aio_on.rs` probes for one) gets the ring's
+/// teardown notice as one, some 20 % of the time.
 pub fn fill(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<()> {
     let mut tmp = [0u8; 65536];
-    let n = s.read(&mut tmp).ok()?;
+    let n = loop {
+        match s.read(&mut tmp) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r.ok()?,
+        }
+    };
     if n == 0 {
         return None;
     }

@@ -259,7 +259,14 @@ impl Conn {
 
     fn fill(&mut self) -> Option<()> {
         let mut tmp = vec![0u8; 65536];
-        match self.tls.read(&mut tmp) {
+        // EINTR is retried, as in `common::fill`.
+        let r = loop {
+            match self.tls.read(&mut tmp) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        match r {
             Ok(0) | Err(_) => None,
             Ok(n) => {
                 self.buf.extend_from_slice(&tmp[..n]);
