@@ -41,6 +41,7 @@ use tokio::net::TcpStream;
 use super::fastpath;
 use super::open::OpenFile;
 use super::send::send_now;
+use super::sent::{counted, Route};
 
 /// Bytes one open file must have served from the page cache (not read by
 /// its own request) for its file to count as hot.
@@ -165,7 +166,7 @@ impl HotHoles {
     }
 
     /// Sends at most `len` bytes of `f` at `*offset` from a kept hole
-    /// that holds them; `None` when none does.
+    /// that holds them (counted as the copy route); `None` when none does.
     pub(super) fn send_kept(
         &self,
         stream: &TcpStream,
@@ -176,7 +177,8 @@ impl HotHoles {
         let (bytes, skip) = self.find(f, *offset)?;
         let slice = &bytes.buf[bytes.from + skip..bytes.to];
         let slice = &slice[..slice.len().min(len as usize)];
-        Some(send_now(stream, slice).inspect(|&s| *offset += s as u64))
+        let r = send_now(stream, slice).inspect(|&s| *offset += s as u64);
+        Some(counted(Route::Copy, r))
     }
 
     /// The kept hole holding `f` at `offset`, and where in it.

@@ -117,7 +117,7 @@ impl Disk {
                     fastpath::count(Op::Sendfile, false);
                     // A hot file's large hole, read a moment ago.
                     if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
-                        return counted(Route::Copy, r);
+                        return r;
                     }
                     // Nothing cached at `offset`: a small hole is read
                     // alone, in the short lane, and the copy goes on; a
@@ -131,7 +131,7 @@ impl Disk {
                     } else if let Some(hole) = self.hot.hole(f, *offset, len) {
                         self.read_hole_once(pool, f, *offset, hole).await?;
                         if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
-                            return counted(Route::Copy, r);
+                            return r;
                         }
                     }
                     self.hot.saw_cold(f, *offset, len);
