@@ -269,6 +269,9 @@ impl Io {
         path: &Path,
         rules: &PathRules,
     ) -> io::Result<T> {
+        if self.pool.is_none() {
+            return call(path, rules, false);
+        }
         if let Some(r) = self.cached_first(op, call, path, rules) {
             return r;
         }

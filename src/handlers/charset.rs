@@ -47,6 +47,10 @@ pub fn header_filter(
     carried: Option<String>,
 ) -> Option<String> {
     let s = &ctx.loc.s;
+    // Nothing to label with (the usual case): no copy of the type.
+    if s.charset.is_none() && carried.is_none() {
+        return None;
+    }
     let ct = resp.content_type.clone()?;
     let (base, own) = split_type(&ct);
     let typed = s

@@ -385,10 +385,12 @@ async fn run_phases(
 /// `client_max_body_size`, the automatic 301 to `URI/`.
 fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     let server = Arc::clone(&ctx.server);
-    let uri = ctx.uri.clone();
+    // Lent out while the regexes run (they write captures, not the URI).
+    let uri = std::mem::take(&mut ctx.uri);
     let found = server
         .locations
         .find(&uri, &mut |re| ctx.regex_exec(re, &uri));
+    ctx.uri = uri;
     let (loc, slash) = match found {
         Found::Location(l) => (l.unwrap_or_else(|| Arc::clone(&server.base)), false),
         Found::Redirect(l) => (l, true),
@@ -413,7 +415,7 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         }
     }
     if slash {
-        let mut target = crate::http::uri::escape_for_location(&uri);
+        let mut target = crate::http::uri::escape_for_location(&ctx.uri);
         target.push('/');
         if let Some(a) = &ctx.args {
             target.push('?');

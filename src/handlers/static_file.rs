@@ -33,8 +33,8 @@ fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
     let loc = &ctx.loc;
     match &loc.s.root {
         DocRoot::Root(t) => {
-            let root = t.render(ctx);
-            let root = root.trim_end_matches('/').to_string();
+            let mut root = t.render(ctx);
+            root.truncate(root.trim_end_matches('/').len());
             (concat(&root, uri), root)
         }
         DocRoot::Alias(t) => {
@@ -132,12 +132,12 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
 /// or the 404 for a path that [`leaves_root`].
 fn locate(ctx: &mut RequestCtx, env: &Env<'_>) -> Result<(Io, String), Box<Outcome>> {
     let io = disk_io::route(ctx, env)?;
-    let uri = ctx.uri.clone();
-    let (path, root) = map_path(ctx, &uri);
+    let (path, root) = map_path(ctx, &ctx.uri);
     ctx.document_root = Some(root);
-    ctx.request_filename = Some(path.clone());
     if leaves_root(ctx, &path) {
-        return Err(Box::new(outside_root(ctx, env, &path)));
+        let o = outside_root(ctx, env, &path);
+        ctx.request_filename = Some(path);
+        return Err(Box::new(o));
     }
     Ok((io, path))
 }
@@ -154,18 +154,29 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Ok(found) => found,
         Err(o) => return *o,
     };
-    let uri = ctx.uri.clone();
+    // `$request_filename` is the path from here on; until it is stored
+    // below, the variable maps the URI to the same path.
+    ctx.request_filename = None;
+    let out = serve_path(ctx, env, &io, &path).await;
+    if ctx.request_filename.is_none() {
+        ctx.request_filename = Some(path);
+    }
+    out
+}
+
+/// [`serve`] for the file-system `path` of the URI.
+async fn serve_path(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, path: &str) -> Outcome {
     let mut vary = false;
-    if let Some(o) = super::gzip::serve_static(ctx, env, &io, &path, &mut vary).await {
+    if let Some(o) = super::gzip::serve_static(ctx, env, io, path, &mut vary).await {
         return o;
     }
-    let file = match open(ctx, env, &io, &path).await {
+    let file = match open(ctx, env, io, path).await {
         Ok(f) => f,
-        Err(e) => return open_failed(ctx, env, &path, &e),
+        Err(e) => return open_failed(ctx, env, path, &e),
     };
     match file.meta.kind {
         FileKind::Directory => {
-            let mut target = format!("{}/", escape_uri(&uri));
+            let mut target = format!("{}/", escape_uri(&ctx.uri));
             if let Some(a) = &ctx.args {
                 target.push('?');
                 target.push_str(a);
@@ -187,7 +198,7 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         return Outcome::Status(405);
     }
     ctx.test_expect();
-    let mut out = file_response(ctx, file, &uri);
+    let mut out = file_response(ctx, file, &ctx.uri);
     if vary {
         super::gzip::vary_plain(&mut out);
     }
@@ -259,6 +270,7 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Ok(found) => found,
         Err(o) => return *o,
     };
+    ctx.request_filename = Some(dir.clone());
     let uri = ctx.uri.clone();
     let names: Vec<Template> = ctx.loc.s.index.clone();
     let mut first_missing: Option<String> = None;

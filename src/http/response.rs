@@ -297,7 +297,7 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"\r\n");
     }
     if let (Some(lm), false) = (r.last_modified, r.last_modified_inline) {
-        header(out, "Last-Modified", &crate::util::time::http_date(lm));
+        crate::util::time::with_date_of(lm, |d| header(out, "Last-Modified", d));
     }
     if let Some(loc) = &r.location {
         header(out, "Location", loc);

@@ -128,7 +128,13 @@ pub fn error_log_time() -> String {
 
 /// Formats an HTTP date (`Last-Modified`).
 pub fn http_date(secs: i64) -> String {
-    // Hot files repeat the same Last-Modified: remember the last one.
+    with_date_of(secs, str::to_string)
+}
+
+/// Calls `f` with the HTTP date of `secs`, borrowed from a one-entry
+/// cache: hot files repeat the same `Last-Modified`, so it is formatted
+/// once and no string is built per response.
+pub fn with_date_of<R>(secs: i64, f: impl FnOnce(&str) -> R) -> R {
     thread_local! {
         static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
     }
@@ -142,7 +148,7 @@ pub fn http_date(secs: i64) -> String {
                 ),
             );
         }
-        l.1.clone()
+        f(&l.1)
     })
 }
 
