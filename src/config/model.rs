@@ -302,8 +302,9 @@ pub enum DocRoot {
     Alias(Template),
 }
 
-/// `types { }` content: lowercase extension → MIME type.
-pub type Types = HashMap<String, String>;
+/// `types { }` content: lowercase extension → MIME type (shared with each
+/// response's `Content-Type`: a clone costs no allocation).
+pub type Types = HashMap<String, Arc<str>>;
 
 /// NGINX's built-in types, used when no `types` block is given.
 pub fn builtin_types() -> Arc<Types> {
@@ -355,7 +356,7 @@ loc_settings! {
     /// `index`.
     index: Vec<Template> = vec![Template::literal("index.html")];
     /// `default_type`.
-    default_type: String = "text/plain".to_string();
+    default_type: Arc<str> = Arc::from("text/plain");
     /// `types { }`.
     types: Arc<Types> = builtin_types();
     /// `sendfile`.

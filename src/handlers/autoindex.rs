@@ -76,7 +76,7 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, dir: &str) -> O
 /// sends a body whose length it did not set; no body for HEAD.
 fn response(ctx: &RequestCtx, ct: &str, body: Vec<u8>) -> Response {
     let mut r = Response::new(200);
-    r.content_type = Some(ct.to_string());
+    r.content_type = Some(std::sync::Arc::from(ct));
     r.content_length = None;
     if ctx.is_head() {
         return r;

@@ -93,7 +93,7 @@ pub fn header_filter(
 
 /// `Content-Type: BASE; charset=CS`.
 fn label(resp: &mut Response, base: &str, cs: &str) {
-    resp.content_type = Some(format!("{base}; charset={cs}"));
+    resp.content_type = Some(format!("{base}; charset={cs}").into());
 }
 
 /// Wraps `resp`'s body in a [`RecodeStream`].

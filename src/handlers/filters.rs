@@ -291,7 +291,7 @@ fn file_ranges(
         for (_, r) in &mut parts.parts {
             *r = base + r.start..base + r.end;
         }
-        resp.content_type = Some(parts.content_type_header());
+        resp.content_type = Some(parts.content_type_header().into());
         resp.content_length = Some(parts.content_length());
         resp.body = Body::Multipart { file, parts };
     }

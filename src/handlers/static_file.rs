@@ -229,7 +229,7 @@ pub(super) fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outc
 
 /// `Content-Type` from the URI's extension (lowercased, after the last dot
 /// of the last segment), else `default_type`.
-pub fn content_type(types: &crate::config::Types, default: &str, uri: &str) -> String {
+pub fn content_type(types: &crate::config::Types, default: &Arc<str>, uri: &str) -> Arc<str> {
     let last = uri.rsplit('/').next().unwrap_or("");
     if let Some(dot) = last.rfind('.') {
         let ext = &last[dot + 1..];
@@ -244,7 +244,7 @@ pub fn content_type(types: &crate::config::Types, default: &str, uri: &str) -> S
             }
         }
     }
-    default.to_string()
+    Arc::clone(default)
 }
 
 /// Opens `path` by the location's rules, through `open_file_cache`.

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::range::Multipart;
 use super::status;
@@ -126,7 +127,7 @@ pub struct Response {
     /// Status code.
     pub status: u16,
     /// `Content-Type`.
-    pub content_type: Option<String>,
+    pub content_type: Option<Arc<str>>,
     /// `Content-Length` (None: no header, e.g. 304).
     pub content_length: Option<u64>,
     /// `Last-Modified` (seconds since the epoch).
@@ -200,7 +201,7 @@ impl Response {
     /// A response with an in-memory body.
     pub fn bytes(status: u16, content_type: &str, body: Vec<u8>) -> Response {
         let mut r = Response::new(status);
-        r.content_type = Some(content_type.to_string());
+        r.content_type = Some(Arc::from(content_type));
         r.content_length = Some(body.len() as u64);
         r.body = Body::Bytes(body);
         r
@@ -344,7 +345,7 @@ impl Response {
     pub fn sent_headers(&self) -> Vec<(String, String)> {
         let mut v = self.headers.clone();
         if let Some(ct) = &self.content_type {
-            v.push(("Content-Type".into(), ct.clone()));
+            v.push(("Content-Type".into(), ct.to_string()));
         }
         if let Some(l) = self.content_length {
             v.push(("Content-Length".into(), l.to_string()));

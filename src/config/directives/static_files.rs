@@ -8,7 +8,7 @@ use super::*;
 pub(super) static ROWS: &[Spec] = &[
     blk("types", HSL, Arity::N(0), set_types),
     d("default_type", HSL, Arity::N(1), |b, d| {
-        let v = d.args[0].clone();
+        let v = Arc::from(d.args[0].as_str());
         set_once(&mut b.loc().default_type, v, d)
     }),
     d("root", HSL, Arity::N(1), set_root),
@@ -43,8 +43,9 @@ fn set_types(b: &mut Build, d: &Directive) -> Res {
         if entry.block.is_some() {
             return Err(format!("unexpected \"{{\" after \"{}\"", entry.name));
         }
+        let mime: Arc<str> = Arc::from(entry.name.as_str());
         for ext in &entry.args {
-            map.insert(ext.to_ascii_lowercase(), entry.name.clone());
+            map.insert(ext.to_ascii_lowercase(), Arc::clone(&mime));
         }
     }
     b.loc().types = Some(Arc::new(map));

@@ -119,7 +119,7 @@ pub fn head_response(
                 r.own_date = false;
                 r.headers.push((n.clone(), v.clone()));
             }
-            "content-type" if r.content_type.is_none() => r.content_type = Some(v.clone()),
+            "content-type" if r.content_type.is_none() => r.content_type = Some(v.as_str().into()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
             "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {
                 // Rewritten to a path: made absolute and sent in its own
