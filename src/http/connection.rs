@@ -245,7 +245,7 @@ impl<H: Respond + 'static> Connection<H> {
     /// Serves requests until the connection closes.
     async fn run(mut self) {
         loop {
-            let head = match Box::pin(self.read_head()).await {
+            let head = match self.read_head().await {
                 ReadHead::Head(h) => h,
                 ReadHead::H2c => {
                     let early = std::mem::take(&mut self.buf);
