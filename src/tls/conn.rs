@@ -168,6 +168,10 @@ pub struct TlsConn {
 /// Most plaintext held back for the next write: one full record.
 const CORK: usize = 16 * 1024;
 
+/// The largest last piece copied behind the cork rather than passed to
+/// rustls beside it (with a head, it stays within [`CORK_KEEP`]).
+const JOIN: usize = 1536;
+
 /// A corked buffer larger than this is freed once emptied (an idle
 /// connection keeps at most this much).
 const CORK_KEEP: usize = 2 * 1024;
@@ -398,10 +402,16 @@ impl TlsConn {
         timeout: Duration,
     ) -> io::Result<()> {
         {
+            // A small last piece joins the cork too: rustls then gets one
+            // slice (for two it builds a list of them on the heap).
             let mut corked = self.corked.borrow_mut();
-            if more && corked.len() + data.len() <= CORK {
+            let join = more || (!corked.is_empty() && data.len() <= JOIN);
+            if join && corked.len() + data.len() <= CORK {
                 corked.extend_from_slice(data);
-                return Ok(());
+                if more {
+                    return Ok(());
+                }
+                data = &[];
             }
         }
         loop {
@@ -426,6 +436,8 @@ impl TlsConn {
         while !corked.is_empty() || taken < data.len() {
             let n = if corked.is_empty() {
                 c.writer().write(&data[taken..])?
+            } else if taken == data.len() {
+                c.writer().write(&corked)?
             } else {
                 let bufs = [IoSlice::new(&corked), IoSlice::new(&data[taken..])];
                 c.writer().write_vectored(&bufs)?
