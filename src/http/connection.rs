@@ -511,7 +511,7 @@ impl<H: Respond + 'static> Connection<H> {
     /// could be normalised. The request starts now (`$request_time`,
     /// TTFB): at the loop's clock reading of this turn.
     fn start_request(&self, head: RequestHead) -> (Box<RequestCtx>, bool) {
-        let (path, args) = uri::split_target(&head.target);
+        let (path, args) = uri::split_target(head.target());
         let normalized = uri::normalize_with(path, self.default_server.limits.merge_slashes);
         // The raw path is kept only when it cannot be normalised.
         let normalized = normalized.map_err(|_| path.to_string());
@@ -521,7 +521,7 @@ impl<H: Respond + 'static> Connection<H> {
         // answers.
         let (server, matched) = if normalized.is_ok() {
             self.group()
-                .find_server_matched(head.host.as_deref().map(strip_port))
+                .find_server_matched(head.host().map(strip_port))
         } else {
             (&self.default_server, None)
         };

@@ -52,7 +52,7 @@ pub async fn serve<H: Respond>(
     let head = match head_of(&parts) {
         Ok(h) => Ok(h),
         Err(e) => Err((
-            RequestHead::unparsed(format!("{} {} HTTP/2.0", parts.method, parts.uri), None),
+            RequestHead::unparsed(&format!("{} {} HTTP/2.0", parts.method, parts.uri), None),
             e,
         )),
     };
@@ -123,11 +123,11 @@ fn start_request<H>(
 ) -> (Box<RequestCtx>, bool) {
     let listen = &w.config.listens[group];
     let default = &listen.servers[listen.default];
-    let (path, args) = uri::split_target(&head.target);
+    let (path, args) = uri::split_target(head.target());
     let normalized = uri::normalize_with(path, default.limits.merge_slashes);
     let (path, args) = (path.to_string(), args.map(str::to_string));
     let (server, matched) = if normalized.is_ok() {
-        listen.find_server_matched(head.host.as_deref().map(strip_port))
+        listen.find_server_matched(head.host().map(strip_port))
     } else {
         (default, None)
     };

@@ -1,0 +1,281 @@
+//! A request head as porter keeps it: one string holding the pieces the
+//! server reads again (the request line, each header's name and value, the
+//! host as the server names it) and spans into it, as NGINX keeps a
+//! request's strings in its one pool. One allocation for the text and one
+//! for the list of header spans, instead of one per piece: a keep-alive
+//! request allocated about a dozen small strings here before, each a
+//! malloc, a copy and a free, and enough of them spilled glibc's tcache
+//! into the fastbins that larger allocations ran `malloc_consolidate`.
+//!
+//! The HTTP/1.1 parser (`request.rs`) and HTTP/2 (`http2/request.rs`) build
+//! a head the same way: `with_capacity`, `push` the pieces, then set the
+//! spans; everything else only reads it through the accessors.
+
+use std::ops::Range;
+
+use super::request::{method_token, Version};
+
+/// Where one piece lies in the head's text (byte offsets). `u32` keeps
+/// the header list small; a head's text is bounded well below 4 GiB
+/// ([`MAX_TEXT`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Span {
+    at: u32,
+    end: u32,
+}
+
+impl Span {
+    fn range(self) -> Range<usize> {
+        self.at as usize..self.end as usize
+    }
+
+    /// The part of this span from `from` to `to` (offsets within it).
+    pub(super) fn sub(self, from: usize, to: usize) -> Span {
+        let len = self.end - self.at;
+        let clamp = |n: usize| self.at + u32::try_from(n).unwrap_or(len).min(len);
+        Span {
+            at: clamp(from),
+            end: clamp(to.max(from)),
+        }
+    }
+}
+
+/// The longest text a head may hold; the parsers refuse a longer head
+/// (`large_client_header_buffers` keeps real ones far below it).
+pub(super) const MAX_TEXT: usize = (u32::MAX / 4) as usize;
+
+/// A parsed request head.
+#[derive(Debug, Clone)]
+pub struct RequestHead {
+    /// The pieces below point into this.
+    text: String,
+    /// The request line as sent, without its line end.
+    line: Span,
+    /// The method, within `line`.
+    method: Span,
+    /// The request target as sent, within `line`.
+    target: Span,
+    /// Header names and values in the order received.
+    headers: Vec<(Span, Span)>,
+    /// The host that picks the server, if any.
+    host: Option<Span>,
+    /// Version.
+    pub version: Version,
+    /// Content-Length.
+    pub content_length: Option<u64>,
+    /// `Transfer-Encoding: chunked`.
+    pub chunked: bool,
+    /// Whether the client allows keep-alive.
+    pub keep_alive: bool,
+    /// Bytes of the head, leading empty lines and final CRLF included.
+    pub head_len: usize,
+}
+
+impl RequestHead {
+    /// An empty head whose text can take `capacity` bytes without growing;
+    /// HTTP/1.1, no body, not kept alive.
+    pub(super) fn with_capacity(capacity: usize) -> RequestHead {
+        RequestHead {
+            text: String::with_capacity(capacity.min(MAX_TEXT)),
+            line: Span::default(),
+            method: Span::default(),
+            target: Span::default(),
+            headers: Vec::new(),
+            host: None,
+            version: Version::Http11,
+            content_length: None,
+            chunked: false,
+            keep_alive: false,
+            head_len: 0,
+        }
+    }
+
+    /// Appends `s` to the text and returns its span (an empty one past
+    /// [`MAX_TEXT`], which the parsers never reach).
+    pub(super) fn push(&mut self, s: &str) -> Span {
+        let at = self.text.len();
+        if at + s.len() > MAX_TEXT {
+            return Span::default();
+        }
+        self.text.push_str(s);
+        Span {
+            at: at as u32,
+            end: self.text.len() as u32,
+        }
+    }
+
+    /// Appends `parts` one after the other and returns the span of them
+    /// all.
+    pub(super) fn push_all(&mut self, parts: &[&str]) -> Span {
+        let at = self.text.len();
+        if at + parts.iter().map(|p| p.len()).sum::<usize>() > MAX_TEXT {
+            return Span::default();
+        }
+        for p in parts {
+            self.text.push_str(p);
+        }
+        Span {
+            at: at as u32,
+            end: self.text.len() as u32,
+        }
+    }
+
+    /// Sets the request line: `line`, whose method is its first
+    /// `method_len` bytes and whose target is `target` (offsets in it).
+    pub(super) fn set_line(&mut self, line: Span, method_len: usize, target: Range<usize>) {
+        self.line = line;
+        self.method = line.sub(0, method_len);
+        self.target = line.sub(target.start, target.end);
+    }
+
+    /// Appends a header line (name and value as they are to be kept) and
+    /// returns the span of its value.
+    pub(super) fn push_header(&mut self, name: &str, value: &str) -> Span {
+        let name = self.push(name);
+        let value = self.push(value);
+        self.headers.push((name, value));
+        value
+    }
+
+    /// Moves the last header line to the front (HTTP/2's `:authority`
+    /// standing for a Host header comes first, as NGINX adds it).
+    pub(super) fn last_header_first(&mut self) {
+        if let Some(last) = self.headers.pop() {
+            self.headers.insert(0, last);
+        }
+    }
+
+    /// Sets the host that picks the server.
+    pub(super) fn set_host(&mut self, host: Option<Span>) {
+        self.host = host;
+    }
+
+    /// Reserves room for `n` header lines.
+    pub(super) fn reserve_headers(&mut self, n: usize) {
+        self.headers.reserve_exact(n);
+    }
+
+    /// The text of `span` (one of this head's).
+    pub(super) fn piece(&self, span: Span) -> &str {
+        self.text.get(span.range()).unwrap_or("")
+    }
+
+    /// The request line as sent, without its line end (`$request`).
+    pub fn line(&self) -> &str {
+        self.piece(self.line)
+    }
+
+    /// The method as sent (`$request_method`).
+    pub fn method(&self) -> &str {
+        self.piece(self.method)
+    }
+
+    /// The request target as sent (`$request_uri`).
+    pub fn target(&self) -> &str {
+        self.piece(self.target)
+    }
+
+    /// Host (from an absolute-form target, else the Host header),
+    /// lowercased, trailing dot removed, port kept.
+    pub fn host(&self) -> Option<&str> {
+        self.host.map(|h| self.piece(h))
+    }
+
+    /// The header lines in order, as (name, value): names as sent,
+    /// values trimmed, non-UTF-8 bytes replaced.
+    pub fn headers(&self) -> Headers<'_> {
+        Headers {
+            head: self,
+            spans: self.headers.iter(),
+        }
+    }
+
+    /// The value of the first header line named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    }
+
+    /// A head refused before it was parsed: nothing known but the request
+    /// line as received, its method if that much is valid, and the host,
+    /// if one came before the fault.
+    pub fn unparsed(line: &str, host: Option<&str>) -> RequestHead {
+        let mut head = RequestHead::with_capacity(line.len() + host.map_or(0, str::len));
+        let span = head.push(line);
+        let method = method_token(line).map_or(0, str::len);
+        head.set_line(span, method, 0..0);
+        if let Some(h) = host {
+            let h = head.push(h);
+            head.set_host(Some(h));
+        }
+        head
+    }
+}
+
+/// The header lines of a [`RequestHead`], in order.
+#[derive(Clone)]
+pub struct Headers<'a> {
+    head: &'a RequestHead,
+    spans: std::slice::Iter<'a, (Span, Span)>,
+}
+
+impl<'a> Iterator for Headers<'a> {
+    type Item = (&'a str, &'a str);
+
+    fn next(&mut self) -> Option<(&'a str, &'a str)> {
+        let &(n, v) = self.spans.next()?;
+        Some((self.head.piece(n), self.head.piece(v)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.spans.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Headers<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_read_back_from_one_text() {
+        let mut h = RequestHead::with_capacity(8);
+        let line = h.push("GET /a?b HTTP/1.1");
+        h.set_line(line, 3, 4..8);
+        let v = h.push_header("Host", "Example.COM");
+        h.push_header("X", "1");
+        let host = h.push("example.com");
+        h.set_host(Some(host));
+        assert_eq!(h.line(), "GET /a?b HTTP/1.1");
+        assert_eq!(h.method(), "GET");
+        assert_eq!(h.target(), "/a?b");
+        assert_eq!(h.host(), Some("example.com"));
+        assert_eq!(h.piece(v), "Example.COM");
+        let all: Vec<_> = h.headers().collect();
+        assert_eq!(all, [("Host", "Example.COM"), ("X", "1")]);
+        assert_eq!(h.headers().len(), 2);
+        assert_eq!(h.header("x"), Some("1"));
+        assert_eq!(h.header("y"), None);
+        h.last_header_first();
+        assert_eq!(h.headers().next(), Some(("X", "1")));
+    }
+
+    #[test]
+    fn an_unparsed_head_keeps_a_valid_method_only() {
+        let h = RequestHead::unparsed("HEAD /x HTTP/9", Some("a"));
+        assert_eq!((h.method(), h.target(), h.host()), ("HEAD", "", Some("a")));
+        assert_eq!(h.line(), "HEAD /x HTTP/9");
+        let h = RequestHead::unparsed("head /x", None);
+        assert_eq!((h.method(), h.host()), ("", None));
+    }
+
+    #[test]
+    fn spans_stay_inside_their_piece() {
+        let s = Span { at: 2, end: 5 };
+        assert_eq!(s.sub(1, 2), Span { at: 3, end: 4 });
+        assert_eq!(s.sub(1, 9), Span { at: 3, end: 5 });
+        assert_eq!(s.sub(4, 1), Span { at: 5, end: 5 });
+    }
+}
