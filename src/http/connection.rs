@@ -245,7 +245,10 @@ impl<H: Respond + 'static> Connection<H> {
     /// Serves requests until the connection closes.
     async fn run(mut self) {
         loop {
-            let head = match Box::pin(self.read_head()).await {
+            // Not boxed: a connection waits in `read_head` whenever it is
+            // idle, so its state is part of every connection anyway, and
+            // a box of its own cost a malloc and a free per request.
+            let head = match self.read_head().await {
                 ReadHead::Head(h) => h,
                 ReadHead::H2c => {
                     let early = std::mem::take(&mut self.buf);
@@ -510,7 +513,7 @@ impl<H: Respond + 'static> Connection<H> {
     /// The context of a request whose head was read, and whether its URI
     /// could be normalised. The request starts now (`$request_time`,
     /// TTFB): at the loop's clock reading of this turn.
-    fn start_request(&self, head: RequestHead) -> (Box<RequestCtx>, bool) {
+    fn start_request(&self, head: RequestHead) -> (RequestCtx, bool) {
         let (path, args) = uri::split_target(head.target());
         let normalized = uri::normalize_with(path, self.default_server.limits.merge_slashes);
         // The raw path is kept only when it cannot be normalised.
@@ -525,9 +528,9 @@ impl<H: Respond + 'static> Connection<H> {
         } else {
             (&self.default_server, None)
         };
-        // Boxed, like the per-phase futures: an idle connection keeps none
-        // of a request's state.
-        let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests, head, server));
+        // Not boxed: it lives in `serve_request`'s future, itself boxed, so
+        // an idle connection keeps none of a request's state.
+        let mut ctx = RequestCtx::new(&self.info, self.requests, head, server);
         if let Some(m) = matched {
             ctx.keep_match(m);
         }

@@ -44,7 +44,7 @@ impl<H: Respond + 'static> Connection<H> {
             ),
             &ctx.log_context(),
         );
-        self.answer_and_close(ctx, 497).await;
+        self.answer_and_close(Box::new(ctx), 497).await;
     }
 
     /// Answers a refused request with `code` (through `error_page`), logs
