@@ -140,6 +140,11 @@ pub async fn serve<H: Respond + 'static>(
     c.run().await
 }
 
+/// What `read_head` found. The head is large (its header spans inline)
+/// and the other answers small, but one of these exists per request and
+/// only until `run` looks at it: boxing the head would cost the malloc its
+/// inline spans save.
+#[allow(clippy::large_enum_variant)]
 enum ReadHead {
     Head(RequestHead),
     /// The h2c preface: the connection speaks HTTP/2.

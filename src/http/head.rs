@@ -1,11 +1,13 @@
 //! A request head as porter keeps it: one string holding the pieces the
 //! server reads again (the request line, each header's name and value, the
 //! host as the server names it) and spans into it, as NGINX keeps a
-//! request's strings in its one pool. One allocation for the text and one
-//! for the list of header spans, instead of one per piece: a keep-alive
-//! request allocated about a dozen small strings here before, each a
-//! malloc, a copy and a free, and enough of them spilled glibc's tcache
-//! into the fastbins that larger allocations ran `malloc_consolidate`.
+//! request's strings in its one pool. A keep-alive request allocated about
+//! a dozen small strings here before, each a malloc, a copy and a free,
+//! and enough of them spilled glibc's tcache into the fastbins that larger
+//! allocations ran `malloc_consolidate`. Now an HTTP/1.1 head allocates
+//! nothing in the steady state: its text is a buffer from the worker's free
+//! list (`buffers`), handed back when the request ends, and the header
+//! spans sit inline (`smallvec`) up to [`INLINE_HEADERS`] lines.
 //!
 //! The HTTP/1.1 parser (`request.rs`) and HTTP/2 (`http2/request.rs`) build
 //! a head the same way: `with_capacity`, `push` the pieces, then set the
@@ -13,7 +15,14 @@
 
 use std::ops::Range;
 
+use smallvec::SmallVec;
+
+use super::buffers;
 use super::request::{method_token, Version};
+
+/// Header lines whose spans a head holds without allocating: more than
+/// real clients send but for the odd proxy chain or cookie-laden browser.
+pub const INLINE_HEADERS: usize = 16;
 
 /// Where one piece lies in the head's text (byte offsets). `u32` keeps
 /// the header list small; a head's text is bounded well below 4 GiB
@@ -45,10 +54,12 @@ impl Span {
 pub(super) const MAX_TEXT: usize = (u32::MAX / 4) as usize;
 
 /// A parsed request head.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RequestHead {
     /// The pieces below point into this.
     text: String,
+    /// `text` came from the worker's free list and goes back to it.
+    pooled: bool,
     /// The request line as sent, without its line end.
     line: Span,
     /// The method, within `line`.
@@ -56,7 +67,7 @@ pub struct RequestHead {
     /// The request target as sent, within `line`.
     target: Span,
     /// Header names and values in the order received.
-    headers: Vec<(Span, Span)>,
+    headers: SmallVec<[(Span, Span); INLINE_HEADERS]>,
     /// The host that picks the server, if any.
     host: Option<Span>,
     /// Version.
@@ -75,12 +86,27 @@ impl RequestHead {
     /// An empty head whose text can take `capacity` bytes without growing;
     /// HTTP/1.1, no body, not kept alive.
     pub(super) fn with_capacity(capacity: usize) -> RequestHead {
+        RequestHead::with_text(String::with_capacity(capacity.min(MAX_TEXT)), false)
+    }
+
+    /// An empty head whose text is a buffer from the worker's free list
+    /// (grown to `capacity` if need be), handed back when the head is
+    /// dropped: what the HTTP/1.1 parser makes, one per request.
+    pub(super) fn pooled(capacity: usize) -> RequestHead {
+        // The list's buffers are empty, hence valid UTF-8.
+        let mut text = String::from_utf8(buffers::take()).unwrap_or_default();
+        text.reserve(capacity.min(MAX_TEXT));
+        RequestHead::with_text(text, true)
+    }
+
+    fn with_text(text: String, pooled: bool) -> RequestHead {
         RequestHead {
-            text: String::with_capacity(capacity.min(MAX_TEXT)),
+            text,
+            pooled,
             line: Span::default(),
             method: Span::default(),
             target: Span::default(),
-            headers: Vec::new(),
+            headers: SmallVec::new(),
             host: None,
             version: Version::Http11,
             content_length: None,
@@ -213,6 +239,34 @@ impl RequestHead {
     }
 }
 
+impl Clone for RequestHead {
+    /// A copy with a text of its own, not from the free list.
+    fn clone(&self) -> RequestHead {
+        RequestHead {
+            text: self.text.clone(),
+            pooled: false,
+            line: self.line,
+            method: self.method,
+            target: self.target,
+            headers: self.headers.clone(),
+            host: self.host,
+            version: self.version,
+            content_length: self.content_length,
+            chunked: self.chunked,
+            keep_alive: self.keep_alive,
+            head_len: self.head_len,
+        }
+    }
+}
+
+impl Drop for RequestHead {
+    fn drop(&mut self) {
+        if self.pooled {
+            buffers::give(std::mem::take(&mut self.text).into_bytes());
+        }
+    }
+}
+
 /// The header lines of a [`RequestHead`], in order.
 #[derive(Clone)]
 pub struct Headers<'a> {
@@ -269,6 +323,23 @@ mod tests {
         assert_eq!(h.line(), "HEAD /x HTTP/9");
         let h = RequestHead::unparsed("head /x", None);
         assert_eq!((h.method(), h.host()), ("", None));
+    }
+
+    #[test]
+    fn a_pooled_text_goes_back_to_the_free_list_and_a_copy_does_not() {
+        let mut h = RequestHead::pooled(8);
+        let line = h.push("GET / HTTP/1.1");
+        h.set_line(line, 3, 4..5);
+        let text = h.text.as_ptr();
+        let copy = h.clone();
+        assert_eq!(copy.line(), "GET / HTTP/1.1");
+        drop(copy);
+        drop(h);
+        let next = buffers::take();
+        assert!(next.is_empty());
+        assert_eq!(next.as_ptr(), text);
+        // The list is empty again (a new buffer), the copy's text freed.
+        assert_eq!(buffers::take().capacity(), 1024);
     }
 
     #[test]

@@ -215,7 +215,7 @@ fn read_request(
     // One text for every piece: the header lines take less room in it
     // than on the wire (no `: ` and no line ends), and room is left for a
     // host to lowercase.
-    let mut out = RequestHead::with_capacity(head.len() + 32);
+    let mut out = RequestHead::pooled(head.len() + 32);
     out.reserve_headers(req.headers.len());
     // httparse's target lies in `head`, whose request line starts as the
     // one sent.
