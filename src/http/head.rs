@@ -25,8 +25,7 @@ use super::request::{method_token, Version};
 pub const INLINE_HEADERS: usize = 16;
 
 /// Where one piece lies in the head's text (byte offsets). `u32` keeps
-/// the header list small; a head's text is bounded well below 4 GiB
-/// ([`MAX_TEXT`]).
+/// the header list small; a head's text stays below 4 GiB ([`MAX_TEXT`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Span {
     at: u32,
@@ -49,9 +48,14 @@ impl Span {
     }
 }
 
-/// The longest text a head may hold; the parsers refuse a longer head
-/// (`large_client_header_buffers` keeps real ones far below it).
-pub(super) const MAX_TEXT: usize = (u32::MAX / 4) as usize;
+/// The longest text a head holds: what a `u32` span reaches.
+const MAX_TEXT: usize = u32::MAX as usize;
+
+/// The longest head the parsers accept (`large_client_header_buffers`
+/// keeps real ones far below it): each of its bytes takes at most three
+/// in the text (U+FFFD for a byte that is not UTF-8), and the host may be
+/// written once more, lowercased, so its text stays within [`MAX_TEXT`].
+pub(super) const MAX_HEAD: usize = MAX_TEXT / 4;
 
 /// A parsed request head.
 #[derive(Debug)]
@@ -117,7 +121,7 @@ impl RequestHead {
     }
 
     /// Appends `s` to the text and returns its span (an empty one past
-    /// [`MAX_TEXT`], which the parsers never reach).
+    /// [`MAX_TEXT`], which a head within [`MAX_HEAD`] never reaches).
     pub(super) fn push(&mut self, s: &str) -> Span {
         let at = self.text.len();
         if at + s.len() > MAX_TEXT {
@@ -154,13 +158,66 @@ impl RequestHead {
         self.target = line.sub(target.start, target.end);
     }
 
-    /// Appends a header line (name and value as they are to be kept) and
-    /// returns the span of its value.
-    pub(super) fn push_header(&mut self, name: &str, value: &str) -> Span {
+    /// Appends `bytes` as text, as `String::from_utf8_lossy` reads them
+    /// (a sequence that is not UTF-8 becomes U+FFFD); returns its span.
+    pub(super) fn push_lossy(&mut self, bytes: &[u8]) -> Span {
+        let at = self.text.len();
+        if at + 3 * bytes.len() > MAX_TEXT {
+            return Span::default();
+        }
+        for chunk in bytes.utf8_chunks() {
+            self.text.push_str(chunk.valid());
+            if !chunk.invalid().is_empty() {
+                self.text.push(char::REPLACEMENT_CHARACTER);
+            }
+        }
+        Span {
+            at: at as u32,
+            end: self.text.len() as u32,
+        }
+    }
+
+    /// `span` without the whitespace `str::trim` removes.
+    fn trimmed(&self, span: Span) -> Span {
+        let s = self.piece(span);
+        let start = s.len() - s.trim_start().len();
+        span.sub(start, s.trim_end().len())
+    }
+
+    /// Appends a header line: its name as sent, its value as
+    /// [`push_lossy`](Self::push_lossy) reads it, trimmed as by
+    /// `str::trim`; returns the value's span.
+    pub(super) fn push_header(&mut self, name: &str, value: &[u8]) -> Span {
+        let name = self.push(name);
+        let value = self.push_lossy(value);
+        let value = self.trimmed(value);
+        self.headers.push((name, value));
+        value
+    }
+
+    /// Appends a header line whose value is kept as it is (HTTP/2's
+    /// joined cookies and `:authority`); returns the value's span.
+    pub(super) fn push_header_str(&mut self, name: &str, value: &str) -> Span {
         let name = self.push(name);
         let value = self.push(value);
         self.headers.push((name, value));
         value
+    }
+
+    /// Appends the text of `name` lowercased (ASCII letters only), then
+    /// that of `port` as it is; returns the span of both.
+    pub(super) fn push_lowered(&mut self, name: Span, port: Span) -> Span {
+        let at = self.text.len();
+        if at + (name.end - name.at) as usize + (port.end - port.at) as usize > MAX_TEXT {
+            return Span::default();
+        }
+        self.text.extend_from_within(name.range());
+        self.text[at..].make_ascii_lowercase();
+        self.text.extend_from_within(port.range());
+        Span {
+            at: at as u32,
+            end: self.text.len() as u32,
+        }
     }
 
     /// Moves the last header line to the front (HTTP/2's `:authority`
@@ -298,8 +355,8 @@ mod tests {
         let mut h = RequestHead::with_capacity(8);
         let line = h.push("GET /a?b HTTP/1.1");
         h.set_line(line, 3, 4..8);
-        let v = h.push_header("Host", "Example.COM");
-        h.push_header("X", "1");
+        let v = h.push_header("Host", b" Example.COM\t");
+        h.push_header("X", b"1 \xff ");
         let host = h.push("example.com");
         h.set_host(Some(host));
         assert_eq!(h.line(), "GET /a?b HTTP/1.1");
@@ -308,12 +365,18 @@ mod tests {
         assert_eq!(h.host(), Some("example.com"));
         assert_eq!(h.piece(v), "Example.COM");
         let all: Vec<_> = h.headers().collect();
-        assert_eq!(all, [("Host", "Example.COM"), ("X", "1")]);
+        assert_eq!(all, [("Host", "Example.COM"), ("X", "1 \u{fffd}")]);
         assert_eq!(h.headers().len(), 2);
-        assert_eq!(h.header("x"), Some("1"));
+        assert_eq!(h.header("x"), Some("1 \u{fffd}"));
         assert_eq!(h.header("y"), None);
         h.last_header_first();
-        assert_eq!(h.headers().next(), Some(("X", "1")));
+        assert_eq!(h.headers().next(), Some(("X", "1 \u{fffd}")));
+        let lowered = h.push_lowered(v.sub(0, 7), v.sub(11, 11));
+        assert_eq!(h.piece(lowered), "example");
+        let lowered = h.push_lowered(v.sub(0, 3), v.sub(7, 11));
+        assert_eq!(h.piece(lowered), "exa.COM");
+        let blank = h.push_header("Y", b" \t ");
+        assert_eq!(h.piece(blank), "");
     }
 
     #[test]

@@ -14,12 +14,11 @@
 //! picks the virtual server (whose settings shape the error response) as
 //! soon as it has read a valid Host.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 
 pub use super::head::{Headers, RequestHead};
-use super::head::{Span, MAX_TEXT};
+use super::head::{Span, MAX_HEAD};
 
 /// Protocol version of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,7 +170,7 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     if lines > limits.max_headers {
         return Err(HeadError::Invalid("client sent too many header lines").into());
     }
-    if end > MAX_TEXT {
+    if end > MAX_HEAD {
         return Err(HeadError::HeaderTooLarge.into());
     }
     // The tokeniser's slots: on the stack for the usual few lines.
@@ -204,14 +203,6 @@ fn read_request(
         return Err(HeadError::Invalid("invalid method").into());
     }
     let target = req.path.unwrap_or_default();
-    let absolute = absolute_form_host(target)?;
-    let absolute_host = match &absolute {
-        Some(r) => Some(validate_host(&target[r.clone()])?),
-        None => None,
-    };
-    if !target.starts_with('/') && absolute_host.is_none() {
-        return Err(HeadError::Invalid("invalid request target").into());
-    }
     // One text for every piece: the header lines take less room in it
     // than on the wire (no `: ` and no line ends), and room is left for a
     // host to lowercase.
@@ -220,13 +211,18 @@ fn read_request(
     // httparse's target lies in `head`, whose request line starts as the
     // one sent.
     let target_at = (target.as_ptr() as usize).wrapping_sub(head.as_ptr() as usize);
-    let line = out.push(&String::from_utf8_lossy(request_line));
+    let line = out.push_lossy(request_line);
     out.set_line(line, method.len(), target_at..target_at + target.len());
-    let absolute_host = match (absolute, absolute_host) {
-        (Some(r), Some(Cow::Borrowed(_))) => Some(line.sub(target_at + r.start, target_at + r.end)),
-        (_, Some(Cow::Owned(h))) => Some(out.push(&h)),
-        _ => None,
+    let absolute_host = match absolute_form_host(target)? {
+        Some(r) => Some(host_span(
+            &mut out,
+            line.sub(target_at + r.start, target_at + r.end),
+        )?),
+        None => None,
     };
+    if !target.starts_with('/') && absolute_host.is_none() {
+        return Err(HeadError::Invalid("invalid request target").into());
+    }
     let fields = HeaderFields::read(req.headers, &mut out, absolute_host)?;
     if version == Version::Http11 && fields.host.is_none() && absolute_host.is_none() {
         return Err(
@@ -386,10 +382,9 @@ impl HeaderFields {
             conn_keep_alive: false,
         };
         for h in lines {
-            let value = String::from_utf8_lossy(h.value);
-            let value = value.trim();
             let name = h.name;
-            let at = out.push_header(name, value);
+            let at = out.push_header(name, h.value);
+            let value = out.piece(at);
             let fail = |error: HeadError, out: &RequestHead, host: Option<Span>| BadHead {
                 error,
                 host: absolute_host.or(host).map(|h| out.piece(h).to_string()),
@@ -399,11 +394,7 @@ impl HeaderFields {
                     let dup = HeadError::Invalid("duplicate Host header");
                     return Err(fail(dup, out, f.host));
                 }
-                f.host = Some(match validate_host(value) {
-                    Ok(Cow::Borrowed(_)) => at,
-                    Ok(Cow::Owned(lower)) => out.push(&lower),
-                    Err(e) => return Err(fail(e, out, f.host)),
-                });
+                f.host = Some(host_span(out, at).map_err(|e| fail(e, out, f.host))?);
             } else if name.eq_ignore_ascii_case("content-length") {
                 let invalid = HeadError::Invalid("invalid Content-Length header");
                 if f.content_length.is_some() {
@@ -602,9 +593,11 @@ fn absolute_form_host(target: &str) -> Result<Option<Range<usize>>, HeadError> {
 
 /// NGINX's host validation: no NUL, `/`, space, control character or
 /// `..`; the name (before `:port`) lowercased and one trailing dot dropped,
-/// leaving a name that is not empty. The port part is kept as sent. `h`
-/// itself when that changes nothing.
-pub(super) fn validate_host(h: &str) -> Result<Cow<'_, str>, HeadError> {
+/// leaving a name that is not empty. The port part is kept as sent. The
+/// host the value at `value` names, in `out`'s text: that value itself
+/// when it is already so.
+pub(super) fn host_span(out: &mut RequestHead, value: Span) -> Result<Span, HeadError> {
+    let h = out.piece(value);
     let bad = HeadError::Invalid("client sent invalid host header");
     let mut prev = 0;
     let refused = h.bytes().any(|b| {
@@ -615,20 +608,16 @@ pub(super) fn validate_host(h: &str) -> Result<Cow<'_, str>, HeadError> {
     if refused {
         return Err(bad);
     }
-    let (name, port) = h.split_at(host_name_len(h));
-    let dotted = name.strip_suffix('.');
-    let name = dotted.unwrap_or(name);
-    if name.is_empty() {
+    let name_len = host_name_len(h);
+    let name = &h[..name_len];
+    let kept = name.strip_suffix('.').unwrap_or(name).len();
+    if kept == 0 {
         return Err(bad);
     }
-    if dotted.is_none() && !name.bytes().any(|b| b.is_ascii_uppercase()) {
-        return Ok(Cow::Borrowed(h));
+    if kept == name_len && !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Ok(value);
     }
-    let mut out = String::with_capacity(name.len() + port.len());
-    out.push_str(name);
-    out.make_ascii_lowercase();
-    out.push_str(port);
-    Ok(Cow::Owned(out))
+    Ok(out.push_lowered(value.sub(0, kept), value.sub(name_len, h.len())))
 }
 
 /// The length of the name in a Host value: up to the first `:`, or through
@@ -907,6 +896,26 @@ mod tests {
         assert_eq!(parse(&lots).unwrap().unwrap().headers().len(), 1000);
         one_more.extend(b"Y: y\r\n\r\n");
         assert_eq!(parse(&one_more).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn values_read_as_lossy_utf8_then_trimmed() {
+        let values: [&[u8]; 6] = [
+            b"plain",
+            b" \t spaced\t ",
+            b"a\xffb\xe2\x82",
+            b"\xc2\xa0nbsp\xc2\xa0",
+            b"\xe2\x80\x83em\xff",
+            b"caf\xc3\xa9",
+        ];
+        for v in values {
+            let mut req = b"GET / HTTP/1.1\r\nHost: x\r\nX: ".to_vec();
+            req.extend_from_slice(v);
+            req.extend_from_slice(b"\r\n\r\n");
+            let r = parse(&req).unwrap().unwrap();
+            let expected = String::from_utf8_lossy(v);
+            assert_eq!(r.header("x"), Some(expected.trim()), "{v:?}");
+        }
     }
 
     #[test]

@@ -7,12 +7,10 @@
 //! header with `; `. The `h2` crate has already refused malformed
 //! pseudo-headers and connection-specific fields.
 
-use std::borrow::Cow;
-
 use http::request::Parts;
 
 use crate::http::head::Span;
-use crate::http::request::{validate_host, HeadError, RequestHead, Version};
+use crate::http::request::{host_span, HeadError, RequestHead, Version};
 
 /// The head of the request whose HEADERS gave `parts`.
 pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
@@ -37,10 +35,10 @@ pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
     let mut size = 0;
     let mut host_header: Option<Span> = None;
     for (name, value) in &parts.headers {
-        let v = String::from_utf8_lossy(value.as_bytes());
-        let v = v.trim();
-        size += name.as_str().len() + v.len() + 4;
         if name == http::header::COOKIE {
+            let v = String::from_utf8_lossy(value.as_bytes());
+            let v = v.trim();
+            size += name.as_str().len() + v.len() + 4;
             match &mut cookie {
                 Some(c) => {
                     c.push_str("; ");
@@ -50,18 +48,19 @@ pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
             }
             continue;
         }
-        let at = head.push_header(name.as_str(), v);
+        let at = head.push_header(name.as_str(), value.as_bytes());
+        size += name.as_str().len() + head.piece(at).len() + 4;
         if name == http::header::HOST && host_header.is_none() {
             host_header = Some(at);
         }
     }
     if let Some(c) = cookie {
-        head.push_header("cookie", &c);
+        head.push_header_str("cookie", &c);
     }
     let host = match (host_header, parts.uri.authority()) {
         (Some(h), _) => Some(host_span(&mut head, h)?),
         (None, Some(a)) => {
-            let at = head.push_header("host", a.as_str());
+            let at = head.push_header_str("host", a.as_str());
             head.last_header_first();
             Some(host_span(&mut head, at)?)
         }
@@ -82,15 +81,6 @@ pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
     head.version = Version::Http11;
     head.keep_alive = true;
     Ok(head)
-}
-
-/// The host the Host value at `value` names (validated, lowercased), in
-/// the head's text.
-fn host_span(head: &mut RequestHead, value: Span) -> Result<Span, HeadError> {
-    match validate_host(head.piece(value))? {
-        Cow::Borrowed(_) => Ok(value),
-        Cow::Owned(lower) => Ok(head.push(&lower)),
-    }
 }
 
 #[cfg(test)]
