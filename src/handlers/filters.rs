@@ -130,7 +130,7 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
 /// against the response's validators.
 fn not_modified(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     match conditional::evaluate(
-        &ctx.head.headers,
+        |n| ctx.header(n),
         etag(resp),
         resp.last_modified,
         ctx.loc.s.if_modified_since,

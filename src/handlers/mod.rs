@@ -123,7 +123,7 @@ impl Respond for Handlers {
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // NGINX refuses TRACE once the head is read, before any rewrite or
     // location runs.
-    if ctx.head.method == "TRACE" {
+    if ctx.head.method() == "TRACE" {
         ctx.error_log(env.log).log_conn(
             Level::Info,
             Some(ctx.conn.id),
@@ -461,7 +461,7 @@ pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
     let host = if s.server_name_in_redirect && !ctx.server.primary_name.is_empty() {
         ctx.server.primary_name.clone()
     } else {
-        match &ctx.head.host {
+        match ctx.head.host() {
             Some(_) => ctx.host().to_string(),
             None => ctx.conn.local.ip().to_string(),
         }

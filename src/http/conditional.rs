@@ -52,13 +52,6 @@ pub fn parse_http_date(s: &str) -> Option<i64> {
     Some(t.duration_since(UNIX_EPOCH).ok()?.as_secs() as i64)
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
 /// NGINX's list match of `etag` in an If-Match / If-None-Match value;
 /// `weak` allows a `W/` prefix on the listed tags. `*` matches even a
 /// response without an ETag.
@@ -80,14 +73,15 @@ fn etag_matches(value: &str, etag: Option<&str>, weak: bool) -> bool {
 
 /// Evaluates the preconditions for a 200 response with validators `etag`
 /// (None under `etag off` or for a generated body) and `mtime` (None when
-/// the response has no `Last-Modified`).
-pub fn evaluate(
-    headers: &[(String, String)],
+/// the response has no `Last-Modified`). `header` looks up a request
+/// header by its lowercase name.
+pub fn evaluate<'a>(
+    header: impl Fn(&str) -> Option<&'a str>,
     etag: Option<&str>,
     mtime: Option<i64>,
     ims_mode: ImsMode,
 ) -> Precondition {
-    if let Some(v) = header(headers, "if-unmodified-since") {
+    if let Some(v) = header("if-unmodified-since") {
         // An unparsable date, or no date to compare with, fails the test,
         // as in NGINX.
         match (parse_http_date(v), mtime) {
@@ -95,13 +89,13 @@ pub fn evaluate(
             _ => return Precondition::Failed,
         }
     }
-    if let Some(v) = header(headers, "if-match") {
+    if let Some(v) = header("if-match") {
         if !etag_matches(v, etag, false) {
             return Precondition::Failed;
         }
     }
-    let ims = header(headers, "if-modified-since");
-    let inm = header(headers, "if-none-match");
+    let ims = header("if-modified-since");
+    let inm = header("if-none-match");
     if ims.is_none() && inm.is_none() {
         return Precondition::Proceed;
     }
@@ -149,16 +143,19 @@ mod tests {
 
     const MTIME: i64 = 1_795_000_000;
 
-    fn h(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
+    /// A request's header lookup over `pairs`.
+    fn h<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<&'a str> {
+        |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| *v)
+        }
     }
 
     fn eval(pairs: &[(&str, &str)]) -> Precondition {
         let e = etag(MTIME, 27);
-        evaluate(&h(pairs), Some(&e), Some(MTIME), ImsMode::Exact)
+        evaluate(h(pairs), Some(&e), Some(MTIME), ImsMode::Exact)
     }
 
     #[test]
@@ -193,7 +190,7 @@ mod tests {
         let e2 = etag(MTIME, 27);
         assert_eq!(
             evaluate(
-                &h(&[("If-Modified-Since", &later)]),
+                h(&[("If-Modified-Since", &later)]),
                 Some(&e2),
                 Some(MTIME),
                 ImsMode::Before
@@ -233,7 +230,7 @@ mod tests {
         // etag off: If-Match fails, except `*`.
         assert_eq!(
             evaluate(
-                &h(&[("If-Match", "\"x\"")]),
+                h(&[("If-Match", "\"x\"")]),
                 None,
                 Some(MTIME),
                 ImsMode::Exact
@@ -241,7 +238,7 @@ mod tests {
             Precondition::Failed
         );
         assert_eq!(
-            evaluate(&h(&[("If-Match", "*")]), None, Some(MTIME), ImsMode::Exact),
+            evaluate(h(&[("If-Match", "*")]), None, Some(MTIME), ImsMode::Exact),
             Precondition::Proceed
         );
     }
@@ -249,7 +246,7 @@ mod tests {
     #[test]
     fn without_validators() {
         // `return 200 text`: no Last-Modified, no ETag.
-        let ev = |pairs: &[(&str, &str)]| evaluate(&h(pairs), None, None, ImsMode::Exact);
+        let ev = |pairs: &[(&str, &str)]| evaluate(h(pairs), None, None, ImsMode::Exact);
         assert_eq!(ev(&[("If-None-Match", "*")]), Precondition::NotModified);
         assert_eq!(ev(&[("If-None-Match", "\"x\"")]), Precondition::Proceed);
         let date = crate::util::time::http_date(MTIME);

@@ -140,6 +140,11 @@ pub async fn serve<H: Respond + 'static>(
     c.run().await
 }
 
+/// What `read_head` found. The head is large (its header spans inline)
+/// and the other answers small, but one of these exists per request and
+/// only until `run` looks at it: boxing the head would cost the malloc its
+/// inline spans save.
+#[allow(clippy::large_enum_variant)]
 enum ReadHead {
     Head(RequestHead),
     /// The h2c preface: the connection speaks HTTP/2.
@@ -245,6 +250,9 @@ impl<H: Respond + 'static> Connection<H> {
     /// Serves requests until the connection closes.
     async fn run(mut self) {
         loop {
+            // Not boxed: a connection waits in `read_head` whenever it is
+            // idle, so its state is part of every connection anyway, and
+            // a box of its own cost a malloc and a free per request.
             let head = match self.read_head().await {
                 ReadHead::Head(h) => h,
                 ReadHead::H2c => {
@@ -510,8 +518,8 @@ impl<H: Respond + 'static> Connection<H> {
     /// The context of a request whose head was read, and whether its URI
     /// could be normalised. The request starts now (`$request_time`,
     /// TTFB): at the loop's clock reading of this turn.
-    fn start_request(&self, head: RequestHead) -> (Box<RequestCtx>, bool) {
-        let (path, args) = uri::split_target(&head.target);
+    fn start_request(&self, head: RequestHead) -> (RequestCtx, bool) {
+        let (path, args) = uri::split_target(head.target());
         let normalized = uri::normalize_with(path, self.default_server.limits.merge_slashes);
         // The raw path is kept only when it cannot be normalised.
         let normalized = normalized.map_err(|_| path.to_string());
@@ -521,13 +529,13 @@ impl<H: Respond + 'static> Connection<H> {
         // answers.
         let (server, matched) = if normalized.is_ok() {
             self.group()
-                .find_server_matched(head.host.as_deref().map(strip_port))
+                .find_server_matched(head.host().map(strip_port))
         } else {
             (&self.default_server, None)
         };
-        // Boxed, like the per-phase futures: an idle connection keeps none
-        // of a request's state.
-        let mut ctx = Box::new(RequestCtx::new(&self.info, self.requests, head, server));
+        // Not boxed: it lives in `serve_request`'s future, itself boxed, so
+        // an idle connection keeps none of a request's state.
+        let mut ctx = RequestCtx::new(&self.info, self.requests, head, server);
         if let Some(m) = matched {
             ctx.keep_match(m);
         }

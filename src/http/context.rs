@@ -148,7 +148,7 @@ impl RequestCtx {
         RequestCtx {
             conn: conn.clone(),
             conn_requests: requests,
-            method: Method::from_token(&head.method),
+            method: Method::from_token(head.method()),
             uri: String::new(),
             args: None,
             server: Arc::clone(server),
@@ -180,16 +180,12 @@ impl RequestCtx {
 
     /// The value of request header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.head
-            .headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.head.header(name)
     }
 
     /// `$host`: Host header (port stripped), else the server name.
     pub fn host(&self) -> &str {
-        match &self.head.host {
+        match self.head.host() {
             Some(h) => strip_port(h),
             None => &self.server.primary_name,
         }
@@ -204,7 +200,7 @@ impl RequestCtx {
 
     /// The request line as sent, without the CRLF.
     pub fn request_line(&self) -> &str {
-        &self.head.line
+        self.head.line()
     }
 
     /// A handler is about to read or discard the body: answer `Expect:
@@ -237,7 +233,7 @@ impl RequestCtx {
             self.server.primary_name,
             self.request_line()
         );
-        if let Some(h) = &self.head.host {
+        if let Some(h) = self.head.host() {
             s.push_str(&format!(", host: \"{h}\""));
         }
         s
@@ -434,13 +430,13 @@ impl RequestCtx {
                     out.push_str(v)
                 }
             }
-            Var::RequestUri => out.push_str(&self.head.target),
+            Var::RequestUri => out.push_str(self.head.target()),
             Var::Host => out.push_str(self.host()),
             Var::Hostname => out.push_str(&hostname()),
             Var::ServerName => out.push_str(&self.server.primary_name),
             Var::ServerProtocol => {
                 // The version as sent (`HTTP/1.2` stays so).
-                match self.head.line.rsplit_once(' ') {
+                match self.head.line().rsplit_once(' ') {
                     Some((_, v)) if v.starts_with("HTTP/") => out.push_str(v),
                     _ => out.push_str(match self.head.version {
                         Version::Http10 => "HTTP/1.0",
@@ -468,7 +464,7 @@ impl RequestCtx {
                     })
                 }
             }
-            Var::RequestMethod => out.push_str(&self.head.method),
+            Var::RequestMethod => out.push_str(self.head.method()),
             Var::RequestBody => {
                 if let Some(b) = &self.request_body {
                     out.push_str(&String::from_utf8_lossy(b))
@@ -572,7 +568,7 @@ impl RequestCtx {
                 // Repeated headers join with ", " except cookies ("; ").
                 let sep = if name == "cookie" { "; " } else { ", " };
                 let mut first = true;
-                for (n, v) in &self.head.headers {
+                for (n, v) in self.head.headers() {
                     if http_var_matches(n, name) {
                         if !first {
                             out.push_str(sep);
@@ -593,7 +589,7 @@ impl RequestCtx {
             }
             Var::ProxyAddXForwardedFor => {
                 let mut first = true;
-                for (n, v) in &self.head.headers {
+                for (n, v) in self.head.headers() {
                     if n.eq_ignore_ascii_case("x-forwarded-for") {
                         if !first {
                             out.push_str(", ");
@@ -608,7 +604,7 @@ impl RequestCtx {
                 let _ = write!(out, "{}", self.conn.peer.ip());
             }
             Var::Cookie(name) => {
-                for (n, v) in &self.head.headers {
+                for (n, v) in self.head.headers() {
                     if n.eq_ignore_ascii_case("cookie") {
                         for c in v.split(';') {
                             let (k, val) = c.trim().split_once('=').unwrap_or((c.trim(), ""));

@@ -15,6 +15,10 @@
 //! soon as it has read a valid Host.
 
 use std::fmt;
+use std::ops::Range;
+
+pub use super::head::{Headers, RequestHead};
+use super::head::{Span, MAX_HEAD};
 
 /// Protocol version of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,32 +27,6 @@ pub enum Version {
     Http10,
     /// HTTP/1.1 (and 1.x with x > 1, as NGINX and RFC 9110 2.5 accept).
     Http11,
-}
-
-/// A parsed request head.
-#[derive(Debug, Clone)]
-pub struct RequestHead {
-    /// The request line as sent, without its line end (`$request`).
-    pub line: String,
-    /// Method as sent.
-    pub method: String,
-    /// Request target as sent.
-    pub target: String,
-    /// Version.
-    pub version: Version,
-    /// Headers in order; values are trimmed, non-UTF-8 bytes replaced.
-    pub headers: Vec<(String, String)>,
-    /// Host (from an absolute-form target, else the Host header), lowercased,
-    /// trailing dot removed, port kept.
-    pub host: Option<String>,
-    /// Content-Length.
-    pub content_length: Option<u64>,
-    /// `Transfer-Encoding: chunked`.
-    pub chunked: bool,
-    /// Whether the client allows keep-alive.
-    pub keep_alive: bool,
-    /// Bytes of the head, leading empty lines and final CRLF included.
-    pub head_len: usize,
 }
 
 /// Limits on the head (`large_client_header_buffers`, `max_headers`) and
@@ -147,6 +125,10 @@ impl fmt::Display for HeadError {
     }
 }
 
+/// Header lines the tokeniser takes on the stack; a head with more takes
+/// them from the heap.
+const STACK_HEADERS: usize = 32;
+
 /// Parses a head from the start of `buf`: `Ok(None)` means more bytes are
 /// needed.
 pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>, BadHead> {
@@ -188,44 +170,74 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     if lines > limits.max_headers {
         return Err(HeadError::Invalid("client sent too many header lines").into());
     }
-    let mut hdrs = vec![httparse::EMPTY_HEADER; lines];
-    let mut req = httparse::Request::new(&mut hdrs);
+    if end > MAX_HEAD {
+        return Err(HeadError::HeaderTooLarge.into());
+    }
+    // The tokeniser's slots: on the stack for the usual few lines.
+    let mut stack = [httparse::EMPTY_HEADER; STACK_HEADERS];
+    let mut heap = Vec::new();
+    let slots = if lines <= STACK_HEADERS {
+        &mut stack[..lines]
+    } else {
+        heap.resize(lines, httparse::EMPTY_HEADER);
+        &mut heap[..]
+    };
+    let mut req = httparse::Request::new(slots);
     tokenise(&mut req, head)?;
+    let mut out = read_request(&req, head, request_line, version)?;
+    out.head_len = skip + end;
+    Ok(Some(out))
+}
+
+/// The head of a tokenised request (`head`, as httparse read it; its
+/// request line as sent is `request_line`): the method, the target and its
+/// host, then the header lines, checked by NGINX's rules.
+fn read_request(
+    req: &httparse::Request<'_, '_>,
+    head: &[u8],
+    request_line: &[u8],
+    version: Version,
+) -> Result<RequestHead, BadHead> {
     let method = req.method.unwrap_or_default();
     if !is_method(method) {
         return Err(HeadError::Invalid("invalid method").into());
     }
     let target = req.path.unwrap_or_default();
+    // One text for every piece: the header lines take less room in it
+    // than on the wire (no `: ` and no line ends), and room is left for a
+    // host to lowercase.
+    let mut out = RequestHead::pooled(head.len() + 32);
+    out.reserve_headers(req.headers.len());
+    // httparse's target lies in `head`, whose request line starts as the
+    // one sent.
+    let target_at = (target.as_ptr() as usize).wrapping_sub(head.as_ptr() as usize);
+    let line = out.push_lossy(request_line);
+    out.set_line(line, method.len(), target_at..target_at + target.len());
     let absolute_host = match absolute_form_host(target)? {
-        Some(h) => Some(validate_host(&h)?),
+        Some(r) => Some(host_span(
+            &mut out,
+            line.sub(target_at + r.start, target_at + r.end),
+        )?),
         None => None,
     };
     if !target.starts_with('/') && absolute_host.is_none() {
         return Err(HeadError::Invalid("invalid request target").into());
     }
-    let fields = HeaderFields::read(req.headers, &absolute_host)?;
+    let fields = HeaderFields::read(req.headers, &mut out, absolute_host)?;
     if version == Version::Http11 && fields.host.is_none() && absolute_host.is_none() {
         return Err(
             HeadError::Invalid("client sent HTTP/1.1 request without \"Host\" header").into(),
         );
     }
-    let chunked = fields.chunked(version, &absolute_host)?;
-    let keep_alive = match version {
+    out.chunked = fields.chunked(&out, version, absolute_host)?;
+    out.keep_alive = match version {
         Version::Http11 => !fields.conn_close,
         Version::Http10 => fields.conn_keep_alive && !fields.conn_close,
     };
-    Ok(Some(RequestHead {
-        line: String::from_utf8_lossy(request_line).into_owned(),
-        method: method.to_string(),
-        target: target.to_string(),
-        version,
-        headers: fields.headers,
-        host: absolute_host.or(fields.host),
-        content_length: fields.content_length,
-        chunked,
-        keep_alive,
-        head_len: skip + end,
-    }))
+    out.version = version;
+    out.content_length = fields.content_length;
+    out.set_host(absolute_host.or(fields.host));
+    Ok(out)
 }
 
 /// httparse knows only HTTP/1.0 and 1.1: `head` again with the version
@@ -342,12 +354,10 @@ fn tokenise<'b>(req: &mut httparse::Request<'_, 'b>, head: &'b [u8]) -> Result<(
 
 /// What the header lines say, as far as the server acts on it.
 struct HeaderFields {
-    /// Every line, values trimmed.
-    headers: Vec<(String, String)>,
-    /// The Host header, validated.
-    host: Option<String>,
+    /// The Host header, validated (in the head's text).
+    host: Option<Span>,
     content_length: Option<u64>,
-    transfer_encoding: Option<String>,
+    transfer_encoding: Option<Span>,
     /// `Connection: close`.
     conn_close: bool,
     /// `Connection: keep-alive`.
@@ -355,53 +365,52 @@ struct HeaderFields {
 }
 
 impl HeaderFields {
-    /// Reads the header lines, refusing duplicate or invalid Host,
-    /// Content-Length and Transfer-Encoding. A refusal names the host that
-    /// picks the server once known: the request line's (`absolute_host`),
-    /// else the first Host header's.
+    /// Reads the header lines into `out`, refusing duplicate or invalid
+    /// Host, Content-Length and Transfer-Encoding. A refusal names the host
+    /// that picks the server once known: the request line's
+    /// (`absolute_host`), else the first Host header's.
     fn read(
         lines: &[httparse::Header<'_>],
-        absolute_host: &Option<String>,
+        out: &mut RequestHead,
+        absolute_host: Option<Span>,
     ) -> Result<HeaderFields, BadHead> {
         let mut f = HeaderFields {
-            headers: Vec::with_capacity(lines.len()),
             host: None,
             content_length: None,
             transfer_encoding: None,
             conn_close: false,
             conn_keep_alive: false,
         };
-        let fail = |error: HeadError, host: &Option<String>| BadHead {
-            error,
-            host: absolute_host.clone().or_else(|| host.clone()),
-        };
         for h in lines {
-            let value = match std::str::from_utf8(h.value) {
-                Ok(v) => v.trim().to_string(),
-                Err(_) => String::from_utf8_lossy(h.value).trim().to_string(),
-            };
             let name = h.name;
+            let at = out.push_header(name, h.value);
+            let value = out.piece(at);
+            let fail = |error: HeadError, out: &RequestHead, host: Option<Span>| BadHead {
+                error,
+                host: absolute_host.or(host).map(|h| out.piece(h).to_string()),
+            };
             if name.eq_ignore_ascii_case("host") {
                 if f.host.is_some() {
-                    return Err(fail(HeadError::Invalid("duplicate Host header"), &f.host));
+                    let dup = HeadError::Invalid("duplicate Host header");
+                    return Err(fail(dup, out, f.host));
                 }
-                f.host = Some(validate_host(&value).map_err(|e| fail(e, &f.host))?);
+                f.host = Some(host_span(out, at).map_err(|e| fail(e, out, f.host))?);
             } else if name.eq_ignore_ascii_case("content-length") {
                 let invalid = HeadError::Invalid("invalid Content-Length header");
                 if f.content_length.is_some() {
                     let dup = HeadError::Invalid("duplicate Content-Length header");
-                    return Err(fail(dup, &f.host));
+                    return Err(fail(dup, out, f.host));
                 }
                 if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(fail(invalid, &f.host));
+                    return Err(fail(invalid, out, f.host));
                 }
-                f.content_length = Some(value.parse().map_err(|_| fail(invalid, &f.host))?);
+                f.content_length = Some(value.parse().map_err(|_| fail(invalid, out, f.host))?);
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
                 if f.transfer_encoding.is_some() {
                     let dup = HeadError::Invalid("duplicate Transfer-Encoding header");
-                    return Err(fail(dup, &f.host));
+                    return Err(fail(dup, out, f.host));
                 }
-                f.transfer_encoding = Some(value.clone());
+                f.transfer_encoding = Some(at);
             } else if name.eq_ignore_ascii_case("connection") {
                 for tok in value.split(',') {
                     let tok = tok.trim();
@@ -412,27 +421,34 @@ impl HeaderFields {
                     }
                 }
             }
-            f.headers.push((name.to_string(), value));
         }
         // NGINX keeps one Authorization (`auth_basic`, `$remote_user`) and
         // refuses a second.
-        let auth = |(n, _): &&(String, String)| n.eq_ignore_ascii_case("authorization");
-        if f.headers.iter().filter(auth).nth(1).is_some() {
+        let auth = |(n, _): &(&str, &str)| n.eq_ignore_ascii_case("authorization");
+        if out.headers().filter(auth).nth(1).is_some() {
             let dup = HeadError::Invalid("duplicate Authorization header");
-            return Err(fail(dup, &f.host));
+            let host = absolute_host.or(f.host).map(|h| out.piece(h).to_string());
+            return Err(BadHead { error: dup, host });
         }
         Ok(f)
     }
 
     /// Whether the body is chunked: a Transfer-Encoding must be `chunked`
     /// (501 otherwise), on HTTP/1.1, without Content-Length.
-    fn chunked(&self, version: Version, absolute_host: &Option<String>) -> Result<bool, BadHead> {
-        let Some(te) = &self.transfer_encoding else {
+    fn chunked(
+        &self,
+        out: &RequestHead,
+        version: Version,
+        absolute_host: Option<Span>,
+    ) -> Result<bool, BadHead> {
+        let Some(te) = self.transfer_encoding else {
             return Ok(false);
         };
         let fail = |error: HeadError| BadHead {
             error,
-            host: absolute_host.clone().or_else(|| self.host.clone()),
+            host: absolute_host
+                .or(self.host)
+                .map(|h| out.piece(h).to_string()),
         };
         if version == Version::Http10 {
             return Err(fail(HeadError::Invalid(
@@ -444,7 +460,7 @@ impl HeaderFields {
                 "client sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time",
             )));
         }
-        if !te.eq_ignore_ascii_case("chunked") {
+        if !out.piece(te).eq_ignore_ascii_case("chunked") {
             return Err(fail(HeadError::NotImplemented));
         }
         Ok(true)
@@ -534,7 +550,8 @@ fn request_version(line: &[u8]) -> Result<(Version, usize), HeadError> {
 /// NGINX's request-line grammar: a name of letters, digits, `.` and `-`,
 /// or an IP literal in `[ ]`; then an optional `:digits`; then `/`, `?`
 /// or the end. Anything else (`_`, `%`, `@`...) is a 400, as NGINX.
-fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
+/// The host's place in `target`.
+fn absolute_form_host(target: &str) -> Result<Option<Range<usize>>, HeadError> {
     if target.starts_with('/') {
         return Ok(None);
     }
@@ -569,15 +586,18 @@ fn absolute_form_host(target: &str) -> Result<Option<String>, HeadError> {
         }
     }
     match b.get(i) {
-        None | Some(b'/') | Some(b'?') => Ok(Some(rest[..i].to_string())),
+        None | Some(b'/') | Some(b'?') => Ok(Some(n..n + i)),
         _ => Err(bad),
     }
 }
 
 /// NGINX's host validation: no NUL, `/`, space, control character or
 /// `..`; the name (before `:port`) lowercased and one trailing dot dropped,
-/// leaving a name that is not empty. The port part is kept as sent.
-pub(super) fn validate_host(h: &str) -> Result<String, HeadError> {
+/// leaving a name that is not empty. The port part is kept as sent. The
+/// host the value at `value` names, in `out`'s text: that value itself
+/// when it is already so.
+pub(super) fn host_span(out: &mut RequestHead, value: Span) -> Result<Span, HeadError> {
+    let h = out.piece(value);
     let bad = HeadError::Invalid("client sent invalid host header");
     let mut prev = 0;
     let refused = h.bytes().any(|b| {
@@ -588,16 +608,16 @@ pub(super) fn validate_host(h: &str) -> Result<String, HeadError> {
     if refused {
         return Err(bad);
     }
-    let (name, port) = h.split_at(host_name_len(h));
-    let name = name.strip_suffix('.').unwrap_or(name);
-    if name.is_empty() {
+    let name_len = host_name_len(h);
+    let name = &h[..name_len];
+    let kept = name.strip_suffix('.').unwrap_or(name).len();
+    if kept == 0 {
         return Err(bad);
     }
-    let mut out = String::with_capacity(name.len() + port.len());
-    out.push_str(name);
-    out.make_ascii_lowercase();
-    out.push_str(port);
-    Ok(out)
+    if kept == name_len && !name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Ok(value);
+    }
+    Ok(out.push_lowered(value.sub(0, kept), value.sub(name_len, h.len())))
 }
 
 /// The length of the name in a Host value: up to the first `:`, or through
@@ -613,28 +633,6 @@ pub fn host_name_len(h: &str) -> usize {
         }
     }
     h.len()
-}
-
-/// The head of a request refused before it was parsed: nothing known but
-/// the request line as received, its method if that much is valid, and the
-/// host, if one came before the fault.
-impl RequestHead {
-    /// A head refused before it was parsed (see the connection's error
-    /// path).
-    pub fn unparsed(line: String, host: Option<String>) -> RequestHead {
-        RequestHead {
-            method: method_token(&line).unwrap_or_default().to_string(),
-            line,
-            target: String::new(),
-            version: Version::Http11,
-            headers: Vec::new(),
-            host,
-            content_length: None,
-            chunked: false,
-            keep_alive: false,
-            head_len: 0,
-        }
-    }
 }
 
 #[cfg(test)]
@@ -654,12 +652,13 @@ mod tests {
         let r = parse(b"GET /a?b HTTP/1.1\r\nHost: Example.COM.\r\nX: 1\r\n\r\nGET /next")
             .unwrap()
             .unwrap();
-        assert_eq!(r.method, "GET");
-        assert_eq!(r.target, "/a?b");
-        assert_eq!(r.host.as_deref(), Some("example.com"));
+        assert_eq!(r.method(), "GET");
+        assert_eq!(r.target(), "/a?b");
+        assert_eq!(r.line(), "GET /a?b HTTP/1.1");
+        assert_eq!(r.host(), Some("example.com"));
         assert!(r.keep_alive);
         assert_eq!(r.head_len, 47);
-        assert_eq!(r.headers[1], ("X".to_string(), "1".to_string()));
+        assert_eq!(r.headers().nth(1), Some(("X", "1")));
     }
 
     #[test]
@@ -668,7 +667,7 @@ mod tests {
         let names = |l: &HeadLimits| -> Vec<String> {
             let r = parse_head(req, l).unwrap().unwrap();
             assert_eq!(r.head_len, req.len());
-            r.headers.into_iter().map(|(n, _)| n).collect()
+            r.headers().map(|(n, _)| n.to_string()).collect()
         };
         let mut l = HeadLimits::default();
         assert_eq!(names(&l), ["Host", "Ok-1"]);
@@ -679,7 +678,7 @@ mod tests {
         l.ignore_invalid_headers = false;
         assert_eq!(parse_head(req, &l).unwrap_err().status(), 400);
         let ok = b"GET / HTTP/1.1\r\nHost: x\r\nX_U: 1\r\nX.D: 2\r\n\r\n";
-        assert_eq!(parse_head(ok, &l).unwrap().unwrap().headers.len(), 3);
+        assert_eq!(parse_head(ok, &l).unwrap().unwrap().headers().len(), 3);
         // A space or control character in a name stays an error.
         let bad = b"GET / HTTP/1.1\r\nHost: x\r\nX Y: 1\r\n\r\n";
         assert_eq!(status(bad), 400);
@@ -813,7 +812,7 @@ mod tests {
     fn hosts_as_nginx_validates_them() {
         let host = |h: &str| {
             let req = format!("GET / HTTP/1.1\r\nHost: {h}\r\n\r\n");
-            parse(req.as_bytes()).map(|r| r.unwrap().host.unwrap())
+            parse(req.as_bytes()).map(|r| r.unwrap().host().unwrap().to_string())
         };
         assert_eq!(host("Example.COM.:8080"), Ok("example.com:8080".into()));
         assert_eq!(host(".example.com"), Ok(".example.com".into()));
@@ -894,9 +893,29 @@ mod tests {
         }
         let mut one_more = lots.clone();
         lots.extend(b"\r\n");
-        assert_eq!(parse(&lots).unwrap().unwrap().headers.len(), 1000);
+        assert_eq!(parse(&lots).unwrap().unwrap().headers().len(), 1000);
         one_more.extend(b"Y: y\r\n\r\n");
         assert_eq!(parse(&one_more).unwrap_err().status(), 400);
+    }
+
+    #[test]
+    fn values_read_as_lossy_utf8_then_trimmed() {
+        let values: [&[u8]; 6] = [
+            b"plain",
+            b" \t spaced\t ",
+            b"a\xffb\xe2\x82",
+            b"\xc2\xa0nbsp\xc2\xa0",
+            b"\xe2\x80\x83em\xff",
+            b"caf\xc3\xa9",
+        ];
+        for v in values {
+            let mut req = b"GET / HTTP/1.1\r\nHost: x\r\nX: ".to_vec();
+            req.extend_from_slice(v);
+            req.extend_from_slice(b"\r\n\r\n");
+            let r = parse(&req).unwrap().unwrap();
+            let expected = String::from_utf8_lossy(v);
+            assert_eq!(r.header("x"), Some(expected.trim()), "{v:?}");
+        }
     }
 
     #[test]
@@ -904,6 +923,6 @@ mod tests {
         let r = parse(b"GET http://Foo.example:81/a HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!(r.host.as_deref(), Some("foo.example:81"));
+        assert_eq!(r.host(), Some("foo.example:81"));
     }
 }

@@ -72,6 +72,14 @@ pub fn normalize(path: &str) -> Result<String, UriError> {
 /// [`normalize`], keeping repeated slashes when `merge_slashes` is off (a
 /// `..` then removes one empty segment, as NGINX's parser does).
 pub fn normalize_with(path: &str, merge_slashes: bool) -> Result<String, UriError> {
+    if is_normal(path) {
+        return Ok(path.to_string());
+    }
+    normalize_general(path, merge_slashes)
+}
+
+/// [`normalize_with`] for any path: decode, then resolve the segments.
+fn normalize_general(path: &str, merge_slashes: bool) -> Result<String, UriError> {
     let raw = path.as_bytes();
     let mut decoded = Vec::with_capacity(raw.len());
     let mut i = 0;
@@ -121,6 +129,20 @@ pub fn normalize_with(path: &str, merge_slashes: bool) -> Result<String, UriErro
         out.push('/');
     }
     Ok(out)
+}
+
+/// Whether `path` is its own normal form, which most request paths are:
+/// it starts with `/` and holds no `%`, NUL, `//` or segment starting
+/// with `.` (so no `.` or `..`). One pass and no allocation, where the
+/// general case decodes, splits and joins.
+fn is_normal(path: &str) -> bool {
+    let mut prev = 0;
+    path.starts_with('/')
+        && path.bytes().all(|b| {
+            let ok = b != b'%' && b != 0 && !(prev == b'/' && (b == b'/' || b == b'.'));
+            prev = b;
+            ok
+        })
 }
 
 /// Characters percent-escaped in a `Location` built from a URI.
@@ -204,6 +226,35 @@ mod tests {
         assert_eq!(normalize("/a%zz").unwrap_err(), UriError::BadEscape);
         assert_eq!(normalize("/a%4").unwrap_err(), UriError::BadEscape);
         assert_eq!(normalize("/%ff").unwrap_err(), UriError::NotUtf8);
+    }
+
+    #[test]
+    fn a_path_taken_as_normal_is_what_normalising_makes_of_it() {
+        // Every path of up to five characters over an alphabet that can
+        // spell escapes, dot segments and repeated slashes.
+        let alphabet = ['/', '.', 'a', '%', '2', 'e', '\0'];
+        let mut paths = vec![String::new()];
+        let mut normal = 0;
+        for _ in 0..5 {
+            let longer: Vec<String> = paths
+                .iter()
+                .flat_map(|p| alphabet.iter().map(move |c| format!("{p}{c}")))
+                .collect();
+            for p in &longer {
+                for merge in [true, false] {
+                    let general = normalize_general(p, merge);
+                    if is_normal(p) {
+                        normal += 1;
+                        assert_eq!(general.as_deref(), Ok(p.as_str()), "{p:?}");
+                    }
+                    assert_eq!(normalize_with(p, merge), general, "{p:?}");
+                }
+            }
+            paths = longer;
+        }
+        assert!(normal > 100);
+        assert!(is_normal("/1k.bin") && is_normal("/") && is_normal("/a/b/"));
+        assert!(!is_normal("/a/.b") && !is_normal("a") && !is_normal("/a//b"));
     }
 
     #[test]

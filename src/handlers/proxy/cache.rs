@@ -97,7 +97,7 @@ pub async fn serve(
         // Its directory is gone or read-only: upstream, uncached.
         return None;
     }
-    let method = ctx.head.method.as_str();
+    let method = ctx.head.method();
     let purge = s
         .proxy_cache_purge
         .as_ref()
@@ -112,7 +112,7 @@ pub async fn serve(
         Some(t) => t.render(ctx),
         None => {
             let host = ctx.upstream.as_ref().map_or("", |u| u.proxy_host.as_str());
-            format!("http{host}{}", ctx.head.target)
+            format!("http{host}{}", ctx.head.target())
         }
     };
     let io = match disk_io::route(ctx, env) {

@@ -75,7 +75,7 @@ fn log_ctx(ctx: &RequestCtx, upstream: &str) -> String {
         ctx.server.primary_name,
         ctx.request_line()
     );
-    if let Some(h) = &ctx.head.host {
+    if let Some(h) = ctx.head.host() {
         s.push_str(&format!(", host: \"{h}\""));
     }
     s

@@ -44,14 +44,14 @@ pub struct CacheReq {
 /// A request header's value for `Vary`: every line, joined with `, `.
 pub fn request_header(ctx: &RequestCtx, name: &str) -> Option<String> {
     let mut out: Option<String> = None;
-    for (n, v) in &ctx.head.headers {
+    for (n, v) in ctx.head.headers() {
         if n.eq_ignore_ascii_case(name) {
             match &mut out {
                 Some(o) => {
                     o.push_str(", ");
                     o.push_str(v);
                 }
-                None => out = Some(v.clone()),
+                None => out = Some(v.to_string()),
             }
         }
     }
@@ -158,7 +158,7 @@ pub async fn respond_and_store(
     let no_body = head_req
         || r.status == 200
             && conditional::evaluate(
-                &ctx.head.headers,
+                |n| ctx.header(n),
                 r.etag.as_deref(),
                 r.last_modified,
                 s.if_modified_since,

@@ -95,7 +95,9 @@ pub fn upstream_uri(
     let mut out = String::with_capacity(ctx.uri.len() + 16);
     match url_uri {
         Some(u) if dynamic => out.push_str(u),
-        None if !ctx.internal && ctx.head.target.starts_with('/') => out.push_str(&ctx.head.target),
+        None if !ctx.internal && ctx.head.target().starts_with('/') => {
+            out.push_str(ctx.head.target())
+        }
         _ => {
             let rest = match url_uri {
                 Some(u) => {
@@ -131,11 +133,12 @@ pub fn upstream_method(ctx: &RequestCtx, opts: &FetchOptions) -> String {
             return m;
         }
     }
-    let redirected_to_get = ctx.method == Method::Get && ctx.head.method != "GET" && !ctx.is_head();
+    let redirected_to_get =
+        ctx.method == Method::Get && ctx.head.method() != "GET" && !ctx.is_head();
     if redirected_to_get {
         "GET".to_string()
     } else {
-        ctx.head.method.clone()
+        ctx.head.method().to_string()
     }
 }
 
@@ -218,7 +221,7 @@ fn request_headers(
     body: &ReqBody,
     opts: &FetchOptions,
 ) -> Vec<(String, String)> {
-    let mut out = Vec::with_capacity(ctx.head.headers.len() + 4);
+    let mut out = Vec::with_capacity(ctx.head.headers().len() + 4);
     let set = &s.proxy_set_header;
     let named = |n: &str| set.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
     for (n, t) in set.iter() {
@@ -258,7 +261,7 @@ fn request_headers(
         ReqBody::Buffered(b) => out.push(("Content-Length".into(), b.len().to_string())),
     }
     if s.proxy_pass_request_headers {
-        for (n, v) in &ctx.head.headers {
+        for (n, v) in ctx.head.headers() {
             let lower = n.to_ascii_lowercase();
             if SET_BY_PROXY.contains(&lower.as_str())
                 || named(&lower)
@@ -266,7 +269,7 @@ fn request_headers(
             {
                 continue;
             }
-            out.push((n.clone(), v.clone()));
+            out.push((n.to_string(), v.to_string()));
         }
     }
     out

@@ -14,7 +14,7 @@ impl<H: Respond + 'static> Connection<H> {
         let server = self
             .group()
             .find_server(bad.host.as_deref().map(strip_port));
-        let head = RequestHead::unparsed(line, bad.host);
+        let head = RequestHead::unparsed(&line, bad.host.as_deref());
         let ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
         self.worker.log.log_conn(
             Level::Info,
@@ -44,7 +44,7 @@ impl<H: Respond + 'static> Connection<H> {
             ),
             &ctx.log_context(),
         );
-        self.answer_and_close(ctx, 497).await;
+        self.answer_and_close(Box::new(ctx), 497).await;
     }
 
     /// Answers a refused request with `code` (through `error_page`), logs

@@ -9,70 +9,78 @@
 
 use http::request::Parts;
 
-use crate::http::request::{validate_host, HeadError, RequestHead, Version};
+use crate::http::head::Span;
+use crate::http::request::{host_span, HeadError, RequestHead, Version};
 
 /// The head of the request whose HEADERS gave `parts`.
 pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
-    let method = parts.method.as_str().to_string();
-    let target = parts
-        .uri
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_string();
-    let mut headers: Vec<(String, String)> = Vec::with_capacity(parts.headers.len() + 1);
+    let method = parts.method.as_str();
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = parts.uri.authority().map_or("", |a| a.as_str());
+    let fields: usize = parts
+        .headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
+    let room = method.len() + target.len() + 10 + fields + 2 * authority.len() + 8;
+    let mut head = RequestHead::with_capacity(room);
+    let line = head.push_all(&[method, " ", target, " HTTP/2.0"]);
+    head.set_line(
+        line,
+        method.len(),
+        method.len() + 1..method.len() + 1 + target.len(),
+    );
+    head.reserve_headers(parts.headers.len() + 1);
     let mut cookie: Option<String> = None;
     let mut size = 0;
+    let mut host_header: Option<Span> = None;
     for (name, value) in &parts.headers {
-        let v = String::from_utf8_lossy(value.as_bytes()).trim().to_string();
-        size += name.as_str().len() + v.len() + 4;
         if name == http::header::COOKIE {
+            let v = String::from_utf8_lossy(value.as_bytes());
+            let v = v.trim();
+            size += name.as_str().len() + v.len() + 4;
             match &mut cookie {
                 Some(c) => {
                     c.push_str("; ");
-                    c.push_str(&v);
+                    c.push_str(v);
                 }
-                None => cookie = Some(v),
+                None => cookie = Some(v.to_string()),
             }
             continue;
         }
-        headers.push((name.as_str().to_string(), v));
+        let at = head.push_header(name.as_str(), value.as_bytes());
+        size += name.as_str().len() + head.piece(at).len() + 4;
+        if name == http::header::HOST && host_header.is_none() {
+            host_header = Some(at);
+        }
     }
     if let Some(c) = cookie {
-        headers.push(("cookie".into(), c));
+        head.push_header_str("cookie", &c);
     }
-    let host_header = headers.iter().find(|(n, _)| n == "host").map(|(_, v)| v);
     let host = match (host_header, parts.uri.authority()) {
-        (Some(h), _) => Some(validate_host(h)?),
+        (Some(h), _) => Some(host_span(&mut head, h)?),
         (None, Some(a)) => {
-            let h = validate_host(a.as_str())?;
-            headers.insert(0, ("host".into(), a.as_str().to_string()));
-            Some(h)
+            let at = head.push_header_str("host", a.as_str());
+            head.last_header_first();
+            Some(host_span(&mut head, at)?)
         }
         (None, None) => None,
     };
+    head.set_host(host);
     if !target.starts_with('/') {
         return Err(HeadError::Invalid("invalid request target"));
     }
-    let content_length = match headers.iter().find(|(n, _)| n == "content-length") {
+    head.content_length = match head.headers().find(|(n, _)| *n == "content-length") {
         Some((_, v)) => Some(
             v.parse::<u64>()
                 .map_err(|_| HeadError::Invalid("invalid Content-Length header"))?,
         ),
         None => None,
     };
-    let line = format!("{method} {target} HTTP/2.0");
-    Ok(RequestHead {
-        head_len: line.len() + size,
-        line,
-        method,
-        target,
-        version: Version::Http11,
-        headers,
-        host,
-        content_length,
-        chunked: false,
-        keep_alive: true,
-    })
+    head.head_len = head.line().len() + size;
+    head.version = Version::Http11;
+    head.keep_alive = true;
+    Ok(head)
 }
 
 #[cfg(test)]
@@ -91,10 +99,11 @@ mod tests {
                 .unwrap(),
         );
         let h = head_of(&p).unwrap();
-        assert_eq!(h.line, "GET /a/b?x=1 HTTP/2.0");
-        assert_eq!(h.target, "/a/b?x=1");
-        assert_eq!(h.host.as_deref(), Some("example.com:8443"));
-        assert_eq!(h.headers[0], ("host".into(), "Example.COM:8443".into()));
+        assert_eq!(h.line(), "GET /a/b?x=1 HTTP/2.0");
+        assert_eq!(h.method(), "GET");
+        assert_eq!(h.target(), "/a/b?x=1");
+        assert_eq!(h.host(), Some("example.com:8443"));
+        assert_eq!(h.headers().next(), Some(("host", "Example.COM:8443")));
     }
 
     #[test]
@@ -107,8 +116,8 @@ mod tests {
                 .unwrap(),
         );
         let h = head_of(&p).unwrap();
-        let c: Vec<_> = h.headers.iter().filter(|(n, _)| n == "cookie").collect();
-        assert_eq!(c, vec![&("cookie".to_string(), "a=1; b=2".to_string())]);
+        let c: Vec<_> = h.headers().filter(|(n, _)| *n == "cookie").collect();
+        assert_eq!(c, [("cookie", "a=1; b=2")]);
     }
 
     #[test]

@@ -49,30 +49,26 @@ pub async fn serve<H: Respond>(
     let start = Instant::now();
     let (parts, recv) = req.into_parts();
     let n = conn.next_request();
-    let head = match head_of(&parts) {
-        Ok(h) => Ok(h),
-        Err(e) => Err((
-            RequestHead::unparsed(format!("{} {} HTTP/2.0", parts.method, parts.uri), None),
-            e,
-        )),
-    };
-    let (mut ctx, uri_ok) = match &head {
-        Ok(h) => start_request(&conn.info, &w, conn.group, n, h.clone()),
-        Err((h, _)) => {
+    let (mut ctx, refused) = match head_of(&parts) {
+        Ok(h) => {
+            let (ctx, uri_ok) = start_request(&conn.info, &w, conn.group, n, h);
+            let refused = if uri_ok {
+                client_cert_refusal(&ctx)
+            } else {
+                Some((400, "client sent invalid request".to_string()))
+            };
+            (ctx, refused)
+        }
+        Err(e) => {
+            let line = format!("{} {} HTTP/2.0", parts.method, parts.uri);
+            let h = RequestHead::unparsed(&line, None);
             let listen = &w.config.listens[conn.group];
             let server = &listen.servers[listen.default];
-            (
-                Box::new(RequestCtx::new(&conn.info, n, h.clone(), server)),
-                true,
-            )
+            let ctx = Box::new(RequestCtx::new(&conn.info, n, h, server));
+            (ctx, Some((e.status(), e.to_string())))
         }
     };
     ctx.start = start;
-    let refused = match head {
-        Ok(_) if !uri_ok => Some((400, "client sent invalid request".to_string())),
-        Ok(_) => client_cert_refusal(&ctx),
-        Err((_, e)) => Some((e.status(), e.to_string())),
-    };
     let content_length = ctx.head.content_length;
     let body = RefCell::new(ClientBody::h2(recv, content_length));
     body.borrow_mut().set_timeout(ctx.loc.s.client_body_timeout);
@@ -123,11 +119,11 @@ fn start_request<H>(
 ) -> (Box<RequestCtx>, bool) {
     let listen = &w.config.listens[group];
     let default = &listen.servers[listen.default];
-    let (path, args) = uri::split_target(&head.target);
+    let (path, args) = uri::split_target(head.target());
     let normalized = uri::normalize_with(path, default.limits.merge_slashes);
     let (path, args) = (path.to_string(), args.map(str::to_string));
     let (server, matched) = if normalized.is_ok() {
-        listen.find_server_matched(head.host.as_deref().map(strip_port))
+        listen.find_server_matched(head.host().map(strip_port))
     } else {
         (default, None)
     };
