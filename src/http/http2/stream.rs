@@ -121,7 +121,9 @@ fn start_request<H>(
     let default = &listen.servers[listen.default];
     let (path, args) = uri::split_target(head.target());
     let normalized = uri::normalize_with(path, default.limits.merge_slashes);
-    let (path, args) = (path.to_string(), args.map(str::to_string));
+    // The raw path is kept only when it cannot be normalised.
+    let normalized = normalized.map_err(|_| path.to_string());
+    let args = args.map(str::to_string);
     let (server, matched) = if normalized.is_ok() {
         listen.find_server_matched(head.host().map(strip_port))
     } else {
@@ -132,7 +134,7 @@ fn start_request<H>(
         ctx.keep_match(m);
     }
     let uri_ok = normalized.is_ok();
-    ctx.uri = normalized.unwrap_or(path);
+    ctx.uri = normalized.unwrap_or_else(|raw| raw);
     ctx.args = args;
     (ctx, uri_ok)
 }
