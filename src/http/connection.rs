@@ -50,7 +50,6 @@ use super::response::{write_head, Body, HeadOptions, Response};
 use super::reuse::Reusable;
 use super::stream::ClientStream;
 use super::tls_accept::{self, Accepted};
-use super::uri;
 use super::writer::{log_send_error, Writer};
 use crate::config::{Config, LingeringClose, ListenGroup, ServerConf};
 use crate::disk::Disk;
@@ -516,33 +515,11 @@ impl<H: Respond + 'static> Connection<H> {
     }
 
     /// The context of a request whose head was read, and whether its URI
-    /// could be normalised. The request starts now (`$request_time`,
-    /// TTFB): at the loop's clock reading of this turn.
+    /// could be normalised ([`RequestCtx::start`]). Not boxed: it lives in
+    /// `serve_request`'s future, itself boxed, so an idle connection keeps
+    /// none of a request's state.
     fn start_request(&self, head: RequestHead) -> (RequestCtx, bool) {
-        let (path, args) = uri::split_target(head.target());
-        let normalized = uri::normalize_with(path, self.default_server.limits.merge_slashes);
-        // The raw path is kept only when it cannot be normalised.
-        let normalized = normalized.map_err(|_| path.to_string());
-        let args = args.map(str::to_string);
-        // A URI NGINX cannot normalise is refused while it parses the
-        // request line, before Host picks a server: the default server
-        // answers.
-        let (server, matched) = if normalized.is_ok() {
-            self.group()
-                .find_server_matched(head.host().map(strip_port))
-        } else {
-            (&self.default_server, None)
-        };
-        // Not boxed: it lives in `serve_request`'s future, itself boxed, so
-        // an idle connection keeps none of a request's state.
-        let mut ctx = RequestCtx::new(&self.info, self.requests, head, server);
-        if let Some(m) = matched {
-            ctx.keep_match(m);
-        }
-        let uri_ok = normalized.is_ok();
-        ctx.uri = normalized.unwrap_or_else(|raw| raw);
-        ctx.args = args;
-        (ctx, uri_ok)
+        RequestCtx::start(&self.info, self.group(), self.requests, head)
     }
 
     /// Lends the request body to the handlers and gets their response,

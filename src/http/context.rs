@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
-use crate::config::{LocationConf, ServerConf};
+use crate::config::{ListenGroup, LocationConf, ServerConf};
 use crate::vars::regex::{Captures, Matched, Regex};
 use crate::vars::template::{Indexed, Var, VarSource};
 use std::cell::RefCell;
@@ -138,6 +138,41 @@ pub struct RequestCtx {
 pub const MAX_URI_CHANGES: u8 = 11;
 
 impl RequestCtx {
+    /// The context of a request whose head was read on a connection to
+    /// `listen` (HTTP/1.1 and HTTP/2 alike), at the level of the server its
+    /// host picks, and whether its URI could be normalised. The request
+    /// starts now (`$request_time`, TTFB): at the loop's clock reading of
+    /// this turn.
+    pub fn start(
+        conn: &ConnInfo,
+        listen: &ListenGroup,
+        requests: u64,
+        head: RequestHead,
+    ) -> (RequestCtx, bool) {
+        let default = &listen.servers[listen.default];
+        let (path, args) = super::uri::split_target(head.target());
+        let normalized = super::uri::normalize_with(path, default.limits.merge_slashes);
+        // The raw path is kept only when it cannot be normalised.
+        let normalized = normalized.map_err(|_| path.to_string());
+        let args = args.map(str::to_string);
+        // A URI NGINX cannot normalise is refused while it parses the
+        // request line, before Host picks a server: the default server
+        // answers.
+        let (server, matched) = if normalized.is_ok() {
+            listen.find_server_matched(head.host().map(strip_port))
+        } else {
+            (default, None)
+        };
+        let mut ctx = RequestCtx::new(conn, requests, head, server);
+        if let Some(m) = matched {
+            ctx.keep_match(m);
+        }
+        let uri_ok = normalized.is_ok();
+        ctx.uri = normalized.unwrap_or_else(|raw| raw);
+        ctx.args = args;
+        (ctx, uri_ok)
+    }
+
     /// A request's state at the start of processing, at `server`'s level.
     pub fn new(
         conn: &ConnInfo,

@@ -28,11 +28,10 @@ use super::send::{self, Out};
 use super::ConnShared;
 use crate::http::body::ClientBody;
 use crate::http::connection::{Respond, WorkerEnv};
-use crate::http::context::{strip_port, ConnInfo, RequestCtx};
+use crate::http::context::RequestCtx;
 use crate::http::request::RequestHead;
 use crate::http::response::{Body, Response};
 use crate::http::tls_accept::client_cert_refusal;
-use crate::http::uri;
 use crate::http::writer::log_send_error;
 use crate::log::Level;
 use crate::metrics::{self, Gauge};
@@ -51,7 +50,9 @@ pub async fn serve<H: Respond>(
     let n = conn.next_request();
     let (mut ctx, refused) = match head_of(&parts) {
         Ok(h) => {
-            let (ctx, uri_ok) = start_request(&conn.info, &w, conn.group, n, h);
+            let listen = &w.config.listens[conn.group];
+            let (ctx, uri_ok) = RequestCtx::start(&conn.info, listen, n, h);
+            let ctx = Box::new(ctx);
             let refused = if uri_ok {
                 client_cert_refusal(&ctx)
             } else {
@@ -106,37 +107,6 @@ pub async fn serve<H: Respond>(
         return;
     };
     Box::pin(send_response(&mut ctx, resp, respond, &w, &conn)).await;
-}
-
-/// The request's context at `server`'s level, as the HTTP/1.1 loop
-/// starts it (`Connection::start_request`).
-fn start_request<H>(
-    info: &ConnInfo,
-    w: &WorkerEnv<H>,
-    group: usize,
-    n: u64,
-    head: RequestHead,
-) -> (Box<RequestCtx>, bool) {
-    let listen = &w.config.listens[group];
-    let default = &listen.servers[listen.default];
-    let (path, args) = uri::split_target(head.target());
-    let normalized = uri::normalize_with(path, default.limits.merge_slashes);
-    // The raw path is kept only when it cannot be normalised.
-    let normalized = normalized.map_err(|_| path.to_string());
-    let args = args.map(str::to_string);
-    let (server, matched) = if normalized.is_ok() {
-        listen.find_server_matched(head.host().map(strip_port))
-    } else {
-        (default, None)
-    };
-    let mut ctx = Box::new(RequestCtx::new(info, n, head, server));
-    if let Some(m) = matched {
-        ctx.keep_match(m);
-    }
-    let uri_ok = normalized.is_ok();
-    ctx.uri = normalized.unwrap_or_else(|raw| raw);
-    ctx.args = args;
-    (ctx, uri_ok)
 }
 
 /// Sends `resp` as HEADERS and DATA frames, then logs the request.
