@@ -123,11 +123,11 @@ impl RequestHead {
     /// Appends `s` to the text and returns its span (an empty one past
     /// [`MAX_TEXT`], which a head within [`MAX_HEAD`] never reaches).
     pub(super) fn push(&mut self, s: &str) -> Span {
-        let at = self.text.len();
-        if at + s.len() > MAX_TEXT {
-            return Span::default();
-        }
-        self.text.push_str(s);
+        self.push_all(&[s])
+    }
+
+    /// The span of the text from `at` to its end.
+    fn since(&self, at: usize) -> Span {
         Span {
             at: at as u32,
             end: self.text.len() as u32,
@@ -144,10 +144,7 @@ impl RequestHead {
         for p in parts {
             self.text.push_str(p);
         }
-        Span {
-            at: at as u32,
-            end: self.text.len() as u32,
-        }
+        self.since(at)
     }
 
     /// Sets the request line: `line`, whose method is its first
@@ -171,10 +168,7 @@ impl RequestHead {
                 self.text.push(char::REPLACEMENT_CHARACTER);
             }
         }
-        Span {
-            at: at as u32,
-            end: self.text.len() as u32,
-        }
+        self.since(at)
     }
 
     /// `span` without the whitespace `str::trim` removes.
@@ -214,10 +208,7 @@ impl RequestHead {
         self.text.extend_from_within(name.range());
         self.text[at..].make_ascii_lowercase();
         self.text.extend_from_within(port.range());
-        Span {
-            at: at as u32,
-            end: self.text.len() as u32,
-        }
+        self.since(at)
     }
 
     /// Moves the last header line to the front (HTTP/2's `:authority`

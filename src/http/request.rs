@@ -364,6 +364,20 @@ struct HeaderFields {
     conn_keep_alive: bool,
 }
 
+/// A refusal of `out`'s head naming the host known so far: the request
+/// line's (`absolute_host`), else the first Host header's (`host`).
+fn refusal(
+    error: HeadError,
+    out: &RequestHead,
+    absolute_host: Option<Span>,
+    host: Option<Span>,
+) -> BadHead {
+    BadHead {
+        error,
+        host: absolute_host.or(host).map(|h| out.piece(h).to_string()),
+    }
+}
+
 impl HeaderFields {
     /// Reads the header lines into `out`, refusing duplicate or invalid
     /// Host, Content-Length and Transfer-Encoding. A refusal names the host
@@ -381,14 +395,11 @@ impl HeaderFields {
             conn_close: false,
             conn_keep_alive: false,
         };
+        let fail = |error, out: &RequestHead, host| refusal(error, out, absolute_host, host);
         for h in lines {
             let name = h.name;
             let at = out.push_header(name, h.value);
             let value = out.piece(at);
-            let fail = |error: HeadError, out: &RequestHead, host: Option<Span>| BadHead {
-                error,
-                host: absolute_host.or(host).map(|h| out.piece(h).to_string()),
-            };
             if name.eq_ignore_ascii_case("host") {
                 if f.host.is_some() {
                     let dup = HeadError::Invalid("duplicate Host header");
@@ -427,8 +438,7 @@ impl HeaderFields {
         let auth = |(n, _): &(&str, &str)| n.eq_ignore_ascii_case("authorization");
         if out.headers().filter(auth).nth(1).is_some() {
             let dup = HeadError::Invalid("duplicate Authorization header");
-            let host = absolute_host.or(f.host).map(|h| out.piece(h).to_string());
-            return Err(BadHead { error: dup, host });
+            return Err(fail(dup, out, f.host));
         }
         Ok(f)
     }
@@ -444,12 +454,7 @@ impl HeaderFields {
         let Some(te) = self.transfer_encoding else {
             return Ok(false);
         };
-        let fail = |error: HeadError| BadHead {
-            error,
-            host: absolute_host
-                .or(self.host)
-                .map(|h| out.piece(h).to_string()),
-        };
+        let fail = |error| refusal(error, out, absolute_host, self.host);
         if version == Version::Http10 {
             return Err(fail(HeadError::Invalid(
                 "client sent HTTP/1.0 request with \"Transfer-Encoding\" header",
