@@ -38,6 +38,23 @@ fn implicit_default_pool_and_named_threads() {
     assert_eq!(wait_threads(s.child.id(), "default-", 32), 32);
 }
 
+/// Pool threads run `SCHED_IDLE`, so an event loop that wants their core
+/// gets it at once; the loops stay `SCHED_OTHER` (`disk/priority.rs`).
+#[test]
+fn pool_threads_run_below_the_event_loops() {
+    let root = docroot();
+    let s = Server::start(&conf(
+        "thread_pool io threads=4;",
+        "  aio threads=io;",
+        "",
+        &root,
+    ));
+    assert_eq!(get(s.port, "/big.bin").status, 200);
+    assert_eq!(wait_threads(s.child.id(), "io-", 4), 4);
+    assert_eq!(thread_policies(s.child.id(), "io-"), vec![5; 4]);
+    assert_eq!(thread_policies(s.child.id(), "porter-w0"), vec![0]);
+}
+
 /// Threads of `pid` whose name starts with `prefix`.
 fn threads_named(pid: u32, prefix: &str) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))

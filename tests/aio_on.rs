@@ -132,6 +132,37 @@ fn files_come_out_intact_through_the_ring() {
     }
 }
 
+/// The kernel's io-wq workers that run the ring's blocking calls
+/// (`iou-wrk-TID`, forked from the loop) are put under `SCHED_IDLE` like
+/// pool threads, within a scan period of their birth.
+#[test]
+fn io_wq_workers_run_below_the_event_loops() {
+    if !uring_available() {
+        return;
+    }
+    let (_root, s) = server(|_| {});
+    let pid = s.child.id();
+    // With the fast path off every open and statx goes through the ring,
+    // and a statx always runs on an io-wq worker.
+    for _ in 0..4 {
+        assert_eq!(get(s.port, "/nofast/small.txt").status, 200);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    let mut seen = thread_policies(pid, "iou-wrk-");
+    while (seen.is_empty() || seen.iter().any(|&p| p != 5)) && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+        seen = thread_policies(pid, "iou-wrk-");
+    }
+    assert!(!seen.is_empty(), "no io-wq worker was started");
+    assert!(
+        seen.iter().all(|&p| p == 5),
+        "io-wq workers' policies {seen:?}"
+    );
+    assert_eq!(thread_policies(pid, "porter-w0"), vec![0]);
+    assert_eq!(thread_policies(pid, "porter-w1"), vec![0]);
+}
+
 /// A seccomp filter that makes `io_uring_setup` fail with `EPERM` and
 /// allows everything else; installed in the child before `exec`.
 fn deny_io_uring(cmd: &mut Command) {

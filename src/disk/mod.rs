@@ -38,6 +38,7 @@
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
+//! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
 pub mod bulk_gate;
@@ -48,6 +49,7 @@ mod list_dir;
 mod open;
 pub mod open_file_cache;
 pub mod pool;
+mod priority;
 mod send;
 pub mod sent;
 mod types;

@@ -197,7 +197,7 @@ impl ThreadPool {
                             return;
                         }
                     }
-                    lower_priority();
+                    super::priority::lower_this_thread();
                     run_thread(&inner2, i)
                 })?;
         }
@@ -309,21 +309,6 @@ impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.inner.queue.lock().unwrap().stopping = true;
         self.inner.ready.notify_all();
-    }
-}
-
-/// How much lower than the event loops a pool thread runs (nice steps).
-const POOL_NICE: i32 = 5;
-
-/// Pool threads yield the CPU to the event loops: a loop serves every
-/// cached request of its connections, a pool thread one miss, and on a
-/// busy machine a loop waiting for its turn behind pool threads' copies
-/// delays every hot request it holds. Linux's nice is per thread; a
-/// failure leaves the thread as it was.
-fn lower_priority() {
-    let me = rustix::thread::gettid();
-    if let Ok(now) = rustix::process::getpriority_process(Some(me)) {
-        let _ = rustix::process::setpriority_process(Some(me), (now + POOL_NICE).min(19));
     }
 }
 

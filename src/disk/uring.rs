@@ -237,6 +237,7 @@ impl Ring {
             .build(entries.next_power_of_two())?;
         let mut max = [spec.workers.max(1), 0];
         uring.submitter().register_iowq_max_workers(&mut max)?;
+        super::priority::watch_io_workers();
         // SAFETY: eventfd returns a new descriptor or -1.
         let efd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if efd < 0 {

@@ -86,6 +86,29 @@ impl Drop for Tmpfs {
     }
 }
 
+/// The scheduling policy (`SCHED_OTHER` 0, `SCHED_BATCH` 3, `SCHED_IDLE`
+/// 5) of each thread of process `pid` whose name starts with `prefix`.
+pub fn thread_policies(pid: u32, prefix: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for t in dir.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let name = name.split_once('(').map_or("", |n| n.1);
+        if name.starts_with(prefix) {
+            // The state is field 3 of the record, the policy field 41.
+            out.push(rest.split(' ').nth(38).unwrap().parse().unwrap());
+        }
+    }
+    out
+}
+
 /// The resident memory of process `pid`, KiB (0 when it cannot be read).
 pub fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
