@@ -38,8 +38,9 @@ fn implicit_default_pool_and_named_threads() {
     assert_eq!(wait_threads(s.child.id(), "default-", 32), 32);
 }
 
-/// Pool threads run `SCHED_IDLE`, so an event loop that wants their core
-/// gets it at once; the loops stay `SCHED_OTHER` (`disk/priority.rs`).
+/// Pool threads run `SCHED_IDLE`, 5 nice steps below the event loops (the
+/// nice they keep for a boost, `disk/priority.rs`); the loops stay
+/// `SCHED_OTHER`.
 #[test]
 fn pool_threads_run_below_the_event_loops() {
     let root = docroot();
@@ -50,9 +51,30 @@ fn pool_threads_run_below_the_event_loops() {
         &root,
     ));
     assert_eq!(get(s.port, "/big.bin").status, 200);
-    assert_eq!(wait_threads(s.child.id(), "io-", 4), 4);
-    assert_eq!(thread_policies(s.child.id(), "io-"), vec![5; 4]);
-    assert_eq!(thread_policies(s.child.id(), "porter-w0"), vec![0]);
+    let pid = s.child.id();
+    assert_eq!(wait_threads(pid, "io-", 4), 4);
+    assert_eq!(thread_policies(pid, "io-"), vec![5; 4]);
+    assert_eq!(thread_policies(pid, "porter-w0"), vec![0]);
+    let nice = |prefix: &str| -> Vec<i64> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+            .filter(|st| st.contains(&format!("({prefix}")))
+            .map(|st| {
+                st.rsplit_once(") ")
+                    .unwrap()
+                    .1
+                    .split(' ')
+                    .nth(16)
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let loop_nice = nice("porter-w0")[0];
+    assert_eq!(nice("io-"), vec![(loop_nice + 5).min(19); 4]);
 }
 
 /// Threads of `pid` whose name starts with `prefix`.

@@ -49,7 +49,7 @@ mod list_dir;
 mod open;
 pub mod open_file_cache;
 pub mod pool;
-mod priority;
+pub mod priority;
 mod send;
 pub mod sent;
 mod types;

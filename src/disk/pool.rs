@@ -197,7 +197,7 @@ impl ThreadPool {
                             return;
                         }
                     }
-                    super::priority::lower_this_thread();
+                    let _registered = super::priority::lower_this_thread();
                     run_thread(&inner2, i)
                 })?;
         }

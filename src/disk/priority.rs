@@ -22,19 +22,73 @@
 //! starts one thread per process that looks for new ones every
 //! [`IO_WORKER_SCAN`] and lowers them the same way.
 //!
+//! **Inversion.** A loop and the pool threads share a few user-space
+//! locks (the pool's queue, the map of offloaded files, glibc's malloc
+//! arenas). Where the loops saturate the cores, a `SCHED_IDLE` thread
+//! preempted while holding one of them waits long for its next turn, and
+//! the loop that wants the lock with it: bench S2 with a saturating hot
+//! client saw loops asleep on such a `futex` for up to 167 ms. So the
+//! event-loop watch (`runtime::loop_watch`), which looks at every busy
+//! loop every 5 ms, calls [`boost`] when it finds one asleep in the
+//! kernel: every disk thread runs `SCHED_OTHER` (nice +5, the rule before
+//! this one) until no loop has been seen asleep for [`BOOST_HOLD`]
+//! ([`settle`]). Going back from `SCHED_IDLE` needs `CAP_SYS_NICE` (or an
+//! `RLIMIT_NICE` that root without `CAP_SYS_RESOURCE` cannot raise), so
+//! the watch thread is started before the workers drop root, and
+//! [`probe_boost`] checks at start that it can: where it cannot (porter
+//! started without root, a container without `CAP_SYS_NICE`), disk threads
+//! keep the nice +5 rule and never go under `SCHED_IDLE`.
+//!
 //! Hand-written: no crate sets another thread's policy by name; the calls
 //! are `sched_setscheduler` and a listing of `/proc/self/task`.
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
-/// Nice steps below the loops for a pool thread where `SCHED_IDLE` is
-/// refused (a seccomp filter): the rule before `SCHED_IDLE`.
+/// Nice steps below the loops a pool thread takes first: what it runs at
+/// while boosted, or where `SCHED_IDLE` is refused (a seccomp filter) —
+/// the rule before `SCHED_IDLE`.
 const FALLBACK_NICE: i32 = 5;
 
 /// How often the process's threads are listed for new io-wq workers.
 pub const IO_WORKER_SCAN: Duration = Duration::from_millis(100);
+
+/// How long the disk threads stay boosted after a loop was last seen
+/// asleep in the kernel.
+pub const BOOST_HOLD: Duration = Duration::from_millis(50);
+
+/// The disk threads of this process: pool threads (which add and remove
+/// themselves) and io-wq workers (kept by the io-wq watch).
+static DISK_THREADS: Mutex<DiskThreads> = Mutex::new(DiskThreads {
+    pool: Vec::new(),
+    io_workers: Vec::new(),
+    boosted_until: None,
+});
+
+/// Whether the disk threads run `SCHED_OTHER` now (read without the lock
+/// by a new thread deciding how to start).
+static BOOSTED: AtomicBool = AtomicBool::new(false);
+
+struct DiskThreads {
+    pool: Vec<i32>,
+    io_workers: Vec<i32>,
+    /// Set while boosted: when to lower the threads again.
+    boosted_until: Option<Instant>,
+}
+
+/// Puts thread `tid` back under `SCHED_OTHER`; its nice value is the one
+/// it had before `SCHED_IDLE` (the policy keeps it).
+fn set_other(tid: i32) -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: a valid pointer to a sched_param that lives for the call.
+    if unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
 
 /// Puts thread `tid` (0: the calling thread) under `SCHED_IDLE`.
 fn set_idle(tid: i32) -> std::io::Result<()> {
@@ -47,16 +101,97 @@ fn set_idle(tid: i32) -> std::io::Result<()> {
     }
 }
 
-/// Lowers the calling pool thread below the event loops: `SCHED_IDLE`, or
-/// nice +5 where that is refused. A failure of both leaves the thread as
-/// it was.
-pub fn lower_this_thread() {
-    if set_idle(0).is_ok() {
-        return;
-    }
+/// Whether [`probe_boost`] found that a boost can undo `SCHED_IDLE`.
+static IDLE_ALLOWED: AtomicBool = AtomicBool::new(false);
+
+/// Checks, on the master at start (with the credentials the event-loop
+/// watch will have), that a thread put under `SCHED_IDLE` can be put back
+/// under `SCHED_OTHER` from outside; only then do disk threads use
+/// `SCHED_IDLE`. Returns the answer.
+pub fn probe_boost() -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let Ok(t) = std::thread::Builder::new()
+        .name("porter-probe".into())
+        .spawn(move || {
+            let tid = rustix::thread::gettid().as_raw_nonzero().get();
+            let _ = tx.send(set_idle(0).ok().map(|()| tid));
+            let _ = done_rx.recv();
+        })
+    else {
+        return false;
+    };
+    let ok = matches!(rx.recv(), Ok(Some(tid)) if set_other(tid).is_ok());
+    drop(done_tx);
+    let _ = t.join();
+    IDLE_ALLOWED.store(ok, Ordering::Relaxed);
+    ok
+}
+
+/// Lowers the calling pool thread below the event loops: nice +5, then
+/// `SCHED_IDLE` where [`probe_boost`] allowed it and no boost is on; the
+/// thread is registered for [`boost`] until the returned guard drops (when
+/// the thread ends). A failure leaves the thread as it was.
+pub fn lower_this_thread() -> Registered {
     let me = rustix::thread::gettid();
     if let Ok(now) = rustix::process::getpriority_process(Some(me)) {
         let _ = rustix::process::setpriority_process(Some(me), (now + FALLBACK_NICE).min(19));
+    }
+    let tid = me.as_raw_nonzero().get();
+    let mut all = DISK_THREADS.lock().unwrap();
+    if IDLE_ALLOWED.load(Ordering::Relaxed) && all.boosted_until.is_none() {
+        let _ = set_idle(0);
+    }
+    all.pool.push(tid);
+    Registered(tid)
+}
+
+/// A pool thread's place in the list of disk threads; removed on drop.
+pub struct Registered(i32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        DISK_THREADS.lock().unwrap().pool.retain(|&t| t != self.0);
+    }
+}
+
+/// A loop was seen asleep in the kernel while it had work: every disk
+/// thread runs `SCHED_OTHER` (nice +5) for at least [`BOOST_HOLD`] from
+/// `now`. Called by the event-loop watch.
+pub fn boost(now: Instant) {
+    if !IDLE_ALLOWED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut all = DISK_THREADS.lock().unwrap();
+    if all.boosted_until.is_none() {
+        BOOSTED.store(true, Ordering::Relaxed);
+        for &tid in all.pool.iter().chain(all.io_workers.iter()) {
+            let _ = set_other(tid);
+        }
+    }
+    all.boosted_until = Some(now + BOOST_HOLD);
+}
+
+/// No loop is asleep in the kernel now: once [`BOOST_HOLD`] has passed
+/// since the last [`boost`], the disk threads go back under `SCHED_IDLE`.
+/// Called by the event-loop watch at every look.
+pub fn settle(now: Instant) {
+    if !BOOSTED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut all = DISK_THREADS.lock().unwrap();
+    if all.boosted_until.is_some_and(|until| now >= until) {
+        all.boosted_until = None;
+        BOOSTED.store(false, Ordering::Relaxed);
+        for &tid in all.pool.iter() {
+            let _ = set_idle(tid);
+        }
+        for &tid in all.io_workers.iter() {
+            let comm = std::fs::read(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
+            if is_io_worker(&comm) {
+                let _ = set_idle(tid);
+            }
+        }
     }
 }
 
@@ -79,7 +214,9 @@ pub fn watch_io_workers() {
 }
 
 /// One pass: every `iou-wrk-*` thread not in `lowered` is put under
-/// `SCHED_IDLE` and remembered; threads that have gone are forgotten.
+/// `SCHED_IDLE` (unless the disk threads are boosted) and remembered;
+/// threads that have gone are forgotten. The list goes to
+/// [`DISK_THREADS`] for [`boost`] and [`settle`].
 fn lower_new_io_workers(lowered: &mut HashSet<i32>) {
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return;
@@ -98,9 +235,24 @@ fn lower_new_io_workers(lowered: &mut HashSet<i32>) {
             continue;
         }
         let comm = std::fs::read(entry.path().join("comm")).unwrap_or_default();
-        if is_io_worker(&comm) && set_idle(tid).is_ok() {
-            alive.insert(tid);
+        if is_io_worker(&comm) {
+            // 5 nice steps below the loop it was forked from, the nice it
+            // runs at while boosted (lowering is always allowed).
+            let pid = rustix::process::Pid::from_raw(tid);
+            if let Ok(n) = rustix::process::getpriority_process(pid) {
+                let _ = rustix::process::setpriority_process(pid, (n + FALLBACK_NICE).min(19));
+            }
+            let all = DISK_THREADS.lock().unwrap();
+            if !IDLE_ALLOWED.load(Ordering::Relaxed)
+                || all.boosted_until.is_some()
+                || set_idle(tid).is_ok()
+            {
+                alive.insert(tid);
+            }
         }
+    }
+    if alive != *lowered {
+        DISK_THREADS.lock().unwrap().io_workers = alive.iter().copied().collect();
     }
     *lowered = alive;
 }
@@ -127,16 +279,36 @@ mod tests {
         assert!(!is_io_worker(b"porter-w0\n"));
     }
 
+    /// Lowering, a boost while a loop is asleep, and the return to
+    /// `SCHED_IDLE` once the hold has passed (as root: `probe_boost` needs
+    /// `CAP_SYS_NICE`). One test: the list of disk threads is the
+    /// process's.
     #[test]
-    fn a_pool_thread_lowers_itself_to_idle() {
-        let got = std::thread::spawn(|| {
-            lower_this_thread();
-            policy(0)
-        })
-        .join()
-        .unwrap();
-        assert_eq!(got, libc::SCHED_IDLE);
-        // the caller's own thread is untouched
-        assert_eq!(policy(0), libc::SCHED_OTHER);
+    fn a_pool_thread_is_lowered_and_boosted_while_a_loop_sleeps() {
+        if !probe_boost() {
+            eprintln!("skipping: no CAP_SYS_NICE to undo SCHED_IDLE");
+            return;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            let registered = lower_this_thread();
+            tx.send(registered.0).unwrap();
+            go_rx.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        let (o, i) = (libc::SCHED_OTHER, libc::SCHED_IDLE);
+        assert_eq!(policy(tid), i);
+        assert_eq!(policy(0), o, "the caller's own thread is untouched");
+        let now = Instant::now();
+        boost(now);
+        assert_eq!(policy(tid), o);
+        settle(now + BOOST_HOLD / 2);
+        assert_eq!(policy(tid), o, "lowered before the hold passed");
+        settle(now + BOOST_HOLD);
+        assert_eq!(policy(tid), i);
+        go_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert!(!DISK_THREADS.lock().unwrap().pool.contains(&tid));
     }
 }

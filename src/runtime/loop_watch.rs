@@ -19,6 +19,10 @@
 //! waiting, so the measure costs the hot path nothing; an episode shorter
 //! than a period may be missed, one of two periods or more is not.
 //!
+//! A blocked loop may be waiting for a lock that a disk thread holds
+//! while it runs `SCHED_IDLE`, so each look also boosts the disk threads
+//! or lets them settle again (`disk::priority`).
+//!
 //! Hand-written: no crate reads a thread's state this cheaply (procfs
 //! crates parse the whole record and allocate per read).
 
@@ -59,6 +63,17 @@ struct Watched {
 static WATCHED: Mutex<Vec<Watched>> = Mutex::new(Vec::new());
 static STARTED: OnceLock<()> = OnceLock::new();
 
+/// Starts the watch thread now, on the master before the workers drop
+/// root: it inherits the master's credentials, so its boosts of the disk
+/// threads (`disk::priority::boost`) may undo `SCHED_IDLE`.
+pub fn start() {
+    STARTED.get_or_init(|| {
+        let _ = std::thread::Builder::new()
+            .name("porter-loopwatch".into())
+            .spawn(watch_loops);
+    });
+}
+
 /// Starts watching the calling thread's event loop; its blocked episodes
 /// go to `figures`. Called on the worker thread before its loop runs. The
 /// watch ends when the returned state is dropped. `None` when the thread's
@@ -75,11 +90,7 @@ pub fn watch(figures: Arc<WorkerMetrics>) -> Option<Arc<LoopState>> {
         stat,
         episode: None,
     });
-    STARTED.get_or_init(|| {
-        let _ = std::thread::Builder::new()
-            .name("porter-loopwatch".into())
-            .spawn(watch_loops);
-    });
+    start();
     Some(state)
 }
 
@@ -89,6 +100,7 @@ fn watch_loops() {
         std::thread::sleep(PERIOD);
         let now = Instant::now();
         let mut all = WATCHED.lock().unwrap();
+        let mut any_blocked = false;
         all.retain_mut(|w| {
             let Some(state) = w.state.upgrade() else {
                 end_episode(w);
@@ -105,11 +117,20 @@ fn watch_loops() {
             if blocked && state.busy.load(Ordering::Relaxed) {
                 let first = w.episode.map_or(now, |e| e.0);
                 w.episode = Some((first, now));
+                any_blocked = true;
             } else {
                 end_episode(w);
             }
             true
         });
+        drop(all);
+        // A loop asleep in the kernel may wait for a lock a disk thread
+        // holds: give the disk threads their normal share until it runs.
+        if any_blocked {
+            crate::disk::priority::boost(now);
+        } else {
+            crate::disk::priority::settle(now);
+        }
     }
 }
 

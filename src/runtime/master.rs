@@ -308,6 +308,17 @@ fn prepare(
             log.log(Level::Alert, format_args!("{e}"));
         }
     }
+    // Disk threads go under SCHED_IDLE only if the watch thread, started
+    // here with the master's credentials, can lift them out of it.
+    if !crate::disk::priority::probe_boost() {
+        log.log(
+            Level::Info,
+            format_args!(
+                "disk threads run 5 nice steps below the workers: no CAP_SYS_NICE for SCHED_IDLE"
+            ),
+        );
+    }
+    super::loop_watch::start();
     // A connection, an upstream connection and a socket lent to a pool
     // thread per `worker_connections`, plus open files (`fd_table`).
     let workers = cfg.main.worker_processes.max(1) as u64;
