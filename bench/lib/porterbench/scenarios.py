@@ -340,6 +340,11 @@ def loop_figures(pm0, pm1):
         "loop_busy_max_ms": 1000 * max((v for k, v in pm1.items()
                                         if k.startswith("porter_loop_busy_max_seconds")),
                                        default=0.0),
+        # the same gauge read after the hot file alone: what the hot client's
+        # own saturation gives, with no cold load and no disk read
+        "loop_busy_max_alone_ms": 1000 * max((v for k, v in pm0.items()
+                                              if k.startswith("porter_loop_busy_max_seconds")),
+                                             default=0.0),
         "loop_poll_max_ms": 1000 * max((v for k, v in pm1.items()
                                         if k.startswith("porter_loop_poll_max_seconds")),
                                        default=float("nan")),
