@@ -55,24 +55,7 @@ fn pool_threads_run_below_the_event_loops() {
     assert_eq!(wait_threads(pid, "io-", 4), 4);
     assert_eq!(thread_policies(pid, "io-"), vec![5; 4]);
     assert_eq!(thread_policies(pid, "porter-w0"), vec![0]);
-    let nice = |prefix: &str| -> Vec<i64> {
-        std::fs::read_dir(format!("/proc/{pid}/task"))
-            .unwrap()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
-            .filter(|st| st.contains(&format!("({prefix}")))
-            .map(|st| {
-                st.rsplit_once(") ")
-                    .unwrap()
-                    .1
-                    .split(' ')
-                    .nth(16)
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            })
-            .collect()
-    };
+    let nice = |prefix: &str| thread_stat_field(pid, prefix, 19);
     let loop_nice = nice("porter-w0")[0];
     assert_eq!(nice("io-"), vec![(loop_nice + 5).min(19); 4]);
 }

@@ -6,8 +6,8 @@
 //! a hot request held back by a pool thread's path walk, page-cache copy
 //! or memory-cgroup reclaim waits for it. Nice +5 (the first rule) was not
 //! enough: in bench S2 (paced hot file among cold small files, two cores)
-//! the loops still waited 52 times in 5 s for 0.5–3 ms to get a core back, and pool
-//! threads held the core for 37 % of that time — the hot file's p99 under
+//! the loops still waited 52 times in 5 s for 0.5–3 ms to get a core
+//! back, and pool threads held the core for 37 % of that time — the hot file's p99 under
 //! load stayed 5–8 × its p99 alone. `SCHED_IDLE` (weight 3 against a
 //! loop's 1024, and any other thread's wake-up preempts it at once) took
 //! it to 1.4–2.0 × with cold throughput unchanged (bench/RESULTS.md,
@@ -67,8 +67,8 @@ static DISK_THREADS: Mutex<DiskThreads> = Mutex::new(DiskThreads {
     boosted_until: None,
 });
 
-/// Whether the disk threads run `SCHED_OTHER` now (read without the lock
-/// by a new thread deciding how to start).
+/// Whether a boost is on (read without the lock by [`settle`], which the
+/// event-loop watch calls every 5 ms).
 static BOOSTED: AtomicBool = AtomicBool::new(false);
 
 struct DiskThreads {
@@ -78,27 +78,25 @@ struct DiskThreads {
     boosted_until: Option<Instant>,
 }
 
-/// Puts thread `tid` back under `SCHED_OTHER`; its nice value is the one
-/// it had before `SCHED_IDLE` (the policy keeps it).
-fn set_other(tid: i32) -> std::io::Result<()> {
+/// Puts thread `tid` (0: the calling thread) under `policy`; the nice
+/// value stays what it was (`SCHED_IDLE` ignores it, `SCHED_OTHER` uses it
+/// again).
+fn set_policy(tid: i32, policy: libc::c_int) -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: a valid pointer to a sched_param that lives for the call.
-    if unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param) } == 0 {
+    if unsafe { libc::sched_setscheduler(tid, policy, &param) } == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
     }
 }
 
-/// Puts thread `tid` (0: the calling thread) under `SCHED_IDLE`.
 fn set_idle(tid: i32) -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: a valid pointer to a sched_param that lives for the call.
-    if unsafe { libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    set_policy(tid, libc::SCHED_IDLE)
+}
+
+fn set_other(tid: i32) -> std::io::Result<()> {
+    set_policy(tid, libc::SCHED_OTHER)
 }
 
 /// Whether [`probe_boost`] found that a boost can undo `SCHED_IDLE`.

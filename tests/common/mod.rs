@@ -89,6 +89,13 @@ impl Drop for Tmpfs {
 /// The scheduling policy (`SCHED_OTHER` 0, `SCHED_BATCH` 3, `SCHED_IDLE`
 /// 5) of each thread of process `pid` whose name starts with `prefix`.
 pub fn thread_policies(pid: u32, prefix: &str) -> Vec<i64> {
+    thread_stat_field(pid, prefix, 41)
+}
+
+/// Field `n` (1-based, as in proc(5): 19 is the nice value, 41 the
+/// policy) of `/proc/PID/task/*/stat` for each thread of process `pid`
+/// whose name starts with `prefix`.
+pub fn thread_stat_field(pid: u32, prefix: &str, n: usize) -> Vec<i64> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return out;
@@ -102,8 +109,8 @@ pub fn thread_policies(pid: u32, prefix: &str) -> Vec<i64> {
         };
         let name = name.split_once('(').map_or("", |n| n.1);
         if name.starts_with(prefix) {
-            // The state is field 3 of the record, the policy field 41.
-            out.push(rest.split(' ').nth(38).unwrap().parse().unwrap());
+            // `rest` starts with field 3, the state.
+            out.push(rest.split(' ').nth(n - 3).unwrap().parse().unwrap());
         }
     }
     out
