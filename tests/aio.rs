@@ -70,6 +70,43 @@ fn pool_threads_run_below_the_event_loops() {
     assert_eq!(nice("io-"), vec![(loop_nice + 5).min(19); 4]);
 }
 
+/// Without `CAP_SYS_NICE` (dropped from the bounding set before `exec`, as
+/// a container may) nothing could lift a `SCHED_IDLE` thread again, so
+/// pool threads keep the nice +5 rule alone, and the log says so once.
+#[test]
+fn without_cap_sys_nice_pool_threads_keep_nice_five() {
+    use std::os::unix::process::CommandExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipping: not root");
+        return;
+    }
+    let root = docroot();
+    let s = Server::start_with(
+        TempDir::new("aio-nocap"),
+        &conf("thread_pool io threads=2;", "  aio threads=io;", "", &root),
+        &[],
+        |cmd| unsafe {
+            cmd.pre_exec(|| {
+                // CAP_SYS_NICE is capability 23.
+                if libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        },
+    );
+    assert_eq!(get(s.port, "/big.bin").status, 200);
+    let pid = s.child.id();
+    assert_eq!(wait_threads(pid, "io-", 2), 2);
+    assert_eq!(thread_policies(pid, "io-"), vec![0; 2]);
+    let log = s.read("logs/error.log");
+    assert_eq!(
+        log.matches("no CAP_SYS_NICE for SCHED_IDLE").count(),
+        1,
+        "{log}"
+    );
+}
+
 /// Threads of `pid` whose name starts with `prefix`.
 fn threads_named(pid: u32, prefix: &str) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))
