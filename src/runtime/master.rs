@@ -309,7 +309,7 @@ fn prepare(
         }
     }
     // Disk threads go under SCHED_IDLE only if the watch thread, started
-    // here with the master's credentials, can lift them out of it.
+    // below with the master's credentials, can lift them out of it.
     if !crate::disk::priority::probe_boost() {
         log.log(
             Level::Info,
@@ -318,7 +318,6 @@ fn prepare(
             ),
         );
     }
-    super::loop_watch::start();
     // A connection, an upstream connection and a socket lent to a pool
     // thread per `worker_connections`, plus open files (`fd_table`).
     let workers = cfg.main.worker_processes.max(1) as u64;
@@ -332,6 +331,8 @@ fn prepare(
     if cfg.main.daemon {
         daemonize(logs_to_stderr)?;
     }
+    // After the fork of `daemon on`, which keeps only this thread.
+    super::loop_watch::start();
     let signals = Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT, SIGUSR1])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     log::start_writer();
