@@ -320,16 +320,11 @@ fn rlimit_nofile_is_applied() {
 
 /// The nice value of each worker thread (`porter-wN`) of process `pid`.
 fn worker_nice(pid: u32) -> Vec<i64> {
-    let mut out = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
-        let stat = std::fs::read_to_string(t.unwrap().path().join("stat")).unwrap();
-        let (name, rest) = stat.split_once(") ").unwrap();
-        if name.ends_with("(porter-w0") || name.ends_with("(porter-w1") {
-            // Fields after the name: state is 3rd overall, nice the 19th.
-            out.push(rest.split(' ').nth(16).unwrap().parse().unwrap());
-        }
-    }
-    out
+    [
+        thread_stat_field(pid, "porter-w0", 19),
+        thread_stat_field(pid, "porter-w1", 19),
+    ]
+    .concat()
 }
 
 #[test]

@@ -67,10 +67,6 @@ static DISK_THREADS: Mutex<DiskThreads> = Mutex::new(DiskThreads {
     boosted_until: None,
 });
 
-/// Whether a boost is on (read without the lock by [`settle`], which the
-/// event-loop watch calls every 5 ms).
-static BOOSTED: AtomicBool = AtomicBool::new(false);
-
 struct DiskThreads {
     pool: Vec<i32>,
     io_workers: Vec<i32>,
@@ -97,6 +93,14 @@ fn set_idle(tid: i32) -> std::io::Result<()> {
 
 fn set_other(tid: i32) -> std::io::Result<()> {
     set_policy(tid, libc::SCHED_OTHER)
+}
+
+/// Lowers thread `tid` (`None`: the calling thread) [`FALLBACK_NICE`] nice
+/// steps; lowering is always allowed, and a failure leaves it as it was.
+fn lower_nice(tid: Option<rustix::process::Pid>) {
+    if let Ok(now) = rustix::process::getpriority_process(tid) {
+        let _ = rustix::process::setpriority_process(tid, (now + FALLBACK_NICE).min(19));
+    }
 }
 
 /// Whether [`probe_boost`] found that a boost can undo `SCHED_IDLE`.
@@ -132,9 +136,7 @@ pub fn probe_boost() -> bool {
 /// the thread ends). A failure leaves the thread as it was.
 pub fn lower_this_thread() -> Registered {
     let me = rustix::thread::gettid();
-    if let Ok(now) = rustix::process::getpriority_process(Some(me)) {
-        let _ = rustix::process::setpriority_process(Some(me), (now + FALLBACK_NICE).min(19));
-    }
+    lower_nice(Some(me));
     let tid = me.as_raw_nonzero().get();
     let mut all = DISK_THREADS.lock().unwrap();
     if IDLE_ALLOWED.load(Ordering::Relaxed) && all.boosted_until.is_none() {
@@ -162,7 +164,6 @@ pub fn boost(now: Instant) {
     }
     let mut all = DISK_THREADS.lock().unwrap();
     if all.boosted_until.is_none() {
-        BOOSTED.store(true, Ordering::Relaxed);
         for &tid in all.pool.iter().chain(all.io_workers.iter()) {
             let _ = set_other(tid);
         }
@@ -174,13 +175,9 @@ pub fn boost(now: Instant) {
 /// since the last [`boost`], the disk threads go back under `SCHED_IDLE`.
 /// Called by the event-loop watch at every look.
 pub fn settle(now: Instant) {
-    if !BOOSTED.load(Ordering::Relaxed) {
-        return;
-    }
     let mut all = DISK_THREADS.lock().unwrap();
     if all.boosted_until.is_some_and(|until| now >= until) {
         all.boosted_until = None;
-        BOOSTED.store(false, Ordering::Relaxed);
         for &tid in all.pool.iter() {
             let _ = set_idle(tid);
         }
@@ -234,12 +231,9 @@ fn lower_new_io_workers(lowered: &mut HashSet<i32>) {
         }
         let comm = std::fs::read(entry.path().join("comm")).unwrap_or_default();
         if is_io_worker(&comm) {
-            // 5 nice steps below the loop it was forked from, the nice it
-            // runs at while boosted (lowering is always allowed).
-            let pid = rustix::process::Pid::from_raw(tid);
-            if let Ok(n) = rustix::process::getpriority_process(pid) {
-                let _ = rustix::process::setpriority_process(pid, (n + FALLBACK_NICE).min(19));
-            }
+            // 5 nice steps below the loop it was forked from: the nice it
+            // runs at while boosted.
+            lower_nice(rustix::process::Pid::from_raw(tid));
             let all = DISK_THREADS.lock().unwrap();
             if !IDLE_ALLOWED.load(Ordering::Relaxed)
                 || all.boosted_until.is_some()
