@@ -419,8 +419,8 @@ loc_settings! {
     disable_symlinks: bool = false;
     /// `charset` (None = off).
     charset: Option<String> = None;
-    /// `expires` (None = off): seconds to add to the current time.
-    expires: Option<i64> = None;
+    /// `expires` (None = off).
+    expires: Option<Expires> = None;
     /// `try_files`.
     try_files: Option<Arc<TryFiles>> = None;
     /// `proxy_cache` (None = off): the zone name, possibly with variables.

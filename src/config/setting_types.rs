@@ -17,6 +17,73 @@ pub struct ErrorPage {
     pub target: Template,
 }
 
+/// `expires`: how the headers filter sets `Expires` and `Cache-Control`
+/// (NGINX's `ngx_http_headers_conf_t.expires`).
+#[derive(Debug, Clone)]
+pub enum Expires {
+    /// A value written in the config, parsed when it loads.
+    Fixed(ExpiresRule),
+    /// `expires $var` (a value with variables): parsed per request; a value
+    /// that does not parse sets nothing, as NGINX ignores it.
+    Var(Template),
+}
+
+/// One parsed `expires` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpiresRule {
+    /// `off`.
+    Off,
+    /// `epoch`.
+    Epoch,
+    /// `max`.
+    Max,
+    /// `[+|-]TIME`: seconds after the request.
+    Access(i64),
+    /// `modified [+|-]TIME`: seconds after the file's modification time.
+    Modified(i64),
+    /// `@TIME`: the next time of day (seconds after local midnight).
+    Daily(i64),
+}
+
+impl ExpiresRule {
+    /// Parses `expires`'s arguments (`modified` first, if given) with
+    /// NGINX's error texts (`ngx_http_parse_expires`).
+    pub fn parse(modified: bool, value: &str) -> Result<ExpiresRule, &'static str> {
+        if !modified {
+            match value {
+                "epoch" => return Ok(ExpiresRule::Epoch),
+                "max" => return Ok(ExpiresRule::Max),
+                "off" => return Ok(ExpiresRule::Off),
+                _ => {}
+            }
+        }
+        let (daily, minus, t) = match value.as_bytes().first() {
+            Some(b'@') if modified => {
+                return Err("daily time cannot be used with \"modified\" parameter")
+            }
+            Some(b'@') => (true, false, &value[1..]),
+            Some(b'+') => (false, false, &value[1..]),
+            Some(b'-') => (false, true, &value[1..]),
+            _ => (false, false, value),
+        };
+        let secs = crate::config::value::parse_time(t)
+            .ok_or("invalid value")?
+            .as_secs() as i64;
+        if daily {
+            if secs > 24 * 60 * 60 {
+                return Err("daily time value must be less than 24 hours");
+            }
+            return Ok(ExpiresRule::Daily(secs));
+        }
+        let secs = if minus { -secs } else { secs };
+        Ok(if modified {
+            ExpiresRule::Modified(secs)
+        } else {
+            ExpiresRule::Access(secs)
+        })
+    }
+}
+
 /// One `add_header` line.
 #[derive(Debug, Clone)]
 pub struct AddHeader {
@@ -164,4 +231,26 @@ pub enum LingeringClose {
     On,
     /// After every request that closes the connection.
     Always,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expires_values_parse_as_nginx_parses_them() {
+        let p = ExpiresRule::parse;
+        assert_eq!(p(false, "epoch"), Ok(ExpiresRule::Epoch));
+        assert_eq!(p(false, "1y"), Ok(ExpiresRule::Access(365 * 86400)));
+        assert_eq!(p(false, "-1"), Ok(ExpiresRule::Access(-1)));
+        assert_eq!(p(false, "@15h30m"), Ok(ExpiresRule::Daily(55800)));
+        assert_eq!(p(true, "+1h"), Ok(ExpiresRule::Modified(3600)));
+        assert_eq!(p(true, "max"), Err("invalid value"));
+        assert_eq!(
+            p(false, "@25h"),
+            Err("daily time value must be less than 24 hours")
+        );
+        assert!(p(true, "@1h").is_err());
+        assert_eq!(p(false, ""), Err("invalid value"));
+    }
 }

@@ -17,6 +17,7 @@
 
 use std::rc::Rc;
 
+use crate::config::model::{Expires, ExpiresRule};
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::range::{self, RangeOutcome};
@@ -156,18 +157,34 @@ fn header_filter_applies(status: u16) -> bool {
     )
 }
 
-/// The headers filter: `expires` and `add_header`.
-fn headers(ctx: &RequestCtx, resp: &mut Response) {
-    let s = &ctx.loc.s;
+/// The headers filter: `expires` and `add_header`. Their values may read
+/// `$sent_http_*` (h5bp derives its security headers and `expires` from
+/// `$sent_http_content_type` through maps), so the response's header
+/// lines are lent to the request first, as NGINX's variables read
+/// `headers_out` whenever they are evaluated.
+fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
+    let loc = std::sync::Arc::clone(&ctx.loc);
+    let s = &loc.s;
+    if s.add_headers.is_empty() && s.expires.is_none() {
+        return;
+    }
+    ctx.sent_headers = resp.sent_headers();
     let applies = header_filter_applies(resp.status);
     if applies {
-        if let Some(secs) = s.expires {
-            expires_headers(secs, resp);
+        match &s.expires {
+            Some(Expires::Fixed(rule)) => expires_headers(*rule, resp),
+            Some(Expires::Var(t)) => {
+                // A value that does not parse sets nothing (NGINX).
+                if let Ok(rule) = ExpiresRule::parse(false, &t.render(&*ctx)) {
+                    expires_headers(rule, resp);
+                }
+            }
+            None => {}
         }
     }
     for h in s.add_headers.iter() {
         if applies || h.always {
-            let v = h.value.render(ctx);
+            let v = h.value.render(&*ctx);
             // NGINX's `Last-Modified`/`ETag` setters: an empty value
             // removes the response's own, another replaces it.
             drop_validator(resp, &h.name);
@@ -191,28 +208,63 @@ fn drop_validator(resp: &mut Response, name: &str) {
     resp.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
 }
 
-fn expires_headers(secs: i64, resp: &mut Response) {
-    let (expires, cc) = match secs {
-        i64::MIN => (
+/// NGINX's `ngx_http_set_expires`: sets `Expires` and `Cache-Control`,
+/// replacing the response's own (a proxied one's) in place: the first
+/// `Cache-Control` line takes the value, later ones go.
+fn expires_headers(rule: ExpiresRule, resp: &mut Response) {
+    let now = crate::util::time::now().0;
+    let (expires, cc) = match rule {
+        ExpiresRule::Off => return,
+        ExpiresRule::Epoch => (
             "Thu, 01 Jan 1970 00:00:01 GMT".to_string(),
             "no-cache".to_string(),
         ),
-        i64::MAX => (
+        ExpiresRule::Max => (
             "Thu, 31 Dec 2037 23:55:55 GMT".to_string(),
             "max-age=315360000".to_string(),
         ),
-        s => {
-            let now = crate::util::time::now().0;
-            let cc = if s < 0 {
+        ExpiresRule::Access(0) => (crate::util::time::http_date(now), "max-age=0".into()),
+        other => {
+            let (at, max_age) = match (other, resp.last_modified) {
+                (ExpiresRule::Daily(t), _) => {
+                    let at = crate::util::time::next_time_of_day(now, t);
+                    (at, at - now)
+                }
+                (ExpiresRule::Modified(t), Some(lm)) => (lm + t, lm + t - now),
+                (ExpiresRule::Access(t) | ExpiresRule::Modified(t), _) => (now + t, t),
+                _ => unreachable!("handled above"),
+            };
+            let cc = if max_age < 0 {
                 "no-cache".to_string()
             } else {
-                format!("max-age={s}")
+                format!("max-age={max_age}")
             };
-            (crate::util::time::http_date(now + s), cc)
+            (crate::util::time::http_date(at), cc)
         }
     };
-    resp.headers.push(("Expires".into(), expires));
-    resp.headers.push(("Cache-Control".into(), cc));
+    set_line(resp, "Expires", expires);
+    set_line(resp, "Cache-Control", cc);
+}
+
+/// Gives the first header line named `name` the value `v` and drops the
+/// others of that name, or adds the line.
+fn set_line(resp: &mut Response, name: &str, v: String) {
+    let mut v = Some(v);
+    resp.headers.retain_mut(|(n, val)| {
+        if !n.eq_ignore_ascii_case(name) {
+            return true;
+        }
+        match v.take() {
+            Some(new) => {
+                *val = new;
+                true
+            }
+            None => false,
+        }
+    });
+    if let Some(v) = v {
+        resp.headers.push((name.to_string(), v));
+    }
 }
 
 /// The range filter, for a 200 whose whole body is a file range and

@@ -356,6 +356,9 @@ impl Response {
         if let Some(e) = &self.etag {
             v.push(("ETag".into(), e.clone()));
         }
+        if let (Some(lm), false) = (self.last_modified, self.last_modified_inline) {
+            v.push(("Last-Modified".into(), crate::util::time::http_date(lm)));
+        }
         v
     }
 }

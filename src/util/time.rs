@@ -131,6 +131,27 @@ pub fn http_date(secs: i64) -> String {
     with_date_of(secs, str::to_string)
 }
 
+/// The next moment after `now` whose local time of day is `secs` seconds
+/// after midnight (`expires @TIME`), as NGINX's `ngx_next_time`: today's
+/// if it is still ahead, else tomorrow's.
+pub fn next_time_of_day(now: i64, secs: i64) -> i64 {
+    let t: libc::time_t = now as libc::time_t;
+    // SAFETY: localtime_r and mktime only read and write the tm given.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    tm.tm_hour = (secs / 3600) as libc::c_int;
+    tm.tm_min = (secs / 60 % 60) as libc::c_int;
+    tm.tm_sec = (secs % 60) as libc::c_int;
+    tm.tm_isdst = -1;
+    let today = unsafe { libc::mktime(&mut tm) } as i64;
+    if today > now {
+        return today;
+    }
+    tm.tm_mday += 1;
+    tm.tm_isdst = -1;
+    unsafe { libc::mktime(&mut tm) as i64 }
+}
+
 /// Calls `f` with the HTTP date of `secs`, borrowed from a one-entry
 /// cache: hot files repeat the same `Last-Modified`, so it is formatted
 /// once and no string is built per response.

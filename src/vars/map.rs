@@ -80,22 +80,36 @@ impl MapBuilder {
 
     /// One `KEY VALUE;` line (`default` included); errors are NGINX's.
     pub fn entry(&mut self, key: &str, value: Template) -> Result<(), String> {
+        self.entry_with(key, || Ok(value))
+    }
+
+    /// [`MapBuilder::entry`] with the value compiled by `value` after a
+    /// regular expression key, so the value may use its named captures
+    /// (which compiling the key declares), as NGINX compiles them.
+    pub fn entry_with(
+        &mut self,
+        key: &str,
+        value: impl FnOnce() -> Result<Template, String>,
+    ) -> Result<(), String> {
         let m = &mut self.map;
         if key == "default" {
             if m.default.is_some() {
                 return Err("duplicate default map parameter".into());
             }
-            m.default = Some(value);
+            m.default = Some(value()?);
             return Ok(());
         }
         if let Some(re) = key.strip_prefix("~*") {
-            m.regexes.push((Regex::compile(re, true)?, value));
+            let re = Regex::compile(re, true)?;
+            m.regexes.push((re, value()?));
             return Ok(());
         }
         if let Some(re) = key.strip_prefix('~') {
-            m.regexes.push((Regex::compile(re, false)?, value));
+            let re = Regex::compile(re, false)?;
+            m.regexes.push((re, value()?));
             return Ok(());
         }
+        let value = value()?;
         let key = key.strip_prefix('\\').unwrap_or(key).to_ascii_lowercase();
         let conflict = || format!("conflicting parameter \"{key}\"");
         if m.hostnames {
@@ -164,11 +178,14 @@ impl Map {
         if self.hostnames && key.ends_with('.') {
             key.pop();
         }
+        // An empty value still looks up the exact keys (`'' close;`, the
+        // standard WebSocket map), but no wildcard or regex: NGINX's
+        // `ngx_http_map_find` tries those only when `len` is not 0.
+        let low = key.to_ascii_lowercase();
+        if let Some(v) = self.exact.get(&low) {
+            return v.render(src);
+        }
         if !key.is_empty() {
-            let low = key.to_ascii_lowercase();
-            if let Some(v) = self.exact.get(&low) {
-                return v.render(src);
-            }
             if self.hostnames {
                 let head = self.head.iter().find(|(k, _)| low.ends_with(k.as_str()));
                 let tail = || self.tail.iter().find(|(k, _)| low.starts_with(k.as_str()));
@@ -291,5 +308,19 @@ mod tests {
         assert_eq!(value(&m, "www.example.net"), "tail");
         assert_eq!(value(&m, "site.org"), "re site");
         assert_eq!(value(&m, "other"), "d");
+    }
+
+    #[test]
+    fn an_empty_key_matches_an_empty_value_and_no_regex_does() {
+        let mut b = MapBuilder::new("x", Template::compile("$host").unwrap(), 0);
+        b.entry("default", lit("upgrade")).unwrap();
+        b.entry("", lit("close")).unwrap();
+        b.entry("~^$", lit("regex")).unwrap();
+        let m = b.finish();
+        assert_eq!(value(&m, ""), "close");
+        assert_eq!(value(&m, "websocket"), "upgrade");
+        let mut b = MapBuilder::new("x", Template::compile("$host").unwrap(), 0);
+        b.entry("~.*", lit("regex")).unwrap();
+        assert_eq!(value(&b.finish(), ""), "");
     }
 }

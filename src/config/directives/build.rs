@@ -276,11 +276,18 @@ impl Build {
 
     /// NGINX's default logs: `logs/error.log` when the config names no
     /// error log, `logs/access.log` (combined) when `http` names no
-    /// access log.
+    /// access log; and the default `root html`, all under the prefix
+    /// whatever the working directory (systemd starts servers from `/`).
+    /// A default log that cannot be opened (no `logs/` under the prefix)
+    /// is an `alert`, not a failure, as NGINX's start-up log is: error
+    /// lines go to the standard error and the default access log is off.
     fn default_logs(&mut self) -> Res {
         if self.error_log.is_empty() {
             let path = self.prefix.join("logs/error.log");
-            let file = self.logs.get(&path)?;
+            let file = self.logs.get(&path).or_else(|e| {
+                eprintln!("porter: [alert] could not open error log file: {e}");
+                self.logs.get(Path::new("stderr"))
+            })?;
             self.error_log.push(ErrorLogSpec {
                 file,
                 level: Level::Error,
@@ -288,12 +295,22 @@ impl Build {
         }
         if self.http.access_log.is_none() && self.http_seen {
             let path = self.prefix.join("logs/access.log");
-            let file = self.logs.get(&path)?;
-            self.http.access_log = Some(Arc::new(vec![AccessLog {
-                file,
-                format: LogFormat::combined(),
-                condition: None,
-            }]));
+            let logs = match self.logs.get(&path) {
+                Ok(file) => vec![AccessLog {
+                    file,
+                    format: LogFormat::combined(),
+                    condition: None,
+                }],
+                Err(e) => {
+                    eprintln!("porter: [alert] could not open access log file: {e}");
+                    Vec::new()
+                }
+            };
+            self.http.access_log = Some(Arc::new(logs));
+        }
+        if self.http.root.is_none() {
+            let html = self.prefix.join("html").to_string_lossy().into_owned();
+            self.http.root = Some(DocRoot::Root(Template::literal(&html)));
         }
         Ok(())
     }

@@ -82,8 +82,7 @@ pub(super) static ROWS: &[Spec] = &[
         loc_flag!(override_charset),
     ),
     d("charset_types", HSL, Arity::Min(1), |b, d| {
-        let list = d.args.iter().map(|a| a.to_ascii_lowercase()).collect();
-        set_once(&mut b.loc().charset_types, Arc::new(list), d)
+        set_once(&mut b.loc().charset_types, html_and(d), d)
     }),
     blk("charset_map", HTTP, Arity::N(2), set_charset_map),
     d("limit_rate", HSL, Arity::N(1), loc_size!(limit_rate)),
@@ -141,6 +140,13 @@ fn set_charset_map(b: &mut Build, d: &Directive) -> Res {
 
 /// `gzip_types`: `text/html` is always in; `*` matches every type.
 fn set_gzip_types(b: &mut Build, d: &Directive) -> Res {
+    set_once(&mut b.loc().gzip_types, html_and(d), d)
+}
+
+/// A MIME type list of NGINX's `ngx_http_types_slot` (`gzip_types`,
+/// `charset_types`): the types given, lowercased, and `text/html`, which
+/// NGINX always adds.
+fn html_and(d: &Directive) -> Arc<Vec<String>> {
     let mut list = vec!["text/html".to_string()];
     for a in &d.args {
         let t = a.to_ascii_lowercase();
@@ -148,7 +154,7 @@ fn set_gzip_types(b: &mut Build, d: &Directive) -> Res {
             list.push(t);
         }
     }
-    set_once(&mut b.loc().gzip_types, Arc::new(list), d)
+    Arc::new(list)
 }
 
 fn set_gzip_comp_level(b: &mut Build, d: &Directive) -> Res {

@@ -35,7 +35,7 @@ fn set_map(_: &mut Build, d: &Directive) -> Res {
                 map.volatile();
                 Ok(())
             }
-            (key, [value]) => template(value).and_then(|v| map.entry(key, v)),
+            (key, [value]) => map.entry_with(key, || template(value)),
             _ => Err("invalid number of the map parameters".to_string()),
         };
         if let Err(m) = r {

@@ -148,24 +148,19 @@ fn set_add_header(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_expires(b: &mut Build, d: &Directive) -> Res {
-    if d.args.len() == 2 {
-        return Err("\"expires modified\" is not supported by porter".into());
-    }
-    let a = d.args[0].as_str();
-    let v = match a {
-        "off" => None,
-        "epoch" => Some(i64::MIN),
-        "max" => Some(i64::MAX),
-        _ => {
-            let (neg, t) = match a.strip_prefix('-') {
-                Some(t) => (true, t),
-                None => (false, a.strip_prefix('+').unwrap_or(a)),
-            };
-            let secs = parse_time(t)
-                .ok_or_else(|| format!("invalid value \"{a}\""))?
-                .as_secs() as i64;
-            Some(if neg { -secs } else { secs })
+    let (modified, value) = match d.args.as_slice() {
+        [v] => (false, v),
+        [m, v] if m == "modified" => (true, v),
+        [_, v] => return Err(format!("invalid value \"{v}\"")),
+        _ => unreachable!("arity 1-2"),
+    };
+    let v = if value.contains('$') && !modified {
+        Expires::Var(template(value)?)
+    } else {
+        match ExpiresRule::parse(modified, value) {
+            Ok(r) => Expires::Fixed(r),
+            Err(e) => return Err(format!("{e} \"{value}\"")),
         }
     };
-    set_once(&mut b.loc().expires, v, d)
+    set_once(&mut b.loc().expires, Some(v), d)
 }
