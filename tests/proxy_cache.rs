@@ -552,6 +552,54 @@ fn bypass_no_cache_and_min_uses() {
     );
 }
 
+/// NGINX decides "cacheable" on the upstream's header lines, before
+/// `proxy_no_cache`, `proxy_cache_min_uses` and the validity rules: a
+/// response they keep out of the cache is still served in one range when
+/// its origin allows ranges; one its headers make uncacheable is not.
+#[test]
+fn ranges_on_responses_kept_out_of_the_cache() {
+    let body: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    let b = body.clone();
+    let origin = Origin::start(move |r| {
+        let reply = Reply::ok(&b).header("Accept-Ranges", "bytes");
+        if r.target.contains("cookie") {
+            reply.header("Set-Cookie", "a=b")
+        } else {
+            reply
+        }
+    });
+    let srv = Server::start(&conf_with(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 10m; proxy_no_cache $arg_nocache;",
+        "location /min { proxy_pass http://127.0.0.1:ORIGIN; proxy_cache one; proxy_cache_valid 10m;\n\
+           proxy_cache_min_uses 3; add_header X-Cache $upstream_cache_status always; }\n\
+         location /norule { proxy_pass http://127.0.0.1:ORIGIN; proxy_cache one;\n\
+           add_header X-Cache $upstream_cache_status always; }",
+    ));
+    for path in ["/n?nocache=1", "/min/x", "/norule"] {
+        let r = req(srv.port, "GET", path, "Range: bytes=10-19\r\n");
+        assert_eq!(r.status, 206, "{path}");
+        assert_eq!(r.body, &body[10..20], "{path}");
+        assert_eq!(
+            r.header("content-range"),
+            Some("bytes 10-19/1000"),
+            "{path}"
+        );
+        assert_eq!(cache_status(&r), "MISS", "{path}");
+    }
+    let r = req(
+        srv.port,
+        "GET",
+        "/cookie?nocache=1",
+        "Range: bytes=10-19\r\n",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, body);
+    assert_eq!(r.header("accept-ranges"), Some("bytes"));
+}
+
 #[test]
 fn purge_removes_the_entry() {
     let origin = Origin::start(|_| Reply::ok(b"p"));

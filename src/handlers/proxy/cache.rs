@@ -29,11 +29,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::fetch::fetch_with;
-use super::fill::{drain, refresh, request_header, respond_and_store, CacheReq};
+use super::fill::{
+    drain, ranges_as_cacheable, refresh, request_header, respond_and_store, CacheReq,
+};
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{head_response, intercepted, into_response};
 use super::target::prepare;
-use crate::cache::policy::{self, Validity};
+use crate::cache::policy::{self, NotCached, Validity};
 use crate::cache::verify::{self, BodyCheck};
 use crate::cache::{CacheLog, CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
 use crate::config::model::{
@@ -583,9 +585,15 @@ async fn go_upstream(
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
-        _ => {
+        (_, valid) => {
             let head_req = ctx.is_head();
             let mut r = into_response(ctx, pass, up);
+            // Not stored, but cacheable by its header lines (NGINX's
+            // `u->cacheable` when the header is copied): ranges as if
+            // stored.
+            if storable && matches!(valid, Validity::Until(_) | Validity::No(NotCached::NoRule)) {
+                ranges_as_cacheable(&mut r);
+            }
             // Not cached: no 304/412 from the proxy, as NGINX.
             r.no_not_modified = true;
             if head_req {

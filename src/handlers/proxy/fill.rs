@@ -19,7 +19,7 @@ use crate::disk::{Disk, Io};
 use crate::handlers::Outcome;
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
-use crate::http::response::{Body, BodyStream, ChunkFuture, StreamBody};
+use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::upstream::{ProxyPass, UpstreamResponse};
 
 /// Body bytes copied per read when an entry is re-stored after a 304.
@@ -116,6 +116,20 @@ fn entry_meta(ctx: &RequestCtx, key: &str, up: &UpstreamResponse, valid_until: i
     }
 }
 
+/// NGINX does not copy a cacheable response's `Accept-Ranges`
+/// (`ngx_http_upstream_copy_allow_ranges`): it serves the response in
+/// (one) range itself, and its range filter sends its own
+/// `Accept-Ranges`, last. "Cacheable" is decided on the upstream's header
+/// lines, before `proxy_no_cache`, `proxy_cache_min_uses` and the validity
+/// rules are applied, so a response those keep out of the cache is served
+/// in a range too.
+pub fn ranges_as_cacheable(r: &mut Response) {
+    let n = r.headers.len();
+    r.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
+    r.allow_ranges = r.status == 200 && r.headers.len() != n;
+}
+
 /// Sends `up` to the client and stores it under `key`, valid until
 /// `valid_until`.
 pub async fn respond_and_store(
@@ -132,13 +146,7 @@ pub async fn respond_and_store(
     let expect = up.content_length();
     let head_req = ctx.is_head();
     let mut r = into_response(ctx, pass, up);
-    // NGINX does not copy a cacheable response's `Accept-Ranges`: it
-    // serves the response in (one) range itself, and its range filter
-    // sends its own `Accept-Ranges`, last.
-    let n = r.headers.len();
-    r.headers
-        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
-    r.allow_ranges = r.status == 200 && r.headers.len() != n;
+    ranges_as_cacheable(&mut r);
     let writer = c
         .zone
         .begin(&c.io, s.proxy_temp_path.as_ref(), meta, c.log.clone())
