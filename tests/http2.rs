@@ -372,3 +372,35 @@ fn listen_http2_is_accepted_with_nginx_warning_and_obsolete_directives_warn() {
         "{err}"
     );
 }
+
+/// A body sent to a static file (POST to a missing one: 404; PUT: 405)
+/// is read and dropped after the answer, as NGINX discards it, so the
+/// stream ends cleanly: dropped unread, the stream was reset with CANCEL
+/// and curl reported a framing error instead of the answer.
+#[test]
+fn a_body_sent_to_a_static_file_gets_its_answer_not_a_reset() {
+    let (s, h2c, _) = start("");
+    let body = s.prefix.write("body.bin", vec![b'x'; 300_000]);
+    let data = format!("@{}", body.display());
+    for (method, path, want) in [
+        ("POST", "/missing", "404"),
+        ("POST", "/index.html", "405"),
+        ("PUT", "/missing", "405"),
+    ] {
+        let url = format!("http://127.0.0.1:{h2c}{path}");
+        let (out, err, ok) = c::curl(&[
+            "--http2-prior-knowledge",
+            "-X",
+            method,
+            "--data-binary",
+            &data,
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            &url,
+        ]);
+        assert!(ok, "{method} {path}: {err}");
+        assert_eq!(String::from_utf8_lossy(&out), want, "{method} {path}");
+    }
+}

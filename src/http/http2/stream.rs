@@ -75,28 +75,30 @@ pub async fn serve<H: Respond>(
     body.borrow_mut().set_timeout(ctx.loc.s.client_body_timeout);
     // Boxed, as the HTTP/1.1 loop boxes a request's futures: the task
     // spawned per stream stays small until its handlers run.
-    let answer = Box::pin(async {
-        let handlers = &w.handlers;
-        match &refused {
-            Some((code, why)) => {
-                w.log.log_conn(
-                    Level::Info,
-                    Some(ctx.conn.id),
-                    format_args!("{why} while reading client request headers"),
-                    &ctx.log_context(),
-                );
-                handlers.respond_status(&mut ctx, Some(&body), *code).await
+    let resp = {
+        let answer = Box::pin(async {
+            let handlers = &w.handlers;
+            match &refused {
+                Some((code, why)) => {
+                    w.log.log_conn(
+                        Level::Info,
+                        Some(ctx.conn.id),
+                        format_args!("{why} while reading client request headers"),
+                        &ctx.log_context(),
+                    );
+                    handlers.respond_status(&mut ctx, Some(&body), *code).await
+                }
+                None => handlers.respond(&mut ctx, &body).await,
             }
-            None => handlers.respond(&mut ctx, &body).await,
-        }
-    });
-    // The handlers run until they answer or the client resets the stream.
-    let resp = tokio::select! {
-        biased;
-        r = answer => r,
-        _ = poll_fn(|cx| respond.poll_reset(cx)) => {
-            conn.client_reset();
-            return;
+        });
+        // The handlers run until they answer or the client resets the stream.
+        tokio::select! {
+            biased;
+            r = answer => r,
+            _ = poll_fn(|cx| respond.poll_reset(cx)) => {
+                conn.client_reset();
+                return;
+            }
         }
     };
     let Some(resp) = resp else {
@@ -107,6 +109,26 @@ pub async fn serve<H: Respond>(
         return;
     };
     Box::pin(send_response(&mut ctx, resp, respond, &w, &conn)).await;
+    // A body the handlers left unread (a POST to a static file answered
+    // 404 or 405) is read and dropped, as NGINX discards it, so the
+    // client finishes sending and the stream closes cleanly; dropped
+    // unread, the stream would be reset with CANCEL, which clients report
+    // as an error although the response was complete.
+    discard_rest(&body, &ctx).await;
+}
+
+/// Reads and drops what is left of the request body within the
+/// location's `lingering_timeout`/`lingering_time`.
+// The handlers' future, the only other user of the cell, has finished.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn discard_rest(body: &RefCell<ClientBody<'_>>, ctx: &RequestCtx) {
+    let mut body = body.borrow_mut();
+    if !body.is_done() {
+        let s = &ctx.loc.s;
+        let _ = body
+            .discard_within(s.lingering_timeout, s.lingering_time)
+            .await;
+    }
 }
 
 /// Sends `resp` as HEADERS and DATA frames, then logs the request.
