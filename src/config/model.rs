@@ -36,6 +36,36 @@ pub struct Config {
     pub prefix: PathBuf,
 }
 
+/// `worker_cpu_affinity`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuAffinity {
+    /// `auto [MASK]`: worker N on the Nth CPU of the mask, in turn.
+    Auto(u64),
+    /// One mask per worker; the last one for the workers past the list.
+    Masks(Vec<u64>),
+}
+
+impl CpuAffinity {
+    /// The CPUs of worker `index` on a machine of `ncpu` CPUs, as a mask.
+    pub fn mask_of(&self, index: usize, ncpu: usize) -> u64 {
+        let online = if ncpu >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << ncpu) - 1
+        };
+        match self {
+            CpuAffinity::Masks(v) => v[index.min(v.len() - 1)],
+            CpuAffinity::Auto(m) => {
+                let cpus: Vec<u32> = (0..64).filter(|b| m & online & (1 << b) != 0).collect();
+                match cpus.len() {
+                    0 => online,
+                    n => 1 << cpus[index % n],
+                }
+            }
+        }
+    }
+}
+
 /// Main and `events` context settings.
 #[derive(Debug, Clone)]
 pub struct MainConf {
@@ -47,6 +77,8 @@ pub struct MainConf {
     pub worker_connections: usize,
     /// `worker_rlimit_nofile`.
     pub worker_rlimit_nofile: Option<u64>,
+    /// `worker_cpu_affinity`: the CPUs each worker thread is pinned to.
+    pub worker_cpu_affinity: Option<CpuAffinity>,
     /// `worker_priority N`: the workers' nice value (-20..20), as NGINX's
     /// worker processes; `None` leaves them at the master's.
     pub worker_priority: Option<i32>,

@@ -69,6 +69,9 @@ fn run(start: WorkerStart) {
     if let Some(n) = start.config.main.worker_priority {
         set_priority(&start.log, n);
     }
+    if let Some(a) = &start.config.main.worker_cpu_affinity {
+        set_affinity(&start.log, a, start.index);
+    }
     if let Some(c) = &start.credentials {
         if let Err(e) = privileges::drop_thread(c) {
             start.log.log(
@@ -138,6 +141,33 @@ fn set_priority(log: &ErrorLog, n: i32) {
                 crate::util::errno_text(&e.into())
             ),
         );
+    }
+}
+
+/// `worker_cpu_affinity`: pins this worker thread to its CPUs, as NGINX
+/// pins its worker processes (with NGINX's notice); a failure is an alert
+/// and the worker runs unpinned.
+fn set_affinity(log: &ErrorLog, a: &crate::config::model::CpuAffinity, index: usize) {
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mask = a.mask_of(index, ncpu);
+    let mut set = rustix::thread::CpuSet::new();
+    let mut cpus = Vec::new();
+    for cpu in (0..64).filter(|c| mask & (1u64 << c) != 0) {
+        set.set(cpu);
+        cpus.push(format!("#{cpu}"));
+    }
+    match rustix::thread::sched_setaffinity(None, &set) {
+        Ok(()) => log.log(
+            Level::Notice,
+            format_args!("sched_setaffinity(): using cpu {}", cpus.join(" ")),
+        ),
+        Err(e) => log.log(
+            Level::Alert,
+            format_args!(
+                "sched_setaffinity() failed {}",
+                crate::util::errno_text(&e.into())
+            ),
+        ),
     }
 }
 

@@ -168,6 +168,7 @@ mod content;
 mod core;
 mod http;
 mod http2;
+mod internals;
 mod logs;
 mod map;
 mod proxy;
@@ -204,6 +205,7 @@ static AREAS: &[&[Spec]] = &[
     cache::ROWS,
     ssl::ROWS,
     tuning::ROWS,
+    internals::ROWS,
     rewrite::ROWS,
     map::ROWS,
     content::ROWS,

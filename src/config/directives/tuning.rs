@@ -37,8 +37,18 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("proxy_busy_buffers_size", HSL, Arity::N(1), size_only),
     d("proxy_request_buffering", HSL, Arity::N(1), flag_only),
-    d("variables_hash_max_size", HTTP, Arity::N(1), number_only),
-    d("variables_hash_bucket_size", HTTP, Arity::N(1), size_only),
+    d(
+        "variables_hash_max_size",
+        HTTP,
+        Arity::N(1),
+        super::internals::hash_number,
+    ),
+    d(
+        "variables_hash_bucket_size",
+        HTTP,
+        Arity::N(1),
+        super::internals::hash_size,
+    ),
     d(
         "merge_slashes",
         HTTP | SRV,

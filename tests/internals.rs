@@ -1,0 +1,120 @@
+//! Directives that tune NGINX's internals load as stock configs write
+//! them, each with one `notice` naming its file and line, and
+//! `worker_cpu_affinity` pins the worker threads as NGINX pins its worker
+//! processes; a dynamic module porter lacks is an error naming it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{config_error, run, Server, TempDir};
+
+const LINES: &[&str] = &[
+    "map_hash_max_size 4096;",
+    "map_hash_bucket_size 128;",
+    "proxy_headers_hash_max_size 1024;",
+    "proxy_headers_hash_bucket_size 128;",
+    "types_hash_max_size 2048;",
+    "server_names_hash_bucket_size 64;",
+    "output_buffers 2 32k;",
+    "read_ahead 512k;",
+    "postpone_output 1460;",
+    "open_log_file_cache max=1000 inactive=20s valid=1m min_uses=2;",
+];
+
+#[test]
+fn internals_load_with_one_notice_each_naming_file_and_line() {
+    let dir = TempDir::new("internals");
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    let http = LINES.join("\n  ");
+    let text = format!(
+        "pcre_jit on;\nenv TZ;\nenv PORTER_X=1;\nworker_cpu_affinity auto;\nevents {{}}\n\
+         http {{\n  {http}\n  server {{ listen 127.0.0.1:1; }}\n}}\n"
+    );
+    let conf = dir.write("conf/internals.conf", &text);
+    let out = run(&[
+        "-t",
+        "-p",
+        dir.path().to_str().unwrap(),
+        "-c",
+        conf.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for (i, line) in text.lines().enumerate() {
+        let Some(name) = line.split_whitespace().next() else {
+            continue;
+        };
+        if matches!(
+            name,
+            "events" | "http" | "server" | "}" | "worker_cpu_affinity"
+        ) {
+            continue;
+        }
+        let want = format!("[notice] \"{name}\" has no effect: ");
+        let at = format!(" in {}:{}", conf.display(), i + 1);
+        let n = err
+            .lines()
+            .filter(|l| l.contains(&want) && l.ends_with(&at))
+            .count();
+        assert_eq!(n, 1, "{name} at line {}:\n{err}", i + 1);
+    }
+}
+
+#[test]
+fn bad_values_and_modules_porter_lacks_are_errors_naming_the_line() {
+    let e = config_error("load_module modules/ngx_http_image_filter_module.so;\nevents {}\n");
+    assert!(
+        e.contains("porter has no \"ngx_http_image_filter_module\" module")
+            && e.contains("porter.conf:1"),
+        "{e}"
+    );
+    let e = config_error("events {}\nhttp { open_log_file_cache inactive=1s; }\n");
+    assert!(
+        e.contains("\"open_log_file_cache\" must have \"max\" parameter"),
+        "{e}"
+    );
+    let e = config_error("worker_cpu_affinity 0x3;\nevents {}\n");
+    assert!(
+        e.contains("worker_cpu_affinity") && e.contains("porter.conf:1"),
+        "{e}"
+    );
+}
+
+/// The CPUs a thread of `pid` named `name` may run on.
+fn cpus_allowed(pid: u32, name: &str) -> Option<String> {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+        };
+        if field("Name:").as_deref() == Some(name) {
+            return field("Cpus_allowed_list:");
+        }
+    }
+    None
+}
+
+#[test]
+fn worker_cpu_affinity_pins_each_worker_thread() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipping: one CPU");
+        return;
+    }
+    let srv = Server::start(
+        "daemon off;\nworker_processes 2;\nworker_cpu_affinity 10 01;\npid {PREFIX}/porter.pid;\n\
+         error_log {PREFIX}/logs/error.log info;\nevents { worker_connections 64; }\n\
+         http { access_log off; server { listen 127.0.0.1:{PORT}; } }\n",
+    );
+    let pid = srv.child.id();
+    assert_eq!(cpus_allowed(pid, "porter-w0").as_deref(), Some("1"));
+    assert_eq!(cpus_allowed(pid, "porter-w1").as_deref(), Some("0"));
+    let log = srv.wait_log("logs/error.log", "using cpu #0", Duration::from_secs(5));
+    assert!(log.contains("sched_setaffinity(): using cpu #1"), "{log}");
+}
