@@ -17,6 +17,13 @@ import sys
 
 import websockets
 
+# A thousand sockets at once need more than a default 1024 descriptors.
+import resource
+_soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+_want = 8192 if _hard == resource.RLIM_INFINITY else min(_hard, 8192)
+if _soft != resource.RLIM_INFINITY and _soft < _want:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_want, _hard))
+
 SIZES = [1, 2, 125, 126, 127, 65535, 65536, 100000, 1 << 20]
 
 
