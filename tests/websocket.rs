@@ -136,7 +136,11 @@ fn handshake(port: u16, extra: &[u8]) -> (TcpStream, String, Vec<u8>) {
             break i + 4;
         }
         let n = s.read(&mut piece).expect("no response head");
-        assert!(n > 0, "closed before the head: {:?}", String::from_utf8_lossy(&buf));
+        assert!(
+            n > 0,
+            "closed before the head: {:?}",
+            String::from_utf8_lossy(&buf)
+        );
         buf.extend_from_slice(&piece[..n]);
     };
     let head = String::from_utf8_lossy(&buf[..end]).into_owned();
@@ -230,7 +234,9 @@ fn frames_of_1_byte_to_1_mib_ping_and_close_pass_both_ways() {
     assert!(client(&url, &["close"], limit).contains("ok close 4001"));
     let log = p.wait_log("logs/error.log", "", Duration::ZERO);
     assert!(!log.contains("[error]"), "{log}");
-    match Nginx::start(&format!("{MAP}\n  server {{ listen 127.0.0.1:{{PORT}};\n{body}\n  }}")) {
+    match Nginx::start(&format!(
+        "{MAP}\n  server {{ listen 127.0.0.1:{{PORT}};\n{body}\n  }}"
+    )) {
         Some(n) => {
             let url = format!("ws://127.0.0.1:{}/chat", n.port);
             assert!(client(&url, &["frames"], limit).contains("ok frames"));
@@ -249,7 +255,10 @@ fn the_101_head_is_nginxs_and_a_plain_request_is_proxied_as_before() {
     let body = ws_location(&format!("http://127.0.0.1:{}", echo.port), "10s");
     let p = porter(MAP, &body);
     let (_s, head, _) = handshake(p.port, b"");
-    assert!(head.starts_with("HTTP/1.1 101 Switching Protocols\r\n"), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{head}"
+    );
     assert!(head.contains("\r\nConnection: upgrade\r\n"), "{head}");
     assert!(head.contains("\r\nUpgrade: websocket\r\n"), "{head}");
     assert!(head.contains("\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
@@ -259,7 +268,9 @@ fn the_101_head_is_nginxs_and_a_plain_request_is_proxied_as_before() {
     let plain = common::get(p.port, "/chat");
     assert_eq!(plain.status, 426);
     assert_eq!(plain.header("upgrade"), Some("websocket"));
-    match Nginx::start(&format!("{MAP}\n  server {{ listen 127.0.0.1:{{PORT}};\n{body}\n  }}")) {
+    match Nginx::start(&format!(
+        "{MAP}\n  server {{ listen 127.0.0.1:{{PORT}};\n{body}\n  }}"
+    )) {
         Some(n) => {
             let (_s, nhead, _) = handshake(n.port, b"");
             assert_eq!(comparable(&head), comparable(&nhead));
@@ -276,10 +287,8 @@ fn bytes_sent_behind_either_head_go_first() {
     let origin = raw_origin(SWITCH_EARLY, upper_echo);
     let p = porter(
         "",
-        &ws_location(&format!("http://127.0.0.1:{origin}"), "10s").replace(
-            "$connection_upgrade",
-            "\"upgrade\"",
-        ),
+        &ws_location(&format!("http://127.0.0.1:{origin}"), "10s")
+            .replace("$connection_upgrade", "\"upgrade\""),
     );
     let (mut s, head, mut rest) = handshake(p.port, b"hello");
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
@@ -333,7 +342,8 @@ fn tunnel_lifetime(port: u16, chatty: bool, limit: Duration) -> Duration {
     let (mut s, head, _) = handshake(port, b"");
     assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
     let t0 = Instant::now();
-    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
     let mut b = [0u8; 64];
     while t0.elapsed() < limit {
         if chatty && s.write_all(b"x").is_err() {
@@ -356,8 +366,15 @@ fn a_tunnel_idle_for_proxy_read_timeout_closes_and_traffic_keeps_it_open() {
         .replace("$connection_upgrade", "\"upgrade\"");
     let p = porter("", &body);
     let quiet = tunnel_lifetime(p.port, false, Duration::from_secs(6));
-    assert!(quiet >= Duration::from_millis(800) && quiet < Duration::from_secs(3), "{quiet:?}");
-    let log = p.wait_log("logs/error.log", "proxying upgraded", Duration::from_secs(3));
+    assert!(
+        quiet >= Duration::from_millis(800) && quiet < Duration::from_secs(3),
+        "{quiet:?}"
+    );
+    let log = p.wait_log(
+        "logs/error.log",
+        "proxying upgraded",
+        Duration::from_secs(3),
+    );
     assert!(
         log.contains(
             "upstream timed out (110: Connection timed out) while proxying upgraded connection"
@@ -368,7 +385,9 @@ fn a_tunnel_idle_for_proxy_read_timeout_closes_and_traffic_keeps_it_open() {
     // read timer is re-armed by every event of the tunnel).
     let chatty = tunnel_lifetime(p.port, true, Duration::from_millis(2500));
     assert!(chatty >= Duration::from_millis(2400), "{chatty:?}");
-    match Nginx::start(&format!("  server {{ listen 127.0.0.1:{{PORT}};\n{body}\n  }}")) {
+    match Nginx::start(&format!(
+        "  server {{ listen 127.0.0.1:{{PORT}};\n{body}\n  }}"
+    )) {
         Some(n) => {
             let quiet = tunnel_lifetime(n.port, false, Duration::from_secs(6));
             assert!(quiet < Duration::from_secs(3), "nginx: {quiet:?}");
@@ -418,12 +437,18 @@ fn a_thousand_sockets_at_once() {
     let body = ws_location(&format!("http://127.0.0.1:{}", echo.port), "30s");
     let conf = one_server_conf(MAP, &body)
         .replace("worker_connections 256;", "worker_connections 4096;")
-        .replace("worker_processes 1;", "worker_processes 1;\nworker_rlimit_nofile 8192;");
+        .replace(
+            "worker_processes 1;",
+            "worker_processes 1;\nworker_rlimit_nofile 8192;",
+        );
     let p = Server::start(&conf);
     let url = format!("ws://127.0.0.1:{}/chat", p.port);
     let t0 = Instant::now();
     let out = client(&url, &["many", "1000"], Duration::from_secs(90));
-    assert!(out.contains("ok open 1000") && out.contains("ok many 1000"), "{out}");
+    assert!(
+        out.contains("ok open 1000") && out.contains("ok many 1000"),
+        "{out}"
+    );
     eprintln!("1000 sockets: {:?}", t0.elapsed());
 }
 
@@ -432,8 +457,10 @@ fn a_graceful_stop_waits_for_a_tunnel_up_to_worker_shutdown_timeout() {
     let origin = raw_origin(SWITCH, upper_echo);
     let body = ws_location(&format!("http://127.0.0.1:{origin}"), "30s")
         .replace("$connection_upgrade", "\"upgrade\"");
-    let conf = one_server_conf("", &body)
-        .replace("worker_processes 1;", "worker_processes 1;\nworker_shutdown_timeout 2s;");
+    let conf = one_server_conf("", &body).replace(
+        "worker_processes 1;",
+        "worker_processes 1;\nworker_shutdown_timeout 2s;",
+    );
     let mut p = Server::start(&conf);
     let (mut s, _, mut rest) = handshake(p.port, b"a");
     read_n(&mut s, &mut rest, 1);
@@ -451,5 +478,8 @@ fn a_graceful_stop_waits_for_a_tunnel_up_to_worker_shutdown_timeout() {
     let st = p.wait_exit(Duration::from_secs(10));
     assert!(st.is_some(), "porter did not stop");
     let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(1800) && took < Duration::from_secs(6), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(1800) && took < Duration::from_secs(6),
+        "{took:?}"
+    );
 }

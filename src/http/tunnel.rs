@@ -227,7 +227,9 @@ async fn peer_to_client(
                 Err(e) if timed_out(&e) => return Err(Fault::ClientTimedOut),
                 Err(_) => return Err(Fault::Failed),
             }
-            counts.to_client.set(counts.to_client.get() + buf.len() as u64);
+            counts
+                .to_client
+                .set(counts.to_client.get() + buf.len() as u64);
             buf.clear();
         }
         let n = loop {
@@ -287,8 +289,12 @@ pub async fn serve(
     let context = up.log_context.clone();
     let end = run(client, pending, up).await;
     if let Some(text) = end.fault.and_then(Fault::log_text) {
-        ctx.error_log(log)
-            .log_conn(Level::Info, Some(ctx.conn.id), format_args!("{text}"), &context);
+        ctx.error_log(log).log_conn(
+            Level::Info,
+            Some(ctx.conn.id),
+            format_args!("{text}"),
+            &context,
+        );
     }
     ctx.bytes_sent += end.to_client;
     ctx.body_bytes_sent += end.to_client;
