@@ -394,4 +394,27 @@ mod tests {
             "HTTP/1.1 200 OK\r\nServer: porter\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 2\r\nLast-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"0-2\"\r\nX-A: 1\r\nAccept-Ranges: bytes\r\n\r\n"
         );
     }
+
+    #[test]
+    fn a_101_says_connection_upgrade_as_nginx() {
+        let mut r = Response::new(101);
+        r.content_length = None;
+        r.reason = Some((101, "Switching Protocols".into()));
+        r.headers.push(("Upgrade".into(), "websocket".into()));
+        let mut out = Vec::new();
+        write_head(
+            &r,
+            &HeadOptions {
+                keep_alive: false,
+                keep_alive_header: Some(5),
+                server_tokens: false,
+                date: "Thu, 01 Jan 1970 00:00:00 GMT",
+            },
+            &mut out,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 101 Switching Protocols\r\nServer: porter\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"
+        );
+    }
 }
