@@ -486,6 +486,11 @@ impl<H: Respond + 'static> Connection<H> {
             ctx.write_access_log();
             return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
+        if let Some(up) = resp.upgrade.take() {
+            let pending = std::mem::take(&mut self.buf);
+            super::tunnel::serve(&self.stream, pending, *up, &mut ctx, &self.worker.log).await;
+            return Err(Next::Close);
+        }
         // The request is over: its `limit_conn` slots go back at once.
         ctx.limits.held.clear();
         ctx.write_access_log();

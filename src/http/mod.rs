@@ -22,6 +22,7 @@ pub mod status;
 pub mod stream;
 mod tls_accept;
 pub mod trailers;
+pub mod tunnel;
 pub mod upstream_vars;
 pub mod uri;
 mod writer;

@@ -171,6 +171,10 @@ pub struct Response {
     /// the connection renders after the body, not with the plain last
     /// chunk (NGINX's `expect_trailers`).
     pub trailers: bool,
+    /// A `101 Switching Protocols` the client asked for: after the head,
+    /// the connection becomes a tunnel to the upstream ([`super::tunnel`]).
+    /// Boxed: rare, and a response is built per request.
+    pub upgrade: Option<Box<super::tunnel::Upgrade>>,
 }
 
 impl Response {
@@ -195,6 +199,7 @@ impl Response {
             reason: None,
             no_not_modified: false,
             trailers: false,
+            upgrade: None,
         }
     }
 
@@ -308,12 +313,14 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     if r.chunked && matches!(r.body, Body::Stream(_)) {
         out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
-    header(
-        out,
-        "Connection",
-        if o.keep_alive { "keep-alive" } else { "close" },
-    );
-    if o.keep_alive {
+    // NGINX's header filter: a 101 says `upgrade` whatever the rest.
+    let connection = match (r.status, o.keep_alive) {
+        (101, _) => "upgrade",
+        (_, true) => "keep-alive",
+        (_, false) => "close",
+    };
+    header(out, "Connection", connection);
+    if o.keep_alive && r.status != 101 {
         if let Some(t) = o.keep_alive_header {
             header(out, "Keep-Alive", &format!("timeout={t}"));
         }
@@ -388,6 +395,29 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "HTTP/1.1 200 OK\r\nServer: porter\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 2\r\nLast-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"0-2\"\r\nX-A: 1\r\nAccept-Ranges: bytes\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn a_101_says_connection_upgrade_as_nginx() {
+        let mut r = Response::new(101);
+        r.content_length = None;
+        r.reason = Some((101, "Switching Protocols".into()));
+        r.headers.push(("Upgrade".into(), "websocket".into()));
+        let mut out = Vec::new();
+        write_head(
+            &r,
+            &HeadOptions {
+                keep_alive: false,
+                keep_alive_header: Some(5),
+                server_tokens: false,
+                date: "Thu, 01 Jan 1970 00:00:00 GMT",
+            },
+            &mut out,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "HTTP/1.1 101 Switching Protocols\r\nServer: porter\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n"
         );
     }
 }

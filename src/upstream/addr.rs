@@ -103,6 +103,15 @@ impl Socket {
             Socket::Unix(s) => s.readable().await,
         }
     }
+
+    /// Ends the sending side (`shutdown(SHUT_WR)`), the reading side
+    /// staying open.
+    pub fn shutdown_write(&self) {
+        let _ = match self {
+            Socket::Tcp(s) => socket2::SockRef::from(s).shutdown(std::net::Shutdown::Write),
+            Socket::Unix(s) => socket2::SockRef::from(s).shutdown(std::net::Shutdown::Write),
+        };
+    }
 }
 
 /// Connects to `addr` within `timeout`.

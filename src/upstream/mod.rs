@@ -406,6 +406,19 @@ pub struct BodyLog {
     pub context: String,
 }
 
+/// An upstream connection that switched protocols (`101`), with what
+/// the tunnel needs of the exchange.
+pub struct Switched {
+    /// The connection.
+    pub conn: UpstreamConn,
+    /// Bytes the upstream sent after its head.
+    pub early: Vec<u8>,
+    /// `$upstream_bytes_received` of the try.
+    pub received: Option<Arc<AtomicU64>>,
+    /// The error log line's tail (`, client: ..., upstream: ...`).
+    pub log_context: String,
+}
+
 /// A response body read from the upstream connection as the client
 /// connection asks for it.
 pub struct UpstreamBody {
@@ -447,6 +460,37 @@ impl UpstreamBody {
             b.release();
         }
         b
+    }
+
+    /// The "body" of a `101 Switching Protocols`: none, the connection
+    /// kept (never pooled) to become the upstream's side of a tunnel
+    /// ([`into_upgrade`](Self::into_upgrade)); `buf` holds what followed
+    /// the head.
+    pub fn switched(conn: UpstreamConn, buf: Vec<u8>) -> UpstreamBody {
+        UpstreamBody {
+            conn: Some(conn),
+            buf,
+            framing: Framing::Empty,
+            done: true,
+            read_timeout: Duration::ZERO,
+            pool: None,
+            log: None,
+            counters: None,
+        }
+    }
+
+    /// The connection of a [`switched`](Self::switched) body, for the
+    /// tunnel (`None` for any other body).
+    pub fn into_upgrade(mut self) -> Option<Switched> {
+        if self.pool.is_some() || !self.done {
+            return None;
+        }
+        Some(Switched {
+            conn: self.conn.take()?,
+            early: std::mem::take(&mut self.buf),
+            received: self.counters.take().map(|(rx, _)| rx),
+            log_context: self.log.take().map(|l| l.context).unwrap_or_default(),
+        })
     }
 
     /// Where to log a truncated body.

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{PeerAddr, UpStream};
+use crate::http::tunnel::{PeerFuture, TunnelPeer};
 
 /// An upstream connection and what it has served.
 #[derive(Debug)]
@@ -178,4 +179,25 @@ pub fn put(group: u64, max: usize, timeout: Duration, conn: UpstreamConn) {
 /// Idle connections in group `group`'s pool on this worker (for tests).
 pub fn idle_count(group: u64) -> usize {
     POOLS.with(|p| p.borrow().get(&group).map_or(0, VecDeque::len))
+}
+
+/// The bound `read_some` needs for a tunnel's read: the tunnel cuts the
+/// wait itself at its idle deadline (`proxy_read_timeout`), so this only
+/// has to be longer than any such timeout.
+const TUNNEL_READ_WAIT: Duration = Duration::from_secs(365 * 86400);
+
+/// An upgraded connection is the upstream's side of the client's tunnel
+/// (`http::tunnel`); it is never pooled again.
+impl TunnelPeer for UpstreamConn {
+    fn read<'a>(&'a self, buf: &'a mut Vec<u8>, max: usize) -> PeerFuture<'a, usize> {
+        Box::pin(self.stream.read_some(buf, max, TUNNEL_READ_WAIT))
+    }
+
+    fn write<'a>(&'a self, data: &'a [u8], timeout: Duration) -> PeerFuture<'a, ()> {
+        Box::pin(self.stream.write_all(data, timeout))
+    }
+
+    fn shutdown_write(&self) {
+        self.stream.shutdown_write();
+    }
 }

@@ -131,6 +131,13 @@ impl UpStream {
         )
     }
 
+    /// Ends the sending side: TLS's `close_notify`, then the half-close
+    /// (a tunnel whose client stopped sending).
+    pub fn shutdown_write(&self) {
+        self.close_notify();
+        self.sock.shutdown_write();
+    }
+
     /// Ends a TLS session politely (`close_notify`) before the socket is
     /// dropped; nothing for a plain one.
     pub fn close_notify(&self) {

@@ -68,6 +68,9 @@ pub enum HeadError {
     LengthAndEncoding,
     /// A `Transfer-Encoding` other than exactly `chunked`.
     UnknownEncoding(String),
+    /// `101 Switching Protocols` to a request that asked for no upgrade
+    /// (RFC 9110 15.2.2: a server must not switch unasked).
+    UnaskedUpgrade,
 }
 
 impl std::fmt::Display for HeadError {
@@ -90,6 +93,9 @@ impl std::fmt::Display for HeadError {
             HeadError::UnknownEncoding(v) => {
                 write!(f, "upstream sent unknown \"Transfer-Encoding\": \"{v}\"")
             }
+            HeadError::UnaskedUpgrade => f.write_str(
+                "upstream sent \"101 Switching Protocols\" to a request without \"Upgrade\"",
+            ),
         }
     }
 }

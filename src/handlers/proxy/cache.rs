@@ -580,7 +580,9 @@ async fn go_upstream(
     );
     // NGINX caches only what it buffers; a HEAD asked as HEAD
     // (`proxy_cache_convert_head off`) has no body to store.
-    let storable = s.proxy_buffering && (s.proxy_cache_convert_head || !ctx.is_head());
+    // A 101 is a tunnel, never stored (NGINX frees the cache entry).
+    let storable =
+        s.proxy_buffering && (s.proxy_cache_convert_head || !ctx.is_head()) && status != 101;
     match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await

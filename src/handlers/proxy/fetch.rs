@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::request::{
-    build_request, client_body_error, too_large, upstream_method, upstream_uri, FetchOptions,
-    ReqBody, UpstreamError,
+    build_request, client_body_error, too_large, upgrade_asked, upstream_method, upstream_uri,
+    FetchOptions, ReqBody, UpstreamError,
 };
 use super::target::{resolve_group, resolve_target};
 use super::tls::{self, HandshakeFail, TlsTarget};
@@ -51,6 +51,8 @@ struct Outgoing {
     idempotent: bool,
     /// `proxy_pass https://`: how to speak TLS to the peer.
     tls: Option<TlsTarget>,
+    /// The client asked for an upgrade: a `101` becomes a tunnel.
+    upgrade: bool,
 }
 
 /// The error-log context of one try: NGINX's tail with `upstream: "…"`.
@@ -118,6 +120,7 @@ pub async fn fetch_with(
         head_req: method == "HEAD",
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
         tls,
+        upgrade: upgrade_asked(ctx),
     };
     try_peers(ctx, env, &group, &out, client_body).await
 }
@@ -421,6 +424,19 @@ fn upstream_response(
     (conn, buf, rh): (UpstreamConn, Vec<u8>, wire::ResponseHead),
     out: &Outgoing,
 ) -> Result<UpstreamResponse, HeadError> {
+    if rh.status == 101 {
+        // NGINX keeps no such connection (`u->keepalive = 0`).
+        if !out.upgrade {
+            return Err(HeadError::UnaskedUpgrade);
+        }
+        let (addr, mut body) = (conn.addr.clone(), UpstreamBody::switched(conn, buf));
+        body.set_log(body_log(log));
+        return Ok(UpstreamResponse {
+            head: rh,
+            addr,
+            body,
+        });
+    }
     let framing = Framing::of(&rh, out.head_req)?;
     let reusable = group.keepalive > 0 && rh.keep_alive() && !matches!(framing, Framing::Close);
     let pool_return = reusable.then_some(PoolReturn {
@@ -431,16 +447,20 @@ fn upstream_response(
     });
     let addr = conn.addr.clone();
     let mut body = UpstreamBody::new(conn, buf, framing, s.proxy_read_timeout, pool_return);
-    body.set_log(BodyLog {
-        log: log.log.clone(),
-        conn: log.conn,
-        context: log.context.clone(),
-    });
+    body.set_log(body_log(log));
     Ok(UpstreamResponse {
         head: rh,
         addr,
         body,
     })
+}
+
+fn body_log(log: &TryLog<'_>) -> BodyLog {
+    BodyLog {
+        log: log.log.clone(),
+        conn: log.conn,
+        context: log.context.clone(),
+    }
 }
 
 /// A response head that cannot be used: 502, `invalid_header`.

@@ -12,6 +12,11 @@
 //! | `request.rs` | what goes upstream: URI, method, head, body |
 //! | `response.rs` | step two, [`into_response`]: the client's response for an upstream's |
 //!
+//! A `101` to a request that asked for an upgrade (WebSocket) becomes a
+//! response carrying an `http::tunnel::Upgrade`: the connection loop
+//! turns the client connection into a tunnel to the upstream once the head
+//! is sent (docs/design.md, "WebSocket and Upgrade").
+//!
 //! What NGINX does that porter does not (yet): buffering of large request
 //! bodies to a temp file (a body over 64 KiB streams, so once it went to a
 //! failing peer the request is not retried), regex `proxy_redirect`,

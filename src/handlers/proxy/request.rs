@@ -118,6 +118,14 @@ pub fn upstream_uri(
     out
 }
 
+/// Whether the client asked for an upgrade, so that a `101` from the
+/// upstream becomes a tunnel: its request carries `Upgrade` (NGINX's
+/// `r->headers_in.upgrade`, whatever `Connection` says) and came over
+/// HTTP/1.x (an HTTP/2 stream cannot switch protocols).
+pub fn upgrade_asked(ctx: &RequestCtx) -> bool {
+    ctx.conn.http2.is_empty() && ctx.head.header("upgrade").is_some()
+}
+
 /// The method sent upstream: GET for a HEAD the cache asks as GET
 /// (`proxy_cache_convert_head`), else `proxy_method`, else GET for a
 /// request an `error_page` redirect turned into one, else the client's.

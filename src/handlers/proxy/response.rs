@@ -10,6 +10,7 @@ use crate::handlers::Outcome;
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{Body, Response, StreamBody};
+use crate::http::tunnel::{TunnelTimeouts, Upgrade};
 use crate::upstream::{ProxyPass, RedirectRule, UpstreamResponse};
 
 /// Response headers NGINX's proxy never passes: it sends its own Date and
@@ -68,6 +69,9 @@ pub fn intercepted(
 pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -> Response {
     let mut r = head_response(ctx, pass, up.status(), up.headers());
     r.reason = Some((up.status(), up.head.reason.clone()));
+    if up.status() == 101 {
+        return switched(ctx, r, up);
+    }
     let empty = up.body.is_complete();
     r.content_length = up.content_length();
     if empty {
@@ -90,6 +94,30 @@ pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -
     r
 }
 
+/// A `101` the client asked for (`fetch` refuses any other): no body, no
+/// length, and the connection becomes a tunnel once the head is sent.
+fn switched(ctx: &RequestCtx, mut r: Response, up: UpstreamResponse) -> Response {
+    let s = &ctx.loc.s;
+    r.content_length = None;
+    r.body = Body::Empty;
+    r.close = true;
+    r.upgrade = up.body.into_upgrade().map(|sw| {
+        Box::new(Upgrade {
+            peer: Box::new(sw.conn),
+            early: sw.early,
+            buffer: s.proxy_buffer_size as usize,
+            timeouts: TunnelTimeouts {
+                idle: s.proxy_read_timeout,
+                to_peer: s.proxy_send_timeout,
+                to_client: s.send_timeout,
+            },
+            log_context: sw.log_context,
+            received: sw.received,
+        })
+    });
+    r
+}
+
 /// The client response's status and headers for an upstream's (or a
 /// cached entry's) `status` and `headers`: less the hidden and hop-by-hop
 /// ones, `Location` rewritten, validators in their slots. No body.
@@ -107,7 +135,11 @@ pub fn head_response(
     };
     for (n, v) in headers {
         let lower = n.to_ascii_lowercase();
-        if HOP_BY_HOP.contains(&lower.as_str()) || hidden(&lower) {
+        // `Upgrade` goes to an HTTP/1.x client (with a 101, and as the
+        // offer of one in any other response: NGINX's
+        // `ngx_http_upstream_copy_upgrade`); HTTP/2 has no such header.
+        let upgrade_offer = lower == "upgrade" && ctx.conn.http2.is_empty();
+        if (HOP_BY_HOP.contains(&lower.as_str()) && !upgrade_offer) || hidden(&lower) {
             continue;
         }
         match lower.as_str() {

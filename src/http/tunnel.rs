@@ -1,0 +1,303 @@
+//! An upgraded connection (`101 Switching Protocols` through
+//! `proxy_pass`, WebSocket above all): after the head went out, the
+//! client connection becomes a two-way byte tunnel to the upstream, as
+//! NGINX's `ngx_http_upstream_upgrade` makes it. The handler describes the
+//! upgrade ([`Upgrade`] on the response: the upstream's side as a
+//! [`TunnelPeer`], so `http` imports nothing from `upstream`); the
+//! connection loop runs [`run`] with the client's stream once the head is
+//! written, and the connection ends with the tunnel.
+//!
+//! Both directions run at once, each a read then a write of one buffer
+//! (`proxy_buffer_size`), so a slow reader slows its writer. Bytes already
+//! read on either side (the client's pipelined after the request head,
+//! the upstream's after the response head) go first. When a side's read
+//! ends, what it sent is flushed and the other side's write is shut down
+//! (the half-close passes on); the tunnel ends when both have ended. The
+//! tunnel is idle — and closes — when nothing was read from either side
+//! for `proxy_read_timeout` (NGINX re-arms the upstream read timer on
+//! every event of the tunnel); a write waits at most `proxy_send_timeout`
+//! (upstream) or `send_timeout` (client).
+
+use std::cell::Cell;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::context::RequestCtx;
+use super::stream::ClientStream;
+use crate::log::{ErrorLog, Level};
+
+/// A future a [`TunnelPeer`] returns.
+pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
+
+/// The upstream's side of a tunnel.
+pub trait TunnelPeer {
+    /// Appends what arrives next to `buf` (at most `max` bytes), waiting
+    /// for it; `Ok(0)` when the peer closed. Cancel-safe: `buf` only
+    /// grows by bytes actually read.
+    fn read<'a>(&'a self, buf: &'a mut Vec<u8>, max: usize) -> PeerFuture<'a, usize>;
+    /// Writes all of `data`, each wait at most `timeout` (`ETIMEDOUT`).
+    fn write<'a>(&'a self, data: &'a [u8], timeout: Duration) -> PeerFuture<'a, ()>;
+    /// Ends the sending side (TLS `close_notify`, then the TCP half-close).
+    fn shutdown_write(&self);
+}
+
+/// The timeouts of a tunnel, from the location that proxied it.
+#[derive(Debug, Clone, Copy)]
+pub struct TunnelTimeouts {
+    /// Nothing read from either side this long closes it
+    /// (`proxy_read_timeout`).
+    pub idle: Duration,
+    /// A wait to write to the upstream (`proxy_send_timeout`).
+    pub to_peer: Duration,
+    /// A wait to write to the client (`send_timeout`).
+    pub to_client: Duration,
+}
+
+/// What a handler hands the connection for an upgraded response.
+pub struct Upgrade {
+    /// The upstream's side.
+    pub peer: Box<dyn TunnelPeer>,
+    /// Bytes the upstream sent after its response head.
+    pub early: Vec<u8>,
+    /// Each direction's buffer (`proxy_buffer_size`).
+    pub buffer: usize,
+    /// Its timeouts.
+    pub timeouts: TunnelTimeouts,
+    /// The error log line's tail (`, client: ..., upstream: ...`).
+    pub log_context: String,
+    /// `$upstream_bytes_received` of the try, added to.
+    pub received: Option<Arc<AtomicU64>>,
+}
+
+impl std::fmt::Debug for Upgrade {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upgrade")
+            .field("early", &self.early.len())
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+/// How a tunnel ended, and what went through it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct TunnelEnd {
+    /// Bytes written to the client.
+    pub to_client: u64,
+    /// Bytes written to the upstream.
+    pub to_peer: u64,
+    /// Why it ended, when not by both sides closing.
+    pub fault: Option<Fault>,
+}
+
+/// Why a tunnel ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Nothing read for `proxy_read_timeout`, or an upstream write timed
+    /// out: NGINX's "upstream timed out".
+    UpstreamTimedOut,
+    /// A client write timed out (`send_timeout`).
+    ClientTimedOut,
+    /// A read or write failed on either side.
+    Failed,
+}
+
+impl Fault {
+    /// NGINX's error-log text for it (`None`: not logged).
+    pub fn log_text(self) -> Option<&'static str> {
+        match self {
+            Fault::UpstreamTimedOut => Some(
+                "upstream timed out (110: Connection timed out) while proxying upgraded connection",
+            ),
+            Fault::ClientTimedOut => Some(
+                "client timed out (110: Connection timed out) while proxying upgraded connection",
+            ),
+            Fault::Failed => None,
+        }
+    }
+}
+
+/// The idle deadline both directions share: each read pushes it on.
+struct Idle {
+    timeout: Duration,
+    deadline: Cell<Instant>,
+}
+
+impl Idle {
+    fn touch(&self) {
+        self.deadline.set(Instant::now() + self.timeout);
+    }
+
+    /// What a read bounded by the deadline gave: `None` when it was cut
+    /// short by a deadline another read has since pushed on (the reads
+    /// are cancel-safe, so it is simply made again).
+    fn judge(
+        &self,
+        r: Result<io::Result<usize>, tokio::time::error::Elapsed>,
+    ) -> Option<Result<usize, Fault>> {
+        match r {
+            Ok(Ok(n)) => {
+                self.touch();
+                Some(Ok(n))
+            }
+            Ok(Err(_)) => Some(Err(Fault::Failed)),
+            Err(_) if self.deadline.get() <= Instant::now() => Some(Err(Fault::UpstreamTimedOut)),
+            Err(_) => None,
+        }
+    }
+}
+
+/// The counters the two directions add to.
+struct Counts {
+    to_client: Cell<u64>,
+    to_peer: Cell<u64>,
+    received: Option<Arc<AtomicU64>>,
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ETIMEDOUT) || e.kind() == io::ErrorKind::TimedOut
+}
+
+/// One read from the client, waiting for it; `Ok(0)` at its end.
+async fn read_client(client: &ClientStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+    loop {
+        match client.try_read_buf(buf) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => client.readable().await?,
+            r => return r,
+        }
+    }
+}
+
+/// Client to upstream: `pending` (bytes the client sent after its head)
+/// first, then what it sends, until it ends; then the upstream's write is
+/// shut down.
+async fn client_to_peer(
+    client: &ClientStream,
+    peer: &dyn TunnelPeer,
+    mut buf: Vec<u8>,
+    size: usize,
+    t: &TunnelTimeouts,
+    idle: &Idle,
+    counts: &Counts,
+) -> Result<(), Fault> {
+    buf.reserve(size.saturating_sub(buf.len()));
+    loop {
+        if !buf.is_empty() {
+            match peer.write(&buf, t.to_peer).await {
+                Ok(()) => {}
+                Err(e) if timed_out(&e) => return Err(Fault::UpstreamTimedOut),
+                Err(_) => return Err(Fault::Failed),
+            }
+            counts.to_peer.set(counts.to_peer.get() + buf.len() as u64);
+            buf.clear();
+        }
+        let n = loop {
+            let r = tokio::time::timeout_at(idle.deadline.get(), read_client(client, &mut buf));
+            if let Some(r) = idle.judge(r.await) {
+                break r?;
+            }
+        };
+        if n == 0 {
+            peer.shutdown_write();
+            return Ok(());
+        }
+    }
+}
+
+/// Upstream to client: `early` first, then what the upstream sends, until
+/// it ends; then the client's write is shut down.
+async fn peer_to_client(
+    client: &ClientStream,
+    peer: &dyn TunnelPeer,
+    mut buf: Vec<u8>,
+    size: usize,
+    t: &TunnelTimeouts,
+    idle: &Idle,
+    counts: &Counts,
+) -> Result<(), Fault> {
+    loop {
+        if !buf.is_empty() {
+            match client.write_all(&buf, false, t.to_client).await {
+                Ok(()) => {}
+                Err(e) if timed_out(&e) => return Err(Fault::ClientTimedOut),
+                Err(_) => return Err(Fault::Failed),
+            }
+            counts
+                .to_client
+                .set(counts.to_client.get() + buf.len() as u64);
+            buf.clear();
+        }
+        let n = loop {
+            let r = tokio::time::timeout_at(idle.deadline.get(), peer.read(&mut buf, size));
+            if let Some(r) = idle.judge(r.await) {
+                break r?;
+            }
+        };
+        if let Some(rx) = &counts.received {
+            rx.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        if n == 0 {
+            client.shutdown_write();
+            return Ok(());
+        }
+    }
+}
+
+/// Runs the tunnel between `client` (with `pending`, the bytes it sent
+/// after the request head) and the upgrade's peer until both sides have
+/// closed, or the first fault.
+pub async fn run(client: &ClientStream, pending: Vec<u8>, up: Upgrade) -> TunnelEnd {
+    let size = up.buffer.max(1024);
+    let idle = Idle {
+        timeout: up.timeouts.idle,
+        deadline: Cell::new(Instant::now() + up.timeouts.idle),
+    };
+    let counts = Counts {
+        to_client: Cell::new(0),
+        to_peer: Cell::new(0),
+        received: up.received.clone(),
+    };
+    let peer = &*up.peer;
+    let t = &up.timeouts;
+    let outcome = tokio::try_join!(
+        client_to_peer(client, peer, pending, size, t, &idle, &counts),
+        peer_to_client(client, peer, up.early, size, t, &idle, &counts),
+    );
+    TunnelEnd {
+        to_client: counts.to_client.get(),
+        to_peer: counts.to_peer.get(),
+        fault: outcome.err(),
+    }
+}
+
+/// Runs the tunnel of an upgraded response whose head was sent, then logs
+/// the request: NGINX's line when a timeout ended it, and the access log
+/// with the bytes the client received through it (`$bytes_sent` and
+/// `$body_bytes_sent` count them, as NGINX's `c->sent` does).
+pub async fn serve(
+    client: &ClientStream,
+    pending: Vec<u8>,
+    up: Upgrade,
+    ctx: &mut RequestCtx,
+    log: &ErrorLog,
+) {
+    let context = up.log_context.clone();
+    let end = run(client, pending, up).await;
+    if let Some(text) = end.fault.and_then(Fault::log_text) {
+        ctx.error_log(log).log_conn(
+            Level::Info,
+            Some(ctx.conn.id),
+            format_args!("{text}"),
+            &context,
+        );
+    }
+    ctx.bytes_sent += end.to_client;
+    ctx.body_bytes_sent += end.to_client;
+    ctx.limits.held.clear();
+    ctx.write_access_log();
+}
