@@ -47,7 +47,12 @@ fn errors_name_file_and_line_and_exit_1() {
     let cases = [
         (
             "events {}\nhttp {\n  bogus on;\n}\n",
-            "unknown directive \"bogus\"",
+            "unknown directive \"bogus\" (not an NGINX directive either: a typo, or a third-party module's)",
+            3,
+        ),
+        (
+            "events {}\nhttp {\n  perl_set $x 'sub { 1 }';\n}\n",
+            "unknown directive \"perl_set\" (NGINX has it, porter does not)",
             3,
         ),
         (
@@ -276,7 +281,9 @@ fn globals_apply_and_conflict_like_nginx() {
     );
     let out = run(&["-p", &p, "-c", "t.conf", "-g", "bogus 1;", "-t"]);
     assert!(
-        stderr(&out).contains("unknown directive \"bogus\" in command line"),
+        stderr(&out).contains(
+            "unknown directive \"bogus\" (not an NGINX directive either: a typo, or a third-party module's) in command line"
+        ),
         "{}",
         stderr(&out)
     );

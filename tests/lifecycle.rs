@@ -261,7 +261,7 @@ fn reload_with_a_bad_config_keeps_the_old_one() {
     assert!(log.contains(&want), "{log}");
     assert!(
         log.contains(&format!(
-            "unknown directive \"bogus_directive\" in {}:{line}",
+            "unknown directive \"bogus_directive\" (not an NGINX directive either: a typo, or a third-party module's) in {}:{line}",
             s.prefix.path().join("porter.conf").display()
         )),
         "{log}"

@@ -185,8 +185,7 @@ impl Build {
 
     fn apply(&mut self, dir: &Directive) -> Result<(), ConfError> {
         let at = |m: String| dir.error(m);
-        let spec = find_in(&dir.name, self.ctx)
-            .ok_or_else(|| at(format!("unknown directive \"{}\"", dir.name)))?;
+        let spec = find_in(&dir.name, self.ctx).ok_or_else(|| at(unknown(&dir.name)))?;
         if spec.contexts & self.ctx == 0 {
             return Err(at(format!(
                 "\"{}\" directive is not allowed here",
@@ -548,4 +547,20 @@ impl Build {
             String::new()
         })
     }
+}
+
+/// NGINX's `unknown directive "NAME"`, saying whether NGINX has the
+/// directive (porter lacks it) or not (a typo, or a third-party module's).
+fn unknown(name: &str) -> String {
+    static NGINX: &str = include_str!("../nginx_directives.txt");
+    let known = NGINX
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .any(|l| l == name);
+    let why = if known {
+        "NGINX has it, porter does not"
+    } else {
+        "not an NGINX directive either: a typo, or a third-party module's"
+    };
+    format!("unknown directive \"{name}\" ({why})")
 }
