@@ -320,7 +320,8 @@ impl VarSource for RequestCtx {
             | Var::ServerAddr
             | Var::ServerPort
             | Var::Connection
-            | Var::ConnectionRequests => self.append_connection(var, out),
+            | Var::ConnectionRequests
+            | Var::RequestId => self.append_connection(var, out),
             Var::RequestTime
             | Var::Status
             | Var::BodyBytesSent
@@ -550,6 +551,7 @@ impl RequestCtx {
             Var::ConnectionRequests => {
                 let _ = write!(out, "{}", self.conn_requests);
             }
+            Var::RequestId => request_id(self.conn.id, self.conn_requests, out),
             _ => {}
         }
     }
@@ -677,4 +679,24 @@ fn http_var_matches(n: &str, name: &str) -> bool {
             };
             a == b
         })
+}
+
+/// `$request_id`: 128 bits as 32 hexadecimal digits, the same each time
+/// the request reads it. NGINX draws 16 random bytes per request and keeps
+/// them; porter computes them with two hashes keyed at random when the
+/// process starts over what names the request uniquely (the connection's
+/// serial number and the request's number on it), so nothing is stored
+/// per request and the values are as unpredictable to a client.
+fn request_id(conn: u64, n: u64, out: &mut String) {
+    use std::fmt::Write as _;
+    use std::hash::{BuildHasher, Hasher};
+    static KEYS: std::sync::OnceLock<[std::collections::hash_map::RandomState; 2]> =
+        std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(Default::default);
+    for k in keys {
+        let mut h = k.build_hasher();
+        h.write_u64(conn);
+        h.write_u64(n);
+        let _ = write!(out, "{:016x}", h.finish());
+    }
 }

@@ -85,6 +85,8 @@ pub enum Var {
     Connection,
     /// `$connection_requests`.
     ConnectionRequests,
+    /// `$request_id`: 32 hexadecimal digits, unique to the request.
+    RequestId,
     /// `$msec`.
     Msec,
     /// `$time_local`.
@@ -274,6 +276,7 @@ impl Var {
             "content_type" => Var::ContentType,
             "connection" => Var::Connection,
             "connection_requests" => Var::ConnectionRequests,
+            "request_id" => Var::RequestId,
             "msec" => Var::Msec,
             "time_local" => Var::TimeLocal,
             "time_iso8601" => Var::TimeIso8601,
