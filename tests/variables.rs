@@ -21,7 +21,9 @@ fn request_id_is_32_hex_digits_stable_within_a_request_and_unique() {
         assert_eq!(a, b);
         assert_eq!(r.header("x-request-id"), Some(a));
         assert_eq!(a.len(), 32, "{a}");
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert!(seen.insert(a.to_string()), "repeated {a}");
     }
 }

@@ -526,6 +526,10 @@ loc_settings! {
     proxy_http11: bool = false;
     /// `proxy_connect_timeout`.
     proxy_connect_timeout: Duration = Duration::from_secs(60);
+    /// `proxy_bind` (None: off).
+    proxy_bind: Option<ProxyBind> = None;
+    /// `proxy_socket_keepalive`.
+    proxy_socket_keepalive: bool = false;
     /// `proxy_read_timeout`.
     proxy_read_timeout: Duration = Duration::from_secs(60);
     /// `proxy_send_timeout`.

@@ -84,6 +84,29 @@ impl ExpiresRule {
     }
 }
 
+/// `proxy_bind address [transparent]`.
+#[derive(Debug, Clone)]
+pub struct ProxyBind {
+    /// The local address (`IP` or `IP:PORT`), variables allowed.
+    pub addr: Template,
+    /// `transparent`: bind to an address this host does not own.
+    pub transparent: bool,
+}
+
+impl ProxyBind {
+    /// The address an `addr` value names: `IP`, `IP:PORT`, `[IPv6]:PORT`
+    /// (port 0: the kernel picks one).
+    pub fn parse(v: &str) -> Option<std::net::SocketAddr> {
+        if let Ok(a) = v.parse::<std::net::SocketAddr>() {
+            return Some(a);
+        }
+        let ip = v.trim_start_matches('[').trim_end_matches(']');
+        ip.parse::<std::net::IpAddr>()
+            .ok()
+            .map(|ip| std::net::SocketAddr::new(ip, 0))
+    }
+}
+
 /// One `add_header` line.
 #[derive(Debug, Clone)]
 pub struct AddHeader {

@@ -116,21 +116,66 @@ impl Socket {
 
 /// Connects to `addr` within `timeout`.
 pub async fn connect(addr: &PeerAddr, timeout: Duration) -> io::Result<Socket> {
-    match tokio::time::timeout(timeout, connect_now(addr)).await {
+    connect_with(addr, timeout, &ConnectOptions::default()).await
+}
+
+/// How a connection to a peer is made (`proxy_bind`,
+/// `proxy_socket_keepalive`).
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// The local address to bind first (`proxy_bind`), and whether it may
+    /// be one this host does not own (`transparent`: `IP_TRANSPARENT`).
+    pub bind: Option<(SocketAddr, bool)>,
+    /// `SO_KEEPALIVE` on the socket (`proxy_socket_keepalive on`).
+    pub keepalive: bool,
+}
+
+/// [`connect`] with `opts` (a unix socket takes none of them).
+pub async fn connect_with(
+    addr: &PeerAddr,
+    timeout: Duration,
+    opts: &ConnectOptions,
+) -> io::Result<Socket> {
+    match tokio::time::timeout(timeout, connect_now(addr, opts)).await {
         Ok(r) => r,
         Err(_) => Err(io::Error::from_raw_os_error(libc::ETIMEDOUT)),
     }
 }
 
-async fn connect_now(addr: &PeerAddr) -> io::Result<Socket> {
+async fn connect_now(addr: &PeerAddr, opts: &ConnectOptions) -> io::Result<Socket> {
     match addr {
-        PeerAddr::Inet(a) => {
+        PeerAddr::Inet(a) if opts.bind.is_none() && !opts.keepalive => {
             let s = TcpStream::connect(*a).await?;
+            let _ = s.set_nodelay(true);
+            Ok(Socket::Tcp(s))
+        }
+        PeerAddr::Inet(a) => {
+            let s = tcp_socket(*a, opts)?.connect(*a).await?;
             let _ = s.set_nodelay(true);
             Ok(Socket::Tcp(s))
         }
         PeerAddr::Unix(p) => Ok(Socket::Unix(UnixStream::connect(p).await?)),
     }
+}
+
+/// A TCP socket for `peer` with `opts` applied, bound when asked.
+fn tcp_socket(peer: SocketAddr, opts: &ConnectOptions) -> io::Result<tokio::net::TcpSocket> {
+    let domain = socket2::Domain::for_address(peer);
+    let s = socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    s.set_nonblocking(true)?;
+    if opts.keepalive {
+        s.set_keepalive(true)?;
+    }
+    if let Some((local, transparent)) = opts.bind {
+        if transparent {
+            match local {
+                SocketAddr::V4(_) => s.set_ip_transparent_v4(true)?,
+                SocketAddr::V6(_) => s.set_ip_transparent_v6(true)?,
+            }
+        }
+        s.bind(&local.into())?;
+    }
+    Ok(tokio::net::TcpSocket::from_std_stream(s.into()))
 }
 
 #[cfg(test)]

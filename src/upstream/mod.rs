@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use addr::{connect, PeerAddr, Socket};
+pub use addr::{connect, connect_with, ConnectOptions, PeerAddr, Socket};
 pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
 pub use pool::UpstreamConn;
 pub use stream::UpStream;

@@ -173,6 +173,7 @@ mod logs;
 mod map;
 mod proxy;
 mod proxy_extra;
+mod proxy_socket;
 mod proxy_ssl;
 mod resolver;
 mod rewrite;
@@ -201,6 +202,7 @@ static AREAS: &[&[Spec]] = &[
     aio::ROWS,
     proxy::ROWS,
     proxy_extra::ROWS,
+    proxy_socket::ROWS,
     proxy_ssl::ROWS,
     cache::ROWS,
     ssl::ROWS,

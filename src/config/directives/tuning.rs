@@ -116,7 +116,7 @@ pub(super) fn number_only(b: &mut Build, d: &Directive) -> Res {
 }
 
 /// `on`/`off`, checked and not used.
-fn flag_only(b: &mut Build, d: &Directive) -> Res {
+pub(super) fn flag_only(b: &mut Build, d: &Directive) -> Res {
     once(b, d)?;
     flag(d).map(|_| ())
 }

@@ -16,6 +16,7 @@ use super::request::{
 };
 use super::target::{resolve_group, resolve_target};
 use super::tls::{self, HandshakeFail, TlsTarget};
+use crate::config::model::ProxyBind;
 use crate::config::LocSettings;
 use crate::handlers::Env;
 use crate::http::body::ClientBody;
@@ -252,7 +253,15 @@ async fn attempt(
     // (not with a streamed body, which cannot be sent twice).
     let mut allow_pooled = group.keepalive > 0 && !matches!(out.body, ReqBody::Stream { .. });
     let result = loop {
-        let mut conn = match connection(group, addr, allow_pooled, s, out.tls.as_ref()).await {
+        let opts = match connect_options(ctx, s) {
+            Ok(o) => o,
+            Err(v) => {
+                log.error(format_args!("invalid local address \"{v}\""));
+                break Err(Err(UpstreamError::Status(500)));
+            }
+        };
+        let mut conn = match connection(group, addr, allow_pooled, s, out.tls.as_ref(), &opts).await
+        {
             Ok(c) => c,
             Err(ConnectFail::Connect(e)) => {
                 break Err(Ok(connect_failed(&log, addr, &e, &mut rec)))
@@ -355,6 +364,7 @@ async fn connection(
     allow_pooled: bool,
     s: &LocSettings,
     tls: Option<&TlsTarget>,
+    opts: &upstream::ConnectOptions,
 ) -> Result<UpstreamConn, ConnectFail> {
     let key = tls::pool_key(group.id, tls.is_some());
     if allow_pooled {
@@ -363,7 +373,7 @@ async fn connection(
         }
     }
     let started = Instant::now();
-    let sock = upstream::connect(addr, s.proxy_connect_timeout)
+    let sock = upstream::connect_with(addr, s.proxy_connect_timeout, opts)
         .await
         .map_err(ConnectFail::Connect)?;
     let stream = match (tls, sock) {
@@ -385,6 +395,28 @@ async fn connection(
         addr: addr.clone(),
         requests: 0,
         reused: false,
+    })
+}
+
+/// How this request's connections to peers are made: `proxy_bind` (its
+/// address rendered for the request; an empty value binds nothing, as
+/// NGINX; `Err(value)` when it is no address: NGINX's 500) and
+/// `proxy_socket_keepalive`.
+fn connect_options(ctx: &RequestCtx, s: &LocSettings) -> Result<upstream::ConnectOptions, String> {
+    let bind = match &s.proxy_bind {
+        None => None,
+        Some(b) => {
+            let v = b.addr.render(ctx);
+            match (v.is_empty(), ProxyBind::parse(&v)) {
+                (true, _) => None,
+                (false, Some(a)) => Some((a, b.transparent)),
+                (false, None) => return Err(v),
+            }
+        }
+    };
+    Ok(upstream::ConnectOptions {
+        bind,
+        keepalive: s.proxy_socket_keepalive,
     })
 }
 
