@@ -17,7 +17,7 @@ use super::context::{ConnInfo, TlsInfo};
 use super::stream::ClientStream;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
-use crate::tls::conn::{self, HandshakeError, Hello, Ktls, TlsConn};
+use crate::tls::conn::{self, HandshakeError, Hello, Ktls, Refuse, TlsConn};
 use crate::tls::{ktls, ServerTls};
 
 /// How a connection to a TLS address began.
@@ -64,10 +64,16 @@ pub async fn accept(
         let tls = [chosen, default]
             .into_iter()
             .chain(listen.servers.iter())
-            .find_map(|s| s.tls.clone())?;
+            .find_map(|s| s.tls.clone())
+            .ok_or(Refuse::NoCertificate)?;
+        // `ssl_reject_handshake on` (NGINX: the server the SNI chose, else
+        // the default server, refuses with `unrecognized_name`).
+        if tls.reject {
+            return Err(Refuse::Reject);
+        }
         let config = Arc::clone(&tls.config);
         answered = Some(tls);
-        Some(config)
+        Ok(config)
     };
     // kTLS may follow: the handshake reads whole records only.
     let whole_records = ktls::probe().usable()
