@@ -66,14 +66,14 @@ fn lines_with<'a>(out: &'a str, what: &str) -> Vec<&'a str> {
     out.lines().filter(|l| l.contains(what)).collect()
 }
 
+/// RFC 7919's ffdhe2048 as `openssl genpkey -genparam` writes it.
+const FFDHE2048: &str = "-----BEGIN DH PARAMETERS-----\nMIIBCAKCAQEA//////////+t+FRYortKmq/cViAnPTzx2LnFg84tNpWp4TZBFGQz\n+8yTnc4kmz75fS/jY2MMddj2gbICrsRhetPfHtXV/WVhJDP1H18GbtCFY2VVPe0a\n87VXE15/V8k1mE8McODmi3fipona8+/och3xWKE2rec1MKzKT0g6eXq8CrGCsyT7\nYdEIqUuyyOP7uWrat2DX9GgdT0Kj3jlN9K5W7edjcrsZCwenyO4KbXCeAvzhzffi\n7MA0BM0oNC9hkXL+nOmFg/+OTxIy7vKBg8P+OxtMb61zO7X8vC7CIAXFjvGDfRaD\nssbzSibBsu/6iGtCOGEoXJf//////////wIBAg==\n-----END DH PARAMETERS-----\n";
+
 #[test]
 fn stock_nginx_ssl_lines_load_with_one_warn_or_notice_naming_file_and_line() {
     let ca = Ca::new();
     let dir = prefix(&ca);
-    dir.write(
-        "dh.pem",
-        "-----BEGIN DH PARAMETERS-----\nMIIBCAKCAQEA//8=\n-----END DH PARAMETERS-----\n",
-    );
+    dir.write("dh.pem", FFDHE2048);
     dir.write("ticket.key", [7u8; 80]);
     dir.write("ca.pem", ca.pem());
     dir.write("resp.der", [0x30, 0x03, 0x0a, 0x01, 0x00]);
@@ -149,6 +149,10 @@ fn bad_ssl_lines_are_emerg_with_file_and_line() {
     dir.write("short.key", [1u8; 47]);
     dir.write("garbage.pem", "garbage\n");
     dir.write("empty", "");
+    dir.write(
+        "baddh.pem",
+        "-----BEGIN DH PARAMETERS-----\nMIIBCAKCAQEA//8=\n-----END DH PARAMETERS-----\n",
+    );
     let cases = [
         (
             "ssl_protocols TLSv1 TLSv1.1;",
@@ -622,7 +626,7 @@ fn reject_handshake_answers_unrecognized_name_and_serves_the_named_server() {
     let err = t::Conn::open(s.port, &c, "other.test")
         .err()
         .expect("refused");
-    assert!(err.to_string().contains("UnrecognizedName"), "{err}");
+    assert!(err.to_string().contains("UnrecognisedName"), "{err}");
     // No SNI at all (an IP address): the default server refuses too.
     let tcp = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -633,7 +637,7 @@ fn reject_handshake_answers_unrecognized_name_and_serves_the_named_server() {
         .conn
         .complete_io(&mut tls.sock)
         .and_then(|_| tls.conn.complete_io(&mut tls.sock));
-    assert!(format!("{err:?}").contains("UnrecognizedName"), "{err:?}");
+    assert!(format!("{err:?}").contains("UnrecognisedName"), "{err:?}");
     s.wait_log(
         "logs/error.log",
         "handshake rejected while SSL handshaking",

@@ -4,7 +4,8 @@
 //! `openssl pkcs8 -topk8` write — through the `pkcs8` crate, and OpenSSL's
 //! traditional `Proc-Type: 4,ENCRYPTED` PEM with AES-CBC, decrypted here
 //! with OpenSSL's `EVP_BytesToKey`); `ssl_stapling_file` (a DER OCSP
-//! response); `ssl_trusted_certificate` (PEM certificates).
+//! response); `ssl_trusted_certificate` (PEM certificates); `ssl_dhparam`
+//! (checked, not used).
 
 use std::path::Path;
 
@@ -243,4 +244,29 @@ pub fn read_trusted(path: &Path) -> Result<Vec<CertificateDer<'static>>, String>
             .map_err(|e| fail(format!("bad certificate: {e}")))?;
     }
     Ok(certs)
+}
+
+/// `ssl_dhparam`: read and checked as NGINX's `PEM_read_bio_DHparams`
+/// would (a `DH PARAMETERS` block holding one DER structure); the
+/// parameters themselves are not used (rustls has no DHE).
+pub fn check_dhparam(path: &Path) -> Result<(), String> {
+    let text = std::fs::read(path).map_err(|e| {
+        format!(
+            "BIO_new_file(\"{}\") failed ({})",
+            path.display(),
+            io_text(&e)
+        )
+    })?;
+    let text = String::from_utf8_lossy(&text);
+    let der = ["DH PARAMETERS", "X9.42 DH PARAMETERS"]
+        .iter()
+        .find_map(|l| pem_body(&text, l))
+        .and_then(|b| base64_decode(&b));
+    match der {
+        Some(d) if der_sequence(&d) => Ok(()),
+        _ => Err(format!(
+            "PEM_read_bio_DHparams(\"{}\") failed (no DH PARAMETERS: Expecting: DH PARAMETERS)",
+            path.display()
+        )),
+    }
 }

@@ -357,20 +357,15 @@ fn set_protocols(b: &mut Build, d: &Directive) -> Res {
 /// suites, so a `notice` says ECDHE is used.
 fn set_dhparam(b: &mut Build, d: &Directive) -> Res {
     let p = path_arg(b, d)?;
-    let text = std::fs::read(&p.path).map_err(|e| {
+    // Opened here for NGINX's errno text; read and checked by `tls`.
+    std::fs::File::open(&p.path).map_err(|e| {
         format!(
             "BIO_new_file(\"{}\") failed {}",
             p.path.display(),
             crate::util::errno_text(&e)
         )
     })?;
-    let has = |label: &[u8]| memchr::memmem::find(&text, label).is_some();
-    if !has(b"-----BEGIN DH PARAMETERS-----") && !has(b"-----BEGIN X9.42 DH PARAMETERS-----") {
-        return Err(format!(
-            "PEM_read_bio_DHparams(\"{}\") failed (no start line: Expecting: DH PARAMETERS)",
-            p.path.display()
-        ));
-    }
+    tls::keys::check_dhparam(&p.path)?;
     set_once(&mut b.ssl().dhparam_seen, (), d)?;
     notice(
         &d.file,
