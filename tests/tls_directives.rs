@@ -601,9 +601,9 @@ fn encrypted_keys_open_with_a_line_of_the_password_file() {
     // And it serves.
     let s = Server::start_in(
         dir,
-        &conf(&format!(
-            "server {{ listen 127.0.0.1:{{PORT}} ssl; ssl_certificate {{PREFIX}}/a.crt; ssl_certificate_key {{PREFIX}}/enc8.key;\n ssl_password_file {{PREFIX}}/pw; location / {{ return 200 ok; }} }}"
-        )),
+        &conf(
+            "server { listen 127.0.0.1:{PORT} ssl; ssl_certificate {PREFIX}/a.crt; ssl_certificate_key {PREFIX}/enc8.key;\n ssl_password_file {PREFIX}/pw; location / { return 200 ok; } }"
+        ),
         &[],
     );
     let c = t::client(&ca, ClientOpts::default());

@@ -155,7 +155,7 @@ fn pem_body(text: &str, label: &str) -> Option<String> {
 
 fn hex(s: &str) -> Option<Vec<u8>> {
     let s = s.trim();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -268,5 +268,51 @@ pub fn check_dhparam(path: &Path) -> Result<(), String> {
             "PEM_read_bio_DHparams(\"{}\") failed (no DH PARAMETERS: Expecting: DH PARAMETERS)",
             path.display()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "C9E5A1BD216DBE1317E230CEF48F38EE7F0E17AD64022144BCCEC4A1AA2879AB";
+
+    #[test]
+    fn bytes_to_key_is_openssl_s() {
+        // `openssl enc -aes-256-cbc -P -md md5 -S 0102030405060708 -pass pass:secret`
+        let k = bytes_to_key(b"secret", &[1, 2, 3, 4, 5, 6, 7, 8], 32);
+        assert_eq!(hex(KEY).unwrap(), k);
+    }
+
+    #[test]
+    fn base64_hex_and_der_framing() {
+        assert_eq!(base64_decode("aGVs\nbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("a*"), None);
+        assert_eq!(hex("0aFF").unwrap(), [10, 255]);
+        assert!(der_sequence(&[0x30, 0x01, 0x00]));
+        assert!(der_sequence(&[&[0x30, 0x81, 0x80][..], &[0; 128]].concat()));
+        assert!(!der_sequence(&[0x30, 0x02, 0x00]));
+        assert!(!der_sequence(&[0x04, 0x01, 0x00]));
+        assert_eq!(
+            pem_body("x-----BEGIN A-----\nQQ==\n-----END A-----", "A").unwrap(),
+            "\nQQ==\n"
+        );
+    }
+
+    #[test]
+    fn an_encrypted_key_without_passwords_is_an_error_saying_so() {
+        let dir = std::env::temp_dir().join(format!("porter-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("k.pem");
+        std::fs::write(
+            &p,
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMAA=\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        )
+        .unwrap();
+        let e = read_key(&p, &[]).unwrap_err();
+        assert!(e.contains("no \"ssl_password_file\""), "{e}");
+        let e = read_key(&p, &["x".into()]).unwrap_err();
+        assert!(e.contains("no password"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
