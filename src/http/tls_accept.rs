@@ -17,7 +17,7 @@ use super::context::{ConnInfo, TlsInfo};
 use super::stream::ClientStream;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
-use crate::tls::conn::{self, HandshakeError, Hello, Ktls, TlsConn};
+use crate::tls::conn::{self, HandshakeError, Hello, Ktls, Refuse, TlsConn};
 use crate::tls::{ktls, ServerTls};
 
 /// How a connection to a TLS address began.
@@ -57,17 +57,10 @@ pub async fn accept(
     }
     let mut answered: Option<Arc<ServerTls>> = None;
     let pick = |hello: &Hello<'_>| {
-        let name = hello.server_name.map(str::to_ascii_lowercase);
-        let chosen = listen.find_server(name.as_deref());
-        // A server without certificates on this address answers with the
-        // default server's (or, failing that, the first that has some).
-        let tls = [chosen, default]
-            .into_iter()
-            .chain(listen.servers.iter())
-            .find_map(|s| s.tls.clone())?;
+        let tls = server_for(listen, hello)?;
         let config = Arc::clone(&tls.config);
         answered = Some(tls);
-        Some(config)
+        Ok(config)
     };
     // kTLS may follow: the handshake reads whole records only.
     let whole_records = ktls::probe().usable()
@@ -110,6 +103,25 @@ pub async fn accept(
             Accepted::Closed
         }
     }
+}
+
+/// The TLS of the server a ClientHello chooses on `listen`: by SNI (else
+/// the default server); a server without certificates on this address
+/// answers with the default server's (or, failing that, the first that
+/// has some). `ssl_reject_handshake on` there refuses (NGINX: the server
+/// the SNI chose, else the default server, answers `unrecognized_name`).
+fn server_for(listen: &ListenGroup, hello: &Hello<'_>) -> Result<Arc<ServerTls>, Refuse> {
+    let name = hello.server_name.map(str::to_ascii_lowercase);
+    let chosen = listen.find_server(name.as_deref());
+    let tls = [chosen, &listen.servers[listen.default]]
+        .into_iter()
+        .chain(listen.servers.iter())
+        .find_map(|s| s.tls.clone())
+        .ok_or(Refuse::NoCertificate)?;
+    if tls.reject {
+        return Err(Refuse::Reject);
+    }
+    Ok(tls)
 }
 
 /// The stream of a finished handshake: moved to kTLS when `ktls` (the

@@ -33,11 +33,18 @@ pub enum VerifyClient {
 #[derive(Debug)]
 pub struct ClientAuth {
     inner: Arc<dyn ClientCertVerifier>,
+    /// With `ssl_trusted_certificate`: its CAs and `inner`'s, for the
+    /// chain's verdict (their names are not sent, as NGINX).
+    full: Option<Arc<dyn ClientCertVerifier>>,
 }
 
 impl ClientAuth {
-    /// Trusts the PEM certificates in `ca_file` (`ssl_client_certificate`).
-    pub fn load(ca_file: &Path) -> Result<Arc<ClientAuth>, String> {
+    /// Trusts the PEM certificates in `ca_file` (`ssl_client_certificate`)
+    /// and `trusted` (`ssl_trusted_certificate`, already read).
+    pub fn load(
+        ca_file: &Path,
+        trusted: &[CertificateDer<'static>],
+    ) -> Result<Arc<ClientAuth>, String> {
         let fail = |e: String| {
             format!(
                 "SSL_load_client_CA_file(\"{}\") failed ({e})",
@@ -54,14 +61,26 @@ impl ClientAuth {
         for c in certs {
             roots.add(c).map_err(|e| fail(e.to_string()))?;
         }
-        let inner = rustls::server::WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots),
-            Arc::new(super::provider()),
-        )
-        .allow_unauthenticated()
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
-        Ok(Arc::new(ClientAuth { inner }))
+        let build = |roots: rustls::RootCertStore| {
+            rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                Arc::new(super::provider()),
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| fail(e.to_string()))
+        };
+        let full = if trusted.is_empty() {
+            None
+        } else {
+            let mut all = roots.clone();
+            for c in trusted {
+                all.add(c.clone()).map_err(|e| fail(e.to_string()))?;
+            }
+            Some(build(all)?)
+        };
+        let inner = build(roots)?;
+        Ok(Arc::new(ClientAuth { inner, full }))
     }
 
     /// `$ssl_client_verify` for the chain a client sent: `NONE`,
@@ -70,7 +89,8 @@ impl ClientAuth {
         let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
             return "NONE".into();
         };
-        match self.inner.verify_client_cert(leaf, rest, UnixTime::now()) {
+        let v = self.full.as_ref().unwrap_or(&self.inner);
+        match v.verify_client_cert(leaf, rest, UnixTime::now()) {
             Ok(_) => "SUCCESS".into(),
             Err(e) => format!("FAILED:{e}"),
         }

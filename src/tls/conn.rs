@@ -133,7 +133,23 @@ pub enum HandshakeError {
     Io(io::Error),
     /// The peer broke the protocol (or offered nothing in common).
     Tls(rustls::Error),
+    /// The chosen server has `ssl_reject_handshake on`: the client got
+    /// the alert `unrecognized_name`.
+    Rejected,
 }
+
+/// Why the caller's `pick` gave no configuration for a ClientHello.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refuse {
+    /// No server on the address has a certificate.
+    NoCertificate,
+    /// The chosen server has `ssl_reject_handshake on`.
+    Reject,
+}
+
+/// A fatal `unrecognized_name` alert (112) in a TLS 1.2-versioned record,
+/// as OpenSSL sends from NGINX's SNI callback for `ssl_reject_handshake`.
+const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
 
 impl std::fmt::Display for HandshakeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,6 +157,7 @@ impl std::fmt::Display for HandshakeError {
             HandshakeError::Closed => f.write_str("peer closed connection in SSL handshake"),
             HandshakeError::Io(e) => write!(f, "SSL_do_handshake() failed ({e})"),
             HandshakeError::Tls(e) => write!(f, "SSL_do_handshake() failed ({e})"),
+            HandshakeError::Rejected => f.write_str("handshake rejected"),
         }
     }
 }
@@ -185,13 +202,14 @@ fn read_records(
 }
 
 /// Runs the handshake on `tcp`: reads the ClientHello, asks `pick` for the
-/// configuration (the server block's, chosen by SNI; `None`: no server
-/// has a certificate), and completes the handshake. The caller bounds it with `ssl_handshake_timeout`.
+/// configuration (the server block's, chosen by SNI; or why there is
+/// none: no certificate, or `ssl_reject_handshake`), and completes the
+/// handshake. The caller bounds it with `ssl_handshake_timeout`.
 /// With `whole_records` the handshake reads whole records only, so the
 /// connection may then move to kTLS ([`TlsConn::into_ktls`]).
 pub async fn accept(
     tcp: &TcpStream,
-    pick: impl FnOnce(&Hello<'_>) -> Option<Arc<ServerConfig>>,
+    pick: impl FnOnce(&Hello<'_>) -> Result<Arc<ServerConfig>, Refuse>,
     whole_records: bool,
 ) -> Result<TlsConn, HandshakeError> {
     let left = Cell::new(0);
@@ -222,10 +240,17 @@ pub async fn accept(
             server_name: hello.server_name(),
         })
     };
-    let Some(config) = config else {
-        return Err(HandshakeError::Tls(rustls::Error::General(
-            "no \"ssl_certificate\" is defined in server listening on SSL port".into(),
-        )));
+    let config = match config {
+        Ok(c) => c,
+        Err(Refuse::Reject) => {
+            let _ = Sock(tcp).write_all(&UNRECOGNIZED_NAME);
+            return Err(HandshakeError::Rejected);
+        }
+        Err(Refuse::NoCertificate) => {
+            return Err(HandshakeError::Tls(rustls::Error::General(
+                "no \"ssl_certificate\" is defined in server listening on SSL port".into(),
+            )))
+        }
     };
     let conn = match accepted.into_connection(config) {
         Ok(c) => c,

@@ -11,6 +11,9 @@
 //! | `client.rs` | `proxy_ssl_*`: porter's client configuration for `proxy_pass https://` |
 //! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
 //! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
+//! | `groups.rs` | `ssl_ecdh_curve`: OpenSSL's group names onto rustls's key exchanges |
+//! | `tickets.rs` | `ssl_session_ticket_key`: NGINX's key files, NGINX's ticket format |
+//! | `keys.rs` | private keys, plain or encrypted (`ssl_password_file`); OCSP responses and trusted certificates read |
 //! | `session.rs` | `ssl_session_cache` / `ssl_session_tickets` shared by all workers, `ssl_session_timeout` |
 //! | `ktls.rs` | kernel TLS: the start-up probe, handing rustls's secrets to the kernel, record I/O on a kTLS socket |
 
@@ -18,19 +21,22 @@ pub mod ciphers;
 pub mod client;
 pub mod client_auth;
 pub mod conn;
+pub mod groups;
+pub mod keys;
 pub mod ktls;
 pub mod session;
+pub mod tickets;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::server::{ClientHello, ProducesTickets, ResolvesServerCert, StoresServerSessions};
 use rustls::sign::CertifiedKey;
 use rustls::{ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::CertificateDer;
 
 /// The crypto provider porter uses (ring's).
 pub fn provider() -> CryptoProvider {
@@ -52,6 +58,9 @@ pub struct ServerTls {
     pub client_auth: Option<Arc<client_auth::ClientAuth>>,
     /// `ssl_ktls`: move connections to kernel TLS where the kernel offers it.
     pub ktls: bool,
+    /// `ssl_reject_handshake on`: a handshake that chooses this server is
+    /// refused with the alert `unrecognized_name`.
+    pub reject: bool,
 }
 
 /// The merged `ssl_*` settings of one server block.
@@ -76,12 +85,21 @@ pub struct TlsSettings {
     pub h2: bool,
     /// `ssl_ktls on`: rustls may export its secrets (for the kernel).
     pub ktls: bool,
+    /// `ssl_ecdh_curve`, resolved (`None`: the provider's default).
+    pub kx_groups: Option<Vec<&'static dyn SupportedKxGroup>>,
+    /// `ssl_buffer_size`: the most plaintext in one record.
+    pub buffer_size: Option<usize>,
 }
 
 /// Reads a PEM certificate chain and its private key (RSA, ECDSA or
-/// Ed25519; PKCS#8, PKCS#1 or SEC1) and checks that they belong together.
+/// Ed25519; PKCS#8, PKCS#1 or SEC1; encrypted ones opened with the first
+/// of `passwords` that fits) and checks that they belong together.
 /// The error is NGINX's wording.
-pub fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
+pub fn load_pair(
+    cert: &Path,
+    key: &Path,
+    passwords: &[String],
+) -> Result<Arc<CertifiedKey>, String> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .and_then(|i| i.collect::<Result<Vec<_>, _>>())
         .map_err(|e| {
@@ -97,13 +115,7 @@ pub fn load_pair(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
             cert.display()
         ));
     }
-    let der = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-        format!(
-            "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed ({})",
-            key.display(),
-            pem_error(&e)
-        )
-    })?;
+    let der = keys::read_key(key, passwords)?;
     CertifiedKey::from_der(chain, der, &provider())
         .map(Arc::new)
         .map_err(|e| {
@@ -133,6 +145,9 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         SupportedCipherSuite::Tls13(_) => s.tls13,
         SupportedCipherSuite::Tls12(_) => s.tls12 && s.ciphers.contains(c),
     });
+    if let Some(groups) = s.kx_groups {
+        provider.kx_groups = groups;
+    }
     // Keep `ssl_ciphers`' order for the TLS 1.2 suites.
     provider
         .cipher_suites
@@ -158,6 +173,10 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         config.ticketer = t;
     }
     config.max_early_data_size = 0;
+    // rustls counts the 5-byte record header in; it takes 32 to 16389.
+    config.max_fragment_size = s
+        .buffer_size
+        .map(|n| n.saturating_add(5).clamp(32, 16384 + 5));
     config.enable_secret_extraction = s.ktls;
     // As NGINX: ALPN answers `h2` when the server speaks HTTP/2 and the
     // client offers it, else `http/1.1`; a client that offers ALPN with

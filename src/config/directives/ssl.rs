@@ -13,7 +13,9 @@
 use super::*;
 use crate::tls::client_auth::{ClientAuth, VerifyClient};
 use crate::tls::{self, ServerTls, TlsSettings};
+use rustls::crypto::SupportedKxGroup;
 use rustls::server::{ProducesTickets, StoresServerSessions};
+use rustls::sign::CertifiedKey;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
@@ -83,12 +85,7 @@ pub(super) static ROWS: &[Spec] = &[
                 ))
             }
         };
-        let at = NamedPath {
-            path: PathBuf::new(),
-            file: d.file.clone(),
-            line: d.line,
-        };
-        set_once(&mut b.ssl().verify_client, (v, at), d)
+        set_once(&mut b.ssl().verify_client, (v, here(d)), d)
     }),
     d("ssl_ktls", HTTP | SRV, Arity::N(1), |b, d| {
         let v = flag(d)?;
@@ -96,14 +93,98 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("ssl_early_data", HTTP | SRV, Arity::N(1), |_, d| {
         if flag(d)? {
-            return Err(
-                "\"ssl_early_data on\" is not supported by porter (0-RTT requests can be replayed)"
-                    .into(),
-            );
+            warn(d, "\"ssl_early_data on\" is ignored: porter does not accept TLS 1.3 early data (0-RTT requests can be replayed)");
         }
         Ok(())
     }),
+    d("ssl_dhparam", HTTP | SRV, Arity::N(1), set_dhparam),
+    d("ssl_ecdh_curve", HTTP | SRV, Arity::N(1), set_ecdh_curve),
+    d("ssl_stapling", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = (flag(d)?, here(d));
+        set_once(&mut b.ssl().stapling, v, d)
+    }),
+    d("ssl_stapling_verify", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.ssl().stapling_verify, v, d)
+    }),
+    d("ssl_stapling_file", HTTP | SRV, Arity::N(1), |b, d| {
+        let p = path_arg(b, d)?;
+        set_once(&mut b.ssl().stapling_file, p, d)
+    }),
+    d("ssl_stapling_responder", HTTP | SRV, Arity::N(1), |b, d| {
+        if !d.args[0].starts_with("http://") {
+            return Err(format!("invalid URL prefix in \"{}\"", d.args[0]));
+        }
+        let v = d.args[0].clone();
+        set_once(&mut b.ssl().stapling_responder, v, d)
+    }),
+    d(
+        "ssl_trusted_certificate",
+        HTTP | SRV,
+        Arity::N(1),
+        |b, d| {
+            let p = path_arg(b, d)?;
+            set_once(&mut b.ssl().trusted, p, d)
+        },
+    ),
+    d("ssl_session_ticket_key", HTTP | SRV, Arity::N(1), |b, d| {
+        let p = path_arg(b, d)?;
+        let key = std::fs::read(&p.path).map_err(|e| {
+            format!(
+                "open() \"{}\" failed {}",
+                p.path.display(),
+                crate::util::errno_text(&e)
+            )
+        })?;
+        if key.len() != 48 && key.len() != 80 {
+            return Err(format!("\"{}\" must be 48 or 80 bytes", p.path.display()));
+        }
+        b.ssl().ticket_keys.get_or_insert_with(Vec::new).push(key);
+        Ok(())
+    }),
+    d("ssl_buffer_size", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = size(d, &d.args[0])? as usize;
+        set_once(&mut b.ssl().buffer_size, v, d)
+    }),
+    d("ssl_verify_depth", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = number(d, &d.args[0])?;
+        set_once(&mut b.ssl().verify_depth, v, d)
+    }),
+    d(
+        "ssl_password_file",
+        HTTP | SRV,
+        Arity::N(1),
+        set_password_file,
+    ),
+    d("ssl_reject_handshake", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.ssl().reject_handshake, v, d)
+    }),
+    d("ssl_conf_command", HTTP | SRV, Arity::N(2), |_, d| {
+        warn(d, &format!("\"ssl_conf_command {}\" is ignored: porter's TLS is rustls, which has no OpenSSL configuration commands", d.args[0]));
+        Ok(())
+    }),
 ];
+
+/// NGINX's `[warn]` line for directive `d` (stderr, as `porter -t` and
+/// start-up print them).
+fn warn(d: &Directive, what: &str) {
+    eprintln!("porter: [warn] {what} in {}:{}", d.file.display(), d.line);
+}
+
+/// A `[notice]` line, as [`warn`].
+fn notice(file: &Path, line: u32, what: &str) {
+    eprintln!("porter: [notice] {what} in {}:{line}", file.display());
+}
+
+/// Where `d` is written (for what is found when its server merges).
+fn here(d: &Directive) -> NamedPath {
+    NamedPath {
+        path: PathBuf::new(),
+        file: d.file.clone(),
+        line: d.line,
+    }
+}
 
 /// A file named by a directive, with where it was named (for errors
 /// found when it is read).
@@ -150,6 +231,21 @@ pub(super) struct SslB {
     client_ca: Option<NamedPath>,
     verify_client: Option<(VerifyClient, NamedPath)>,
     ktls: Option<bool>,
+    dhparam_seen: Option<()>,
+    ecdh_curve: Option<Vec<&'static dyn SupportedKxGroup>>,
+    /// `ssl_stapling`, and where it is written (for its notice).
+    stapling: Option<(bool, NamedPath)>,
+    stapling_verify: Option<bool>,
+    stapling_file: Option<NamedPath>,
+    stapling_responder: Option<String>,
+    trusted: Option<NamedPath>,
+    /// `ssl_session_ticket_key` files' contents, in order.
+    ticket_keys: Option<Vec<Vec<u8>>>,
+    buffer_size: Option<usize>,
+    verify_depth: Option<u64>,
+    /// `ssl_password_file`'s lines.
+    passwords: Option<Vec<String>>,
+    reject_handshake: Option<bool>,
 }
 
 impl SslB {
@@ -171,6 +267,19 @@ impl SslB {
         m.client_ca = m.client_ca.or_else(|| up.client_ca.clone());
         m.verify_client = m.verify_client.or_else(|| up.verify_client.clone());
         m.ktls = m.ktls.or(up.ktls);
+        m.ecdh_curve = m.ecdh_curve.or_else(|| up.ecdh_curve.clone());
+        m.stapling = m.stapling.or_else(|| up.stapling.clone());
+        m.stapling_verify = m.stapling_verify.or(up.stapling_verify);
+        m.stapling_file = m.stapling_file.or_else(|| up.stapling_file.clone());
+        m.stapling_responder = m
+            .stapling_responder
+            .or_else(|| up.stapling_responder.clone());
+        m.trusted = m.trusted.or_else(|| up.trusted.clone());
+        m.ticket_keys = m.ticket_keys.or_else(|| up.ticket_keys.clone());
+        m.buffer_size = m.buffer_size.or(up.buffer_size);
+        m.verify_depth = m.verify_depth.or(up.verify_depth);
+        m.passwords = m.passwords.or_else(|| up.passwords.clone());
+        m.reject_handshake = m.reject_handshake.or(up.reject_handshake);
         m
     }
 }
@@ -206,17 +315,17 @@ fn path_arg(b: &Build, d: &Directive) -> Result<NamedPath, String> {
     })
 }
 
+/// `ssl_protocols`: TLSv1.2 and TLSv1.3 as NGINX; the older versions
+/// rustls does not speak (Debian's stock `ssl_protocols TLSv1 TLSv1.1
+/// TLSv1.2 TLSv1.3;`) left out with one `warn`; none left is an error.
 fn set_protocols(b: &mut Build, d: &Directive) -> Res {
     let (mut v12, mut v13) = (false, false);
+    let mut left_out = Vec::new();
     for a in &d.args {
         match a.as_str() {
             "TLSv1.2" => v12 = true,
             "TLSv1.3" => v13 = true,
-            "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => {
-                return Err(format!(
-                    "\"{a}\" in \"ssl_protocols\" is not supported by porter (rustls offers TLSv1.2 and TLSv1.3 only)"
-                ))
-            }
+            "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => left_out.push(format!("\"{a}\"")),
             _ => {
                 return Err(format!(
                     "invalid value \"{a}\" in \"ssl_protocols\" directive, it must be \"TLSv1.2\" or \"TLSv1.3\""
@@ -224,7 +333,85 @@ fn set_protocols(b: &mut Build, d: &Directive) -> Res {
             }
         }
     }
-    set_once(&mut b.ssl().protocols, (v12, v13), d)
+    if !v12 && !v13 {
+        return Err(format!(
+            "no protocol porter offers in \"ssl_protocols\": {} not supported (rustls offers TLSv1.2 and TLSv1.3 only)",
+            left_out.join(", ")
+        ));
+    }
+    set_once(&mut b.ssl().protocols, (v12, v13), d)?;
+    if !left_out.is_empty() {
+        warn(
+            d,
+            &format!(
+                "{} in \"ssl_protocols\" left out: rustls offers TLSv1.2 and TLSv1.3 only",
+                left_out.join(", ")
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// `ssl_dhparam`: read as NGINX reads it (a missing or unreadable file,
+/// or one without `DH PARAMETERS`, is an error); rustls offers no DHE
+/// suites, so a `notice` says ECDHE is used.
+fn set_dhparam(b: &mut Build, d: &Directive) -> Res {
+    let p = path_arg(b, d)?;
+    // Opened here for NGINX's errno text; read and checked by `tls`.
+    std::fs::File::open(&p.path).map_err(|e| {
+        format!(
+            "BIO_new_file(\"{}\") failed {}",
+            p.path.display(),
+            crate::util::errno_text(&e)
+        )
+    })?;
+    tls::keys::check_dhparam(&p.path)?;
+    set_once(&mut b.ssl().dhparam_seen, (), d)?;
+    notice(
+        &d.file,
+        d.line,
+        "\"ssl_dhparam\" is not used: rustls offers no DHE suites, key exchange is ECDHE",
+    );
+    Ok(())
+}
+
+/// `ssl_ecdh_curve`: OpenSSL's group names onto rustls's (`tls::groups`).
+fn set_ecdh_curve(b: &mut Build, d: &Directive) -> Res {
+    let g = tls::groups::select(&d.args[0])
+        .map_err(|e| format!("SSL_CTX_set1_curves_list(\"{}\") failed ({e})", d.args[0]))?;
+    set_once(&mut b.ssl().ecdh_curve, g.groups, d)?;
+    if !g.left_out.is_empty() {
+        warn(
+            d,
+            &format!(
+            "\"{}\" in \"ssl_ecdh_curve\" left out: rustls offers X25519, prime256v1 and secp384r1",
+            g.left_out.join(":")
+        ),
+        );
+    }
+    Ok(())
+}
+
+/// `ssl_password_file`: read when the directive is, as NGINX does; each
+/// line is a passphrase to try on encrypted keys.
+fn set_password_file(b: &mut Build, d: &Directive) -> Res {
+    let p = path_arg(b, d)?;
+    let text = std::fs::read(&p.path).map_err(|e| {
+        format!(
+            "open() \"{}\" failed {}",
+            p.path.display(),
+            crate::util::errno_text(&e)
+        )
+    })?;
+    let lines: Vec<String> = String::from_utf8_lossy(&text)
+        .split(['\r', '\n'])
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
+    if lines.is_empty() {
+        return Err(format!("empty file \"{}\"", p.path.display()));
+    }
+    set_once(&mut b.ssl().passwords, lines, d)
 }
 
 fn set_session_cache(b: &mut Build, d: &Directive) -> Res {
@@ -257,8 +444,9 @@ fn set_session_cache(b: &mut Build, d: &Directive) -> Res {
 }
 
 /// The TLS of server `srv` (its settings merged over `http`'s), when it
-/// has a certificate or listens with `ssl` (`ssl_listen`: that `listen`,
-/// for NGINX's message when no certificate is given).
+/// has a certificate, listens with `ssl` (`ssl_listen`: that `listen`,
+/// for NGINX's message when no certificate is given) or refuses
+/// handshakes (`ssl_reject_handshake on`, which needs no certificate).
 pub(super) fn server_tls(
     http: &SslB,
     srv: &SslB,
@@ -268,7 +456,8 @@ pub(super) fn server_tls(
     shared: &mut SslShared,
 ) -> Result<Option<Arc<ServerTls>>, ConfError> {
     let s = srv.merged(http);
-    if s.certs.is_empty() {
+    let reject = s.reject_handshake.unwrap_or(false);
+    if s.certs.is_empty() && !reject {
         return match ssl_listen {
             Some((file, line)) => Err(ConfError {
                 message: "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive"
@@ -279,33 +468,15 @@ pub(super) fn server_tls(
             None => Ok(None),
         };
     }
-    let mut keys = Vec::new();
-    for (i, cert) in s.certs.iter().enumerate() {
-        let Some(key) = s.keys.get(i) else {
-            return Err(cert.error(format!(
-                "no \"ssl_certificate_key\" is defined for certificate \"{}\"",
-                cert.path.display()
-            )));
-        };
-        keys.push(tls::load_pair(&cert.path, &key.path).map_err(|m| cert.error(m))?);
-    }
+    let keys = load_keys(&s)?;
+    let trusted = match &s.trusted {
+        Some(t) => tls::keys::read_trusted(&t.path).map_err(|m| t.error(m))?,
+        None => Vec::new(),
+    };
     let timeout = s.session_timeout.unwrap_or(Duration::from_secs(300));
     let sessions = session_store(&s, timeout, shared);
-    let tickets = if s.session_tickets.unwrap_or(true) {
-        let t = match &shared.tickets {
-            Some(t) => t.clone(),
-            None => {
-                let t = rustls::crypto::ring::Ticketer::new()
-                    .map_err(|e| s.certs[0].error(format!("cannot create ticket keys: {e}")))?;
-                shared.tickets = Some(t.clone());
-                t
-            }
-        };
-        Some(Arc::new(tls::session::TimedTickets::new(t, timeout)) as Arc<dyn ProducesTickets>)
-    } else {
-        None
-    };
-    let (verify_client, client_auth) = client_auth(&s)?;
+    let tickets = tickets(&s, timeout, shared)?;
+    let (verify_client, client_auth) = client_auth(&s, &trusted)?;
     let (tls12, tls13) = s.protocols.unwrap_or((true, true));
     let settings = TlsSettings {
         keys,
@@ -321,19 +492,106 @@ pub(super) fn server_tls(
         client_auth: client_auth.clone(),
         h2,
         ktls: s.ktls.unwrap_or(true),
+        kx_groups: s.ecdh_curve.clone(),
+        buffer_size: s.buffer_size,
     };
-    let config = tls::server_config(settings).map_err(|m| s.certs[0].error(m))?;
+    let at = |m| match s.certs.first() {
+        Some(c) => c.error(m),
+        None => ConfError {
+            message: m,
+            file: None,
+            line: 0,
+        },
+    };
+    let config = tls::server_config(settings).map_err(at)?;
     Ok(Some(Arc::new(ServerTls {
         config,
         handshake_timeout: s.handshake_timeout.unwrap_or(header_timeout),
         verify_client,
         client_auth,
         ktls: s.ktls.unwrap_or(true),
+        reject,
     })))
 }
 
+/// The server's certificate pairs (keys opened with `ssl_password_file`'s
+/// lines), each with the `ssl_stapling_file` response when stapling is on.
+fn load_keys(s: &SslB) -> Result<Vec<Arc<CertifiedKey>>, ConfError> {
+    let ocsp = match &s.stapling {
+        Some((true, at)) => match &s.stapling_file {
+            Some(f) => Some(tls::keys::read_ocsp(&f.path).map_err(|m| f.error(m))?),
+            None => {
+                notice(&at.file, at.line, "\"ssl_stapling\" staples nothing: porter does not fetch OCSP responses, give them with \"ssl_stapling_file\"");
+                None
+            }
+        },
+        _ => None,
+    };
+    let passwords = s.passwords.as_deref().unwrap_or_default();
+    let mut keys = Vec::new();
+    for (i, cert) in s.certs.iter().enumerate() {
+        let Some(key) = s.keys.get(i) else {
+            return Err(cert.error(format!(
+                "no \"ssl_certificate_key\" is defined for certificate \"{}\"",
+                cert.path.display()
+            )));
+        };
+        let pair = tls::load_pair(&cert.path, &key.path, passwords).map_err(|m| cert.error(m))?;
+        keys.push(match &ocsp {
+            Some(r) => Arc::new(CertifiedKey {
+                ocsp: Some(r.clone()),
+                ..(*pair).clone()
+            }),
+            None => pair,
+        });
+    }
+    Ok(keys)
+}
+
+/// The ticket keys of a server (`ssl_session_tickets on`): its
+/// `ssl_session_ticket_key` files', else the keys every server of this
+/// configuration shares, made at load.
+fn tickets(
+    s: &SslB,
+    timeout: Duration,
+    shared: &mut SslShared,
+) -> Result<Option<Arc<dyn ProducesTickets>>, ConfError> {
+    if !s.session_tickets.unwrap_or(true) {
+        return Ok(None);
+    }
+    let t = match (&s.ticket_keys, &shared.tickets) {
+        // The files were checked (48 or 80 bytes) when read.
+        (Some(files), _) => match tls::tickets::FileTickets::new(files) {
+            Ok(t) => Arc::new(t) as Arc<dyn ProducesTickets>,
+            Err(i) => {
+                return Err(ConfError {
+                    message: format!("session ticket key {} must be 48 or 80 bytes", i + 1),
+                    file: None,
+                    line: 0,
+                })
+            }
+        },
+        (None, Some(t)) => t.clone(),
+        (None, None) => {
+            let t = rustls::crypto::ring::Ticketer::new().map_err(|e| ConfError {
+                message: format!("cannot create ticket keys: {e}"),
+                file: s.certs.first().map(|c| c.file.clone()),
+                line: s.certs.first().map_or(0, |c| c.line),
+            })?;
+            shared.tickets = Some(t.clone());
+            t
+        }
+    };
+    Ok(Some(
+        Arc::new(tls::session::TimedTickets::new(t, timeout)) as Arc<dyn ProducesTickets>
+    ))
+}
+
 /// `ssl_verify_client` and the CAs of `ssl_client_certificate`, loaded.
-fn client_auth(s: &SslB) -> Result<(VerifyClient, Option<Arc<ClientAuth>>), ConfError> {
+fn client_auth(
+    s: &SslB,
+    trusted: &[rustls::pki_types::CertificateDer<'static>],
+) -> Result<(VerifyClient, Option<Arc<ClientAuth>>), ConfError> {
     let Some((mode, at)) = s
         .verify_client
         .clone()
@@ -349,7 +607,7 @@ fn client_auth(s: &SslB) -> Result<(VerifyClient, Option<Arc<ClientAuth>>), Conf
         }
         return Err(at.error("no ssl_client_certificate for ssl_verify_client".into()));
     };
-    let auth = ClientAuth::load(&ca.path).map_err(|m| ca.error(m))?;
+    let auth = ClientAuth::load(&ca.path, trusted).map_err(|m| ca.error(m))?;
     Ok((mode, Some(auth)))
 }
 
