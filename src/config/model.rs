@@ -427,6 +427,14 @@ loc_settings! {
     error_pages: Arc<Vec<ErrorPage>> = Arc::new(Vec::new());
     /// `add_header` lines.
     add_headers: Arc<Vec<AddHeader>> = Arc::new(Vec::new());
+    /// `sub_filter` pairs, in order.
+    sub_filters: Arc<Vec<SubFilter>> = Arc::new(Vec::new());
+    /// `sub_filter_types` (lowercase, text/html always in; `*` any).
+    sub_filter_types: Arc<Vec<String>> = Arc::new(vec!["text/html".to_string()]);
+    /// `sub_filter_once`.
+    sub_filter_once: bool = true;
+    /// `sub_filter_last_modified`.
+    sub_filter_last_modified: bool = false;
     /// `access_log` targets (empty = off).
     access_log: Arc<Vec<AccessLog>> = Arc::new(Vec::new());
     /// `log_not_found`.

@@ -107,6 +107,15 @@ impl ProxyBind {
     }
 }
 
+/// One `sub_filter STRING REPLACEMENT` pair.
+#[derive(Debug, Clone)]
+pub struct SubFilter {
+    /// The string looked for (variables allowed).
+    pub find: Template,
+    /// What replaces it (variables allowed).
+    pub replace: Template,
+}
+
 /// One `add_header` line.
 #[derive(Debug, Clone)]
 pub struct AddHeader {

@@ -90,6 +90,7 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     }
     ctx.status = resp.status;
     headers(ctx, resp);
+    super::sub_filter::header_filter(ctx, resp);
     let charset = super::charset::header_filter(ctx, resp, carried.charset.take());
     super::gzip::header_filter(ctx, resp);
     if let Err(code) = ranges(ctx, resp) {

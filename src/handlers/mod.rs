@@ -24,6 +24,7 @@ pub mod proxy;
 pub mod rewrite;
 pub mod static_file;
 mod stub_status;
+mod sub_filter;
 pub mod trailers;
 
 use std::cell::RefCell;

@@ -146,7 +146,7 @@ fn set_gzip_types(b: &mut Build, d: &Directive) -> Res {
 /// A MIME type list of NGINX's `ngx_http_types_slot` (`gzip_types`,
 /// `charset_types`): the types given, lowercased, and `text/html`, which
 /// NGINX always adds.
-fn html_and(d: &Directive) -> Arc<Vec<String>> {
+pub(super) fn html_and(d: &Directive) -> Arc<Vec<String>> {
     let mut list = vec!["text/html".to_string()];
     for a in &d.args {
         let t = a.to_ascii_lowercase();

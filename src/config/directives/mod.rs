@@ -179,6 +179,7 @@ mod resolver;
 mod rewrite;
 mod ssl;
 mod static_files;
+mod sub_filter;
 mod trailers;
 mod tuning;
 mod upstream;
@@ -211,6 +212,7 @@ static AREAS: &[&[Spec]] = &[
     rewrite::ROWS,
     map::ROWS,
     content::ROWS,
+    sub_filter::ROWS,
     upstream::ROWS,
     access::ROWS,
     resolver::ROWS,
