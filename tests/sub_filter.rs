@@ -9,7 +9,7 @@
 mod common;
 
 use common::origin::{Origin, Reply};
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use common::{one_worker_conf, Nginx, Resp, Server, TempDir};
 
 fn req(port: u16, method: &str, path: &str) -> Resp {
     let r = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -45,8 +45,11 @@ fn conf(root: &std::path::Path, origin: u16) -> String {
     )
 }
 
+/// The header lines the filter changes.
+type Changed = Vec<(&'static str, Option<String>)>;
+
 /// Status, body and the headers the filter changes.
-fn seen(r: &Resp) -> (u16, Vec<u8>, Vec<(&'static str, Option<String>)>) {
+fn seen(r: &Resp) -> (u16, Vec<u8>, Changed) {
     let h = [
         "content-type",
         "content-length",
