@@ -25,6 +25,8 @@ pub struct ConnInfo {
     pub tls: Option<Arc<TlsInfo>>,
     /// `$http2`: `h2` or `h2c` on an HTTP/2 connection, else empty.
     pub http2: &'static str,
+    /// What the PROXY header named (`listen ... proxy_protocol`).
+    pub proxy_protocol: Option<Arc<super::proxy_protocol::ProxyInfo>>,
 }
 
 /// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
@@ -131,6 +133,9 @@ pub struct RequestCtx {
     /// `set` variables read before they were set, for the
     /// `uninitialized_variable_warn` lines the handlers log.
     pub unset_read: RefCell<Vec<Arc<Indexed>>>,
+    /// The connection's own peer once realip replaced `conn.peer` by the
+    /// client's address (`$realip_remote_addr`); realip runs once.
+    pub realip_peer: Option<SocketAddr>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -209,6 +214,7 @@ impl RequestCtx {
             uri_changes: MAX_URI_CHANGES,
             uri_changed: false,
             unset_read: RefCell::new(Vec::new()),
+            realip_peer: None,
             head,
         }
     }
@@ -316,6 +322,12 @@ impl VarSource for RequestCtx {
             | Var::DocumentRoot => self.append_request(var, out),
             Var::RemoteAddr
             | Var::RemotePort
+            | Var::RealipRemoteAddr
+            | Var::RealipRemotePort
+            | Var::ProxyProtocolAddr
+            | Var::ProxyProtocolPort
+            | Var::ProxyProtocolServerAddr
+            | Var::ProxyProtocolServerPort
             | Var::RemoteUser
             | Var::ServerAddr
             | Var::ServerPort
@@ -517,39 +529,6 @@ impl RequestCtx {
                 Some(r) => out.push_str(r),
                 None => self.map_uri(out, false),
             },
-            _ => {}
-        }
-    }
-
-    /// The connection and its two addresses.
-    fn append_connection(&self, var: &Var, out: &mut String) {
-        use std::fmt::Write as _;
-        match var {
-            Var::RemoteAddr => {
-                let _ = write!(out, "{}", self.conn.peer.ip());
-            }
-            Var::RemotePort => {
-                let _ = write!(out, "{}", self.conn.peer.port());
-            }
-            Var::RemoteUser => {
-                if let Some((user, _)) =
-                    crate::access::basic::credentials(self.header("authorization"))
-                {
-                    out.push_str(&String::from_utf8_lossy(&user));
-                }
-            }
-            Var::ServerAddr => {
-                let _ = write!(out, "{}", self.conn.local.ip());
-            }
-            Var::ServerPort => {
-                let _ = write!(out, "{}", self.conn.local.port());
-            }
-            Var::Connection => {
-                let _ = write!(out, "{}", self.conn.id);
-            }
-            Var::ConnectionRequests => {
-                let _ = write!(out, "{}", self.conn_requests);
-            }
             _ => {}
         }
     }

@@ -35,6 +35,18 @@ pub enum Var {
     RemotePort,
     /// `$remote_user`: the user of Basic credentials, if sent.
     RemoteUser,
+    /// `$realip_remote_addr`: the connection's peer, before realip.
+    RealipRemoteAddr,
+    /// `$realip_remote_port`.
+    RealipRemotePort,
+    /// `$proxy_protocol_addr`: the client address of the PROXY header.
+    ProxyProtocolAddr,
+    /// `$proxy_protocol_port`.
+    ProxyProtocolPort,
+    /// `$proxy_protocol_server_addr`: the server address of the PROXY header.
+    ProxyProtocolServerAddr,
+    /// `$proxy_protocol_server_port`.
+    ProxyProtocolServerPort,
     /// `$server_addr`.
     ServerAddr,
     /// `$server_port`.
@@ -249,6 +261,12 @@ impl Var {
             "remote_addr" | "binary_remote_addr" => Var::RemoteAddr,
             "remote_port" => Var::RemotePort,
             "remote_user" => Var::RemoteUser,
+            "realip_remote_addr" => Var::RealipRemoteAddr,
+            "realip_remote_port" => Var::RealipRemotePort,
+            "proxy_protocol_addr" => Var::ProxyProtocolAddr,
+            "proxy_protocol_port" => Var::ProxyProtocolPort,
+            "proxy_protocol_server_addr" => Var::ProxyProtocolServerAddr,
+            "proxy_protocol_server_port" => Var::ProxyProtocolServerPort,
             "server_addr" => Var::ServerAddr,
             "server_port" => Var::ServerPort,
             "server_name" => Var::ServerName,

@@ -174,6 +174,7 @@ mod map;
 mod proxy;
 mod proxy_extra;
 mod proxy_ssl;
+mod realip;
 mod resolver;
 mod rewrite;
 mod ssl;
@@ -211,6 +212,7 @@ static AREAS: &[&[Spec]] = &[
     content::ROWS,
     upstream::ROWS,
     access::ROWS,
+    realip::ROWS,
     resolver::ROWS,
     trailers::ROWS,
 ];

@@ -53,6 +53,8 @@ struct Outgoing {
     tls: Option<TlsTarget>,
     /// The client asked for an upgrade: a `101` becomes a tunnel.
     upgrade: bool,
+    /// `proxy_protocol on`: the PROXY header a new connection starts with.
+    proxy_header: Option<String>,
 }
 
 /// The error-log context of one try: NGINX's tail with `upstream: "…"`.
@@ -121,6 +123,11 @@ pub async fn fetch_with(
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
         tls,
         upgrade: upgrade_asked(ctx),
+        proxy_header: ctx
+            .loc
+            .s
+            .proxy_protocol
+            .then(|| crate::http::proxy_protocol::v1_line(ctx.conn.peer, ctx.conn.local)),
     };
     try_peers(ctx, env, &group, &out, client_body).await
 }
@@ -252,7 +259,7 @@ async fn attempt(
     // (not with a streamed body, which cannot be sent twice).
     let mut allow_pooled = group.keepalive > 0 && !matches!(out.body, ReqBody::Stream { .. });
     let result = loop {
-        let mut conn = match connection(group, addr, allow_pooled, s, out.tls.as_ref()).await {
+        let mut conn = match connection(group, addr, allow_pooled, s, out).await {
             Ok(c) => c,
             Err(ConnectFail::Connect(e)) => {
                 break Err(Ok(connect_failed(&log, addr, &e, &mut rec)))
@@ -354,11 +361,12 @@ async fn connection(
     addr: &PeerAddr,
     allow_pooled: bool,
     s: &LocSettings,
-    tls: Option<&TlsTarget>,
+    out: &Outgoing,
 ) -> Result<UpstreamConn, ConnectFail> {
+    let (tls, proxy_header) = (out.tls.as_ref(), out.proxy_header.as_deref());
     let key = tls::pool_key(group.id, tls.is_some());
     if allow_pooled {
-        if let Some(c) = pool::take(key, addr, group.keepalive_timeout) {
+        if let Some(c) = pool::take(key, addr, group.keepalive_timeout, proxy_header) {
             return Ok(c);
         }
     }
@@ -366,6 +374,13 @@ async fn connection(
     let sock = upstream::connect(addr, s.proxy_connect_timeout)
         .await
         .map_err(ConnectFail::Connect)?;
+    // The PROXY header goes first, before a TLS handshake (as NGINX's
+    // stream proxy sends it).
+    if let Some(h) = proxy_header {
+        sock.write_first(h.as_bytes(), s.proxy_connect_timeout)
+            .await
+            .map_err(ConnectFail::Connect)?;
+    }
     let stream = match (tls, sock) {
         (None, sock) => UpStream::plain(sock),
         (Some(_), Socket::Unix(_)) => {
@@ -385,6 +400,7 @@ async fn connection(
         addr: addr.clone(),
         requests: 0,
         reused: false,
+        proxy_header: proxy_header.map(str::to_string),
     })
 }
 
