@@ -320,19 +320,6 @@ impl VarSource for RequestCtx {
             | Var::RequestLength
             | Var::RequestFilename
             | Var::DocumentRoot => self.append_request(var, out),
-            Var::RemoteAddr
-            | Var::RemotePort
-            | Var::RealipRemoteAddr
-            | Var::RealipRemotePort
-            | Var::ProxyProtocolAddr
-            | Var::ProxyProtocolPort
-            | Var::ProxyProtocolServerAddr
-            | Var::ProxyProtocolServerPort
-            | Var::RemoteUser
-            | Var::ServerAddr
-            | Var::ServerPort
-            | Var::Connection
-            | Var::ConnectionRequests => self.append_connection(var, out),
             Var::RequestTime
             | Var::Status
             | Var::BodyBytesSent
@@ -379,6 +366,8 @@ impl VarSource for RequestCtx {
                 }
             },
             Var::Map(m) => m.append(self, out),
+            // The connection and its addresses (`conn_vars.rs`).
+            _ => self.append_connection(var, out),
         }
     }
 
