@@ -5,7 +5,9 @@
 //! `limit_req`/`limit_conn` zones shared by every worker (one generic
 //! zone type, `zone`, each module adding its own state and use). The request
 //! phase that uses them is `handlers::access`; the directives are
-//! `config::directives::access`.
+//! `config::directives::access`. `realip` holds the realip module's
+//! address walk (`set_real_ip_from`, `real_ip_header`), applied by
+//! `handlers::realip`.
 //!
 //! This folder imports nothing of porter's but `vars` (a zone's key is a
 //! template), so the configuration, the handlers and the request context
@@ -16,6 +18,7 @@ pub mod crypt;
 pub mod htpasswd;
 pub mod limit_conn;
 pub mod limit_req;
+pub mod realip;
 pub mod rules;
 pub mod zone;
 

@@ -120,6 +120,9 @@ pub struct ListenGroup {
     /// `listen ... http2` on this address (by any of its servers): HTTP/2
     /// for every server on it, as NGINX's deprecated parameter.
     pub http2: bool,
+    /// `listen ... proxy_protocol` on this address (by any of its
+    /// servers): every connection starts with a PROXY header.
+    pub proxy_protocol: bool,
 }
 
 impl ListenGroup {
@@ -605,6 +608,16 @@ loc_settings! {
     limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
     /// `limit_conn_dry_run`.
     limit_conn_dry_run: bool = false;
+    // realip (`directives/realip.rs`, `handlers/realip.rs`).
+    /// `set_real_ip_from`: the trusted senders (empty: realip is off).
+    real_ip_from: Arc<Vec<crate::access::rules::Net>> = Arc::new(Vec::new());
+    /// `real_ip_header`.
+    real_ip_header: crate::access::realip::RealIpHeader = crate::access::realip::RealIpHeader::XRealIp;
+    /// `real_ip_recursive`.
+    real_ip_recursive: bool = false;
+    /// `proxy_protocol`: a PROXY v1 header first on each new upstream
+    /// connection (the stream module's directive, in the http proxy).
+    proxy_protocol: bool = false;
     // More of the proxy module (`directives/proxy_extra.rs`).
     /// `proxy_method` (None: the client's).
     proxy_method: Option<Template> = None;

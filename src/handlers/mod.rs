@@ -21,6 +21,7 @@ pub mod filters;
 pub mod gzip;
 pub mod metrics;
 pub mod proxy;
+pub mod realip;
 pub mod rewrite;
 pub mod static_file;
 mod stub_status;
@@ -132,6 +133,11 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
             &ctx.log_context(),
         );
         return finish(ctx, env, Outcome::Status(405)).await;
+    }
+    // NGINX's post-read phase: realip with the server's settings.
+    if !ctx.server.base.s.real_ip_from.is_empty() {
+        let server = Arc::clone(&ctx.server);
+        realip::run(ctx, &server.base.s);
     }
     let first = run_phases(ctx, env, None).await;
     finish(ctx, env, first).await
@@ -431,8 +437,10 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
 /// `try_files`, then the location's content handler.
 async fn content(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
-    // NGINX's preaccess and access phases: limit_req, limit_conn, then
+    // NGINX's preaccess and access phases: realip (the location's, when
+    // the server's did not apply), limit_req, limit_conn, then
     // allow/deny and auth_basic (`satisfy`).
+    realip::run(ctx, &loc.s);
     if let Some(o) = access::check(ctx, env).await {
         return o;
     }

@@ -105,13 +105,21 @@ pub struct WorkerEnv<H> {
 
 /// Serves one client connection until it closes.
 pub async fn serve<H: Respond + 'static>(
-    stream: TcpStream,
+    mut stream: TcpStream,
     mut conn: ConnInfo,
     group: usize,
     w: Rc<WorkerEnv<H>>,
 ) {
     let listen = &w.config.listens[group];
     let mut plain_on_tls = false;
+    if listen.proxy_protocol {
+        // Before anything else, TLS included; boxed, as it is over soon.
+        let timeout = listen.servers[listen.default].limits.header_timeout;
+        let pp = super::proxy_protocol::accept(&mut stream, timeout, &w.log, &mut conn);
+        if !Box::pin(pp).await {
+            return;
+        }
+    }
     let stream = if listen.ssl {
         // Boxed: the handshake's state (rustls's acceptor and connection
         // being built) is large and lives only until the handshake ends;

@@ -25,6 +25,8 @@ pub struct ConnInfo {
     pub tls: Option<Arc<TlsInfo>>,
     /// `$http2`: `h2` or `h2c` on an HTTP/2 connection, else empty.
     pub http2: &'static str,
+    /// What the PROXY header named (`listen ... proxy_protocol`).
+    pub proxy_protocol: Option<Arc<super::proxy_protocol::ProxyInfo>>,
 }
 
 /// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
@@ -131,6 +133,9 @@ pub struct RequestCtx {
     /// `set` variables read before they were set, for the
     /// `uninitialized_variable_warn` lines the handlers log.
     pub unset_read: RefCell<Vec<Arc<Indexed>>>,
+    /// The connection's own peer once realip replaced `conn.peer` by the
+    /// client's address (`$realip_remote_addr`); realip runs once.
+    pub realip_peer: Option<SocketAddr>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -209,6 +214,7 @@ impl RequestCtx {
             uri_changes: MAX_URI_CHANGES,
             uri_changed: false,
             unset_read: RefCell::new(Vec::new()),
+            realip_peer: None,
             head,
         }
     }
@@ -314,14 +320,6 @@ impl VarSource for RequestCtx {
             | Var::RequestLength
             | Var::RequestFilename
             | Var::DocumentRoot => self.append_request(var, out),
-            Var::RemoteAddr
-            | Var::RemotePort
-            | Var::RemoteUser
-            | Var::ServerAddr
-            | Var::ServerPort
-            | Var::Connection
-            | Var::ConnectionRequests
-            | Var::RequestId => self.append_connection(var, out),
             Var::RequestTime
             | Var::Status
             | Var::BodyBytesSent
@@ -368,6 +366,8 @@ impl VarSource for RequestCtx {
                 }
             },
             Var::Map(m) => m.append(self, out),
+            // The connection and its addresses (`conn_vars.rs`).
+            _ => self.append_connection(var, out),
         }
     }
 
@@ -522,40 +522,6 @@ impl RequestCtx {
         }
     }
 
-    /// The connection and its two addresses.
-    fn append_connection(&self, var: &Var, out: &mut String) {
-        use std::fmt::Write as _;
-        match var {
-            Var::RemoteAddr => {
-                let _ = write!(out, "{}", self.conn.peer.ip());
-            }
-            Var::RemotePort => {
-                let _ = write!(out, "{}", self.conn.peer.port());
-            }
-            Var::RemoteUser => {
-                if let Some((user, _)) =
-                    crate::access::basic::credentials(self.header("authorization"))
-                {
-                    out.push_str(&String::from_utf8_lossy(&user));
-                }
-            }
-            Var::ServerAddr => {
-                let _ = write!(out, "{}", self.conn.local.ip());
-            }
-            Var::ServerPort => {
-                let _ = write!(out, "{}", self.conn.local.port());
-            }
-            Var::Connection => {
-                let _ = write!(out, "{}", self.conn.id);
-            }
-            Var::ConnectionRequests => {
-                let _ = write!(out, "{}", self.conn_requests);
-            }
-            Var::RequestId => request_id(self.conn.id, self.conn_requests, out),
-            _ => {}
-        }
-    }
-
     /// What was sent, when, and by which process.
     fn append_figure(&self, var: &Var, out: &mut String) {
         use std::fmt::Write as _;
@@ -687,7 +653,7 @@ fn http_var_matches(n: &str, name: &str) -> bool {
 /// process starts over what names the request uniquely (the connection's
 /// serial number and the request's number on it), so nothing is stored
 /// per request and the values are as unpredictable to a client.
-fn request_id(conn: u64, n: u64, out: &mut String) {
+pub(super) fn request_id(conn: u64, n: u64, out: &mut String) {
     use std::fmt::Write as _;
     use std::hash::{BuildHasher, Hasher};
     static KEYS: std::sync::OnceLock<[std::collections::hash_map::RandomState; 2]> =

@@ -358,6 +358,7 @@ async fn accept_loop(
             local,
             tls: None,
             http2: "",
+            proxy_protocol: None,
         };
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();

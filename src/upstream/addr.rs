@@ -88,6 +88,23 @@ impl Socket {
         }
     }
 
+    /// Writes all of `data` on the new socket before anything else (the
+    /// PROXY header of `proxy_protocol on`), each wait at most `timeout`.
+    pub async fn write_first(&self, mut data: &[u8], timeout: Duration) -> io::Result<()> {
+        while !data.is_empty() {
+            match self.try_write(data) {
+                Ok(n) => data = &data[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    tokio::time::timeout(timeout, self.writable())
+                        .await
+                        .map_err(|_| io::Error::from_raw_os_error(libc::ETIMEDOUT))??;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// Waits until the socket can be written to.
     pub async fn writable(&self) -> io::Result<()> {
         match self {

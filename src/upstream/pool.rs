@@ -32,6 +32,10 @@ pub struct UpstreamConn {
     /// It came out of the keep-alive pool (a failure before the first
     /// response byte is then retried on a fresh connection).
     pub reused: bool,
+    /// The PROXY header it began with (`proxy_protocol on`): it is reused
+    /// only for a request whose header would be the same, so an upstream
+    /// never sees one client's request under another's address.
+    pub proxy_header: Option<String>,
 }
 
 struct Idle {
@@ -78,14 +82,21 @@ fn remove(group: u64, serial: u64) {
     drop(gone);
 }
 
-/// An idle connection to `addr` from group `group`'s pool, if a live one
-/// is there.
-pub fn take(group: u64, addr: &PeerAddr, timeout: Duration) -> Option<UpstreamConn> {
+/// An idle connection to `addr` from group `group`'s pool that began
+/// with the PROXY header `proxy_header` (or none), if a live one is there.
+pub fn take(
+    group: u64,
+    addr: &PeerAddr,
+    timeout: Duration,
+    proxy_header: Option<&str>,
+) -> Option<UpstreamConn> {
     POOLS.with(|p| {
         let mut pools = p.borrow_mut();
         let q = pools.get_mut(&group)?;
         sweep(q, timeout);
-        while let Some(pos) = q.iter().rposition(|i| &i.conn.addr == addr) {
+        let fits =
+            |i: &Idle| &i.conn.addr == addr && i.conn.proxy_header.as_deref() == proxy_header;
+        while let Some(pos) = q.iter().rposition(fits) {
             let idle = q.remove(pos).expect("position is in range");
             // Closed by the peer, or it sent bytes nobody asked for: skip.
             if idle.conn.stream.idle_ok() {
@@ -110,6 +121,7 @@ fn take_conn(idle: Idle) -> UpstreamConn {
             addr: placeholder_addr,
             requests: 0,
             reused: false,
+            proxy_header: None,
         },
     );
     drop(idle);

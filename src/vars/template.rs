@@ -35,6 +35,18 @@ pub enum Var {
     RemotePort,
     /// `$remote_user`: the user of Basic credentials, if sent.
     RemoteUser,
+    /// `$realip_remote_addr`: the connection's peer, before realip.
+    RealipRemoteAddr,
+    /// `$realip_remote_port`.
+    RealipRemotePort,
+    /// `$proxy_protocol_addr`: the client address of the PROXY header.
+    ProxyProtocolAddr,
+    /// `$proxy_protocol_port`.
+    ProxyProtocolPort,
+    /// `$proxy_protocol_server_addr`: the server address of the PROXY header.
+    ProxyProtocolServerAddr,
+    /// `$proxy_protocol_server_port`.
+    ProxyProtocolServerPort,
     /// `$server_addr`.
     ServerAddr,
     /// `$server_port`.
@@ -218,6 +230,24 @@ pub fn define(name: &str, var: Var) {
 }
 
 impl Var {
+    /// The variables of the connection's addresses.
+    fn address(name: &str) -> Option<Var> {
+        Some(match name {
+            "remote_addr" | "binary_remote_addr" => Var::RemoteAddr,
+            "remote_port" => Var::RemotePort,
+            "remote_user" => Var::RemoteUser,
+            "realip_remote_addr" => Var::RealipRemoteAddr,
+            "realip_remote_port" => Var::RealipRemotePort,
+            "proxy_protocol_addr" => Var::ProxyProtocolAddr,
+            "proxy_protocol_port" => Var::ProxyProtocolPort,
+            "proxy_protocol_server_addr" => Var::ProxyProtocolServerAddr,
+            "proxy_protocol_server_port" => Var::ProxyProtocolServerPort,
+            "server_addr" => Var::ServerAddr,
+            "server_port" => Var::ServerPort,
+            _ => return None,
+        })
+    }
+
     /// Looks a variable up by name (without `$`).
     pub fn from_name(name: &str) -> Option<Var> {
         let prefixed = |p: &str| name.strip_prefix(p).filter(|s| !s.is_empty());
@@ -241,6 +271,9 @@ impl Var {
         if let [d @ b'0'..=b'9'] = name.as_bytes() {
             return Some(Var::Capture(d - b'0'));
         }
+        if let Some(v) = Self::address(name) {
+            return Some(v);
+        }
         Some(match name {
             "uri" | "document_uri" => Var::Uri,
             "args" | "query_string" => Var::Args,
@@ -248,11 +281,6 @@ impl Var {
             "request_uri" => Var::RequestUri,
             "host" => Var::Host,
             "hostname" => Var::Hostname,
-            "remote_addr" | "binary_remote_addr" => Var::RemoteAddr,
-            "remote_port" => Var::RemotePort,
-            "remote_user" => Var::RemoteUser,
-            "server_addr" => Var::ServerAddr,
-            "server_port" => Var::ServerPort,
             "server_name" => Var::ServerName,
             "server_protocol" => Var::ServerProtocol,
             "scheme" => Var::Scheme,

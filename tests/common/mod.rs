@@ -369,6 +369,11 @@ impl Nginx {
         );
         Some(n)
     }
+
+    /// Its error log so far.
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.prefix.path().join("logs/error.log")).unwrap_or_default()
+    }
 }
 
 impl Drop for Nginx {

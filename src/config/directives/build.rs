@@ -58,6 +58,8 @@ pub(super) struct ListenB {
     pub(super) ssl: Option<(Arc<Path>, u32)>,
     /// `http2` (deprecated in NGINX 1.25.1 for the `http2` directive).
     pub(super) http2: bool,
+    /// `proxy_protocol`: a PROXY header starts each connection.
+    pub(super) proxy_protocol: bool,
 }
 
 pub(super) struct ServerB {
@@ -258,6 +260,7 @@ impl Build {
                     backlog: 511,
                     ssl: None,
                     http2: false,
+                    proxy_protocol: false,
                 });
             }
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
@@ -504,6 +507,7 @@ fn add_listens(
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
                 g.http2 |= l.http2;
+                g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
                         return Err(format!("a duplicate default server for {}", l.addr));
@@ -521,6 +525,7 @@ fn add_listens(
                     default: 0,
                     ssl: l.ssl.is_some(),
                     http2: l.http2,
+                    proxy_protocol: l.proxy_protocol,
                 },
                 l.default_server,
             )),

@@ -261,6 +261,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
     let mut backlog = 511;
     let mut ssl = None;
     let mut http2 = false;
+    let mut proxy_protocol = false;
     for p in &d.args[1..] {
         match p.as_str() {
             "default_server" | "default" => default_server = true,
@@ -283,7 +284,8 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
                 );
                 http2 = true;
             }
-            "quic" | "proxy_protocol" => {
+            "proxy_protocol" => proxy_protocol = true,
+            "quic" => {
                 return Err(format!("the \"{p}\" parameter is not supported by porter"));
             }
             p => return Err(format!("invalid parameter \"{p}\"")),
@@ -300,6 +302,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             backlog,
             ssl: ssl.clone(),
             http2,
+            proxy_protocol,
         });
     }
     Ok(())

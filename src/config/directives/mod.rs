@@ -175,6 +175,7 @@ mod proxy;
 mod proxy_extra;
 mod proxy_socket;
 mod proxy_ssl;
+mod realip;
 mod resolver;
 mod rewrite;
 mod ssl;
@@ -215,6 +216,7 @@ static AREAS: &[&[Spec]] = &[
     sub_filter::ROWS,
     upstream::ROWS,
     access::ROWS,
+    realip::ROWS,
     resolver::ROWS,
     trailers::ROWS,
 ];

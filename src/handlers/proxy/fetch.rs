@@ -54,6 +54,8 @@ struct Outgoing {
     tls: Option<TlsTarget>,
     /// The client asked for an upgrade: a `101` becomes a tunnel.
     upgrade: bool,
+    /// `proxy_protocol on`: the PROXY header a new connection starts with.
+    proxy_header: Option<String>,
 }
 
 /// The error-log context of one try: NGINX's tail with `upstream: "…"`.
@@ -122,6 +124,11 @@ pub async fn fetch_with(
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
         tls,
         upgrade: upgrade_asked(ctx),
+        proxy_header: ctx
+            .loc
+            .s
+            .proxy_protocol
+            .then(|| crate::http::proxy_protocol::v1_line(ctx.conn.peer, ctx.conn.local)),
     };
     try_peers(ctx, env, &group, &out, client_body).await
 }
@@ -260,8 +267,7 @@ async fn attempt(
                 break Err(Err(UpstreamError::Status(500)));
             }
         };
-        let mut conn = match connection(group, addr, allow_pooled, s, out.tls.as_ref(), &opts).await
-        {
+        let mut conn = match connection(group, addr, allow_pooled, s, out, &opts).await {
             Ok(c) => c,
             Err(ConnectFail::Connect(e)) => {
                 break Err(Ok(connect_failed(&log, addr, &e, &mut rec)))
@@ -363,12 +369,13 @@ async fn connection(
     addr: &PeerAddr,
     allow_pooled: bool,
     s: &LocSettings,
-    tls: Option<&TlsTarget>,
+    out: &Outgoing,
     opts: &upstream::ConnectOptions,
 ) -> Result<UpstreamConn, ConnectFail> {
+    let (tls, proxy_header) = (out.tls.as_ref(), out.proxy_header.as_deref());
     let key = tls::pool_key(group.id, tls.is_some());
     if allow_pooled {
-        if let Some(c) = pool::take(key, addr, group.keepalive_timeout) {
+        if let Some(c) = pool::take(key, addr, group.keepalive_timeout, proxy_header) {
             return Ok(c);
         }
     }
@@ -376,6 +383,13 @@ async fn connection(
     let sock = upstream::connect_with(addr, s.proxy_connect_timeout, opts)
         .await
         .map_err(ConnectFail::Connect)?;
+    // The PROXY header goes first, before a TLS handshake (as NGINX's
+    // stream proxy sends it).
+    if let Some(h) = proxy_header {
+        sock.write_first(h.as_bytes(), s.proxy_connect_timeout)
+            .await
+            .map_err(ConnectFail::Connect)?;
+    }
     let stream = match (tls, sock) {
         (None, sock) => UpStream::plain(sock),
         (Some(_), Socket::Unix(_)) => {
@@ -395,6 +409,7 @@ async fn connection(
         addr: addr.clone(),
         requests: 0,
         reused: false,
+        proxy_header: proxy_header.map(str::to_string),
     })
 }
 

@@ -1,0 +1,60 @@
+//! The variables of the connection and its addresses: `$remote_addr` and
+//! `$remote_port` (the client's, after realip), `$realip_remote_addr` and
+//! `$realip_remote_port` (the connection's own peer), the PROXY header's
+//! `$proxy_protocol_*`, `$server_addr`, `$server_port`, `$connection`.
+//! A port of 0 (an address realip read without one) is empty, as NGINX
+//! prints only ports 1–65535.
+
+use std::fmt::Write as _;
+
+use super::context::RequestCtx;
+use crate::vars::template::Var;
+
+fn port(out: &mut String, p: u16) {
+    if p != 0 {
+        let _ = write!(out, "{p}");
+    }
+}
+
+impl RequestCtx {
+    /// The connection and its addresses.
+    pub(super) fn append_connection(&self, var: &Var, out: &mut String) {
+        let own = self.realip_peer.unwrap_or(self.conn.peer);
+        let pp = self.conn.proxy_protocol.as_deref();
+        match var {
+            Var::RemoteAddr => {
+                let _ = write!(out, "{}", self.conn.peer.ip());
+            }
+            Var::RemotePort => port(out, self.conn.peer.port()),
+            Var::RealipRemoteAddr => {
+                let _ = write!(out, "{}", own.ip());
+            }
+            Var::RealipRemotePort => port(out, own.port()),
+            Var::ProxyProtocolAddr => out.push_str(pp.map_or("", |p| &p.src_addr)),
+            Var::ProxyProtocolPort => port(out, pp.map_or(0, |p| p.src_port)),
+            Var::ProxyProtocolServerAddr => out.push_str(pp.map_or("", |p| &p.dst_addr)),
+            Var::ProxyProtocolServerPort => port(out, pp.map_or(0, |p| p.dst_port)),
+            Var::RemoteUser => {
+                if let Some((user, _)) =
+                    crate::access::basic::credentials(self.header("authorization"))
+                {
+                    out.push_str(&String::from_utf8_lossy(&user));
+                }
+            }
+            Var::ServerAddr => {
+                let _ = write!(out, "{}", self.conn.local.ip());
+            }
+            Var::ServerPort => {
+                let _ = write!(out, "{}", self.conn.local.port());
+            }
+            Var::Connection => {
+                let _ = write!(out, "{}", self.conn.id);
+            }
+            Var::ConnectionRequests => {
+                let _ = write!(out, "{}", self.conn_requests);
+            }
+            Var::RequestId => super::context::request_id(self.conn.id, self.conn_requests, out),
+            _ => {}
+        }
+    }
+}
