@@ -131,6 +131,10 @@ pub struct RequestCtx {
     /// `set` variables read before they were set, for the
     /// `uninitialized_variable_warn` lines the handlers log.
     pub unset_read: RefCell<Vec<Arc<Indexed>>>,
+    /// The first byte of the slice `$slice_range` names: set when the
+    /// main request first reads it (`slice` on), preset for a slice's
+    /// subrequest (`handlers::slice`).
+    pub slice: std::cell::Cell<Option<u64>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -209,6 +213,7 @@ impl RequestCtx {
             uri_changes: MAX_URI_CHANGES,
             uri_changed: false,
             unset_read: RefCell::new(Vec::new()),
+            slice: std::cell::Cell::new(None),
             head,
         }
     }
@@ -314,6 +319,7 @@ impl VarSource for RequestCtx {
             | Var::RequestLength
             | Var::RequestFilename
             | Var::DocumentRoot => self.append_request(var, out),
+            Var::SliceRange => self.slice_range(out),
             Var::RemoteAddr
             | Var::RemotePort
             | Var::RemoteUser
@@ -520,6 +526,32 @@ impl RequestCtx {
             },
             _ => {}
         }
+    }
+
+    /// `$slice_range` (NGINX's `ngx_http_slice_range_variable`): the main
+    /// request's first reading picks the slice that holds the first byte
+    /// the client asked for; empty once the response status is known, or
+    /// with `slice` off.
+    fn slice_range(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let size = self.loc.s.slice;
+        if size == 0 {
+            return;
+        }
+        let start = match self.slice.get() {
+            Some(s) => s,
+            None if self.status != 0 => return,
+            None => {
+                let first = super::range::slice_first_byte(
+                    self.header("range"),
+                    self.header("if-range").is_some(),
+                );
+                let s = size * (first / size);
+                self.slice.set(Some(s));
+                s
+            }
+        };
+        let _ = write!(out, "bytes={start}-{}", start + size - 1);
     }
 
     /// The connection and its two addresses.

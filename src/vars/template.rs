@@ -87,6 +87,9 @@ pub enum Var {
     ConnectionRequests,
     /// `$request_id`: 32 hexadecimal digits, unique to the request.
     RequestId,
+    /// `$slice_range`: `bytes=START-END` of the slice being fetched, once
+    /// `slice` is on (`handlers::slice`).
+    SliceRange,
     /// `$msec`.
     Msec,
     /// `$time_local`.
@@ -277,6 +280,7 @@ impl Var {
             "connection" => Var::Connection,
             "connection_requests" => Var::ConnectionRequests,
             "request_id" => Var::RequestId,
+            "slice_range" => Var::SliceRange,
             "msec" => Var::Msec,
             "time_local" => Var::TimeLocal,
             "time_iso8601" => Var::TimeIso8601,
