@@ -350,7 +350,10 @@ fn porter_and_nginx_agree() {
         ("GET", &[("Range", "bytes=1-2,5-6")]),
         ("GET", &[("Range", "bytes=900000-")]),
         ("GET", &[("Range", "bytes=70000-70099"), ("If-Range", ETAG)]),
-        ("GET", &[("Range", "bytes=70000-70099"), ("If-Range", "\"x\"")]),
+        (
+            "GET",
+            &[("Range", "bytes=70000-70099"), ("If-Range", "\"x\"")],
+        ),
         ("GET", &[("If-None-Match", ETAG)]),
         ("GET", &[]),
         ("HEAD", &[]),
