@@ -44,10 +44,14 @@ use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Respons
 use crate::log::{ErrorLog, Level};
 use crate::vars::regex::Captures;
 
+/// The slice filter refused a response (its reason logged): the
+/// connection closes without an answer.
+#[derive(Debug)]
+pub struct Aborted;
+
 /// The slice filter on the main request's response (a no-op unless the
-/// request read `$slice_range`). `Err` after logging: close without an
-/// answer.
-pub fn header_filter(ctx: &RequestCtx, env: &Env<'_>, resp: &mut Response) -> Result<(), ()> {
+/// request read `$slice_range`).
+pub fn header_filter(ctx: &RequestCtx, env: &Env<'_>, resp: &mut Response) -> Result<(), Aborted> {
     let Some(start) = ctx.slice.get() else {
         return Ok(());
     };
@@ -57,7 +61,7 @@ pub fn header_filter(ctx: &RequestCtx, env: &Env<'_>, resp: &mut Response) -> Re
     }
     let size = ctx.loc.s.slice;
     let mut etag = None;
-    let cr = check(ctx, env.log, resp, start, size, &mut etag)?;
+    let cr = check(ctx, env.log, resp, start, size, &mut etag).map_err(|()| Aborted)?;
     resp.status = 200;
     resp.reason = None;
     resp.content_length = Some(cr.total);

@@ -319,7 +319,7 @@ impl VarSource for RequestCtx {
             | Var::RequestLength
             | Var::RequestFilename
             | Var::DocumentRoot => self.append_request(var, out),
-            Var::SliceRange => self.slice_range(out),
+            Var::SliceRange => super::derived::slice_range(self, out),
             Var::RemoteAddr
             | Var::RemotePort
             | Var::RemoteUser
@@ -363,16 +363,7 @@ impl VarSource for RequestCtx {
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
-            Var::Indexed(v) => match self.slots.borrow().get(v.index) {
-                Some(Some(s)) => out.push_str(s),
-                _ => {
-                    if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
-                        && self.loc.s.uninitialized_variable_warn
-                    {
-                        self.unset_read.borrow_mut().push(Arc::clone(v));
-                    }
-                }
-            },
+            Var::Indexed(v) => self.indexed(v, out),
             Var::Map(m) => m.append(self, out),
         }
     }
@@ -391,6 +382,21 @@ impl VarSource for RequestCtx {
 }
 
 impl RequestCtx {
+    /// A `set`, capture or `map` slot's value; reading a `set` variable
+    /// before it is set is noted for `uninitialized_variable_warn`.
+    fn indexed(&self, v: &Arc<Indexed>, out: &mut String) {
+        match self.slots.borrow().get(v.index) {
+            Some(Some(s)) => out.push_str(s),
+            _ => {
+                if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+                    && self.loc.s.uninitialized_variable_warn
+                {
+                    self.unset_read.borrow_mut().push(Arc::clone(v));
+                }
+            }
+        }
+    }
+
     /// Writes this request's lines to the location's access logs.
     pub fn write_access_log(&self) {
         for l in self.loc.s.access_log.iter() {
@@ -528,32 +534,6 @@ impl RequestCtx {
         }
     }
 
-    /// `$slice_range` (NGINX's `ngx_http_slice_range_variable`): the main
-    /// request's first reading picks the slice that holds the first byte
-    /// the client asked for; empty once the response status is known, or
-    /// with `slice` off.
-    fn slice_range(&self, out: &mut String) {
-        use std::fmt::Write as _;
-        let size = self.loc.s.slice;
-        if size == 0 {
-            return;
-        }
-        let start = match self.slice.get() {
-            Some(s) => s,
-            None if self.status != 0 => return,
-            None => {
-                let first = super::range::slice_first_byte(
-                    self.header("range"),
-                    self.header("if-range").is_some(),
-                );
-                let s = size * (first / size);
-                self.slice.set(Some(s));
-                s
-            }
-        };
-        let _ = write!(out, "bytes={start}-{}", start + size - 1);
-    }
-
     /// The connection and its two addresses.
     fn append_connection(&self, var: &Var, out: &mut String) {
         use std::fmt::Write as _;
@@ -583,7 +563,7 @@ impl RequestCtx {
             Var::ConnectionRequests => {
                 let _ = write!(out, "{}", self.conn_requests);
             }
-            Var::RequestId => request_id(self.conn.id, self.conn_requests, out),
+            Var::RequestId => super::derived::request_id(self.conn.id, self.conn_requests, out),
             _ => {}
         }
     }
@@ -711,24 +691,4 @@ fn http_var_matches(n: &str, name: &str) -> bool {
             };
             a == b
         })
-}
-
-/// `$request_id`: 128 bits as 32 hexadecimal digits, the same each time
-/// the request reads it. NGINX draws 16 random bytes per request and keeps
-/// them; porter computes them with two hashes keyed at random when the
-/// process starts over what names the request uniquely (the connection's
-/// serial number and the request's number on it), so nothing is stored
-/// per request and the values are as unpredictable to a client.
-fn request_id(conn: u64, n: u64, out: &mut String) {
-    use std::fmt::Write as _;
-    use std::hash::{BuildHasher, Hasher};
-    static KEYS: std::sync::OnceLock<[std::collections::hash_map::RandomState; 2]> =
-        std::sync::OnceLock::new();
-    let keys = KEYS.get_or_init(Default::default);
-    for k in keys {
-        let mut h = k.build_hasher();
-        h.write_u64(conn);
-        h.write_u64(n);
-        let _ = write!(out, "{:016x}", h.finish());
-    }
 }

@@ -11,6 +11,7 @@ mod closing;
 pub mod conditional;
 pub mod connection;
 pub mod context;
+mod derived;
 mod head;
 mod http2;
 pub mod range;
