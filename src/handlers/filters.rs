@@ -3,7 +3,9 @@
 //! not on a proxied response the cache does not take, as NGINX), the
 //! headers filter (`expires`, `add_header`), the charset filter
 //! (`super::charset`), the gzip filter (`super::gzip`), the range filter
-//! (200 responses whose handler allows ranges), and the header writer's
+//! (200 responses whose handler allows ranges; a sliced body, which the
+//! slice filter `super::slice` made before this chain runs, is narrowed,
+//! not cut again), and the header writer's
 //! rule that only 200, 206 and 304 carry the `Last-Modified` it
 //! writes itself (a proxied one goes out with any status).
 //!
