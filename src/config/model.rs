@@ -627,6 +627,8 @@ loc_settings! {
     proxy_ignore_headers: Arc<Vec<String>> = Arc::new(Vec::new());
     /// `proxy_cache_convert_head`.
     proxy_cache_convert_head: bool = true;
+    /// `slice` (bytes; 0 = off).
+    slice: u64 = 0;
     /// `proxy_cookie_domain` rules (domain, replacement).
     proxy_cookie_domain: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
     /// `proxy_cookie_path` rules (path prefix, replacement).

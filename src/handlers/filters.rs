@@ -3,7 +3,9 @@
 //! not on a proxied response the cache does not take, as NGINX), the
 //! headers filter (`expires`, `add_header`), the charset filter
 //! (`super::charset`), the gzip filter (`super::gzip`), the range filter
-//! (200 responses whose handler allows ranges), and the header writer's
+//! (200 responses whose handler allows ranges; a sliced body, which the
+//! slice filter `super::slice` made before this chain runs, is narrowed,
+//! not cut again), and the header writer's
 //! rule that only 200, 206 and 304 carry the `Last-Modified` it
 //! writes itself (a proxied one goes out with any status).
 //!
@@ -351,7 +353,8 @@ fn file_ranges(
 }
 
 /// 206 for one range of a streamed body (NGINX's `single_range`); several
-/// ranges get the whole 200.
+/// ranges get the whole 200. A sliced body cuts the range itself (from
+/// the slices that hold it); another is read from its start.
 fn stream_range(resp: &mut Response, ranges: &[std::ops::Range<u64>], len: u64) {
     let [r] = ranges else {
         resp.accept_ranges = true;
@@ -366,11 +369,15 @@ fn stream_range(resp: &mut Response, ranges: &[std::ops::Range<u64>], len: u64) 
         format!("bytes {}-{}/{len}", r.start, r.end - 1),
     ));
     resp.content_length = Some(r.end - r.start);
-    resp.body = Body::Stream(StreamBody::new(Box::new(RangeStream {
-        inner: sb.into_inner(),
-        skip: r.start,
-        left: r.end - r.start,
-    })));
+    let mut inner = sb.into_inner();
+    if !inner.narrow(r.clone()) {
+        inner = Box::new(RangeStream {
+            inner,
+            skip: r.start,
+            left: r.end - r.start,
+        });
+    }
+    resp.body = Body::Stream(StreamBody::new(inner));
 }
 
 /// One byte range of a streamed body: the bytes before it are read and

@@ -7,7 +7,8 @@
 //! named-location redirects (the same bound, counted by
 //! `count_uri_change`), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
-//! `charset`, ranges). Handlers produce a [`Response`] description; the
+//! `charset`, ranges), after the slice filter ([`slice`]), which runs
+//! first as in NGINX. Handlers produce a [`Response`] description; the
 //! connection loop writes it. The connection reaches them through
 //! [`Handlers`], its implementation of `http`'s [`Respond`], which the
 //! worker builds.
@@ -23,6 +24,7 @@ pub mod metrics;
 pub mod proxy;
 pub mod realip;
 pub mod rewrite;
+pub mod slice;
 pub mod static_file;
 mod stub_status;
 mod sub_filter;
@@ -187,10 +189,13 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 ctx.uri = uri;
                 ctx.args = args;
                 ctx.internal = true;
+                // NGINX clears the modules' contexts (the slice's too).
+                ctx.slice.set(None);
                 outcome = run_phases(ctx, env, None).await;
                 continue;
             }
             Outcome::Named(name) => {
+                ctx.slice.set(None);
                 outcome = named_location(ctx, env, &name).await;
                 continue;
             }
@@ -208,6 +213,11 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             },
         };
         rewrite::warn_unset(ctx, env);
+        // The slice filter, first of NGINX's header filters: its errors
+        // come after the head was committed, so the connection closes.
+        if slice::header_filter(ctx, env, &mut resp).is_err() {
+            return None;
+        }
         match filters::run(ctx, &mut resp, &mut carried) {
             Ok(()) => match static_file::read_small_body(ctx, env, &mut resp).await {
                 Ok(()) => return Some(resp),
@@ -449,6 +459,13 @@ async fn content(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             return o;
         }
     }
+    handler(ctx, env).await
+}
+
+/// The location's content handler alone: what a slice's subrequest runs
+/// ([`slice`]; NGINX's cloned subrequests start at the content phase).
+pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    let loc = Arc::clone(&ctx.loc);
     match loc.handler {
         Handler::Static => static_file::serve(ctx, env).await,
         Handler::StubStatus => stub_status::serve(ctx),

@@ -53,7 +53,7 @@ impl RequestCtx {
             Var::ConnectionRequests => {
                 let _ = write!(out, "{}", self.conn_requests);
             }
-            Var::RequestId => super::context::request_id(self.conn.id, self.conn_requests, out),
+            Var::RequestId => super::derived::request_id(self.conn.id, self.conn_requests, out),
             _ => {}
         }
     }

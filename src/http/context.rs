@@ -136,6 +136,10 @@ pub struct RequestCtx {
     /// The connection's own peer once realip replaced `conn.peer` by the
     /// client's address (`$realip_remote_addr`); realip runs once.
     pub realip_peer: Option<SocketAddr>,
+    /// The first byte of the slice `$slice_range` names: set when the
+    /// main request first reads it (`slice` on), preset for a slice's
+    /// subrequest (`handlers::slice`).
+    pub slice: std::cell::Cell<Option<u64>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -215,6 +219,7 @@ impl RequestCtx {
             uri_changed: false,
             unset_read: RefCell::new(Vec::new()),
             realip_peer: None,
+            slice: std::cell::Cell::new(None),
             head,
         }
     }
@@ -320,6 +325,7 @@ impl VarSource for RequestCtx {
             | Var::RequestLength
             | Var::RequestFilename
             | Var::DocumentRoot => self.append_request(var, out),
+            Var::SliceRange => super::derived::slice_range(self, out),
             Var::RequestTime
             | Var::Status
             | Var::BodyBytesSent
@@ -355,16 +361,7 @@ impl VarSource for RequestCtx {
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
-            Var::Indexed(v) => match self.slots.borrow().get(v.index) {
-                Some(Some(s)) => out.push_str(s),
-                _ => {
-                    if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
-                        && self.loc.s.uninitialized_variable_warn
-                    {
-                        self.unset_read.borrow_mut().push(Arc::clone(v));
-                    }
-                }
-            },
+            Var::Indexed(v) => self.indexed(v, out),
             Var::Map(m) => m.append(self, out),
             // The connection and its addresses (`conn_vars.rs`).
             _ => self.append_connection(var, out),
@@ -385,6 +382,21 @@ impl VarSource for RequestCtx {
 }
 
 impl RequestCtx {
+    /// A `set`, capture or `map` slot's value; reading a `set` variable
+    /// before it is set is noted for `uninitialized_variable_warn`.
+    fn indexed(&self, v: &Arc<Indexed>, out: &mut String) {
+        match self.slots.borrow().get(v.index) {
+            Some(Some(s)) => out.push_str(s),
+            _ => {
+                if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+                    && self.loc.s.uninitialized_variable_warn
+                {
+                    self.unset_read.borrow_mut().push(Arc::clone(v));
+                }
+            }
+        }
+    }
+
     /// Writes this request's lines to the location's access logs.
     pub fn write_access_log(&self) {
         for l in self.loc.s.access_log.iter() {
@@ -645,24 +657,4 @@ fn http_var_matches(n: &str, name: &str) -> bool {
             };
             a == b
         })
-}
-
-/// `$request_id`: 128 bits as 32 hexadecimal digits, the same each time
-/// the request reads it. NGINX draws 16 random bytes per request and keeps
-/// them; porter computes them with two hashes keyed at random when the
-/// process starts over what names the request uniquely (the connection's
-/// serial number and the request's number on it), so nothing is stored
-/// per request and the values are as unpredictable to a client.
-pub(super) fn request_id(conn: u64, n: u64, out: &mut String) {
-    use std::fmt::Write as _;
-    use std::hash::{BuildHasher, Hasher};
-    static KEYS: std::sync::OnceLock<[std::collections::hash_map::RandomState; 2]> =
-        std::sync::OnceLock::new();
-    let keys = KEYS.get_or_init(Default::default);
-    for k in keys {
-        let mut h = k.build_hasher();
-        h.write_u64(conn);
-        h.write_u64(n);
-        let _ = write!(out, "{:016x}", h.finish());
-    }
 }

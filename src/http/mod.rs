@@ -12,6 +12,7 @@ pub mod conditional;
 mod conn_vars;
 pub mod connection;
 pub mod context;
+mod derived;
 mod head;
 mod http2;
 pub mod proxy_protocol;

@@ -17,6 +17,23 @@ pub enum RangeOutcome {
     Unsatisfiable,
 }
 
+/// The first byte a request asks for as NGINX's slice module reads it
+/// (`ngx_http_slice_get_start`): 0 with `If-Range`, several ranges, a
+/// suffix range or anything but `bytes=N...`.
+pub fn slice_first_byte(range: Option<&str>, if_range: bool) -> u64 {
+    let Some(r) = range.filter(|r| !if_range && r.len() >= 7) else {
+        return 0;
+    };
+    if !r.as_bytes()[..6].eq_ignore_ascii_case(b"bytes=") || r.contains(',') {
+        return 0;
+    }
+    let digits = r[6..].trim_start_matches(' ');
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse().unwrap_or(0)
+}
+
 /// Parses `header` against an entity of `len` bytes.
 pub fn parse_range(header: &str, len: u64, max_ranges: Option<usize>) -> RangeOutcome {
     let h = header.as_bytes();

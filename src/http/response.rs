@@ -56,6 +56,14 @@ pub trait BodyStream {
     /// before it completes loses no bytes (the connection loop polls it
     /// once to see whether a piece is already at hand).
     fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a>;
+
+    /// Makes the stream produce only `range` of the body (offsets from
+    /// the body's first byte), before anything was read: `true` when it
+    /// can (a sliced body, which then fetches only the slices that cover
+    /// the range), `false` (the default) when the caller must cut it.
+    fn narrow(&mut self, _range: std::ops::Range<u64>) -> bool {
+        false
+    }
 }
 
 /// The streaming body of a response (a `RefCell` because the connection

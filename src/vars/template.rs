@@ -99,6 +99,9 @@ pub enum Var {
     ConnectionRequests,
     /// `$request_id`: 32 hexadecimal digits, unique to the request.
     RequestId,
+    /// `$slice_range`: `bytes=START-END` of the slice being fetched, once
+    /// `slice` is on (`handlers::slice`).
+    SliceRange,
     /// `$msec`.
     Msec,
     /// `$time_local`.
@@ -250,26 +253,8 @@ impl Var {
 
     /// Looks a variable up by name (without `$`).
     pub fn from_name(name: &str) -> Option<Var> {
-        let prefixed = |p: &str| name.strip_prefix(p).filter(|s| !s.is_empty());
-        if let Some(rest) = prefixed("arg_") {
-            return Some(Var::Arg(rest.to_string()));
-        }
-        if let Some(rest) = prefixed("http_") {
-            return Some(Var::Http(rest.to_ascii_lowercase().replace('_', "-")));
-        }
-        if let Some(rest) = prefixed("sent_http_") {
-            return Some(Var::SentHttp(rest.to_ascii_lowercase().replace('_', "-")));
-        }
-        if let Some(rest) = prefixed("upstream_http_") {
-            return Some(Var::UpstreamHttp(
-                rest.to_ascii_lowercase().replace('_', "-"),
-            ));
-        }
-        if let Some(rest) = prefixed("cookie_") {
-            return Some(Var::Cookie(rest.to_string()));
-        }
-        if let [d @ b'0'..=b'9'] = name.as_bytes() {
-            return Some(Var::Capture(d - b'0'));
+        if let Some(v) = Self::prefixed(name) {
+            return Some(v);
         }
         if let Some(v) = Self::address(name) {
             return Some(v);
@@ -305,6 +290,7 @@ impl Var {
             "connection" => Var::Connection,
             "connection_requests" => Var::ConnectionRequests,
             "request_id" => Var::RequestId,
+            "slice_range" => Var::SliceRange,
             "msec" => Var::Msec,
             "time_local" => Var::TimeLocal,
             "time_iso8601" => Var::TimeIso8601,
@@ -327,6 +313,33 @@ impl Var {
             "limit_conn_status" => Var::LimitConnStatus,
             _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
         })
+    }
+
+    /// A variable of a prefixed family (`$arg_NAME`, `$http_NAME`, …) or
+    /// a capture (`$1`).
+    fn prefixed(name: &str) -> Option<Var> {
+        let prefixed = |p: &str| name.strip_prefix(p).filter(|s| !s.is_empty());
+        if let Some(rest) = prefixed("arg_") {
+            return Some(Var::Arg(rest.to_string()));
+        }
+        if let Some(rest) = prefixed("http_") {
+            return Some(Var::Http(rest.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rest) = prefixed("sent_http_") {
+            return Some(Var::SentHttp(rest.to_ascii_lowercase().replace('_', "-")));
+        }
+        if let Some(rest) = prefixed("upstream_http_") {
+            return Some(Var::UpstreamHttp(
+                rest.to_ascii_lowercase().replace('_', "-"),
+            ));
+        }
+        if let Some(rest) = prefixed("cookie_") {
+            return Some(Var::Cookie(rest.to_string()));
+        }
+        if let [d @ b'0'..=b'9'] = name.as_bytes() {
+            return Some(Var::Capture(d - b'0'));
+        }
+        None
     }
 }
 

@@ -102,6 +102,39 @@ impl Reply {
         self.delay = d;
         self
     }
+    /// `body` as an origin that serves ranges answers `range` (a `Range`
+    /// value, if any): 206 with `Content-Range` for one `bytes=A-B`,
+    /// `bytes=A-` or `bytes=-N`, 416 past the end, else 200 whole.
+    pub fn range_of(body: &[u8], range: Option<&str>) -> Reply {
+        let len = body.len() as u64;
+        let spec = range
+            .and_then(|r| r.strip_prefix("bytes="))
+            .filter(|r| !r.contains(','))
+            .and_then(|r| r.split_once('-'));
+        let (a, b) = match spec {
+            Some(("", n)) => match n.parse::<u64>() {
+                Ok(n) => (len.saturating_sub(n), len.saturating_sub(1)),
+                Err(_) => return Reply::ok(body),
+            },
+            Some((a, b)) => match (a.parse::<u64>(), b) {
+                (Ok(a), "") => (a, len.saturating_sub(1)),
+                (Ok(a), b) => match b.parse::<u64>() {
+                    Ok(b) => (a, b.min(len.saturating_sub(1))),
+                    Err(_) => return Reply::ok(body),
+                },
+                _ => return Reply::ok(body),
+            },
+            None => return Reply::ok(body),
+        };
+        if a >= len || a > b {
+            return Reply::ok(b"")
+                .status(416)
+                .header("Content-Range", &format!("bytes */{len}"));
+        }
+        Reply::ok(&body[a as usize..=b as usize])
+            .status(206)
+            .header("Content-Range", &format!("bytes {a}-{b}/{len}"))
+    }
     /// Sends the body in pieces of `piece` bytes, `pace` apart.
     pub fn paced(mut self, piece: usize, pace: Duration) -> Reply {
         self.piece = piece;

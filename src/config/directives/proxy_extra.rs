@@ -1,6 +1,6 @@
 //! More of NGINX's proxy module (issue 13): `proxy_method`,
 //! `proxy_set_body`, `proxy_ignore_headers`, `proxy_cache_convert_head`,
-//! `proxy_cookie_domain` and `proxy_cookie_path`. Applied in
+//! `proxy_cookie_domain` and `proxy_cookie_path`; and `slice`. Applied in
 //! `handlers/proxy/request.rs` (method, body), `handlers/proxy/response.rs`
 //! (cookies) and `handlers/proxy/cache.rs` (ignored headers, HEAD).
 
@@ -34,6 +34,8 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_flag!(proxy_cache_convert_head),
     ),
+    // NGINX's slice module (`handlers::slice`).
+    d("slice", HSL, Arity::N(1), loc_size!(slice)),
     d("proxy_cookie_domain", HSL, Arity::Range(1, 2), |b, d| {
         cookie_rule(b, d, |l| &mut l.proxy_cookie_domain)
     }),

@@ -284,23 +284,8 @@ async fn attempt(
         match send_request_read_head(ctx, env, s, conn, out).await {
             Ok(got) => {
                 rec.header = Some(t0.elapsed());
-                rec.status = Some(got.2.status);
                 rec.bytes_sent = sent;
-                let head_len = got.2.len as u64;
-                break match upstream_response(group, s, &log, got, out) {
-                    Ok(mut r) => {
-                        rec.bytes_received.fetch_add(head_len, Ordering::Relaxed);
-                        r.body
-                            .set_counters(rec.bytes_received.clone(), rec.response_length.clone());
-                        Ok(r)
-                    }
-                    Err(e) => {
-                        log.error(format_args!(
-                            "{e} while reading response header from upstream"
-                        ));
-                        Err(Ok(invalid_header(&mut rec)))
-                    }
-                };
+                break head_arrived(group, s, &log, got, out, &mut rec);
             }
             Err(Step::Early(_)) if reused => {
                 // The pooled connection was dead: try a new one.
@@ -318,6 +303,33 @@ async fn attempt(
         u.tries.push(rec);
     }
     result
+}
+
+/// A try's response once its head arrived, or the head's failure (logged).
+fn head_arrived(
+    group: &UpstreamGroup,
+    s: &LocSettings,
+    log: &TryLog<'_>,
+    got: (UpstreamConn, Vec<u8>, wire::ResponseHead),
+    out: &Outgoing,
+    rec: &mut TryRecord,
+) -> Result<UpstreamResponse, Result<Failure, UpstreamError>> {
+    rec.status = Some(got.2.status);
+    let head_len = got.2.len as u64;
+    match upstream_response(group, s, log, got, out) {
+        Ok(mut r) => {
+            rec.bytes_received.fetch_add(head_len, Ordering::Relaxed);
+            r.body
+                .set_counters(rec.bytes_received.clone(), rec.response_length.clone());
+            Ok(r)
+        }
+        Err(e) => {
+            log.error(format_args!(
+                "{e} while reading response header from upstream"
+            ));
+            Err(Ok(invalid_header(rec)))
+        }
+    }
 }
 
 /// The error-log context of one try at `addr` (NGINX's `upstream:` part).
