@@ -367,6 +367,7 @@ impl VarSource for RequestCtx {
                 }
             },
             Var::Map(m) => m.append(self, out),
+            Var::Geo(g) => g.append(self, out),
         }
     }
 

@@ -141,6 +141,8 @@ pub enum Var {
     Indexed(Arc<Indexed>),
     /// A variable a `map` block defines, evaluated when used.
     Map(Arc<super::map::Map>),
+    /// A variable a `geo` block defines, evaluated when used.
+    Geo(Arc<super::geo::Geo>),
 }
 
 /// A variable whose per-request value lives in the request's slots: set

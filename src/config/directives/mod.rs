@@ -17,7 +17,7 @@
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
 //! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
-//! | `map.rs` | `map { }` |
+//! | `map.rs` | `map { }`, `geo { }` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
