@@ -352,7 +352,7 @@ impl VarSource for RequestCtx {
                     u.append(var, out)
                 }
             }
-            Var::Split(sc) => sc.append(self, out),
+            Var::Split(_) | Var::Map(_) | Var::Geo(_) => self.append_defined(var, out),
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
@@ -366,8 +366,6 @@ impl VarSource for RequestCtx {
                     }
                 }
             },
-            Var::Map(m) => m.append(self, out),
-            Var::Geo(g) => g.append(self, out),
         }
     }
 

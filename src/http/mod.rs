@@ -11,6 +11,7 @@ mod closing;
 pub mod conditional;
 pub mod connection;
 pub mod context;
+mod defined_vars;
 mod head;
 mod http2;
 pub mod range;
