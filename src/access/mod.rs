@@ -16,6 +16,7 @@ pub mod crypt;
 pub mod htpasswd;
 pub mod limit_conn;
 pub mod limit_req;
+pub mod referer;
 pub mod rules;
 pub mod zone;
 

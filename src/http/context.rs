@@ -352,7 +352,6 @@ impl VarSource for RequestCtx {
                     u.append(var, out)
                 }
             }
-            Var::Split(_) | Var::Map(_) | Var::Geo(_) => self.append_defined(var, out),
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
@@ -366,6 +365,8 @@ impl VarSource for RequestCtx {
                     }
                 }
             },
+            // `split_clients`, `map`, `geo` and modules' variables.
+            _ => self.append_defined(var, out),
         }
     }
 

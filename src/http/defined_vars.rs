@@ -1,5 +1,6 @@
 //! The values of variables the configuration defines (`split_clients`,
-//! `map`, `geo`) or a module's directives decide, rendered for a request:
+//! `map`, `geo`) or a module's directives decide (`$invalid_referer`),
+//! rendered for a request:
 //! kept out of `context.rs` so each module adds its arm here.
 
 use super::context::RequestCtx;
@@ -12,6 +13,14 @@ impl RequestCtx {
             Var::Split(sc) => sc.append(self, out),
             Var::Map(m) => m.append(self, out),
             Var::Geo(g) => g.append(self, out),
+            Var::InvalidReferer => {
+                if let Some(rules) = &self.loc.s.valid_referers {
+                    let server = &self.server;
+                    if !rules.is_valid(self.header("referer"), &|h| server.has_name(h)) {
+                        out.push('1');
+                    }
+                }
+            }
             _ => {}
         }
     }

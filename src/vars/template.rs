@@ -135,6 +135,8 @@ pub enum Var {
     LimitReqStatus,
     /// `$limit_conn_status`: `PASSED`, `REJECTED`, … (`limit_conn`).
     LimitConnStatus,
+    /// `$invalid_referer`: `1` when `valid_referers` refuses the referer.
+    InvalidReferer,
     /// `$0`…`$9`: a capture of the last regular expression matched.
     Capture(u8),
     /// A variable set per request: by `set`, or by a named capture.
@@ -294,11 +296,21 @@ impl Var {
             "upstream_bytes_received" => Var::UpstreamBytesReceived,
             "upstream_bytes_sent" => Var::UpstreamBytesSent,
             "upstream_cache_status" => Var::UpstreamCacheStatus,
-            "limit_req_status" => Var::LimitReqStatus,
-            "limit_conn_status" => Var::LimitConnStatus,
-            _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
+            _ => {
+                return module_var(name).or_else(|| DEFINED.with(|d| d.borrow().get(name).cloned()))
+            }
         })
     }
+}
+
+/// The variables modules provide (`limit_req`, `limit_conn`, `referer`).
+fn module_var(name: &str) -> Option<Var> {
+    Some(match name {
+        "limit_req_status" => Var::LimitReqStatus,
+        "limit_conn_status" => Var::LimitConnStatus,
+        "invalid_referer" => Var::InvalidReferer,
+        _ => return None,
+    })
 }
 
 /// Supplies variable values while a template renders.

@@ -24,6 +24,7 @@
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
 //! | `trailers.rs` | `add_trailer` |
+//! | `referer.rs` | `valid_referers`, `referer_hash_*` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -174,6 +175,7 @@ mod map;
 mod proxy;
 mod proxy_extra;
 mod proxy_ssl;
+mod referer;
 mod resolver;
 mod rewrite;
 mod ssl;
@@ -211,6 +213,7 @@ static AREAS: &[&[Spec]] = &[
     content::ROWS,
     upstream::ROWS,
     access::ROWS,
+    referer::ROWS,
     resolver::ROWS,
     trailers::ROWS,
 ];
