@@ -18,6 +18,7 @@ pub mod limit_conn;
 pub mod limit_req;
 pub mod referer;
 pub mod rules;
+pub mod secure_link;
 pub mod zone;
 
 use std::any::Any;

@@ -525,6 +525,12 @@ loc_settings! {
     limit_conn_log_level: crate::log::Level = crate::log::Level::Error;
     /// `limit_conn_dry_run`.
     limit_conn_dry_run: bool = false;
+    /// `secure_link`, and the request slot `$secure_link_expires` reads.
+    secure_link: Option<(Template, usize)> = None;
+    /// `secure_link_md5`.
+    secure_link_md5: Option<Template> = None;
+    /// `secure_link_secret`.
+    secure_link_secret: Option<Arc<str>> = None;
     /// `valid_referers` (None: every referer is valid).
     valid_referers: Option<Arc<crate::access::referer::ValidReferers>> = None;
     // More of the proxy module (`directives/proxy_extra.rs`).

@@ -137,6 +137,10 @@ pub enum Var {
     LimitConnStatus,
     /// `$invalid_referer`: `1` when `valid_referers` refuses the referer.
     InvalidReferer,
+    /// `$secure_link`: the secure link module's verdict.
+    SecureLink,
+    /// `$secure_link_expires`: the expiry the link named.
+    SecureLinkExpires,
     /// `$0`…`$9`: a capture of the last regular expression matched.
     Capture(u8),
     /// A variable set per request: by `set`, or by a named capture.
@@ -303,12 +307,15 @@ impl Var {
     }
 }
 
-/// The variables modules provide (`limit_req`, `limit_conn`, `referer`).
+/// The variables modules provide (`limit_req`, `limit_conn`, `referer`,
+/// `secure_link`).
 fn module_var(name: &str) -> Option<Var> {
     Some(match name {
         "limit_req_status" => Var::LimitReqStatus,
         "limit_conn_status" => Var::LimitConnStatus,
         "invalid_referer" => Var::InvalidReferer,
+        "secure_link" => Var::SecureLink,
+        "secure_link_expires" => Var::SecureLinkExpires,
         _ => return None,
     })
 }

@@ -25,6 +25,7 @@
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
 //! | `trailers.rs` | `add_trailer` |
 //! | `referer.rs` | `valid_referers`, `referer_hash_*` |
+//! | `secure_link.rs` | `secure_link`, `secure_link_md5`, `secure_link_secret` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -178,6 +179,7 @@ mod proxy_ssl;
 mod referer;
 mod resolver;
 mod rewrite;
+mod secure_link;
 mod ssl;
 mod static_files;
 mod trailers;
@@ -214,6 +216,7 @@ static AREAS: &[&[Spec]] = &[
     upstream::ROWS,
     access::ROWS,
     referer::ROWS,
+    secure_link::ROWS,
     resolver::ROWS,
     trailers::ROWS,
 ];
