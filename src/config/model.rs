@@ -207,6 +207,8 @@ pub enum Handler {
     StubStatus,
     /// `porter_metrics`: Prometheus text.
     Metrics,
+    /// `empty_gif`.
+    EmptyGif,
     /// `proxy_pass`.
     Proxy(Arc<crate::upstream::ProxyPass>),
 }
