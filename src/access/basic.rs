@@ -34,6 +34,24 @@ pub fn decode(src: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// NGINX's `ngx_decode_base64url`: the URL alphabet (`-`, `_`), padding
+/// optional.
+pub fn decode_url(src: &[u8]) -> Option<Vec<u8>> {
+    let end = src.iter().position(|&c| c == b'=').unwrap_or(src.len());
+    if src[..end].iter().any(|&c| c == b'+' || c == b'/') {
+        return None;
+    }
+    let mapped: Vec<u8> = src[..end]
+        .iter()
+        .map(|&c| match c {
+            b'-' => b'+',
+            b'_' => b'/',
+            c => c,
+        })
+        .collect();
+    decode(&mapped)
+}
+
 /// Standard base64 with padding (`ngx_encode_base64`).
 pub fn encode(src: &[u8]) -> String {
     let mut out = String::with_capacity(src.len().div_ceil(3) * 4);

@@ -19,7 +19,9 @@ pub mod htpasswd;
 pub mod limit_conn;
 pub mod limit_req;
 pub mod realip;
+pub mod referer;
 pub mod rules;
+pub mod secure_link;
 pub mod zone;
 
 use std::any::Any;

@@ -12,6 +12,7 @@ pub mod locations;
 pub mod model;
 pub mod parser;
 pub mod rewrite;
+pub mod server_names;
 pub mod setting_types;
 pub mod value;
 

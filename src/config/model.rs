@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use super::locations::{LocationTree, NamedLocations};
 use super::rewrite::Op;
+pub use super::server_names::ServerName;
 use crate::log::{AccessLog, ErrorLogSpec};
-use crate::vars::regex::{Matched, Regex};
+use crate::vars::regex::Regex;
 use crate::vars::template::Template;
 
 /// The whole running configuration: one immutable value per generation.
@@ -125,75 +126,6 @@ pub struct ListenGroup {
     pub proxy_protocol: bool,
 }
 
-impl ListenGroup {
-    /// Picks the server for a `Host` value (lowercase, port stripped), NGINX
-    /// order: exact name, longest leading wildcard, longest trailing wildcard,
-    /// the first regex name in file order, then the default server.
-    pub fn find_server(&self, host: Option<&str>) -> &Arc<ServerConf> {
-        self.find_server_matched(host).0
-    }
-
-    /// [`find_server`](Self::find_server), with the match of a regex name
-    /// (its captures and named groups become the request's).
-    pub fn find_server_matched(&self, host: Option<&str>) -> (&Arc<ServerConf>, Option<Matched>) {
-        if let Some(host) = host {
-            let mut best: Option<(usize, usize, &Arc<ServerConf>)> = None; // (rank, len)
-            for s in &self.servers {
-                for n in &s.names {
-                    let cand = match n {
-                        ServerName::Exact(e) if e == host => Some((0, e.len())),
-                        ServerName::Suffix(suf)
-                            if host.ends_with(suf.as_str())
-                                || host == &suf[1..] && suf.starts_with('.') =>
-                        {
-                            Some((1, suf.len()))
-                        }
-                        ServerName::Prefix(pre) if host.starts_with(pre.as_str()) => {
-                            Some((2, pre.len()))
-                        }
-                        _ => None,
-                    };
-                    if let Some((rank, len)) = cand {
-                        let better = match best {
-                            None => true,
-                            Some((r, l, _)) => rank < r || (rank == r && len > l),
-                        };
-                        if better {
-                            best = Some((rank, len, s));
-                        }
-                    }
-                }
-            }
-            if let Some((_, _, s)) = best {
-                return (s, None);
-            }
-            for s in &self.servers {
-                for n in &s.names {
-                    if let ServerName::Regex(re) = n {
-                        if let Some(m) = re.exec(host) {
-                            return (s, Some(m));
-                        }
-                    }
-                }
-            }
-        }
-        (&self.servers[self.default], None)
-    }
-}
-
-/// A `server_name` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerName {
-    /// `example.com`.
-    Exact(String),
-    /// `*.example.com` (stored as `.example.com`) or `.example.com`.
-    Suffix(String),
-    /// `www.example.*` (stored as `www.example.`).
-    Prefix(String),
-    /// `~regex`: tried in file order after every name and wildcard.
-    Regex(Arc<Regex>),
-}
-
 /// One `server { }` block.
 #[derive(Debug)]
 pub struct ServerConf {
@@ -278,6 +210,8 @@ pub enum Handler {
     StubStatus,
     /// `porter_metrics`: Prometheus text.
     Metrics,
+    /// `empty_gif`.
+    EmptyGif,
     /// `proxy_pass`.
     Proxy(Arc<crate::upstream::ProxyPass>),
 }
@@ -618,6 +552,14 @@ loc_settings! {
     /// `proxy_protocol`: a PROXY v1 header first on each new upstream
     /// connection (the stream module's directive, in the http proxy).
     proxy_protocol: bool = false;
+    /// `secure_link`, and the request slot `$secure_link_expires` reads.
+    secure_link: Option<(Template, usize)> = None;
+    /// `secure_link_md5`.
+    secure_link_md5: Option<Template> = None;
+    /// `secure_link_secret`.
+    secure_link_secret: Option<Arc<str>> = None;
+    /// `valid_referers` (None: every referer is valid).
+    valid_referers: Option<Arc<crate::access::referer::ValidReferers>> = None;
     // More of the proxy module (`directives/proxy_extra.rs`).
     /// `proxy_method` (None: the client's).
     proxy_method: Option<Template> = None;

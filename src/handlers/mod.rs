@@ -18,6 +18,7 @@ pub mod autoindex;
 pub mod body_source;
 pub mod charset;
 pub mod disk_io;
+mod empty_gif;
 pub mod filters;
 pub mod gzip;
 pub mod metrics;
@@ -470,6 +471,7 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Handler::Static => static_file::serve(ctx, env).await,
         Handler::StubStatus => stub_status::serve(ctx),
         Handler::Metrics => metrics::serve(ctx, env),
+        Handler::EmptyGif => empty_gif::serve(ctx),
         // Boxed: the proxy's state is large, and a request's future is
         // allocated and moved whole (`http::connection`); a static file's
         // request should not carry the proxy's size.

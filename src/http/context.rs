@@ -357,14 +357,14 @@ impl VarSource for RequestCtx {
                     u.append(var, out)
                 }
             }
-            Var::Split(sc) => sc.append(self, out),
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
             Var::Indexed(v) => self.indexed(v, out),
-            Var::Map(m) => m.append(self, out),
-            // The connection and its addresses (`conn_vars.rs`).
-            _ => self.append_connection(var, out),
+            // `split_clients`, `map`, `geo`, modules' variables, then the
+            // connection and its addresses (`defined_vars.rs`,
+            // `conn_vars.rs`).
+            _ => self.append_defined(var, out),
         }
     }
 

@@ -13,6 +13,7 @@ mod conn_vars;
 pub mod connection;
 pub mod context;
 mod derived;
+mod defined_vars;
 mod head;
 mod http2;
 pub mod proxy_protocol;

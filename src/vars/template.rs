@@ -152,12 +152,20 @@ pub enum Var {
     LimitReqStatus,
     /// `$limit_conn_status`: `PASSED`, `REJECTED`, … (`limit_conn`).
     LimitConnStatus,
+    /// `$invalid_referer`: `1` when `valid_referers` refuses the referer.
+    InvalidReferer,
+    /// `$secure_link`: the secure link module's verdict.
+    SecureLink,
+    /// `$secure_link_expires`: the expiry the link named.
+    SecureLinkExpires,
     /// `$0`…`$9`: a capture of the last regular expression matched.
     Capture(u8),
     /// A variable set per request: by `set`, or by a named capture.
     Indexed(Arc<Indexed>),
     /// A variable a `map` block defines, evaluated when used.
     Map(Arc<super::map::Map>),
+    /// A variable a `geo` block defines, evaluated when used.
+    Geo(Arc<super::geo::Geo>),
 }
 
 /// A variable whose per-request value lives in the request's slots: set
@@ -309,9 +317,9 @@ impl Var {
             "upstream_bytes_received" => Var::UpstreamBytesReceived,
             "upstream_bytes_sent" => Var::UpstreamBytesSent,
             "upstream_cache_status" => Var::UpstreamCacheStatus,
-            "limit_req_status" => Var::LimitReqStatus,
-            "limit_conn_status" => Var::LimitConnStatus,
-            _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
+            _ => {
+                return module_var(name).or_else(|| DEFINED.with(|d| d.borrow().get(name).cloned()))
+            }
         })
     }
 
@@ -341,6 +349,19 @@ impl Var {
         }
         None
     }
+}
+
+/// The variables modules provide (`limit_req`, `limit_conn`, `referer`,
+/// `secure_link`).
+fn module_var(name: &str) -> Option<Var> {
+    Some(match name {
+        "limit_req_status" => Var::LimitReqStatus,
+        "limit_conn_status" => Var::LimitConnStatus,
+        "invalid_referer" => Var::InvalidReferer,
+        "secure_link" => Var::SecureLink,
+        "secure_link_expires" => Var::SecureLinkExpires,
+        _ => return None,
+    })
 }
 
 /// Supplies variable values while a template renders.

@@ -168,7 +168,7 @@ impl Build {
         for pass in 0..3 {
             for dir in dirs {
                 let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
-                let defines = dir.name == "split_clients" || dir.name == "map";
+                let defines = matches!(dir.name.as_str(), "split_clients" | "map" | "geo");
                 let my_pass = if defines {
                     0
                 } else if nests {

@@ -3,7 +3,7 @@
 //! (`src/handlers/autoindex.rs`), `source_charset`, `override_charset`,
 //! `charset_types`, `charset_map` (`src/handlers/charset.rs`; `charset`
 //! itself is in `static_files.rs`), `limit_rate`, `limit_rate_after`
-//! (`src/http/rate.rs`). Values and error
+//! (`src/http/rate.rs`), `empty_gif` (`src/handlers/empty_gif.rs`). Values and error
 //! texts as NGINX's `ngx_http_gzip_filter_module`,
 //! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
 
@@ -12,6 +12,10 @@ use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
+    d("empty_gif", LOC, Arity::N(0), |b, _| {
+        b.location().handler = Handler::EmptyGif;
+        Ok(())
+    }),
     d("gzip", HSL, Arity::N(1), loc_flag!(gzip)),
     d("gzip_types", HSL, Arity::Min(1), set_gzip_types),
     d(

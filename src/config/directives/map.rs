@@ -1,25 +1,67 @@
-//! `map $source $variable { … }` (`vars::map`): read in the walker's
-//! first pass with `split_clients`, so every directive can use the
-//! variable wherever the block is written.
+//! `map $source $variable { … }` (`vars::map`) and `geo [$address]
+//! $variable { … }` (`vars::geo`): read in the walker's first pass with
+//! `split_clients`, so every directive can use the variable wherever the
+//! block is written.
 
 #[allow(unused_imports)]
 use super::*;
+use crate::vars::geo::GeoBuilder;
 use crate::vars::map::MapBuilder;
 
 /// This area's rows of the directive table.
-pub(super) static ROWS: &[Spec] = &[blk("map", HTTP, Arity::N(2), set_map)];
+pub(super) static ROWS: &[Spec] = &[
+    blk("map", HTTP, Arity::N(2), set_map),
+    blk("geo", HTTP, Arity::Range(1, 2), set_geo),
+];
 
-fn set_map(_: &mut Build, d: &Directive) -> Res {
-    let source = template(&d.args[0])?;
-    let name = match d.args[1].strip_prefix('$') {
+/// The variable a block defines: `$name` as written, not one porter
+/// itself provides.
+fn defined_name(arg: &str) -> Result<&str, String> {
+    let name = match arg.strip_prefix('$') {
         Some(n) if !n.is_empty() => n,
-        _ => return Err(format!("invalid variable name \"{}\"", d.args[1])),
+        _ => return Err(format!("invalid variable name \"{arg}\"")),
     };
     if let Some(v) = Var::from_name(name) {
         if !matches!(v, Var::Indexed(_)) {
             return Err(format!("the duplicate \"{name}\" variable"));
         }
     }
+    Ok(name)
+}
+
+fn set_geo(_: &mut Build, d: &Directive) -> Res {
+    let (source, name) = match d.args.as_slice() {
+        [name] => (None, defined_name(name)?),
+        [source, name] => {
+            if !source.starts_with('$') || source.len() == 1 {
+                return Err(format!("invalid variable name \"{source}\""));
+            }
+            (Some(template(source)?), defined_name(name)?)
+        }
+        _ => unreachable!("arity"),
+    };
+    let mut geo = GeoBuilder::new(name, source, template::new_slot());
+    for e in d.block.as_deref().unwrap_or(&[]) {
+        if e.block.is_some() {
+            return http::inner_error(e, format!("unexpected \"{{\" after \"{}\"", e.name));
+        }
+        let mut words: Vec<&str> = vec![e.name.as_str()];
+        words.extend(e.args.iter().map(String::as_str));
+        let r = geo.line(&words);
+        for w in geo.take_warnings() {
+            eprintln!("porter: [warn] {w} in {}:{}", e.file.display(), e.line);
+        }
+        if let Err(m) = r {
+            return http::inner_error(e, m);
+        }
+    }
+    template::define(name, crate::vars::geo::var(geo.finish()));
+    Ok(())
+}
+
+fn set_map(_: &mut Build, d: &Directive) -> Res {
+    let source = template(&d.args[0])?;
+    let name = defined_name(&d.args[1])?;
     let mut map = MapBuilder::new(name, source, template::new_slot());
     let entries = d.block.as_deref().unwrap_or(&[]);
     for e in entries {

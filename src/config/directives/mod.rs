@@ -17,13 +17,15 @@
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
 //! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
-//! | `map.rs` | `map { }` |
+//! | `map.rs` | `map { }`, `geo { }` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
 //! | `trailers.rs` | `add_trailer` |
+//! | `referer.rs` | `valid_referers`, `referer_hash_*` |
+//! | `secure_link.rs` | `secure_link`, `secure_link_md5`, `secure_link_secret` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
@@ -176,8 +178,10 @@ mod proxy_extra;
 mod proxy_socket;
 mod proxy_ssl;
 mod realip;
+mod referer;
 mod resolver;
 mod rewrite;
+mod secure_link;
 mod ssl;
 mod static_files;
 mod sub_filter;
@@ -217,6 +221,8 @@ static AREAS: &[&[Spec]] = &[
     upstream::ROWS,
     access::ROWS,
     realip::ROWS,
+    referer::ROWS,
+    secure_link::ROWS,
     resolver::ROWS,
     trailers::ROWS,
 ];
