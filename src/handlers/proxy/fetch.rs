@@ -10,13 +10,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::connect::{connect_options, connection, ConnectFail};
 use super::request::{
     build_request, client_body_error, too_large, upgrade_asked, upstream_method, upstream_uri,
     FetchOptions, ReqBody, UpstreamError,
 };
 use super::target::{resolve_group, resolve_target};
-use super::tls::{self, HandshakeFail, TlsTarget};
-use crate::config::model::ProxyBind;
+use super::tls::{self, TlsTarget};
 use crate::config::LocSettings;
 use crate::handlers::Env;
 use crate::http::body::ClientBody;
@@ -26,8 +26,8 @@ use crate::http::upstream_vars::TryRecord;
 use crate::log::{ErrorLog, Level};
 use crate::upstream::wire::{self, Framing, HeadError};
 use crate::upstream::{
-    self, pool, BodyLog, NextUpstream, PeerAddr, PeerRef, PoolReturn, ProxyPass, Socket, UpStream,
-    UpstreamBody, UpstreamConn, UpstreamGroup, UpstreamResponse,
+    self, BodyLog, NextUpstream, PeerAddr, PeerRef, PoolReturn, ProxyPass, UpstreamBody,
+    UpstreamConn, UpstreamGroup, UpstreamResponse,
 };
 
 /// A failed try: the status it gives, its `proxy_next_upstream`
@@ -267,7 +267,16 @@ async fn attempt(
                 break Err(Err(UpstreamError::Status(500)));
             }
         };
-        let mut conn = match connection(group, addr, allow_pooled, s, out, &opts).await {
+        let mut conn = match connection(
+            group,
+            addr,
+            allow_pooled,
+            s,
+            (out.tls.as_ref(), out.proxy_header.as_deref()),
+            &opts,
+        )
+        .await
+        {
             Ok(c) => c,
             Err(ConnectFail::Connect(e)) => {
                 break Err(Ok(connect_failed(&log, addr, &e, &mut rec)))
@@ -363,88 +372,6 @@ fn bytes_sent(ctx: &RequestCtx, out: &Outgoing) -> u64 {
             ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
             _ => 0,
         }
-}
-
-/// Why no connection to a peer was made.
-enum ConnectFail {
-    /// `connect()` failed or timed out.
-    Connect(std::io::Error),
-    /// The TLS handshake did.
-    Handshake(HandshakeFail),
-}
-
-/// An idle pooled connection to `addr` when allowed and one is there, else
-/// a new one (`proxy_connect_timeout`, which also bounds the TLS
-/// handshake of an `https://` upstream).
-async fn connection(
-    group: &UpstreamGroup,
-    addr: &PeerAddr,
-    allow_pooled: bool,
-    s: &LocSettings,
-    out: &Outgoing,
-    opts: &upstream::ConnectOptions,
-) -> Result<UpstreamConn, ConnectFail> {
-    let (tls, proxy_header) = (out.tls.as_ref(), out.proxy_header.as_deref());
-    let key = tls::pool_key(group.id, tls.is_some());
-    if allow_pooled {
-        if let Some(c) = pool::take(key, addr, group.keepalive_timeout, proxy_header) {
-            return Ok(c);
-        }
-    }
-    let started = Instant::now();
-    let sock = upstream::connect_with(addr, s.proxy_connect_timeout, opts)
-        .await
-        .map_err(ConnectFail::Connect)?;
-    // The PROXY header goes first, before a TLS handshake (as NGINX's
-    // stream proxy sends it).
-    if let Some(h) = proxy_header {
-        sock.write_first(h.as_bytes(), s.proxy_connect_timeout)
-            .await
-            .map_err(ConnectFail::Connect)?;
-    }
-    let stream = match (tls, sock) {
-        (None, sock) => UpStream::plain(sock),
-        (Some(_), Socket::Unix(_)) => {
-            return Err(ConnectFail::Connect(std::io::Error::from_raw_os_error(
-                libc::EPROTONOSUPPORT,
-            )))
-        }
-        (Some(t), Socket::Tcp(tcp)) => {
-            let left = s.proxy_connect_timeout.saturating_sub(started.elapsed());
-            tls::handshake(tcp, t, left)
-                .await
-                .map_err(ConnectFail::Handshake)?
-        }
-    };
-    Ok(UpstreamConn {
-        stream: std::rc::Rc::new(stream),
-        addr: addr.clone(),
-        requests: 0,
-        reused: false,
-        proxy_header: proxy_header.map(str::to_string),
-    })
-}
-
-/// How this request's connections to peers are made: `proxy_bind` (its
-/// address rendered for the request; an empty value binds nothing, as
-/// NGINX; `Err(value)` when it is no address: NGINX's 500) and
-/// `proxy_socket_keepalive`.
-fn connect_options(ctx: &RequestCtx, s: &LocSettings) -> Result<upstream::ConnectOptions, String> {
-    let bind = match &s.proxy_bind {
-        None => None,
-        Some(b) => {
-            let v = b.addr.render(ctx);
-            match (v.is_empty(), ProxyBind::parse(&v)) {
-                (true, _) => None,
-                (false, Some(a)) => Some((a, b.transparent)),
-                (false, None) => return Err(v),
-            }
-        }
-    };
-    Ok(upstream::ConnectOptions {
-        bind,
-        keepalive: s.proxy_socket_keepalive,
-    })
 }
 
 /// A failed connect, logged as NGINX logs it: a unix socket's connect

@@ -23,6 +23,7 @@
 //! `proxy_cookie_*`.
 
 mod cache;
+mod connect;
 mod dispatch;
 mod fetch;
 mod fill;
