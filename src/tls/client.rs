@@ -12,15 +12,18 @@
 //! Configurations are built on first use and kept per distinct set of
 //! settings, so every connection of a location shares one config and
 //! with it rustls's in-memory session store (`proxy_ssl_session_reuse`).
+//! A client certificate (`proxy_ssl_certificate`) is loaded with the
+//! configuration (`tls::load_pair`) and is part of the settings' key.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::Resumption;
+use rustls::client::{ResolvesClientCert, Resumption};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
 use rustls::{
     ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, SupportedCipherSuite,
 };
@@ -76,14 +79,18 @@ pub struct ClientSpec {
     pub ciphers: Arc<(String, Vec<SupportedCipherSuite>)>,
     /// `proxy_ssl_session_reuse`.
     pub session_reuse: bool,
+    /// `proxy_ssl_certificate` and its key, loaded: presented when the
+    /// upstream asks for a certificate.
+    pub cert: Option<Arc<CertifiedKey>>,
 }
 
 impl ClientSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{:?}|{}|{}|{}|{}|{}",
+            "{}|{:?}|{:?}|{}|{}|{}|{}|{}",
             self.verify,
             self.trusted.as_ref().map(|t| Arc::as_ptr(t) as usize),
+            self.cert.as_ref().map(|c| Arc::as_ptr(c) as usize),
             self.server_name,
             self.tls12,
             self.tls13,
@@ -132,17 +139,20 @@ fn build(spec: &ClientSpec) -> Result<Arc<ClientConfig>, String> {
     let builder = ClientConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&versions)
         .map_err(|e| format!("SSL_CTX_new() failed ({e})"))?;
-    let mut config = if spec.verify {
+    let builder = if spec.verify {
         let roots = spec.trusted.as_ref().map_or_else(
             || Arc::new(RootCertStore::empty()),
             |t| Arc::clone(&t.roots),
         );
-        builder.with_root_certificates(roots).with_no_client_auth()
+        builder.with_root_certificates(roots)
     } else {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(algorithms)))
-            .with_no_client_auth()
+    };
+    let mut config = match &spec.cert {
+        Some(c) => builder.with_client_cert_resolver(Arc::new(OwnCertificate(Arc::clone(c)))),
+        None => builder.with_no_client_auth(),
     };
     config.enable_sni = spec.server_name;
     config.resumption = if spec.session_reuse {
@@ -166,6 +176,30 @@ pub fn server_name(rendered: &str) -> Result<ServerName<'static>, String> {
     };
     ServerName::try_from(host.to_string())
         .map_err(|_| format!("invalid server name \"{rendered}\" for the upstream's certificate"))
+}
+
+/// `proxy_ssl_certificate`: sent whenever the upstream asks, whatever
+/// CAs it names (as OpenSSL sends the one certificate it has); rustls
+/// still requires the key to sign with a scheme the upstream accepts.
+#[derive(Debug)]
+struct OwnCertificate(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for OwnCertificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.0
+            .key
+            .choose_scheme(sigschemes)
+            .is_some()
+            .then(|| Arc::clone(&self.0))
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
 }
 
 /// `proxy_ssl_verify off`: any certificate chain and name are accepted,
@@ -238,6 +272,7 @@ mod tests {
             tls13: true,
             ciphers: Arc::new(("HIGH".into(), crate::tls::ciphers::select("HIGH").unwrap())),
             session_reuse: true,
+            cert: None,
         }
     }
 

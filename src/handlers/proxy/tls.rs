@@ -66,6 +66,7 @@ fn spec(s: &LocSettings) -> ClientSpec {
         tls13: s.proxy_ssl_protocols.1,
         ciphers: Arc::clone(&s.proxy_ssl_ciphers),
         session_reuse: s.proxy_ssl_session_reuse,
+        cert: s.proxy_ssl_client_cert.clone(),
     }
 }
 
