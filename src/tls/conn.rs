@@ -340,6 +340,13 @@ impl TlsConn {
         }
     }
 
+    /// The key-exchange group, as OpenSSL names it (`$ssl_curve`).
+    pub fn curve(&self) -> &'static str {
+        let c = self.conn.borrow();
+        c.negotiated_key_exchange_group()
+            .map_or("", |g| super::groups::openssl_name(g.name()))
+    }
+
     /// The SNI name the client sent (`$ssl_server_name`).
     pub fn server_name(&self) -> Option<String> {
         match &*self.conn.borrow() {

@@ -59,6 +59,8 @@ pub enum Var {
     SslSessionReused,
     /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
     SslClientVerify,
+    /// The other `$ssl_*` variables: the client certificate, the session.
+    Ssl(SslVar),
     /// `$request_method`.
     RequestMethod,
     /// `$request`: the request line.
@@ -238,6 +240,9 @@ impl Var {
         if let Some(rest) = prefixed("cookie_") {
             return Some(Var::Cookie(rest.to_string()));
         }
+        if let Some(v) = SslVar::from_name(name) {
+            return Some(Var::Ssl(v));
+        }
         if let [d @ b'0'..=b'9'] = name.as_bytes() {
             return Some(Var::Capture(d - b'0'));
         }
@@ -298,6 +303,58 @@ impl Var {
             "limit_req_status" => Var::LimitReqStatus,
             "limit_conn_status" => Var::LimitConnStatus,
             _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
+        })
+    }
+}
+
+/// `$ssl_*` variables of the client certificate and the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SslVar {
+    /// `$ssl_client_s_dn`: the subject, RFC 2253.
+    ClientSDn,
+    /// `$ssl_client_i_dn`: the issuer, RFC 2253.
+    ClientIDn,
+    /// `$ssl_client_serial`.
+    ClientSerial,
+    /// `$ssl_client_fingerprint`: SHA-1, hex.
+    ClientFingerprint,
+    /// `$ssl_client_cert`: PEM, lines after the first tab-prefixed.
+    ClientCert,
+    /// `$ssl_client_escaped_cert`: PEM, urlencoded.
+    ClientEscapedCert,
+    /// `$ssl_client_raw_cert`: PEM.
+    ClientRawCert,
+    /// `$ssl_client_v_start`.
+    ClientVStart,
+    /// `$ssl_client_v_end`.
+    ClientVEnd,
+    /// `$ssl_client_v_remain`: days left.
+    ClientVRemain,
+    /// `$ssl_session_id`.
+    SessionId,
+    /// `$ssl_curve`: the key-exchange group.
+    Curve,
+    /// `$ssl_early_data`.
+    EarlyData,
+}
+
+impl SslVar {
+    fn from_name(name: &str) -> Option<SslVar> {
+        Some(match name {
+            "ssl_client_s_dn" => SslVar::ClientSDn,
+            "ssl_client_i_dn" => SslVar::ClientIDn,
+            "ssl_client_serial" => SslVar::ClientSerial,
+            "ssl_client_fingerprint" => SslVar::ClientFingerprint,
+            "ssl_client_cert" => SslVar::ClientCert,
+            "ssl_client_escaped_cert" => SslVar::ClientEscapedCert,
+            "ssl_client_raw_cert" => SslVar::ClientRawCert,
+            "ssl_client_v_start" => SslVar::ClientVStart,
+            "ssl_client_v_end" => SslVar::ClientVEnd,
+            "ssl_client_v_remain" => SslVar::ClientVRemain,
+            "ssl_session_id" => SslVar::SessionId,
+            "ssl_curve" => SslVar::Curve,
+            "ssl_early_data" => SslVar::EarlyData,
+            _ => return None,
         })
     }
 }
