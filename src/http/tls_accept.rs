@@ -83,7 +83,7 @@ pub async fn accept(
                 client_verify,
                 peer: peer_cert(&tls),
                 curve: tls.curve(),
-                session_id: String::new(),
+                session_id: tls.session_id(),
             };
             let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
             match into_stream(tcp, tls, whole_records && ktls_on) {
