@@ -125,6 +125,21 @@ pub struct RequestCtx {
 pub const MAX_URI_CHANGES: u8 = 11;
 
 impl RequestCtx {
+    /// A `set` variable's (or named capture's) value; reading one never
+    /// set is noted for `uninitialized_variable_warn`.
+    fn append_indexed(&self, v: &Arc<Indexed>, out: &mut String) {
+        match self.slots.borrow().get(v.index) {
+            Some(Some(s)) => out.push_str(s),
+            _ => {
+                if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+                    && self.loc.s.uninitialized_variable_warn
+                {
+                    self.unset_read.borrow_mut().push(Arc::clone(v));
+                }
+            }
+        }
+    }
+
     /// The context of a request whose head was read on a connection to
     /// `listen` (HTTP/1.1 and HTTP/2 alike), at the level of the server its
     /// host picks, and whether its URI could be normalised. The request
@@ -345,16 +360,7 @@ impl VarSource for RequestCtx {
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),
-            Var::Indexed(v) => match self.slots.borrow().get(v.index) {
-                Some(Some(s)) => out.push_str(s),
-                _ => {
-                    if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
-                        && self.loc.s.uninitialized_variable_warn
-                    {
-                        self.unset_read.borrow_mut().push(Arc::clone(v));
-                    }
-                }
-            },
+            Var::Indexed(v) => self.append_indexed(v, out),
             Var::Map(m) => m.append(self, out),
         }
     }

@@ -278,7 +278,7 @@ fn escape(chars: &[u32], out: &mut String) {
             if special {
                 out.push('\\');
                 out.push(b as char);
-            } else if b < 0x20 || b >= 0x7f {
+            } else if !(0x20..0x7f).contains(&b) {
                 let _ = write!(out, "\\{b:02X}");
             } else {
                 out.push(b as char);

@@ -240,9 +240,6 @@ impl Var {
         if let Some(rest) = prefixed("cookie_") {
             return Some(Var::Cookie(rest.to_string()));
         }
-        if let Some(v) = SslVar::from_name(name) {
-            return Some(Var::Ssl(v));
-        }
         if let [d @ b'0'..=b'9'] = name.as_bytes() {
             return Some(Var::Capture(d - b'0'));
         }
@@ -263,11 +260,6 @@ impl Var {
             "scheme" => Var::Scheme,
             "https" => Var::Https,
             "http2" => Var::Http2,
-            "ssl_protocol" => Var::SslProtocol,
-            "ssl_cipher" => Var::SslCipher,
-            "ssl_server_name" => Var::SslServerName,
-            "ssl_session_reused" => Var::SslSessionReused,
-            "ssl_client_verify" => Var::SslClientVerify,
             "request_method" => Var::RequestMethod,
             "request" => Var::Request,
             "request_length" => Var::RequestLength,
@@ -302,7 +294,10 @@ impl Var {
             "upstream_cache_status" => Var::UpstreamCacheStatus,
             "limit_req_status" => Var::LimitReqStatus,
             "limit_conn_status" => Var::LimitConnStatus,
-            _ => return DEFINED.with(|d| d.borrow().get(name).cloned()),
+            _ => {
+                return SslVar::var(name)
+                    .or_else(|| DEFINED.with(|d| d.borrow().get(name).cloned()))
+            }
         })
     }
 }
@@ -339,8 +334,14 @@ pub enum SslVar {
 }
 
 impl SslVar {
-    fn from_name(name: &str) -> Option<SslVar> {
+    /// The `$ssl_*` variable `name`, if it is one.
+    fn var(name: &str) -> Option<Var> {
         Some(match name {
+            "ssl_protocol" => return Some(Var::SslProtocol),
+            "ssl_cipher" => return Some(Var::SslCipher),
+            "ssl_server_name" => return Some(Var::SslServerName),
+            "ssl_session_reused" => return Some(Var::SslSessionReused),
+            "ssl_client_verify" => return Some(Var::SslClientVerify),
             "ssl_client_s_dn" => SslVar::ClientSDn,
             "ssl_client_i_dn" => SslVar::ClientIDn,
             "ssl_client_serial" => SslVar::ClientSerial,
@@ -356,6 +357,7 @@ impl SslVar {
             "ssl_early_data" => SslVar::EarlyData,
             _ => return None,
         })
+        .map(Var::Ssl)
     }
 }
 
