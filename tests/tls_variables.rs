@@ -1,7 +1,8 @@
 //! The `$ssl_*` variables of a client certificate and of the session
 //! (`$ssl_client_s_dn`, `_i_dn`, `_serial`, `_fingerprint`, `_cert`,
 //! `_escaped_cert`, `_raw_cert`, `_v_start`, `_v_end`, `_v_remain`,
-//! `$ssl_curve`, `$ssl_early_data`, `$ssl_session_id`): porter and
+//! `$ssl_curve`, `$ssl_early_data`, `$ssl_session_id`), and
+//! `ssl_verify_depth`'s bound on the client's chain: porter and
 //! Debian's nginx (OpenSSL) given the same certificates and the same
 //! client answer the same bytes; without nginx the values are checked
 //! against what the test knows of the certificate.
@@ -220,4 +221,76 @@ fn session_ids_take_openssl_s_forms() {
             assert_ne!(first, second);
         }
     }
+}
+
+/// `ssl_verify_depth` (NGINX's default 1) on chains of 0, 1 and 2
+/// intermediate CAs between the client's certificate and the
+/// `ssl_client_certificate` root: what OpenSSL answers in
+/// `$ssl_client_verify`, and porter the same.
+#[test]
+fn ssl_verify_depth_bounds_the_client_chain() {
+    let s = setup();
+    let i1 = s.ca.intermediate("porter test intermediate 1");
+    let i2 = i1.intermediate("porter test intermediate 2");
+    let direct = s.ca.leaf(&["direct.test"], Alg::Ecdsa);
+    let one = i1.leaf(&["one.test"], Alg::Ecdsa);
+    let two = i2.leaf(&["two.test"], Alg::Ecdsa);
+    let i1_der = i1.der().to_vec();
+    let i2_der = i2.der().to_vec();
+    let clients = [
+        (
+            "direct",
+            t::client_with_chain(&s.ca, std::slice::from_ref(&direct.der), &direct.key_pem),
+        ),
+        (
+            "one",
+            t::client_with_chain(&s.ca, &[one.der.clone(), i1_der.clone()], &one.key_pem),
+        ),
+        (
+            "two",
+            t::client_with_chain(&s.ca, &[two.der.clone(), i2_der, i1_der], &two.key_pem),
+        ),
+    ];
+    let block = |depth: &str| {
+        server_block(s.certs.path()).replace(
+            "ssl_verify_client optional;",
+            &format!("ssl_verify_client optional_no_ca; {depth}"),
+        )
+    };
+    let mut seen = Vec::new();
+    for depth in ["", "ssl_verify_depth 0;", "ssl_verify_depth 2;"] {
+        let n = Nginx::start(&block(depth));
+        let conf = format!(
+            "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+             error_log {{PREFIX}}/logs/error.log info;\n\
+             events {{ worker_connections 256; }}\n\
+             http {{\n  access_log off;\n{}\n}}\n",
+            block(depth)
+        );
+        let p = Server::start_in(TempDir::new("tlsvars-depth"), &conf, &[]);
+        for (name, cfg) in &clients {
+            let ours = get(p.port, cfg, "/");
+            let ours = value(&ours, "ssl_client_verify").to_string();
+            if let Some(n) = &n {
+                let theirs = get(n.port, cfg, "/");
+                assert_eq!(ours, value(&theirs, "ssl_client_verify"), "{name} {depth}");
+            }
+            seen.push(format!("{depth} {name}: {ours}"));
+        }
+    }
+    // OpenSSL's count: `depth` intermediates at most (NGINX's default 1).
+    let no = "FAILED:unable to get local issuer certificate";
+    let want = [
+        (" direct", "SUCCESS"),
+        (" one", "SUCCESS"),
+        (" two", no),
+        ("ssl_verify_depth 0; direct", "SUCCESS"),
+        ("ssl_verify_depth 0; one", no),
+        ("ssl_verify_depth 0; two", no),
+        ("ssl_verify_depth 2; direct", "SUCCESS"),
+        ("ssl_verify_depth 2; one", "SUCCESS"),
+        ("ssl_verify_depth 2; two", "SUCCESS"),
+    ]
+    .map(|(k, v)| format!("{k}: {v}"));
+    assert_eq!(seen, want);
 }

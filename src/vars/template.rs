@@ -336,7 +336,7 @@ pub enum SslVar {
 impl SslVar {
     /// The `$ssl_*` variable `name`, if it is one.
     fn var(name: &str) -> Option<Var> {
-        Some(match name {
+        Some(Var::Ssl(match name {
             "ssl_protocol" => return Some(Var::SslProtocol),
             "ssl_cipher" => return Some(Var::SslCipher),
             "ssl_server_name" => return Some(Var::SslServerName),
@@ -356,8 +356,7 @@ impl SslVar {
             "ssl_curve" => SslVar::Curve,
             "ssl_early_data" => SslVar::EarlyData,
             _ => return None,
-        })
-        .map(Var::Ssl)
+        }))
     }
 }
 

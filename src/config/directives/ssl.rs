@@ -615,7 +615,8 @@ fn client_auth(
         }
         return Err(at.error("no ssl_client_certificate for ssl_verify_client".into()));
     };
-    let auth = ClientAuth::load(&ca.path, trusted).map_err(|m| ca.error(m))?;
+    let depth = usize::try_from(s.verify_depth.unwrap_or(1)).unwrap_or(usize::MAX);
+    let auth = ClientAuth::load(&ca.path, trusted, depth).map_err(|m| ca.error(m))?;
     Ok((mode, Some(auth)))
 }
 
