@@ -338,6 +338,59 @@ fn presents_the_client_certificate_to_nginx() {
     assert!(r.text().contains("No required SSL certificate was sent"));
 }
 
+/// An origin whose certificate hangs below two intermediate CAs (the
+/// file sends leaf, then both): NGINX's default `proxy_ssl_verify_depth 1`
+/// refuses it with OpenSSL's "unable to get local issuer certificate",
+/// depth 2 takes it.
+#[test]
+fn proxy_ssl_verify_depth_bounds_the_upstream_chain() {
+    let ca = Ca::new();
+    let i1 = ca.intermediate("porter test intermediate 1");
+    let i2 = i1.intermediate("porter test intermediate 2");
+    let dir = TempDir::new("pssl-depth");
+    let leaf = i2.leaf(&["origin.test", "127.0.0.1"], Alg::Ecdsa);
+    dir.write(
+        "origin.crt",
+        format!("{}{}{}", leaf.cert_pem, i2.pem(), i1.pem()),
+    );
+    dir.write("origin.key", &leaf.key_pem);
+    dir.write("ca.pem", ca.pem());
+    let origin = common::free_port();
+    let verify = |path: &str, depth: &str| {
+        format!(
+            "location /{path}/ {{ proxy_pass https://127.0.0.1:{origin}/; proxy_ssl_verify on;\n\
+               proxy_ssl_trusted_certificate {{PREFIX}}/ca.pem; {depth} }}\n"
+        )
+    };
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n\
+         server {{ listen 127.0.0.1:{origin} ssl; server_name origin.test;\n\
+           ssl_certificate {{PREFIX}}/origin.crt; ssl_certificate_key {{PREFIX}}/origin.key;\n\
+           location / {{ return 200 \"origin\\n\"; }} }}\n\
+         server {{ listen 127.0.0.1:{{PORT}};\n{}{}{}}}\n}}\n",
+        verify("d1", ""),
+        verify("d2", "proxy_ssl_verify_depth 2;"),
+        verify("d0", "proxy_ssl_verify_depth 0;"),
+    );
+    let s = Server::start_in(dir, &conf, &[]);
+    let r = common::get(s.port, "/d2/");
+    assert_eq!(r.status, 200, "{}", s.read("logs/error.log"));
+    assert_eq!(r.text(), "origin\n");
+    for path in ["/d1/", "/d0/"] {
+        assert_eq!(common::get(s.port, path).status, 502, "{path}");
+    }
+    let log = s.read("logs/error.log");
+    assert!(
+        log.contains(
+            "upstream SSL certificate verify error: (20:unable to get local issuer certificate) while SSL handshaking to upstream"
+        ),
+        "{log}"
+    );
+}
+
 /// `porter -t` on a config whose one location proxies to https with
 /// `settings`: (success, stderr).
 fn check_location(dir: &TempDir, name: &str, settings: &str) -> (bool, String) {

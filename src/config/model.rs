@@ -520,7 +520,7 @@ loc_settings! {
     proxy_ssl_ciphers: Arc<(String, Vec<rustls::SupportedCipherSuite>)> = super::directives::default_proxy_ciphers();
     /// `proxy_ssl_session_reuse`.
     proxy_ssl_session_reuse: bool = true;
-    /// `proxy_ssl_verify_depth` (accepted; not enforced).
+    /// `proxy_ssl_verify_depth`.
     proxy_ssl_verify_depth: u64 = 1;
     /// `proxy_ssl_certificate`.
     proxy_ssl_certificate: Option<Arc<FileAt>> = None;

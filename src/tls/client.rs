@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{ResolvesClientCert, Resumption};
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
@@ -69,6 +69,9 @@ pub struct ClientSpec {
     pub verify: bool,
     /// `proxy_ssl_trusted_certificate`.
     pub trusted: Option<Arc<TrustedCerts>>,
+    /// `proxy_ssl_verify_depth`: the most intermediate CAs between the
+    /// upstream's certificate and a trusted one.
+    pub verify_depth: usize,
     /// `proxy_ssl_server_name`: send the name as SNI.
     pub server_name: bool,
     /// `proxy_ssl_protocols`: TLSv1.2 offered.
@@ -87,8 +90,9 @@ pub struct ClientSpec {
 impl ClientSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{:?}|{:?}|{}|{}|{}|{}|{}",
+            "{}|{}|{:?}|{:?}|{}|{}|{}|{}|{}",
             self.verify,
+            self.verify_depth,
             self.trusted.as_ref().map(|t| Arc::as_ptr(t) as usize),
             self.cert.as_ref().map(|c| Arc::as_ptr(c) as usize),
             self.server_name,
@@ -140,11 +144,24 @@ fn build(spec: &ClientSpec) -> Result<Arc<ClientConfig>, String> {
         .with_protocol_versions(&versions)
         .map_err(|e| format!("SSL_CTX_new() failed ({e})"))?;
     let builder = if spec.verify {
-        let roots = spec.trusted.as_ref().map_or_else(
-            || Arc::new(RootCertStore::empty()),
-            |t| Arc::clone(&t.roots),
-        );
-        builder.with_root_certificates(roots)
+        match &spec.trusted {
+            Some(t) => {
+                let inner = WebPkiServerVerifier::builder_with_provider(
+                    Arc::clone(&t.roots),
+                    Arc::clone(builder.crypto_provider()),
+                )
+                .build()
+                .map_err(|e| {
+                    format!("SSL_CTX_load_verify_locations(\"{}\") failed ({e})", t.path)
+                })?;
+                let depth = spec.verify_depth;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Depth { inner, depth }))
+            }
+            // Nothing trusted: every handshake fails, as NGINX's.
+            None => builder.with_root_certificates(Arc::new(RootCertStore::empty())),
+        }
     } else {
         builder
             .dangerous()
@@ -199,6 +216,64 @@ impl ResolvesClientCert for OwnCertificate {
 
     fn has_certs(&self) -> bool {
         true
+    }
+}
+
+/// `proxy_ssl_verify on`: webpki's verdict, then `proxy_ssl_verify_depth`,
+/// which webpki does not bound: an upstream that sent more than `depth`
+/// intermediates passes only if a path through the first `depth` of them
+/// (in the order sent) verifies; else OpenSSL's verdict when it stops
+/// building at the depth, "unable to get local issuer certificate".
+#[derive(Debug)]
+struct Depth {
+    inner: Arc<WebPkiServerVerifier>,
+    depth: usize,
+}
+
+impl ServerCertVerifier for Depth {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verify = |i: &[CertificateDer<'_>]| {
+            self.inner
+                .verify_server_cert(end_entity, i, server_name, ocsp_response, now)
+        };
+        let ok = verify(intermediates)?;
+        if intermediates.len() <= self.depth
+            || (0..=self.depth).any(|k| verify(&intermediates[..k]).is_ok())
+        {
+            return Ok(ok);
+        }
+        Err(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
     }
 }
 
@@ -267,6 +342,7 @@ mod tests {
         ClientSpec {
             verify,
             trusted: None,
+            verify_depth: 1,
             server_name: false,
             tls12: true,
             tls13: true,

@@ -60,8 +60,7 @@ pub(super) static ROWS: &[Spec] = &[
         let lines = super::ssl::read_passwords(&f.path)?;
         set_once(&mut b.loc().proxy_ssl_password_file, Arc::new(lines), d)
     }),
-    // Accepted, not enforced: rustls checks the whole chain up to a
-    // trusted CA whatever its length (docs/differences.md).
+    // Enforced after webpki's verdict (`tls::client`'s `Depth`).
     d("proxy_ssl_verify_depth", HSL, Arity::N(1), |b, d| {
         let n = number(d, &d.args[0])?;
         set_once(&mut b.loc().proxy_ssl_verify_depth, n, d)
