@@ -136,7 +136,9 @@ fn decode_in(input: &[u8], step: usize) -> Result<(Vec<u8>, usize, bool), String
 /// (`config::parser`, `config::directives::Build`), as `porter -t` reads
 /// it. The directives that read files (`include`, `ssl_certificate`,
 /// `ssl_certificate_key`, `ssl_client_certificate`,
-/// `proxy_ssl_trusted_certificate`) are renamed to unknown ones first: what
+/// `proxy_ssl_trusted_certificate`, `proxy_ssl_certificate`,
+/// `ssl_password_file`, `proxy_ssl_password_file`) are renamed to unknown
+/// ones first: what
 /// they read (`include /dev/zero;`) is not the parser's input. (Config
 /// escapes cannot make letters, so a name is only ever spelt out.)
 pub fn config(data: &[u8]) {
@@ -145,7 +147,8 @@ pub fn config(data: &[u8]) {
     };
     let text = text
         .replace("include", "inclune")
-        .replace("certificate", "certificatx");
+        .replace("certificate", "certificatx")
+        .replace("password_file", "password_filx");
     let nowhere = PathBuf::from("/nonexistent/porter-fuzz");
     let mut parser = crate::config::parser::Parser::new(nowhere.clone());
     let Ok(dirs) = parser.parse_str(&text, Path::new("/nonexistent/porter-fuzz/fuzz.conf")) else {

@@ -4,7 +4,8 @@
 //! with `proxy_ssl_trusted_certificate`, the name checked and sent as SNI
 //! (`proxy_ssl_name`, `proxy_ssl_server_name`), NGINX's log lines when
 //! the handshake fails, keep-alive connections reused over TLS, a large
-//! body, and the config errors.
+//! body, client certificates (`proxy_ssl_certificate`) to origins that
+//! require them, and the config errors.
 
 mod common;
 
@@ -222,6 +223,174 @@ fn proxies_to_nginx_over_tls_with_verification() {
     assert_eq!(r.text(), "nginx sni=origin.test proto=TLSv1.2\n");
 }
 
+/// Encrypts `NAME.key` into `NAME-enc.key` with the password `secret`
+/// (false: no openssl here).
+fn encrypt_key(dir: &TempDir, name: &str) -> bool {
+    std::process::Command::new("openssl")
+        .current_dir(dir.path())
+        .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in"])
+        .arg(format!("{name}.key"))
+        .arg("-out")
+        .arg(format!("{name}-enc.key"))
+        .args(["-passout", "pass:secret"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+const MTLS_ECHO: &str = r#"return 200 "verify=$ssl_client_verify dn=$ssl_client_s_dn\n";"#;
+
+#[test]
+fn presents_the_client_certificate_an_origin_requires() {
+    let ca = Ca::new();
+    let dir = TempDir::new("pssl-mtls");
+    let p = dir.path();
+    ca.leaf(&["origin.test", "127.0.0.1"], Alg::Ecdsa)
+        .write(p, "origin");
+    ca.leaf(&["porter-client"], Alg::Ecdsa).write(p, "client");
+    dir.write("ca.pem", ca.pem());
+    dir.write("pw", "wrong\nsecret\n");
+    // The key encrypted, opened with `proxy_ssl_password_file` (both
+    // inherited, from http and server, by the locations naming the
+    // certificate).
+    let key = if encrypt_key(&dir, "client") {
+        "client-enc.key"
+    } else {
+        eprintln!("no openssl: the client key stays unencrypted");
+        "client.key"
+    };
+    let origin = common::free_port();
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  proxy_ssl_password_file {{PREFIX}}/pw;\n\
+         server {{ listen 127.0.0.1:{origin} ssl; server_name origin.test;\n\
+           ssl_certificate {{PREFIX}}/origin.crt; ssl_certificate_key {{PREFIX}}/origin.key;\n\
+           ssl_verify_client on; ssl_client_certificate {{PREFIX}}/ca.pem;\n\
+           location / {{ {MTLS_ECHO} }} }}\n\
+         server {{ listen 127.0.0.1:{{PORT}};\n\
+           proxy_ssl_certificate_key {{PREFIX}}/{key};\n\
+           location /with/ {{ proxy_ssl_certificate {{PREFIX}}/client.crt;\n\
+             proxy_pass https://127.0.0.1:{origin}/; }}\n\
+           location /outer/ {{ proxy_ssl_certificate {{PREFIX}}/client.crt;\n\
+             location /outer/inner/ {{ proxy_pass https://127.0.0.1:{origin}/; }} }}\n\
+           location /without/ {{ proxy_pass https://127.0.0.1:{origin}/; }}\n\
+         }}\n}}\n"
+    );
+    let s = Server::start_in(dir, &conf, &[]);
+    for path in ["/with/x", "/outer/inner/x"] {
+        let r = common::get(s.port, path);
+        assert_eq!(r.status, 200, "{path}: {}", s.read("logs/error.log"));
+        assert_eq!(r.text(), "verify=SUCCESS dn=CN=porter-client\n", "{path}");
+    }
+    // Without one, the origin's "400 No required SSL certificate was sent".
+    let r = common::get(s.port, "/without/x");
+    assert_eq!(r.status, 400);
+    assert!(
+        r.text().contains("No required SSL certificate was sent"),
+        "{}",
+        r.text()
+    );
+}
+
+#[test]
+fn presents_the_client_certificate_to_nginx() {
+    let ca = Ca::new();
+    let certs = TempDir::new("pssl-mtls-nginx");
+    let (crt, key) = ca
+        .leaf(&["origin.test"], Alg::Rsa)
+        .write(certs.path(), "origin");
+    let (ccrt, ckey) = ca
+        .leaf(&["porter-client"], Alg::Ecdsa)
+        .write(certs.path(), "client");
+    let ca_pem = certs.write("ca.pem", ca.pem());
+    let Some(n) = Nginx::start(&format!(
+        "server {{ listen 127.0.0.1:{{PORT}} ssl; server_name origin.test;\n\
+           ssl_certificate {}; ssl_certificate_key {};\n\
+           ssl_verify_client on; ssl_client_certificate {};\n\
+           location / {{ {MTLS_ECHO} }} }}",
+        crt.display(),
+        key.display(),
+        ca_pem.display()
+    )) else {
+        eprintln!("skipped: nginx is not installed");
+        return;
+    };
+    let s = start(
+        &ca,
+        common::free_port(),
+        &format!(
+            "location /with/ {{ proxy_pass https://127.0.0.1:{0}/;\n\
+               proxy_ssl_certificate {1}; proxy_ssl_certificate_key {2}; }}\n\
+             location /without/ {{ proxy_pass https://127.0.0.1:{0}/; }}",
+            n.port,
+            ccrt.display(),
+            ckey.display()
+        ),
+        "",
+    );
+    let r = common::get(s.port, "/with/");
+    assert_eq!(r.status, 200, "{}", s.read("logs/error.log"));
+    assert_eq!(r.text(), "verify=SUCCESS dn=CN=porter-client\n");
+    let r = common::get(s.port, "/without/");
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("No required SSL certificate was sent"));
+}
+
+/// An origin whose certificate hangs below two intermediate CAs (the
+/// file sends leaf, then both): NGINX's default `proxy_ssl_verify_depth 1`
+/// refuses it with OpenSSL's "unable to get local issuer certificate",
+/// depth 2 takes it.
+#[test]
+fn proxy_ssl_verify_depth_bounds_the_upstream_chain() {
+    let ca = Ca::new();
+    let i1 = ca.intermediate("porter test intermediate 1");
+    let i2 = i1.intermediate("porter test intermediate 2");
+    let dir = TempDir::new("pssl-depth");
+    let leaf = i2.leaf(&["origin.test", "127.0.0.1"], Alg::Ecdsa);
+    dir.write(
+        "origin.crt",
+        format!("{}{}{}", leaf.cert_pem, i2.pem(), i1.pem()),
+    );
+    dir.write("origin.key", &leaf.key_pem);
+    dir.write("ca.pem", ca.pem());
+    let origin = common::free_port();
+    let verify = |path: &str, depth: &str| {
+        format!(
+            "location /{path}/ {{ proxy_pass https://127.0.0.1:{origin}/; proxy_ssl_verify on;\n\
+               proxy_ssl_trusted_certificate {{PREFIX}}/ca.pem; {depth} }}\n"
+        )
+    };
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n\
+         server {{ listen 127.0.0.1:{origin} ssl; server_name origin.test;\n\
+           ssl_certificate {{PREFIX}}/origin.crt; ssl_certificate_key {{PREFIX}}/origin.key;\n\
+           location / {{ return 200 \"origin\\n\"; }} }}\n\
+         server {{ listen 127.0.0.1:{{PORT}};\n{}{}{}}}\n}}\n",
+        verify("d1", ""),
+        verify("d2", "proxy_ssl_verify_depth 2;"),
+        verify("d0", "proxy_ssl_verify_depth 0;"),
+    );
+    let s = Server::start_in(dir, &conf, &[]);
+    let r = common::get(s.port, "/d2/");
+    assert_eq!(r.status, 200, "{}", s.read("logs/error.log"));
+    assert_eq!(r.text(), "origin\n");
+    for path in ["/d1/", "/d0/"] {
+        assert_eq!(common::get(s.port, path).status, 502, "{path}");
+    }
+    let log = s.read("logs/error.log");
+    assert!(
+        log.contains(
+            "upstream SSL certificate verify error: (20:unable to get local issuer certificate) while SSL handshaking to upstream"
+        ),
+        "{log}"
+    );
+}
+
 /// `porter -t` on a config whose one location proxies to https with
 /// `settings`: (success, stderr).
 fn check_location(dir: &TempDir, name: &str, settings: &str) -> (bool, String) {
@@ -263,6 +432,34 @@ fn bad_proxy_ssl_settings_are_config_errors_with_file_and_line() {
     assert!(!ok);
     assert!(
         err.contains("names no protocol porter offers") && err.contains("old.conf:6"),
+        "{err}"
+    );
+    let (ok, err) = check_location(&dir, "nokey.conf", "proxy_ssl_certificate /x/c.crt;");
+    assert!(!ok);
+    assert!(
+        err.contains("no \"proxy_ssl_certificate_key\" is defined for certificate \"/x/c.crt\"")
+            && err.contains("nokey.conf:6"),
+        "{err}"
+    );
+    let (ok, err) = check_location(
+        &dir,
+        "nocert.conf",
+        "proxy_ssl_certificate /nonexistent/c.crt; proxy_ssl_certificate_key /nonexistent/c.key;",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("cannot load certificate \"/nonexistent/c.crt\"")
+            && err.contains("nocert.conf:6"),
+        "{err}"
+    );
+    let (ok, err) = check_location(
+        &dir,
+        "nopw.conf",
+        "proxy_ssl_password_file /nonexistent/pw;",
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("open() \"/nonexistent/pw\" failed") && err.contains("nopw.conf:6"),
         "{err}"
     );
     // NGINX 1.22's default list still names the old versions: accepted.

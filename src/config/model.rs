@@ -465,8 +465,16 @@ loc_settings! {
     proxy_ssl_ciphers: Arc<(String, Vec<rustls::SupportedCipherSuite>)> = super::directives::default_proxy_ciphers();
     /// `proxy_ssl_session_reuse`.
     proxy_ssl_session_reuse: bool = true;
-    /// `proxy_ssl_verify_depth` (accepted; not enforced).
+    /// `proxy_ssl_verify_depth`.
     proxy_ssl_verify_depth: u64 = 1;
+    /// `proxy_ssl_certificate`.
+    proxy_ssl_certificate: Option<Arc<FileAt>> = None;
+    /// `proxy_ssl_certificate_key`.
+    proxy_ssl_certificate_key: Option<Arc<FileAt>> = None;
+    /// `proxy_ssl_password_file`'s lines.
+    proxy_ssl_password_file: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// The client certificate pair, loaded once the settings merged.
+    proxy_ssl_client_cert: Option<Arc<rustls::sign::CertifiedKey>> = None;
     /// `proxy_http_version 1.1` (default 1.0).
     proxy_http11: bool = false;
     /// `proxy_connect_timeout`.

@@ -286,3 +286,15 @@ mod tests {
         assert_eq!(p(false, ""), Err("invalid value"));
     }
 }
+
+/// A file a directive names, with where it is named (for errors found
+/// when the file is read, after the settings merge).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FileAt {
+    /// The file, resolved against the prefix.
+    pub path: std::path::PathBuf,
+    /// The configuration file of the directive.
+    pub file: std::sync::Arc<std::path::Path>,
+    /// Its line.
+    pub line: u32,
+}

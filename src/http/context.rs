@@ -29,20 +29,7 @@ pub struct ConnInfo {
     pub proxy_protocol: Option<Arc<super::proxy_protocol::ProxyInfo>>,
 }
 
-/// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
-#[derive(Debug, Clone)]
-pub struct TlsInfo {
-    /// `$ssl_protocol`: `TLSv1.2` or `TLSv1.3`.
-    pub protocol: &'static str,
-    /// `$ssl_cipher`: the suite, as OpenSSL names it.
-    pub cipher: &'static str,
-    /// `$ssl_server_name`: the SNI name, if sent.
-    pub server_name: Option<String>,
-    /// `$ssl_session_reused`: `r` when the session was resumed.
-    pub reused: bool,
-    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
-    pub client_verify: String,
-}
+pub use super::tls_vars::TlsInfo;
 
 /// Request method, as far as the static handler cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -357,6 +344,7 @@ impl VarSource for RequestCtx {
                     u.append(var, out)
                 }
             }
+            Var::Ssl(v) => super::tls_vars::append(self.conn.tls.as_deref(), *v, out),
             Var::LimitReqStatus => out.push_str(self.limits.limit_req_status.unwrap_or("")),
             Var::LimitConnStatus => out.push_str(self.limits.limit_conn_status.unwrap_or("")),
             Var::Capture(n) => self.capture(*n, out),

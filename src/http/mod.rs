@@ -25,6 +25,7 @@ pub mod reuse;
 pub mod status;
 pub mod stream;
 mod tls_accept;
+pub mod tls_vars;
 pub mod trailers;
 pub mod tunnel;
 pub mod upstream_vars;

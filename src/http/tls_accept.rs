@@ -18,6 +18,7 @@ use super::stream::ClientStream;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
 use crate::tls::conn::{self, HandshakeError, Hello, Ktls, Refuse, TlsConn};
+use crate::tls::peer::PeerCert;
 use crate::tls::{ktls, ServerTls};
 
 /// How a connection to a TLS address began.
@@ -80,6 +81,9 @@ pub async fn accept(
                 server_name: tls.server_name(),
                 reused: tls.resumed(),
                 client_verify,
+                peer: peer_cert(&tls),
+                curve: tls.curve(),
+                session_id: tls.session_id(),
             };
             let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
             match into_stream(tcp, tls, whole_records && ktls_on) {
@@ -103,6 +107,12 @@ pub async fn accept(
             Accepted::Closed
         }
     }
+}
+
+/// The fields of the certificate the client sent, if it sent one.
+fn peer_cert(tls: &TlsConn) -> Option<Arc<PeerCert>> {
+    let chain = tls.peer_certificates()?;
+    PeerCert::parse(chain.first()?).map(Arc::new)
 }
 
 /// The TLS of the server a ClientHello chooses on `listen`: by SNI (else

@@ -12,15 +12,18 @@
 //! Configurations are built on first use and kept per distinct set of
 //! settings, so every connection of a location shares one config and
 //! with it rustls's in-memory session store (`proxy_ssl_session_reuse`).
+//! A client certificate (`proxy_ssl_certificate`) is loaded with the
+//! configuration (`tls::load_pair`) and is part of the settings' key.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::Resumption;
+use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::sign::CertifiedKey;
 use rustls::{
     ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, SupportedCipherSuite,
 };
@@ -66,6 +69,9 @@ pub struct ClientSpec {
     pub verify: bool,
     /// `proxy_ssl_trusted_certificate`.
     pub trusted: Option<Arc<TrustedCerts>>,
+    /// `proxy_ssl_verify_depth`: the most intermediate CAs between the
+    /// upstream's certificate and a trusted one.
+    pub verify_depth: usize,
     /// `proxy_ssl_server_name`: send the name as SNI.
     pub server_name: bool,
     /// `proxy_ssl_protocols`: TLSv1.2 offered.
@@ -76,14 +82,19 @@ pub struct ClientSpec {
     pub ciphers: Arc<(String, Vec<SupportedCipherSuite>)>,
     /// `proxy_ssl_session_reuse`.
     pub session_reuse: bool,
+    /// `proxy_ssl_certificate` and its key, loaded: presented when the
+    /// upstream asks for a certificate.
+    pub cert: Option<Arc<CertifiedKey>>,
 }
 
 impl ClientSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{:?}|{}|{}|{}|{}|{}",
+            "{}|{}|{:?}|{:?}|{}|{}|{}|{}|{}",
             self.verify,
+            self.verify_depth,
             self.trusted.as_ref().map(|t| Arc::as_ptr(t) as usize),
+            self.cert.as_ref().map(|c| Arc::as_ptr(c) as usize),
             self.server_name,
             self.tls12,
             self.tls13,
@@ -132,17 +143,33 @@ fn build(spec: &ClientSpec) -> Result<Arc<ClientConfig>, String> {
     let builder = ClientConfig::builder_with_provider(Arc::new(provider))
         .with_protocol_versions(&versions)
         .map_err(|e| format!("SSL_CTX_new() failed ({e})"))?;
-    let mut config = if spec.verify {
-        let roots = spec.trusted.as_ref().map_or_else(
-            || Arc::new(RootCertStore::empty()),
-            |t| Arc::clone(&t.roots),
-        );
-        builder.with_root_certificates(roots).with_no_client_auth()
+    let builder = if spec.verify {
+        match &spec.trusted {
+            Some(t) => {
+                let inner = WebPkiServerVerifier::builder_with_provider(
+                    Arc::clone(&t.roots),
+                    Arc::clone(builder.crypto_provider()),
+                )
+                .build()
+                .map_err(|e| {
+                    format!("SSL_CTX_load_verify_locations(\"{}\") failed ({e})", t.path)
+                })?;
+                let depth = spec.verify_depth;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Depth { inner, depth }))
+            }
+            // Nothing trusted: every handshake fails, as NGINX's.
+            None => builder.with_root_certificates(Arc::new(RootCertStore::empty())),
+        }
     } else {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(algorithms)))
-            .with_no_client_auth()
+    };
+    let mut config = match &spec.cert {
+        Some(c) => builder.with_client_cert_resolver(Arc::new(OwnCertificate(Arc::clone(c)))),
+        None => builder.with_no_client_auth(),
     };
     config.enable_sni = spec.server_name;
     config.resumption = if spec.session_reuse {
@@ -166,6 +193,88 @@ pub fn server_name(rendered: &str) -> Result<ServerName<'static>, String> {
     };
     ServerName::try_from(host.to_string())
         .map_err(|_| format!("invalid server name \"{rendered}\" for the upstream's certificate"))
+}
+
+/// `proxy_ssl_certificate`: sent whenever the upstream asks, whatever
+/// CAs it names (as OpenSSL sends the one certificate it has); rustls
+/// still requires the key to sign with a scheme the upstream accepts.
+#[derive(Debug)]
+struct OwnCertificate(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for OwnCertificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.0
+            .key
+            .choose_scheme(sigschemes)
+            .is_some()
+            .then(|| Arc::clone(&self.0))
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// `proxy_ssl_verify on`: webpki's verdict, then `proxy_ssl_verify_depth`,
+/// which webpki does not bound: an upstream that sent more than `depth`
+/// intermediates passes only if a path through the first `depth` of them
+/// (in the order sent) verifies; else OpenSSL's verdict when it stops
+/// building at the depth, "unable to get local issuer certificate".
+#[derive(Debug)]
+struct Depth {
+    inner: Arc<WebPkiServerVerifier>,
+    depth: usize,
+}
+
+impl ServerCertVerifier for Depth {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verify = |i: &[CertificateDer<'_>]| {
+            self.inner
+                .verify_server_cert(end_entity, i, server_name, ocsp_response, now)
+        };
+        let ok = verify(intermediates)?;
+        if intermediates.len() <= self.depth
+            || (0..=self.depth).any(|k| verify(&intermediates[..k]).is_ok())
+        {
+            return Ok(ok);
+        }
+        Err(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 /// `proxy_ssl_verify off`: any certificate chain and name are accepted,
@@ -233,11 +342,13 @@ mod tests {
         ClientSpec {
             verify,
             trusted: None,
+            verify_depth: 1,
             server_name: false,
             tls12: true,
             tls13: true,
             ciphers: Arc::new(("HIGH".into(), crate::tls::ciphers::select("HIGH").unwrap())),
             session_reuse: true,
+            cert: None,
         }
     }
 

@@ -36,14 +36,19 @@ pub struct ClientAuth {
     /// With `ssl_trusted_certificate`: its CAs and `inner`'s, for the
     /// chain's verdict (their names are not sent, as NGINX).
     full: Option<Arc<dyn ClientCertVerifier>>,
+    /// `ssl_verify_depth`: the most intermediate CAs between the client's
+    /// certificate and a trusted one.
+    depth: usize,
 }
 
 impl ClientAuth {
     /// Trusts the PEM certificates in `ca_file` (`ssl_client_certificate`)
-    /// and `trusted` (`ssl_trusted_certificate`, already read).
+    /// and `trusted` (`ssl_trusted_certificate`, already read), through
+    /// chains of at most `depth` intermediates (`ssl_verify_depth`).
     pub fn load(
         ca_file: &Path,
         trusted: &[CertificateDer<'static>],
+        depth: usize,
     ) -> Result<Arc<ClientAuth>, String> {
         let fail = |e: String| {
             format!(
@@ -80,20 +85,34 @@ impl ClientAuth {
             Some(build(all)?)
         };
         let inner = build(roots)?;
-        Ok(Arc::new(ClientAuth { inner, full }))
+        Ok(Arc::new(ClientAuth { inner, full, depth }))
     }
 
     /// `$ssl_client_verify` for the chain a client sent: `NONE`,
     /// `SUCCESS` or `FAILED:reason`.
+    ///
+    /// webpki bounds no chain's length, so `ssl_verify_depth` is applied
+    /// here: a path webpki builds uses only the intermediates the client
+    /// sent, so a client that sent at most `depth` passes; one that sent
+    /// more passes only if a path through the first `depth` of them (in
+    /// the order sent, leaf first, as clients send them) reaches a
+    /// trusted CA. OpenSSL stops building at the depth and so fails with
+    /// "unable to get local issuer certificate"; so does porter.
     pub fn verify(&self, chain: Option<&[CertificateDer<'static>]>) -> String {
         let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
             return "NONE".into();
         };
         let v = self.full.as_ref().unwrap_or(&self.inner);
-        match v.verify_client_cert(leaf, rest, UnixTime::now()) {
-            Ok(_) => "SUCCESS".into(),
-            Err(e) => format!("FAILED:{e}"),
+        let now = UnixTime::now();
+        if let Err(e) = v.verify_client_cert(leaf, rest, now) {
+            return format!("FAILED:{e}");
         }
+        if rest.len() > self.depth
+            && !(0..=self.depth).any(|k| v.verify_client_cert(leaf, &rest[..k], now).is_ok())
+        {
+            return "FAILED:unable to get local issuer certificate".into();
+        }
+        "SUCCESS".into()
     }
 }
 

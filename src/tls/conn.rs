@@ -180,6 +180,8 @@ pub struct TlsConn {
     /// The handshake read whole records only and ended at a record's
     /// end: rustls holds no byte the kernel would need (kTLS possible).
     clean_cut: bool,
+    /// The session's ID, for `$ssl_session_id` (`session_id.rs`).
+    session_id: Vec<u8>,
 }
 
 /// Most plaintext held back for the next write: one full record.
@@ -260,8 +262,12 @@ pub async fn accept(
         }
     };
     let mut tls = TlsConn::new(conn.into());
+    tls.session_id = tls.send_server_hello(tcp).await?;
     tls.finish_handshake(tcp, whole).await?;
     tls.clean_cut = whole_records && left.get() == 0;
+    if tls.protocol() == "TLSv1.3" {
+        tls.session_id = super::session_id::random();
+    }
     Ok(tls)
 }
 
@@ -286,7 +292,37 @@ impl TlsConn {
             conn: RefCell::new(conn),
             corked: RefCell::new(Vec::new()),
             clean_cut: false,
+            session_id: Vec::new(),
         }
+    }
+
+    /// Sends the start of the server's first flight, keeping the session
+    /// ID its ServerHello carries.
+    async fn send_server_hello(&self, tcp: &TcpStream) -> io::Result<Vec<u8>> {
+        use super::session_id::{self, Tee, HELLO_PREFIX};
+        let mut seen = Vec::new();
+        loop {
+            let r = {
+                let mut c = self.conn.borrow_mut();
+                if !c.wants_write() || seen.len() >= HELLO_PREFIX {
+                    break;
+                }
+                tcp.try_io(Interest::WRITABLE, || {
+                    c.write_tls(&mut Tee::new(&mut Sock(tcp), &mut seen))
+                })
+            };
+            match r {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => tcp.writable().await?,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(session_id::from_server_hello(&seen))
+    }
+
+    /// `$ssl_session_id`: the session's ID in hex.
+    pub fn session_id(&self) -> String {
+        super::session_id::hex(&self.session_id)
     }
 
     async fn finish_handshake(
@@ -338,6 +374,13 @@ impl TlsConn {
             Some(s) => super::ciphers::openssl_name(s.suite()),
             None => "",
         }
+    }
+
+    /// The key-exchange group, as OpenSSL names it (`$ssl_curve`).
+    pub fn curve(&self) -> &'static str {
+        let c = self.conn.borrow();
+        c.negotiated_key_exchange_group()
+            .map_or("", |g| super::groups::openssl_name(g.name()))
     }
 
     /// The SNI name the client sent (`$ssl_server_name`).

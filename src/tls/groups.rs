@@ -49,6 +49,15 @@ const NOT_OFFERED: &[&str] = &[
     "X25519Kyber768Draft00",
 ];
 
+/// OpenSSL's name of a group (`SSL_get_negotiated_group`, then
+/// `OBJ_nid2sn`): the first of [`offered`]'s names.
+pub fn openssl_name(group: rustls::NamedGroup) -> &'static str {
+    offered()
+        .into_iter()
+        .find(|(_, g)| g.name() == group)
+        .map_or("", |(names, _)| names[0])
+}
+
 /// What `ssl_ecdh_curve` selects.
 #[derive(Debug)]
 pub struct Groups {

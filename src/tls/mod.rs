@@ -14,6 +14,8 @@
 //! | `groups.rs` | `ssl_ecdh_curve`: OpenSSL's group names onto rustls's key exchanges |
 //! | `tickets.rs` | `ssl_session_ticket_key`: NGINX's key files, NGINX's ticket format |
 //! | `keys.rs` | private keys, plain or encrypted (`ssl_password_file`); OCSP responses and trusted certificates read |
+//! | `peer.rs` | a client certificate's fields as `$ssl_client_*` print them (OpenSSL's forms) |
+//! | `session_id.rs` | `$ssl_session_id`: the ID read from the ServerHello as it goes out |
 //! | `session.rs` | `ssl_session_cache` / `ssl_session_tickets` shared by all workers, `ssl_session_timeout` |
 //! | `ktls.rs` | kernel TLS: the start-up probe, handing rustls's secrets to the kernel, record I/O on a kTLS socket |
 
@@ -24,7 +26,9 @@ pub mod conn;
 pub mod groups;
 pub mod keys;
 pub mod ktls;
+pub mod peer;
 pub mod session;
+pub mod session_id;
 pub mod tickets;
 
 use std::path::Path;

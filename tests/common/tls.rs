@@ -85,6 +85,74 @@ impl Ca {
     }
 }
 
+impl Ca {
+    /// A leaf made from `params` (subject, serial, validity as the test
+    /// wants them) with a fresh ECDSA P-256 key, signed by this CA.
+    pub fn leaf_from(&self, params: CertificateParams) -> Leaf {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().to_vec(),
+        }
+    }
+}
+
+impl Ca {
+    /// An intermediate CA signed by this one.
+    pub fn intermediate(&self, name: &str) -> Ca {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, name);
+        let cert = p.signed_by(&key, &self.cert, &self.key).unwrap();
+        Ca { cert, key }
+    }
+}
+
+/// A client trusting `ca` that presents `chain` (leaf first) with the
+/// key `key_pem`.
+pub fn client_with_chain(ca: &Ca, chain: &[Vec<u8>], key_pem: &str) -> Arc<ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der()).unwrap();
+    let chain = chain
+        .iter()
+        .map(|c| CertificateDer::from(c.clone()))
+        .collect();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
+    let cfg =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .unwrap();
+    Arc::new(cfg)
+}
+
+/// A client trusting `ca`, offering only `versions`, that presents `cert`.
+pub fn client_with_cert_versions(
+    ca: &Ca,
+    cert: &Leaf,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Arc<ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der()).unwrap();
+    let chain = vec![CertificateDer::from(cert.der.clone())];
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes()).unwrap();
+    let cfg =
+        ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .unwrap();
+    Arc::new(cfg)
+}
+
 impl Leaf {
     /// Writes `NAME.crt` and `NAME.key` into `dir`; returns their paths.
     pub fn write(&self, dir: &Path, name: &str) -> (PathBuf, PathBuf) {

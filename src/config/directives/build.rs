@@ -251,8 +251,9 @@ impl Build {
         let mut groups: Vec<(ListenGroup, bool)> = Vec::new();
         let default_port = if self.is_root { 80 } else { 8000 };
         let mut ssl_shared = super::ssl::SslShared::default();
+        let mut client_certs = super::proxy_ssl::ClientCerts::new();
         for mut sb in std::mem::take(&mut self.servers) {
-            let server = self.server_conf(&mut sb, &mut ssl_shared)?;
+            let server = self.server_conf(&mut sb, &mut ssl_shared, &mut client_certs)?;
             if sb.listens.is_empty() {
                 sb.listens.push(ListenB {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
@@ -355,6 +356,7 @@ impl Build {
         &self,
         sb: &mut ServerB,
         ssl_shared: &mut super::ssl::SslShared,
+        client_certs: &mut super::proxy_ssl::ClientCerts,
     ) -> Result<Arc<ServerConf>, ConfError> {
         sb.loc.inherit(&self.http);
         let base_s = sb.loc.finish();
@@ -378,7 +380,7 @@ impl Build {
             h2,
             ssl_shared,
         )?;
-        let (locations, named) = build_locations(&mut sb.locations, &sb.loc)?;
+        let (locations, named) = build_locations(&mut sb.locations, &sb.loc, client_certs)?;
         let script = std::mem::take(&mut sb.script)
             .into_iter()
             .map(|o| o.finish(&[]))
@@ -408,11 +410,13 @@ impl Build {
 }
 
 /// A server's locations built: settings merged top-down (each from its
-/// parent, or the server), then each location built after the ones
-/// inside it (its nested locations and `if` blocks), bottom-up.
+/// parent, or the server; a proxying location's client certificate
+/// loaded), then each location built after the ones inside it (its
+/// nested locations and `if` blocks), bottom-up.
 fn build_locations(
     list: &mut [LocB],
     server: &LocBuilder,
+    client_certs: &mut super::proxy_ssl::ClientCerts,
 ) -> Result<(LocationTree, NamedLocations), ConfError> {
     let mut merged: Vec<LocBuilder> = Vec::with_capacity(list.len());
     for lb in list.iter() {
@@ -421,6 +425,8 @@ fn build_locations(
             Some(p) => b.inherit(&merged[p]),
             None => b.inherit(server),
         }
+        let proxies = matches!(lb.handler, Handler::Proxy(_));
+        super::proxy_ssl::load_client_certs(&mut b, proxies, client_certs)?;
         merged.push(b);
     }
     let mut built: Vec<Option<Arc<LocationConf>>> = vec![None; list.len()];

@@ -2,13 +2,17 @@
 //! `proxy_ssl_*`): whether and against what the upstream's certificate is
 //! checked, the name checked and sent as SNI, versions, suites and session
 //! reuse. Location settings, inherited one by one like NGINX's; the CA
-//! file is read when the directive is read, so a bad one is `porter -t`'s
-//! error with its file:line. The rustls configuration they make is built
-//! on first use (`tls::client`).
+//! file and `proxy_ssl_password_file` are read when the directive is
+//! read, so a bad one is `porter -t`'s error with its file:line; the
+//! client certificate pair (`proxy_ssl_certificate`, `_key`) once the
+//! settings have merged ([`load_client_certs`]), once per distinct pair,
+//! for the locations that proxy. The rustls configuration they make is
+//! built on first use (`tls::client`).
 
 #[allow(unused_imports)]
 use super::*;
 use crate::tls::ciphers::{self, CipherError};
+use rustls::sign::CertifiedKey;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
@@ -43,8 +47,20 @@ pub(super) static ROWS: &[Spec] = &[
         let v = flag(d)?;
         set_once(&mut b.loc().proxy_ssl_session_reuse, v, d)
     }),
-    // Accepted, not enforced: rustls checks the whole chain up to a
-    // trusted CA whatever its length (docs/differences.md).
+    d("proxy_ssl_certificate", HSL, Arity::N(1), |b, d| {
+        let f = file_at(b, d)?;
+        set_once(&mut b.loc().proxy_ssl_certificate, Some(f), d)
+    }),
+    d("proxy_ssl_certificate_key", HSL, Arity::N(1), |b, d| {
+        let f = file_at(b, d)?;
+        set_once(&mut b.loc().proxy_ssl_certificate_key, Some(f), d)
+    }),
+    d("proxy_ssl_password_file", HSL, Arity::N(1), |b, d| {
+        let f = file_at(b, d)?;
+        let lines = super::ssl::read_passwords(&f.path)?;
+        set_once(&mut b.loc().proxy_ssl_password_file, Arc::new(lines), d)
+    }),
+    // Enforced after webpki's verdict (`tls::client`'s `Depth`).
     d("proxy_ssl_verify_depth", HSL, Arity::N(1), |b, d| {
         let n = number(d, &d.args[0])?;
         set_once(&mut b.loc().proxy_ssl_verify_depth, n, d)
@@ -97,4 +113,61 @@ fn set_protocols(b: &mut Build, d: &Directive) -> Res {
         );
     }
     set_once(&mut b.loc().proxy_ssl_protocols, (v12, v13), d)
+}
+
+fn file_at(b: &Build, d: &Directive) -> Result<Arc<FileAt>, String> {
+    if d.args[0].contains('$') {
+        return Err(format!(
+            "variables in \"{}\" are not supported by porter",
+            d.name
+        ));
+    }
+    Ok(Arc::new(FileAt {
+        path: b.full_path(&d.args[0]),
+        file: d.file.clone(),
+        line: d.line,
+    }))
+}
+
+/// Client certificate pairs already loaded in this build, by files and
+/// passwords, so locations inheriting one pair share one `CertifiedKey`.
+pub(super) type ClientCerts = HashMap<(PathBuf, PathBuf, Arc<Vec<String>>), Arc<CertifiedKey>>;
+
+/// Loads the merged `proxy_ssl_certificate` pair of a location that
+/// proxies into `proxy_ssl_client_cert` (NGINX's errors: a certificate
+/// without a key; the pair's own, at the certificate's line).
+pub(super) fn load_client_certs(
+    loc: &mut LocBuilder,
+    proxies: bool,
+    loaded: &mut ClientCerts,
+) -> Result<(), ConfError> {
+    let Some(Some(cert)) = loc.proxy_ssl_certificate.clone() else {
+        return Ok(());
+    };
+    if !proxies {
+        return Ok(());
+    }
+    let at = |m: String| ConfError {
+        message: m,
+        file: Some(cert.file.clone()),
+        line: cert.line,
+    };
+    let Some(Some(key)) = loc.proxy_ssl_certificate_key.clone() else {
+        return Err(at(format!(
+            "no \"proxy_ssl_certificate_key\" is defined for certificate \"{}\"",
+            cert.path.display()
+        )));
+    };
+    let passwords = loc.proxy_ssl_password_file.clone().unwrap_or_default();
+    let id = (cert.path.clone(), key.path.clone(), passwords);
+    let pair = match loaded.get(&id) {
+        Some(p) => Arc::clone(p),
+        None => {
+            let p = crate::tls::load_pair(&cert.path, &key.path, &id.2).map_err(at)?;
+            loaded.insert(id, Arc::clone(&p));
+            p
+        }
+    };
+    loc.proxy_ssl_client_cert = Some(Some(pair));
+    Ok(())
 }

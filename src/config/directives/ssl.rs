@@ -396,10 +396,18 @@ fn set_ecdh_curve(b: &mut Build, d: &Directive) -> Res {
 /// line is a passphrase to try on encrypted keys.
 fn set_password_file(b: &mut Build, d: &Directive) -> Res {
     let p = path_arg(b, d)?;
-    let text = std::fs::read(&p.path).map_err(|e| {
+    let lines = read_passwords(&p.path)?;
+    set_once(&mut b.ssl().passwords, lines, d)
+}
+
+/// The lines of a password file (`ssl_password_file`,
+/// `proxy_ssl_password_file`), NGINX's errors when it cannot be read or
+/// holds none.
+pub(super) fn read_passwords(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read(path).map_err(|e| {
         format!(
             "open() \"{}\" failed {}",
-            p.path.display(),
+            path.display(),
             crate::util::errno_text(&e)
         )
     })?;
@@ -409,9 +417,9 @@ fn set_password_file(b: &mut Build, d: &Directive) -> Res {
         .map(str::to_string)
         .collect();
     if lines.is_empty() {
-        return Err(format!("empty file \"{}\"", p.path.display()));
+        return Err(format!("empty file \"{}\"", path.display()));
     }
-    set_once(&mut b.ssl().passwords, lines, d)
+    Ok(lines)
 }
 
 fn set_session_cache(b: &mut Build, d: &Directive) -> Res {
@@ -607,7 +615,8 @@ fn client_auth(
         }
         return Err(at.error("no ssl_client_certificate for ssl_verify_client".into()));
     };
-    let auth = ClientAuth::load(&ca.path, trusted).map_err(|m| ca.error(m))?;
+    let depth = usize::try_from(s.verify_depth.unwrap_or(1)).unwrap_or(usize::MAX);
+    let auth = ClientAuth::load(&ca.path, trusted, depth).map_err(|m| ca.error(m))?;
     Ok((mode, Some(auth)))
 }
 

@@ -61,11 +61,13 @@ fn spec(s: &LocSettings) -> ClientSpec {
     ClientSpec {
         verify: s.proxy_ssl_verify,
         trusted: s.proxy_ssl_trusted_certificate.clone(),
+        verify_depth: usize::try_from(s.proxy_ssl_verify_depth).unwrap_or(usize::MAX),
         server_name: s.proxy_ssl_server_name,
         tls12: s.proxy_ssl_protocols.0,
         tls13: s.proxy_ssl_protocols.1,
         ciphers: Arc::clone(&s.proxy_ssl_ciphers),
         session_reuse: s.proxy_ssl_session_reuse,
+        cert: s.proxy_ssl_client_cert.clone(),
     }
 }
 

@@ -1,0 +1,79 @@
+//! What a connection's TLS handshake settled ([`TlsInfo`]) and the
+//! `$ssl_*` variables of the client certificate and the session that it
+//! renders ([`append`]), in NGINX's forms (`ngx_event_openssl.c`'s
+//! `ngx_ssl_get_*`). The certificate's fields are parsed once, at the
+//! handshake, by `tls::peer`.
+
+use std::sync::Arc;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+use crate::tls::peer::PeerCert;
+use crate::vars::template::SslVar;
+
+/// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
+#[derive(Debug)]
+pub struct TlsInfo {
+    /// `$ssl_protocol`: `TLSv1.2` or `TLSv1.3`.
+    pub protocol: &'static str,
+    /// `$ssl_cipher`: the suite, as OpenSSL names it.
+    pub cipher: &'static str,
+    /// `$ssl_server_name`: the SNI name, if sent.
+    pub server_name: Option<String>,
+    /// `$ssl_session_reused`: `r` when the session was resumed.
+    pub reused: bool,
+    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
+    pub client_verify: String,
+    /// The client's certificate, when it sent one.
+    pub peer: Option<Arc<PeerCert>>,
+    /// `$ssl_curve`: the key-exchange group, as OpenSSL names it.
+    pub curve: &'static str,
+    /// `$ssl_session_id`, hex.
+    pub session_id: String,
+}
+
+/// NGINX's `NGX_ESCAPE_URI_COMPONENT`: all but letters, digits and `-._~`.
+const URI_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Appends the value of `var` on a connection whose TLS is `tls` (nothing
+/// on a plain connection, or without a client certificate for the
+/// `$ssl_client_*` ones).
+pub fn append(tls: Option<&TlsInfo>, var: SslVar, out: &mut String) {
+    let Some(t) = tls else { return };
+    match var {
+        SslVar::SessionId => out.push_str(&t.session_id),
+        SslVar::Curve => out.push_str(t.curve),
+        // porter takes no early data (`ssl_early_data` is refused).
+        SslVar::EarlyData => {}
+        _ => {
+            if let Some(p) = &t.peer {
+                append_cert(p, var, out)
+            }
+        }
+    }
+}
+
+fn append_cert(p: &PeerCert, var: SslVar, out: &mut String) {
+    match var {
+        SslVar::ClientSDn => out.push_str(&p.subject),
+        SslVar::ClientIDn => out.push_str(&p.issuer),
+        SslVar::ClientSerial => out.push_str(&p.serial),
+        SslVar::ClientFingerprint => out.push_str(&p.fingerprint),
+        SslVar::ClientCert => out.push_str(&p.tabbed()),
+        SslVar::ClientEscapedCert => out.extend(utf8_percent_encode(&p.pem, URI_COMPONENT)),
+        SslVar::ClientRawCert => out.push_str(&p.pem),
+        SslVar::ClientVStart => out.push_str(&p.v_start),
+        SslVar::ClientVEnd => out.push_str(&p.v_end),
+        SslVar::ClientVRemain => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            out.push_str(&p.v_remain(now))
+        }
+        SslVar::SessionId | SslVar::Curve | SslVar::EarlyData => {}
+    }
+}
