@@ -24,10 +24,9 @@ impl ListenGroup {
                 for n in &s.names {
                     let cand = match n {
                         ServerName::Exact(e) if e == host => Some((0, e.len())),
-                        ServerName::Suffix(suf)
-                            if host.ends_with(suf.as_str())
-                                || host == &suf[1..] && suf.starts_with('.') =>
-                        {
+                        // `*.example.com` does not name `example.com`;
+                        // `.example.com` does, as its own exact entry.
+                        ServerName::Suffix(suf) if host.ends_with(suf.as_str()) => {
                             Some((1, suf.len()))
                         }
                         ServerName::Prefix(pre) if host.starts_with(pre.as_str()) => {

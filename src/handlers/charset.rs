@@ -22,7 +22,6 @@ use std::sync::Arc;
 use super::body_source::PieceSource;
 use crate::config::CharsetMap;
 use crate::http::context::RequestCtx;
-use crate::http::request::Version;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
 
 /// The type before any parameter, and the `charset` parameter's value.
@@ -105,11 +104,7 @@ fn recode(ctx: &RequestCtx, resp: &mut Response, table: Table) {
         resp.content_length = None;
         resp.allow_ranges = false;
         if !ctx.is_head() {
-            if ctx.head.version == Version::Http11 {
-                resp.chunked = true;
-            } else {
-                resp.close = true;
-            }
+            super::filters::frame_unknown_length(ctx, resp);
         }
     }
     if ctx.is_head() {

@@ -152,6 +152,17 @@ fn not_modified(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     }
 }
 
+/// For a body filter that changes the body's length (gzip, charset to or
+/// from UTF-8, sub_filter): NGINX's chunked filter frames such a body as
+/// chunks on HTTP/1.1 and closes the connection after it on HTTP/1.0.
+pub fn frame_unknown_length(ctx: &RequestCtx, resp: &mut Response) {
+    if ctx.head.version == crate::http::request::Version::Http11 {
+        resp.chunked = true;
+    } else {
+        resp.close = true;
+    }
+}
+
 /// Statuses `add_header` and `expires` apply to without `always`.
 fn header_filter_applies(status: u16) -> bool {
     matches!(

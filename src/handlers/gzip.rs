@@ -85,11 +85,7 @@ pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
         resp.body = Body::Empty;
         return;
     }
-    if ctx.head.version == Version::Http11 {
-        resp.chunked = true;
-    } else {
-        resp.close = true;
-    }
+    super::filters::frame_unknown_length(ctx, resp);
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     resp.body = Body::Stream(StreamBody::new(Box::new(GzipStream::new(
         body,

@@ -26,7 +26,6 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use super::body_source::PieceSource;
 use crate::config::model::SubFilter;
 use crate::http::context::RequestCtx;
-use crate::http::request::Version;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
 
 /// Runs the sub filter's header part on `resp` and wraps its body.
@@ -71,11 +70,7 @@ pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
     if ctx.is_head() || matches!(resp.body, Body::Empty) {
         return;
     }
-    if ctx.head.version == Version::Http11 {
-        resp.chunked = true;
-    } else {
-        resp.close = true;
-    }
+    super::filters::frame_unknown_length(ctx, resp);
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     resp.body = Body::Stream(StreamBody::new(Box::new(SubStream::new(
         PieceSource::of(body),
