@@ -134,15 +134,22 @@ fn expires_forms_answer_as_nginx_answers() {
         // Both answer within the same second almost always; retry once
         // when the clock ticked between the two answers.
         let mut same = false;
-        for _ in 0..3 {
+        for _ in 0..5 {
             let (p, n) = (get(srv.port, path, ""), get(ngx.port, path, ""));
             assert_eq!(p.status, n.status, "{path}");
             if seen(&p) == seen(&n) && p.header("date") == n.header("date") {
                 same = true;
                 break;
             }
+            // Within one second but for `Expires`: the second may turn
+            // between porter's headers filter and its `Date`; try again.
             if p.header("date") == n.header("date") {
-                assert_eq!(seen(&p), seen(&n), "{path}");
+                let but_expires = |r: &Resp| {
+                    let mut v = seen(r);
+                    v.retain(|(k, _)| k != "expires");
+                    v
+                };
+                assert_eq!(but_expires(&p), but_expires(&n), "{path}");
             }
         }
         assert!(same, "{path}: answers differ");
