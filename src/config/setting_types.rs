@@ -125,6 +125,22 @@ pub struct AddHeader {
     pub value: Template,
     /// `always`: also on error responses.
     pub always: bool,
+    /// The value reads the response's header lines (`$sent_http_*`,
+    /// directly or through a `map`), so the headers filter lends them to
+    /// the request first.
+    pub reads_response: bool,
+}
+
+impl AddHeader {
+    /// The line `name value [always]`.
+    pub fn new(name: &str, value: Template, always: bool) -> AddHeader {
+        AddHeader {
+            name: name.to_string(),
+            reads_response: value.reads_sent_http(),
+            value,
+            always,
+        }
+    }
 }
 
 /// `return code [text|URL]` / `return URL`.

@@ -173,16 +173,19 @@ fn header_filter_applies(status: u16) -> bool {
 
 /// The headers filter: `expires` and `add_header`. Their values may read
 /// `$sent_http_*` (h5bp derives its security headers and `expires` from
-/// `$sent_http_content_type` through maps), so the response's header
-/// lines are lent to the request first, as NGINX's variables read
-/// `headers_out` whenever they are evaluated.
+/// `$sent_http_content_type` through maps), so when one does the
+/// response's header lines are lent to the request first, as NGINX's
+/// variables read `headers_out` whenever they are evaluated.
 fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
     let loc = std::sync::Arc::clone(&ctx.loc);
     let s = &loc.s;
     if s.add_headers.is_empty() && s.expires.is_none() {
         return;
     }
-    ctx.sent_headers = resp.sent_headers();
+    if matches!(s.expires, Some(Expires::Var(_))) || s.add_headers.iter().any(|h| h.reads_response)
+    {
+        ctx.sent_headers = resp.sent_headers();
+    }
     let applies = header_filter_applies(resp.status);
     if applies {
         match &s.expires {

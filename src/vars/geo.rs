@@ -433,6 +433,11 @@ fn delete_range(low: &mut HashMap<u16, Vec<Range>>, start: u32, end: u32) -> boo
 }
 
 impl Geo {
+    /// Whether its source reads `$sent_http_*` (its values are plain).
+    pub fn reads_sent_http(&self) -> bool {
+        self.source.as_ref().is_some_and(Template::reads_sent_http)
+    }
+
     /// Appends the geo's value for the request `src` to `out`.
     pub fn append(&self, src: &dyn VarSource, out: &mut String) {
         if !self.volatile {

@@ -158,6 +158,20 @@ impl MapBuilder {
 }
 
 impl Map {
+    /// Whether its source or any value reads `$sent_http_*`
+    /// ([`Template::reads_sent_http`]).
+    pub fn reads_sent_http(&self) -> bool {
+        let values = self.exact.values();
+        let wild = self.head.iter().chain(&self.tail).map(|(_, v)| v);
+        let re = self.regexes.iter().map(|(_, v)| v);
+        self.source.reads_sent_http()
+            || values
+                .chain(wild)
+                .chain(re)
+                .chain(&self.default)
+                .any(Template::reads_sent_http)
+    }
+
     /// Appends the map's value for the request `src` to `out`.
     pub fn append(&self, src: &dyn VarSource, out: &mut String) {
         if !self.volatile {
@@ -308,6 +322,18 @@ mod tests {
         assert_eq!(value(&m, "www.example.net"), "tail");
         assert_eq!(value(&m, "site.org"), "re site");
         assert_eq!(value(&m, "other"), "d");
+    }
+
+    #[test]
+    fn a_map_reads_the_response_when_its_source_or_a_value_does() {
+        let plain = MapBuilder::new("x", Template::compile("$host").unwrap(), 0).finish();
+        assert!(!plain.reads_sent_http());
+        let src = Template::compile("$sent_http_content_type").unwrap();
+        assert!(MapBuilder::new("x", src, 0).finish().reads_sent_http());
+        let mut b = MapBuilder::new("x", Template::compile("$host").unwrap(), 0);
+        let v = Template::compile("[$sent_http_etag]").unwrap();
+        b.entry("~^a", v).unwrap();
+        assert!(b.finish().reads_sent_http());
     }
 
     #[test]

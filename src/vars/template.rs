@@ -532,6 +532,19 @@ impl Template {
         }
     }
 
+    /// Whether rendering reads the response's header lines
+    /// (`$sent_http_*`), directly or through the source or values of a
+    /// `map`, `split_clients` or `geo` variable.
+    pub fn reads_sent_http(&self) -> bool {
+        self.parts.iter().any(|p| match p {
+            Part::Var(Var::SentHttp(_)) => true,
+            Part::Var(Var::Map(m)) => m.reads_sent_http(),
+            Part::Var(Var::Split(sc)) => sc.source.reads_sent_http(),
+            Part::Var(Var::Geo(g)) => g.reads_sent_http(),
+            _ => false,
+        })
+    }
+
     /// True when the template contains no variables.
     pub fn is_literal(&self) -> bool {
         self.parts.iter().all(|p| matches!(p, Part::Lit(_)))

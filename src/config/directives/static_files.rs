@@ -135,11 +135,7 @@ fn set_add_header(b: &mut Build, d: &Directive) -> Res {
         Some("always") => true,
         Some(p) => return Err(format!("invalid parameter \"{p}\"")),
     };
-    let h = AddHeader {
-        name: d.args[0].clone(),
-        value: template(&d.args[1])?,
-        always,
-    };
+    let h = AddHeader::new(&d.args[0], template(&d.args[1])?, always);
     let slot = &mut b.loc().add_headers;
     let mut list: Vec<AddHeader> = slot.as_deref().cloned().unwrap_or_default();
     list.push(h);

@@ -15,11 +15,7 @@ fn set_add_trailer(b: &mut Build, d: &Directive) -> Res {
         Some("always") => true,
         Some(p) => return Err(format!("invalid parameter \"{p}\"")),
     };
-    let t = AddHeader {
-        name: d.args[0].clone(),
-        value: template(&d.args[1])?,
-        always,
-    };
+    let t = AddHeader::new(&d.args[0], template(&d.args[1])?, always);
     let slot = &mut b.loc().add_trailers;
     let mut list: Vec<AddHeader> = slot.as_deref().cloned().unwrap_or_default();
     list.push(t);
