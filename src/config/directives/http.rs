@@ -277,10 +277,9 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
             "http2" => {
                 // NGINX 1.25.1's warning; the parameter still works.
-                eprintln!(
-                    "porter: [warn] the \"listen ... http2\" directive is deprecated, use the \"http2\" directive instead in {}:{}",
-                    d.file.display(),
-                    d.line
+                warn(
+                    d,
+                    "the \"listen ... http2\" directive is deprecated, use the \"http2\" directive instead",
                 );
                 http2 = true;
             }

@@ -60,11 +60,12 @@ fn obsolete(_: &mut Build, d: &Directive) -> Res {
         "http2_max_requests" => "keepalive_requests",
         _ => "large_client_header_buffers",
     };
-    eprintln!(
-        "porter: [warn] the \"{}\" directive is obsolete, use the \"{instead}\" directive instead in {}:{}",
-        d.name,
-        d.file.display(),
-        d.line
+    warn(
+        d,
+        &format!(
+            "the \"{}\" directive is obsolete, use the \"{instead}\" directive instead",
+            d.name
+        ),
     );
     Ok(())
 }

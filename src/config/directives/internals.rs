@@ -64,15 +64,9 @@ pub(super) static ROWS: &[Spec] = &[
     d("worker_cpu_affinity", MAIN, Arity::Min(1), set_cpu_affinity),
 ];
 
-/// Prints `porter: [notice] "NAME" WHAT in FILE:LINE` on the standard
-/// error while the configuration loads (`-t` and start-up alike).
+/// `porter: [notice] "NAME" WHAT in FILE:LINE`.
 pub(super) fn notice(d: &Directive, what: &str) {
-    eprintln!(
-        "porter: [notice] \"{}\" {what} in {}:{}",
-        d.name,
-        d.file.display(),
-        d.line
-    );
+    super::notice(d, &format!("\"{}\" {what}", d.name));
 }
 
 pub(super) fn hash_number(b: &mut Build, d: &Directive) -> Res {

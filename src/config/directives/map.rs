@@ -49,7 +49,7 @@ fn set_geo(_: &mut Build, d: &Directive) -> Res {
         words.extend(e.args.iter().map(String::as_str));
         let r = geo.line(&words);
         for w in geo.take_warnings() {
-            eprintln!("porter: [warn] {w} in {}:{}", e.file.display(), e.line);
+            warn(e, &w);
         }
         if let Err(m) = r {
             return http::inner_error(e, m);

@@ -246,6 +246,22 @@ pub fn find_in(name: &str, ctx: u16) -> Option<&'static Spec> {
         .or_else(|| find(name))
 }
 
+/// NGINX's `[LEVEL] WHAT in FILE:LINE` line while the configuration
+/// loads, on the standard error (`porter -t` and start-up alike).
+fn say_at(level: &str, file: &Path, line: u32, what: &str) {
+    eprintln!("porter: [{level}] {what} in {}:{line}", file.display());
+}
+
+/// A `[warn]` line for directive `d`.
+fn warn(d: &Directive, what: &str) {
+    say_at("warn", &d.file, d.line, what);
+}
+
+/// A `[notice]` line for directive `d`.
+fn notice(d: &Directive, what: &str) {
+    say_at("notice", &d.file, d.line, what);
+}
+
 fn dup(d: &Directive) -> String {
     format!("\"{}\" directive is duplicate", d.name)
 }

@@ -39,11 +39,7 @@ fn set_real_ip_from(b: &mut Build, d: &Directive) -> Res {
         Some((Net::All, _)) | None => resolve(arg)?,
         Some((net, low_bits)) => {
             if low_bits {
-                eprintln!(
-                    "porter: [warn] low address bits of {arg} are meaningless in {}:{}",
-                    d.file.display(),
-                    d.line
-                );
+                warn(d, &format!("low address bits of {arg} are meaningless"));
             }
             vec![net]
         }

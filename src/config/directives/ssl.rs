@@ -166,17 +166,6 @@ pub(super) static ROWS: &[Spec] = &[
     }),
 ];
 
-/// NGINX's `[warn]` line for directive `d` (stderr, as `porter -t` and
-/// start-up print them).
-fn warn(d: &Directive, what: &str) {
-    eprintln!("porter: [warn] {what} in {}:{}", d.file.display(), d.line);
-}
-
-/// A `[notice]` line, as [`warn`].
-fn notice(file: &Path, line: u32, what: &str) {
-    eprintln!("porter: [notice] {what} in {}:{line}", file.display());
-}
-
 /// Where `d` is written (for what is found when its server merges).
 fn here(d: &Directive) -> NamedPath {
     NamedPath {
@@ -368,8 +357,7 @@ fn set_dhparam(b: &mut Build, d: &Directive) -> Res {
     tls::keys::check_dhparam(&p.path)?;
     set_once(&mut b.ssl().dhparam_seen, (), d)?;
     notice(
-        &d.file,
-        d.line,
+        d,
         "\"ssl_dhparam\" is not used: rustls offers no DHE suites, key exchange is ECDHE",
     );
     Ok(())
@@ -529,7 +517,7 @@ fn load_keys(s: &SslB) -> Result<Vec<Arc<CertifiedKey>>, ConfError> {
         Some((true, at)) => match &s.stapling_file {
             Some(f) => Some(tls::keys::read_ocsp(&f.path).map_err(|m| f.error(m))?),
             None => {
-                notice(&at.file, at.line, "\"ssl_stapling\" staples nothing: porter does not fetch OCSP responses, give them with \"ssl_stapling_file\"");
+                say_at("notice", &at.file, at.line, "\"ssl_stapling\" staples nothing: porter does not fetch OCSP responses, give them with \"ssl_stapling_file\"");
                 None
             }
         },
