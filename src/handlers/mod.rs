@@ -20,6 +20,7 @@ pub mod charset;
 pub mod disk_io;
 mod empty_gif;
 pub mod filters;
+pub mod grpc;
 pub mod gzip;
 pub mod metrics;
 pub mod proxy;
@@ -476,6 +477,7 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         // allocated and moved whole (`http::connection`); a static file's
         // request should not carry the proxy's size.
         Handler::Proxy(ref pass) => Box::pin(proxy::serve(ctx, env, pass)).await,
+        Handler::Grpc(ref pass) => Box::pin(grpc::serve(ctx, env, pass)).await,
     }
 }
 

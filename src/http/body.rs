@@ -45,6 +45,8 @@ enum Source<'a> {
     Socket(&'a ClientStream),
     /// An HTTP/2 stream.
     H2(h2::RecvStream),
+    /// An HTTP/2 stream taken by its handler ([`ClientBody::take_h2`]).
+    Taken,
 }
 
 /// A request body being read from the client connection.
@@ -116,6 +118,26 @@ impl<'a> ClientBody<'a> {
             read: 0,
             chunked: !ended && content_length.is_none(),
             timeout: BODY_TIMEOUT,
+        }
+    }
+
+    /// The DATA frames of an HTTP/2 body not read yet, for a handler that
+    /// relays them as frames with flow control end to end (gRPC: a
+    /// stream that may last as long as the response); the body then
+    /// counts as read. None on HTTP/1.x or when nothing is left.
+    pub fn take_h2(&mut self) -> Option<h2::RecvStream> {
+        if !matches!(self.state, State::Frames) {
+            return None;
+        }
+        match std::mem::replace(&mut self.source, Source::Taken) {
+            Source::H2(recv) => {
+                self.state = State::Done;
+                Some(recv)
+            }
+            other => {
+                self.source = other;
+                None
+            }
         }
     }
 
@@ -303,7 +325,7 @@ impl<'a> ClientBody<'a> {
                     .write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false, send_timeout)
                     .await
             }
-            Source::H2(_) => Ok(()),
+            Source::H2(_) | Source::Taken => Ok(()),
         }
     }
 }

@@ -15,7 +15,7 @@ pub mod context;
 mod defined_vars;
 mod derived;
 mod head;
-mod http2;
+pub mod http2;
 pub mod proxy_protocol;
 pub mod range;
 pub mod rate;

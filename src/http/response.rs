@@ -64,6 +64,14 @@ pub trait BodyStream {
     fn narrow(&mut self, _range: std::ops::Range<u64>) -> bool {
         false
     }
+
+    /// The trailer fields that came after the body (a gRPC upstream's
+    /// `grpc-status`), asked once `read_chunk` said the body ended: an
+    /// HTTP/2 stream ends with them in a HEADERS frame. None (the
+    /// default) for a body without.
+    fn trailers(&mut self) -> Option<http::HeaderMap> {
+        None
+    }
 }
 
 /// The streaming body of a response (a `RefCell` because the connection

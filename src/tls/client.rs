@@ -85,12 +85,15 @@ pub struct ClientSpec {
     /// `proxy_ssl_certificate` and its key, loaded: presented when the
     /// upstream asks for a certificate.
     pub cert: Option<Arc<CertifiedKey>>,
+    /// Offer `h2` by ALPN (`grpc_pass grpcs://`, whose upstream speaks
+    /// HTTP/2); nothing for `proxy_pass https://` (HTTP/1.x).
+    pub alpn_h2: bool,
 }
 
 impl ClientSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{}|{:?}|{:?}|{}|{}|{}|{}|{}",
+            "{}|{}|{:?}|{:?}|{}|{}|{}|{}|{}|{}",
             self.verify,
             self.verify_depth,
             self.trusted.as_ref().map(|t| Arc::as_ptr(t) as usize),
@@ -99,7 +102,8 @@ impl ClientSpec {
             self.tls12,
             self.tls13,
             self.ciphers.0,
-            self.session_reuse
+            self.session_reuse,
+            self.alpn_h2
         )
     }
 }
@@ -177,8 +181,11 @@ fn build(spec: &ClientSpec) -> Result<Arc<ClientConfig>, String> {
     } else {
         Resumption::disabled()
     };
-    // Upstreams speak HTTP/1.x.
-    config.alpn_protocols = Vec::new();
+    // `proxy_pass` upstreams speak HTTP/1.x; gRPC ones HTTP/2.
+    config.alpn_protocols = match spec.alpn_h2 {
+        true => vec![b"h2".to_vec()],
+        false => Vec::new(),
+    };
     Ok(Arc::new(config))
 }
 
@@ -349,6 +356,7 @@ mod tests {
             ciphers: Arc::new(("HIGH".into(), crate::tls::ciphers::select("HIGH").unwrap())),
             session_reuse: true,
             cert: None,
+            alpn_h2: false,
         }
     }
 

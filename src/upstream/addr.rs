@@ -121,6 +121,22 @@ impl Socket {
         }
     }
 
+    /// Polls for read readiness (a poll-based reader: HTTP/2's).
+    pub fn poll_read_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        match self {
+            Socket::Tcp(s) => s.poll_read_ready(cx),
+            Socket::Unix(s) => s.poll_read_ready(cx),
+        }
+    }
+
+    /// Polls for write readiness.
+    pub fn poll_write_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        match self {
+            Socket::Tcp(s) => s.poll_write_ready(cx),
+            Socket::Unix(s) => s.poll_write_ready(cx),
+        }
+    }
+
     /// Ends the sending side (`shutdown(SHUT_WR)`), the reading side
     /// staying open.
     pub fn shutdown_write(&self) {

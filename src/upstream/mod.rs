@@ -1,7 +1,7 @@
 //! Upstreams: the groups `upstream { }` and `proxy_pass` define
 //! ([`balance`]: peers, their shared state and NGINX's balancers), the
 //! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
-//! ([`wire`]), the peer's address, TCP or unix socket ([`addr`]), the
+//! ([`wire`]), HTTP/2 to peers for gRPC ([`http2`]), the peer's address, TCP or unix socket ([`addr`]), the
 //! socket plain or TLS ([`stream`]), names resolved at run time
 //! ([`resolver`]), and the pieces a
 //! proxied exchange is made of: connecting with `proxy_connect_timeout`,
@@ -15,6 +15,7 @@
 
 pub mod addr;
 pub mod balance;
+pub mod http2;
 pub mod pool;
 pub mod resolver;
 pub mod stream;

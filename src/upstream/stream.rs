@@ -4,6 +4,7 @@
 //! body stream and the keep-alive pool need not know which it is.
 
 use std::io;
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -113,6 +114,59 @@ impl UpStream {
         let r = self.sock.try_read(&mut buf[start..]);
         buf.truncate(start + *r.as_ref().unwrap_or(&0));
         r
+    }
+
+    /// Poll-based read (for `h2`'s `AsyncRead`): appends at most `max`
+    /// bytes to `buf`, `Ok(0)` at the end.
+    pub fn poll_read(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut Vec<u8>,
+        max: usize,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            match self.try_read(buf, max) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if self.tls.as_ref().is_some_and(|t| t.has_plaintext()) {
+                        continue;
+                    }
+                    ready!(self.sock.poll_read_ready(cx))?;
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// Poll-based write (for `h2`'s `AsyncWrite`): the bytes taken.
+    pub fn poll_write(&self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        loop {
+            let r = match self.tls_parts() {
+                Some((t, tcp)) => t.try_write(tcp, data),
+                None => self.sock.try_write(data),
+            };
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.sock.poll_write_ready(cx))?
+                }
+                r => return Poll::Ready(r),
+            }
+        }
+    }
+
+    /// Poll-based flush: every TLS record queued goes out (nothing to do
+    /// for a plain socket).
+    pub fn poll_flush(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some((t, tcp)) = self.tls_parts() else {
+            return Poll::Ready(Ok(()));
+        };
+        loop {
+            match t.try_flush(tcp) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.sock.poll_write_ready(cx))?
+                }
+                r => return Poll::Ready(r),
+            }
+        }
     }
 
     /// Waits until the socket has something to read (or an error).

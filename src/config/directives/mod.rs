@@ -14,6 +14,7 @@
 //! | `aio.rs` | `thread_pool`, `aio`, `sendfile`, `open_file_cache` |
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
+//! | `grpc.rs` | `grpc_pass` and `grpc_*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
 //! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
@@ -168,6 +169,7 @@ mod build;
 mod cache;
 mod content;
 mod core;
+mod grpc;
 mod http;
 mod http2;
 mod internals;
@@ -210,6 +212,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_extra::ROWS,
     proxy_socket::ROWS,
     proxy_ssl::ROWS,
+    grpc::ROWS,
     cache::ROWS,
     ssl::ROWS,
     tuning::ROWS,

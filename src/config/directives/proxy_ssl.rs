@@ -73,13 +73,15 @@ pub(crate) fn default_ciphers() -> Arc<(String, Vec<rustls::SupportedCipherSuite
     Arc::new((spec.to_string(), ciphers::select(spec).unwrap_or_default()))
 }
 
-fn select_ciphers(
+/// `proxy_ssl_ciphers`/`grpc_ssl_ciphers`' value.
+pub(super) fn select_ciphers(
     d: &Directive,
 ) -> Result<Arc<(String, Vec<rustls::SupportedCipherSuite>)>, String> {
     let spec = &d.args[0];
     let v = ciphers::select(spec).map_err(|e| match e {
         CipherError::Unknown(n) => format!(
-            "unknown cipher \"{n}\" in \"proxy_ssl_ciphers\" (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305)"
+            "unknown cipher \"{n}\" in \"{}\" (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305)",
+            d.name
         ),
         CipherError::NoMatch => format!(
             "SSL_CTX_set_cipher_list(\"{spec}\") failed (no cipher match: rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305)"
@@ -93,26 +95,28 @@ fn select_ciphers(
 /// or TLSv1.3 is there too (an upstream that speaks only the old ones
 /// fails its handshake with a log line).
 fn set_protocols(b: &mut Build, d: &Directive) -> Res {
+    let v = protocols(d)?;
+    set_once(&mut b.loc().proxy_ssl_protocols, v, d)
+}
+
+/// `proxy_ssl_protocols`/`grpc_ssl_protocols`' value: (TLSv1.2, TLSv1.3).
+pub(super) fn protocols(d: &Directive) -> Result<(bool, bool), String> {
     let (mut v12, mut v13) = (false, false);
     for a in &d.args {
         match a.as_str() {
             "TLSv1.2" => v12 = true,
             "TLSv1.3" => v13 = true,
             "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => {}
-            _ => {
-                return Err(format!(
-                    "invalid value \"{a}\" in \"proxy_ssl_protocols\" directive"
-                ))
-            }
+            _ => return Err(format!("invalid value \"{a}\" in \"{}\" directive", d.name)),
         }
     }
     if !v12 && !v13 {
-        return Err(
-            "\"proxy_ssl_protocols\" names no protocol porter offers (rustls offers TLSv1.2 and TLSv1.3 only)"
-                .to_string(),
-        );
+        return Err(format!(
+            "\"{}\" names no protocol porter offers (rustls offers TLSv1.2 and TLSv1.3 only)",
+            d.name
+        ));
     }
-    set_once(&mut b.loc().proxy_ssl_protocols, (v12, v13), d)
+    Ok((v12, v13))
 }
 
 fn file_at(b: &Build, d: &Directive) -> Result<Arc<FileAt>, String> {

@@ -79,7 +79,17 @@ pub(super) fn connect_options(
     ctx: &RequestCtx,
     s: &LocSettings,
 ) -> Result<upstream::ConnectOptions, String> {
-    let bind = match &s.proxy_bind {
+    connect_options_with(ctx, s.proxy_bind.as_ref(), s.proxy_socket_keepalive)
+}
+
+/// [`connect_options`] of another module's settings (`grpc_bind`,
+/// `grpc_socket_keepalive`).
+pub fn connect_options_with(
+    ctx: &RequestCtx,
+    bind: Option<&ProxyBind>,
+    keepalive: bool,
+) -> Result<upstream::ConnectOptions, String> {
+    let bind = match bind {
         None => None,
         Some(b) => {
             let v = b.addr.render(ctx);
@@ -90,8 +100,5 @@ pub(super) fn connect_options(
             }
         }
     };
-    Ok(upstream::ConnectOptions {
-        bind,
-        keepalive: s.proxy_socket_keepalive,
-    })
+    Ok(upstream::ConnectOptions { bind, keepalive })
 }

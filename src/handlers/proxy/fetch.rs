@@ -32,13 +32,13 @@ use crate::upstream::{
 
 /// A failed try: the status it gives, its `proxy_next_upstream`
 /// condition, and who is at fault.
-struct Failure {
-    status: u16,
-    cond: u16,
+pub(crate) struct Failure {
+    pub(crate) status: u16,
+    pub(crate) cond: u16,
     /// The peer is at fault (counts towards `max_fails`).
-    peer_failed: bool,
+    pub(crate) peer_failed: bool,
     /// The request (or part of it) reached the peer.
-    sent: bool,
+    pub(crate) sent: bool,
 }
 
 /// The request as it goes to every peer tried.
@@ -59,21 +59,21 @@ struct Outgoing {
 }
 
 /// The error-log context of one try: NGINX's tail with `upstream: "…"`.
-struct TryLog<'a> {
+pub(crate) struct TryLog<'a> {
     /// The location's error log (`RequestCtx::error_log`).
-    log: &'a ErrorLog,
-    conn: u64,
-    context: String,
+    pub(crate) log: &'a ErrorLog,
+    pub(crate) conn: u64,
+    pub(crate) context: String,
 }
 
 impl TryLog<'_> {
-    fn error(&self, msg: std::fmt::Arguments<'_>) {
+    pub(crate) fn error(&self, msg: std::fmt::Arguments<'_>) {
         self.log
             .log_conn(Level::Error, Some(self.conn), msg, &self.context);
     }
 }
 
-fn log_ctx(ctx: &RequestCtx, upstream: &str) -> String {
+pub(crate) fn log_ctx(ctx: &RequestCtx, upstream: &str) -> String {
     let mut s = format!(
         ", client: {}, server: {}, request: \"{}\", upstream: \"{upstream}\"",
         ctx.conn.peer.ip(),
@@ -377,7 +377,7 @@ fn bytes_sent(ctx: &RequestCtx, out: &Outgoing) -> u64 {
 /// A failed connect, logged as NGINX logs it: a unix socket's connect
 /// fails at once, which NGINX words `connect() to unix:PATH failed`; a TCP
 /// one fails later, found by `SO_ERROR` (`connect() failed`).
-fn connect_failed(
+pub(crate) fn connect_failed(
     log: &TryLog<'_>,
     addr: &PeerAddr,
     e: &std::io::Error,
@@ -496,7 +496,7 @@ fn head_failed(log: &TryLog<'_>, e: HeadFail, rec: &mut TryRecord) -> Failure {
     }
 }
 
-fn fail(timed_out: bool, sent: bool, rec: &mut TryRecord) -> Failure {
+pub(crate) fn fail(timed_out: bool, sent: bool, rec: &mut TryRecord) -> Failure {
     let status = if timed_out { 504 } else { 502 };
     rec.status = Some(status);
     Failure {

@@ -37,3 +37,11 @@ pub use self::fetch::{fetch, fetch_with};
 pub use self::request::{escape_uri, upstream_uri, FetchOptions, UpstreamError};
 pub use self::response::{head_response, hop_by_hop, intercepted, into_response};
 pub use self::target::prepare;
+
+// The upstream core other protocol modules share (`handlers::grpc`):
+// where a request goes, connecting, TLS, the tries' log lines.
+pub(crate) use self::connect::connect_options_with;
+pub(crate) use self::fetch::{connect_failed, fail, log_ctx, Failure, TryLog};
+pub(crate) use self::response::{intercepted_if, HIDDEN};
+pub(crate) use self::target::{resolve_group, resolve_target};
+pub(crate) use self::tls::{handshake, target_with, HandshakeFail, TlsTarget};

@@ -15,7 +15,7 @@ use crate::upstream::{ProxyPass, RedirectRule, UpstreamResponse};
 
 /// Response headers NGINX's proxy never passes: it sends its own Date and
 /// Server, and the hop-by-hop headers belong to the upstream connection.
-const HIDDEN: &[&str] = &[
+pub(crate) const HIDDEN: &[&str] = &[
     "date",
     "server",
     "x-pad",
@@ -45,8 +45,20 @@ pub fn intercepted(
     status: u16,
     headers: &[(String, String)],
 ) -> Option<Outcome> {
+    let on = ctx.loc.s.proxy_intercept_errors;
+    intercepted_if(on, ctx, status, headers)
+}
+
+/// [`intercepted`] when the module's `*_intercept_errors` is `on`
+/// (`grpc_intercept_errors`).
+pub fn intercepted_if(
+    on: bool,
+    ctx: &mut RequestCtx,
+    status: u16,
+    headers: &[(String, String)],
+) -> Option<Outcome> {
     let s = &ctx.loc.s;
-    if !(s.proxy_intercept_errors
+    if !(on
         && status >= 300
         && s.error_pages.iter().any(|p| p.codes.contains(&status)))
     {

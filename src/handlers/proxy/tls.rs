@@ -31,14 +31,25 @@ pub struct TlsTarget {
 /// (default `$proxy_host`). A name that is not one is 502 with a line.
 pub fn target(ctx: &RequestCtx, log: &ErrorLog) -> Result<TlsTarget, UpstreamError> {
     let s = &ctx.loc.s;
-    let shown = match &s.proxy_ssl_name {
+    target_with(ctx, log, &spec(s), s.proxy_ssl_name.as_ref())
+}
+
+/// A TLS target made of `spec` and the name `name` renders to (default
+/// `$proxy_host`): `proxy_pass https://`'s and `grpc_pass grpcs://`'s.
+pub fn target_with(
+    ctx: &RequestCtx,
+    log: &ErrorLog,
+    spec: &ClientSpec,
+    name: Option<&crate::vars::template::Template>,
+) -> Result<TlsTarget, UpstreamError> {
+    let shown = match name {
         Some(t) => t.render(ctx),
         None => ctx
             .upstream
             .as_ref()
             .map_or_else(String::new, |u| u.proxy_host.clone()),
     };
-    let made = client::config(&spec(s)).and_then(|config| {
+    let made = client::config(spec).and_then(|config| {
         let name = client::server_name(&shown)?;
         Ok(TlsTarget {
             config,
@@ -68,6 +79,7 @@ fn spec(s: &LocSettings) -> ClientSpec {
         ciphers: Arc::clone(&s.proxy_ssl_ciphers),
         session_reuse: s.proxy_ssl_session_reuse,
         cert: s.proxy_ssl_client_cert.clone(),
+        alpn_h2: false,
     }
 }
 

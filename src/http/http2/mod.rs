@@ -36,7 +36,7 @@
 mod flood;
 mod io;
 mod request;
-mod send;
+pub mod send;
 mod stream;
 
 use std::cell::Cell;

@@ -243,9 +243,9 @@ impl Out {
         Ok(())
     }
 
-    /// Sends `b` in frames of at most `chunk`, slices of itself; `end`
-    /// ends the stream.
-    async fn owned(&mut self, mut b: Bytes, end: bool) -> io::Result<()> {
+    /// Sends `b` in frames of at most `chunk`, slices of itself, each
+    /// once the peer's windows have room; `end` ends the stream.
+    pub async fn owned(&mut self, mut b: Bytes, end: bool) -> io::Result<()> {
         if b.is_empty() {
             return if end { self.data(b, true) } else { Ok(()) };
         }
@@ -306,7 +306,10 @@ impl Out {
         loop {
             piece.clear();
             if !source.read_chunk(&mut piece).await? {
-                return self.data(Bytes::new(), true);
+                return match source.trailers() {
+                    Some(t) => self.send.send_trailers(t).map_err(reset_error),
+                    None => self.data(Bytes::new(), true),
+                };
             }
             self.bytes(&piece, false).await?;
         }
