@@ -122,7 +122,10 @@ impl Socket {
     }
 
     /// Polls for read readiness (a poll-based reader: HTTP/2's).
-    pub fn poll_read_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+    pub fn poll_read_ready(
+        &self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
         match self {
             Socket::Tcp(s) => s.poll_read_ready(cx),
             Socket::Unix(s) => s.poll_read_ready(cx),
@@ -130,7 +133,10 @@ impl Socket {
     }
 
     /// Polls for write readiness.
-    pub fn poll_write_ready(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+    pub fn poll_write_ready(
+        &self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
         match self {
             Socket::Tcp(s) => s.poll_write_ready(cx),
             Socket::Unix(s) => s.poll_write_ready(cx),

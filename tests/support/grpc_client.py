@@ -3,8 +3,8 @@
     grpc_client.py HOST:PORT CALL [ARGS...] [--tls CA NAME] [--timeout S]
         [--md KEY=VALUE]...
 
-Prints one JSON line: {"code": "OK", "details": ..., "trailers": {...},
-"initial": {...}, "result": ...}. CALLs:
+Prints "code CODE", "details TEXT", "result R", then "trailer K V" and
+"initial K V" lines (sorted; `server`, `date` left out), one a line. CALLs:
   unary SIZE              a message of SIZE bytes, echoed; result: equal
   server N SIZE           N messages of SIZE bytes; result: [count, bytes, ok]
   client N SIZE           sends N messages; result: the server's total
@@ -126,7 +126,14 @@ def main():
             out["initial"] = dict(e.initial_metadata() or ())
         except Exception:
             pass
-    print(json.dumps(out), flush=True)
+    print("code", out["code"])
+    print("details", out["details"])
+    print("result", json.dumps(out["result"]))
+    for kind in ("trailers", "initial"):
+        for k, v in sorted(out[kind].items()):
+            if k not in ("server", "date"):
+                print(kind[:-1] if kind == "trailers" else kind, k, v)
+    sys.stdout.flush()
 
 
 def fill(out, c):

@@ -8,7 +8,8 @@ service test.T:
   Unary         echoes the request; metadata "x-fail: CODE" aborts with
                 that status and a grpc-message; "x-sleep: S" sleeps first.
                 Trailers carry "x-trailer: unary" and "x-len: N".
-  ServerStream  request "N SIZE": N messages of SIZE bytes (byte i%251).
+  ServerStream  request "N SIZE": N messages of SIZE bytes (byte i%251);
+                metadata "x-progress: FILE" keeps the count sent so far there.
   ClientStream  answers the total length of the messages received, as text.
   Bidi          echoes each message as it comes.
 """
@@ -41,8 +42,12 @@ def _code(n):
 def server_stream(request, context):
     n, size = (int(x) for x in request.decode().split())
     chunk = bytes(i % 251 for i in range(size))
-    for _ in range(n):
+    progress = dict(context.invocation_metadata()).get("x-progress")
+    for k in range(n):
         yield chunk
+        if progress:
+            with open(progress, "w") as f:
+                f.write(str(k + 1))
     context.set_trailing_metadata((("x-trailer", "stream"),))
 
 

@@ -88,7 +88,12 @@ pub(super) static ROWS: &[Spec] = &[
         let v = super::proxy_socket::bind_value(d)?;
         set_once(&mut b.loc().grpc_bind, v, d)
     }),
-    d("grpc_ssl_verify", HSL, Arity::N(1), loc_flag!(grpc_ssl_verify)),
+    d(
+        "grpc_ssl_verify",
+        HSL,
+        Arity::N(1),
+        loc_flag!(grpc_ssl_verify),
+    ),
     d("grpc_ssl_trusted_certificate", HSL, Arity::N(1), |b, d| {
         if d.args[0].contains('$') {
             return Err(format!(
@@ -206,10 +211,7 @@ mod tests {
         assert_eq!(as_proxy_url("GRPCS://a:1").unwrap(), "https://a:1");
         assert_eq!(as_proxy_url("127.0.0.1:9").unwrap(), "http://127.0.0.1:9");
         assert_eq!(as_proxy_url("unix:/s").unwrap(), "http://unix:/s");
-        assert_eq!(
-            as_proxy_url("grpc://$host:1").unwrap(),
-            "http://$host:1"
-        );
+        assert_eq!(as_proxy_url("grpc://$host:1").unwrap(), "http://$host:1");
         assert!(as_proxy_url("http://a").is_err());
         assert!(as_proxy_url("$u").is_err());
     }

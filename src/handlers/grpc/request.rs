@@ -94,10 +94,10 @@ pub(super) fn head(ctx: &RequestCtx, tls: bool, body: Option<&BodySource>) -> Up
             headers.append(n, v);
         }
     }
-    let trailers = ctx
-        .head
-        .header("te")
-        .is_some_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case("trailers")));
+    let trailers = ctx.head.header("te").is_some_and(|v| {
+        v.split(',')
+            .any(|t| t.trim().eq_ignore_ascii_case("trailers"))
+    });
     if trailers && !governed("te") {
         headers.insert(http::header::TE, HeaderValue::from_static("trailers"));
     }
@@ -134,7 +134,8 @@ pub(super) fn head(ctx: &RequestCtx, tls: bool, body: Option<&BodySource>) -> Up
     let uri = http::Uri::try_from(format!("{scheme}://{authority}{target}"))
         .or_else(|_| http::Uri::try_from(format!("{scheme}://localhost{target}")))
         .unwrap_or_else(|_| http::Uri::from_static("http://localhost/"));
-    let method = http::Method::from_bytes(ctx.head.method().as_bytes()).unwrap_or(http::Method::POST);
+    let method =
+        http::Method::from_bytes(ctx.head.method().as_bytes()).unwrap_or(http::Method::POST);
     UpRequest {
         method,
         uri,
@@ -215,11 +216,15 @@ pub(super) enum RelayEnd {
 }
 
 /// The task relaying a body upstream; dropping it stops the relay.
-pub(super) struct Pump(JoinHandle<RelayEnd>);
+pub(super) struct Pump {
+    task: JoinHandle<RelayEnd>,
+    /// How it ended, once it did (a finished task is polled only once).
+    end: Option<RelayEnd>,
+}
 
 impl Drop for Pump {
     fn drop(&mut self) {
-        self.0.abort();
+        self.task.abort();
     }
 }
 
@@ -227,26 +232,38 @@ impl Pump {
     /// Starts relaying `body` on the request's stream `send`, each wait
     /// for the upstream's window bounded by `grpc_send_timeout`, at most
     /// `max` bytes (`client_max_body_size`, 0: no limit).
-    pub fn start(body: BodySource, send: SendStream<Bytes>, limits: (Duration, u64), log: RelayLog) -> Pump {
-        Pump(crate::metrics::timed::spawn(relay(body, send, limits, log)))
+    pub fn start(
+        body: BodySource,
+        send: SendStream<Bytes>,
+        limits: (Duration, u64),
+        log: RelayLog,
+    ) -> Pump {
+        Pump {
+            task: crate::metrics::timed::spawn(relay(body, send, limits, log)),
+            end: None,
+        }
     }
 
     /// Waits for the relay's end.
     pub async fn end(&mut self) -> RelayEnd {
-        (&mut self.0).await.unwrap_or(RelayEnd::Failed)
+        if let Some(e) = self.end {
+            return e;
+        }
+        let e = (&mut self.task).await.unwrap_or(RelayEnd::Failed);
+        self.end = Some(e);
+        e
     }
 
     /// The relay's end, if it ended.
     pub fn ended(&mut self) -> Option<RelayEnd> {
-        if !self.0.is_finished() {
-            return None;
+        if self.end.is_none() && self.task.is_finished() {
+            let waker = std::task::Waker::noop();
+            let mut cx = std::task::Context::from_waker(waker);
+            if let std::task::Poll::Ready(r) = std::pin::Pin::new(&mut self.task).poll(&mut cx) {
+                self.end = Some(r.unwrap_or(RelayEnd::Failed));
+            }
         }
-        let waker = std::task::Waker::noop();
-        let mut cx = std::task::Context::from_waker(waker);
-        match std::pin::Pin::new(&mut self.0).poll(&mut cx) {
-            std::task::Poll::Ready(r) => Some(r.unwrap_or(RelayEnd::Failed)),
-            std::task::Poll::Pending => None,
-        }
+        self.end
     }
 }
 

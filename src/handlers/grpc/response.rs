@@ -172,8 +172,9 @@ impl GrpcBody {
                 }
                 Ok(None) => {
                     let recv = &mut self.recv;
-                    let t = tokio::time::timeout(self.timeout, poll_fn(|cx| recv.poll_trailers(cx)))
-                        .await;
+                    let t =
+                        tokio::time::timeout(self.timeout, poll_fn(|cx| recv.poll_trailers(cx)))
+                            .await;
                     match t {
                         Ok(Ok(t)) => self.trailers = t,
                         Ok(Err(e)) => {
@@ -181,11 +182,9 @@ impl GrpcBody {
                                 "upstream sent frame error ({e}) while reading upstream"
                             )))
                         }
-                        Err(_) => {
-                            return Err(self.error(format_args!(
-                                "upstream timed out (110: Connection timed out) while reading upstream"
-                            )))
-                        }
+                        Err(_) => return Err(self.error(format_args!(
+                            "upstream timed out (110: Connection timed out) while reading upstream"
+                        ))),
                     }
                     self.finish();
                     return Ok(false);

@@ -58,10 +58,7 @@ pub fn intercepted_if(
     headers: &[(String, String)],
 ) -> Option<Outcome> {
     let s = &ctx.loc.s;
-    if !(on
-        && status >= 300
-        && s.error_pages.iter().any(|p| p.codes.contains(&status)))
-    {
+    if !(on && status >= 300 && s.error_pages.iter().any(|p| p.codes.contains(&status))) {
         return None;
     }
     if status == 401 {
