@@ -7,7 +7,6 @@
 //! NGINX's default). Merging follows NGINX: a level that sets nothing
 //! inherits its parent's value whole (lists such as `add_header` included).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -272,19 +271,6 @@ pub enum DocRoot {
     Root(Template),
     /// `alias PATH`: replaces the location prefix.
     Alias(Template),
-}
-
-/// `types { }` content: lowercase extension → MIME type (shared with each
-/// response's `Content-Type`: a clone costs no allocation).
-pub type Types = HashMap<String, Arc<str>>;
-
-/// NGINX's built-in types, used when no `types` block is given.
-pub fn builtin_types() -> Arc<Types> {
-    let mut t = Types::new();
-    t.insert("html".into(), "text/html".into());
-    t.insert("gif".into(), "image/gif".into());
-    t.insert("jpg".into(), "image/jpeg".into());
-    Arc::new(t)
 }
 
 // Content modules' types: `content.rs`; the other settings' value types:

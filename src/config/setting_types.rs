@@ -281,6 +281,19 @@ pub enum LingeringClose {
     Always,
 }
 
+/// `types { }` content: lowercase extension → MIME type (shared with each
+/// response's `Content-Type`: a clone costs no allocation).
+pub type Types = std::collections::HashMap<String, std::sync::Arc<str>>;
+
+/// NGINX's built-in types, used when no `types` block is given.
+pub fn builtin_types() -> std::sync::Arc<Types> {
+    let mut t = Types::new();
+    t.insert("html".into(), "text/html".into());
+    t.insert("gif".into(), "image/gif".into());
+    t.insert("jpg".into(), "image/jpeg".into());
+    std::sync::Arc::new(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
