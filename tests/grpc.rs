@@ -380,6 +380,47 @@ fn unix_socket_upstream_group_with_keepalive_and_next_upstream() {
     );
 }
 
+/// Established TCP connections to `port` (`ss`, iproute2).
+fn connections_to(port: u16) -> usize {
+    let out = Command::new("ss")
+        .args(["-tnH", "state", "established"])
+        .arg(format!("dst 127.0.0.1:{port}"))
+        .output()
+        .expect("ss runs (iproute2)");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn keepalive_keeps_one_http2_connection_for_calls_in_turn() {
+    let up = Upstream::tcp();
+    let port: u16 = up.addr.rsplit(':').next().unwrap().parse().unwrap();
+    let kept = format!(
+        "  upstream kept {{\n    server {};\n    keepalive 4;\n  }}",
+        up.addr
+    );
+    let p = porter(&grpc_server(&kept, "      grpc_pass grpc://kept;"));
+    for _ in 0..5 {
+        assert_eq!(call(p.port, &["unary", "10"]).code, "OK");
+    }
+    assert_eq!(call(p.port, &["server", "2", "10"]).code, "OK");
+    assert_eq!(
+        connections_to(port),
+        1,
+        "one pooled connection carried the calls"
+    );
+    // Without `keepalive`, a connection ends with its call.
+    let p2 = porter(&grpc_server(
+        "",
+        &format!("      grpc_pass grpc://{};", up.addr),
+    ));
+    for _ in 0..3 {
+        assert_eq!(call(p2.port, &["unary", "10"]).code, "OK");
+    }
+    drop(p);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(connections_to(port), 0);
+}
+
 #[test]
 fn a_client_that_does_not_read_holds_the_upstream_back_and_memory_stays_flat() {
     let up = Upstream::tcp();

@@ -158,10 +158,12 @@ pub async fn handshake(
 struct Idle {
     conn: H2Conn,
     since: Instant,
+    serial: u64,
 }
 
 thread_local! {
     static POOLS: RefCell<HashMap<u64, VecDeque<Idle>>> = RefCell::new(HashMap::new());
+    static SERIAL: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// An idle connection to `addr` from pool `key`, if a live one younger
@@ -189,17 +191,24 @@ pub fn take(key: u64, addr: &PeerAddr, timeout: Duration) -> Option<H2Conn> {
 }
 
 /// Gives a connection whose exchange ended cleanly back to pool `key`,
-/// which keeps at most `max` (the oldest goes first).
-pub fn put(key: u64, max: usize, conn: H2Conn) {
+/// which keeps at most `max` (the oldest goes first), for at most
+/// `timeout` (`keepalive_timeout`: a timer on the worker's loop closes it
+/// then, if no request took it). Must run on a worker's loop.
+pub fn put(key: u64, max: usize, timeout: Duration, conn: H2Conn) {
     if max == 0 || conn.task.is_finished() {
         return;
     }
+    let serial = SERIAL.with(|s| {
+        s.set(s.get() + 1);
+        s.get()
+    });
     let out = POOLS.with(|p| {
         let mut pools = p.borrow_mut();
         let q = pools.entry(key).or_default();
         q.push_back(Idle {
             conn,
             since: Instant::now(),
+            serial,
         });
         let mut out = Vec::new();
         while q.len() > max {
@@ -208,4 +217,14 @@ pub fn put(key: u64, max: usize, conn: H2Conn) {
         out
     });
     drop(out);
+    crate::metrics::timed::spawn(async move {
+        tokio::time::sleep(timeout).await;
+        let gone = POOLS.with(|p| {
+            let mut pools = p.borrow_mut();
+            let q = pools.get_mut(&key)?;
+            let pos = q.iter().position(|i| i.serial == serial)?;
+            q.remove(pos)
+        });
+        drop(gone);
+    });
 }

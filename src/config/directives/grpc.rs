@@ -181,7 +181,12 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             return Err("grpcs:// to a unix socket is not supported by porter".to_string());
         }
         let shown = &url[crate::upstream::url_scheme(&url).map_or(0, |(n, _)| n)..];
-        let proxy_host = split.proxy_host();
+        // `:authority`: the host with its port whenever one is written
+        // (NGINX's `glcf->host`), `localhost` for a unix socket.
+        let proxy_host = match (split.port, split.unix_path()) {
+            (Some(p), None) => format!("{}:{p}", split.host),
+            _ => split.proxy_host(),
+        };
         let group = match b.upstreams.iter().find(|g| g.name == split.host) {
             Some(g) => Arc::clone(g),
             None => super::proxy::implicit_group(b, &split, shown, &proxy_host)?,

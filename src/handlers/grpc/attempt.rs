@@ -83,8 +83,10 @@ pub(super) async fn run(
                 rec.header = Some(t0.elapsed());
                 rec.status = Some(x.head.status.as_u16());
                 rec.bytes_sent = 0;
-                let pool = (group.keepalive > 0)
-                    .then(|| (pool_key(group, out.tls.is_some()), group.keepalive));
+                let pool = (group.keepalive > 0).then(|| {
+                    let key = pool_key(group, out.tls.is_some());
+                    (key, group.keepalive, group.keepalive_timeout)
+                });
                 let counters = (rec.bytes_received.clone(), rec.response_length.clone());
                 break Ok(response::build(ctx, x, pool, counters, relay_log(&log)));
             }

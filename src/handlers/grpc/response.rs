@@ -36,11 +36,11 @@ pub(super) struct Exchange {
 }
 
 /// The client's response; `pool` is where the connection goes back to
-/// (key, size) once the exchange ended cleanly.
+/// (key, size, `keepalive_timeout`) once the exchange ended cleanly.
 pub(super) fn build(
     ctx: &RequestCtx,
     x: Exchange,
-    pool: Option<(u64, usize)>,
+    pool: Option<(u64, usize, Duration)>,
     counters: (Arc<AtomicU64>, Arc<AtomicU64>),
     log: RelayLog,
 ) -> Response {
@@ -106,7 +106,7 @@ struct GrpcBody {
     done: bool,
     /// The connection, back to the pool once the exchange ended cleanly.
     conn: Option<H2Conn>,
-    pool: Option<(u64, usize)>,
+    pool: Option<(u64, usize, Duration)>,
     /// The request body's relay, stopped when the response is dropped.
     pump: Option<Pump>,
     /// `$upstream_bytes_received`, `$upstream_response_length`.
@@ -126,8 +126,8 @@ impl GrpcBody {
     fn finish(&mut self) {
         self.done = true;
         self.pump = None;
-        if let (Some(conn), Some((key, max))) = (self.conn.take(), self.pool) {
-            http2::put(key, max, conn);
+        if let (Some(conn), Some((key, max, timeout))) = (self.conn.take(), self.pool) {
+            http2::put(key, max, timeout, conn);
         }
     }
 
@@ -182,9 +182,11 @@ impl GrpcBody {
                                 "upstream sent frame error ({e}) while reading upstream"
                             )))
                         }
-                        Err(_) => return Err(self.error(format_args!(
+                        Err(_) => {
+                            return Err(self.error(format_args!(
                             "upstream timed out (110: Connection timed out) while reading upstream"
-                        ))),
+                        )))
+                        }
                     }
                     self.finish();
                     return Ok(false);
