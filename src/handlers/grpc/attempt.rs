@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use h2::RecvStream;
 
-use super::request::{Pump, RelayEnd, RelayLog};
+use super::request::{Pump, RelayEnd, RelayLimits, RelayLog};
 use super::response::{self, Exchange};
 use super::Outgoing;
 use crate::config::LocSettings;
@@ -203,7 +203,11 @@ async fn exchange(
         .send_request(out.head.request(), body.is_none())
         .map_err(HeadFail::Early)?;
     conn.requests += 1;
-    let limits = (s.grpc_send_timeout, s.client_max_body_size);
+    let limits = RelayLimits {
+        send_timeout: s.grpc_send_timeout,
+        max: s.client_max_body_size,
+        linger: (s.lingering_timeout, s.lingering_time),
+    };
     let mut pump = body.map(|b| Pump::start(b, stream, limits, relay_log(log)));
     let head = tokio::time::timeout(s.grpc_read_timeout, async {
         let mut response = std::pin::pin!(response);

@@ -17,15 +17,18 @@
 //! [`ClientBody::take_h2`]: crate::http::body::ClientBody::take_h2
 
 use std::future::{poll_fn, Future};
+use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use h2::{RecvStream, SendStream};
 use http::header::{HeaderName, HeaderValue};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::handlers::proxy::UpstreamError;
 use crate::handlers::Env;
+use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
 use crate::http::http2::send::Out;
 use crate::log::{ErrorLog, Level};
@@ -215,32 +218,49 @@ pub(super) enum RelayEnd {
     Failed,
 }
 
-/// The task relaying a body upstream; dropping it stops the relay.
+/// The task relaying a body upstream. Dropping it stops the relay (the
+/// upstream's stream is reset) and the rest of the client's body is read
+/// and dropped within `lingering_timeout`/`lingering_time`, as NGINX
+/// discards a body: reset unread, the client's stream would end with
+/// CANCEL, which a client reports as an error even when its response (an
+/// `error_page`, a gRPC status) is complete.
 pub(super) struct Pump {
     task: JoinHandle<RelayEnd>,
     /// How it ended, once it did (a finished task is polled only once).
     end: Option<RelayEnd>,
+    stop: Rc<Notify>,
 }
 
 impl Drop for Pump {
     fn drop(&mut self) {
-        self.task.abort();
+        self.stop.notify_one();
     }
 }
 
+/// The bounds of one relay.
+pub(super) struct RelayLimits {
+    /// `grpc_send_timeout`: the longest wait for the upstream's window.
+    pub send_timeout: Duration,
+    /// `client_max_body_size` (0: none).
+    pub max: u64,
+    /// `lingering_timeout`, `lingering_time`: discarding what is left.
+    pub linger: (Duration, Duration),
+}
+
 impl Pump {
-    /// Starts relaying `body` on the request's stream `send`, each wait
-    /// for the upstream's window bounded by `grpc_send_timeout`, at most
-    /// `max` bytes (`client_max_body_size`, 0: no limit).
+    /// Starts relaying `body` on the request's stream `send`.
     pub fn start(
         body: BodySource,
         send: SendStream<Bytes>,
-        limits: (Duration, u64),
+        limits: RelayLimits,
         log: RelayLog,
     ) -> Pump {
+        let stop = Rc::new(Notify::new());
+        let task = crate::metrics::timed::spawn(relay(body, send, limits, log, Rc::clone(&stop)));
         Pump {
-            task: crate::metrics::timed::spawn(relay(body, send, limits, log)),
+            task,
             end: None,
+            stop,
         }
     }
 
@@ -270,53 +290,78 @@ impl Pump {
 async fn relay(
     body: BodySource,
     send: SendStream<Bytes>,
-    (timeout, max): (Duration, u64),
+    limits: RelayLimits,
     log: RelayLog,
+    stop: Rc<Notify>,
 ) -> RelayEnd {
-    let mut out = Out::new(send, FRAME, timeout);
-    let sent = match body {
-        BodySource::Bytes(b) => out.owned(b, true).await,
-        BodySource::Frames(mut recv) => {
-            let mut total = 0u64;
-            loop {
-                match poll_fn(|cx| recv.poll_data(cx)).await {
-                    Some(Ok(d)) => {
-                        let n = d.len();
-                        total += n as u64;
-                        if max != 0 && total > max {
-                            log.error(format_args!(
-                                "client intended to send too large chunked body: {total} bytes while sending request to upstream"
-                            ));
-                            out.reset();
-                            return RelayEnd::TooLarge;
-                        }
-                        if let Err(e) = out.owned(d, false).await {
-                            break Err(e);
-                        }
-                        // Given back to the client only once the upstream
-                        // took it: flow control end to end.
-                        let _ = recv.flow_control().release_capacity(n);
-                    }
-                    // The client reset its stream: so does the upstream's.
-                    Some(Err(_)) => {
-                        out.reset();
-                        return RelayEnd::Failed;
-                    }
-                    None => break out.owned(Bytes::new(), true).await,
-                }
-            }
+    let mut out = Out::new(send, FRAME, limits.send_timeout);
+    let (mut frames, bytes) = match body {
+        BodySource::Bytes(b) => (None, Some(b)),
+        BodySource::Frames(recv) => (Some(recv), None),
+    };
+    let work = async {
+        match (bytes, frames.as_mut()) {
+            (Some(b), _) => out.owned(b, true).await.map_err(|e| (e, false)),
+            (None, Some(recv)) => frames_upstream(recv, &mut out, limits.max, &log).await,
+            (None, None) => Ok(()),
         }
     };
-    match sent {
-        Ok(()) => RelayEnd::Sent,
-        Err(e) => {
+    let sent = tokio::select! {
+        biased;
+        r = work => r,
+        _ = stop.notified() => Err((std::io::ErrorKind::Interrupted.into(), false)),
+    };
+    let end = match &sent {
+        Ok(()) => return RelayEnd::Sent,
+        Err((_, true)) => RelayEnd::TooLarge,
+        Err((e, false)) => {
             if e.raw_os_error() == Some(libc::ETIMEDOUT) {
                 log.error(format_args!(
                     "upstream timed out (110: Connection timed out) while sending request to upstream"
                 ));
             }
-            out.reset();
             RelayEnd::Failed
+        }
+    };
+    out.reset();
+    drop(out);
+    // Stopped because the exchange ended: what the client still sends is
+    // read and dropped. A body too large, or one that failed, is not.
+    let stopped = matches!(&sent, Err((e, false)) if e.kind() == std::io::ErrorKind::Interrupted);
+    if let (Some(recv), true) = (frames, stopped) {
+        let mut rest = ClientBody::h2(recv, None);
+        let _ = rest.discard_within(limits.linger.0, limits.linger.1).await;
+    }
+    end
+}
+
+/// Relays an HTTP/2 client's frames: `Err((_, true))` past `max` (logged).
+async fn frames_upstream(
+    recv: &mut RecvStream,
+    out: &mut Out,
+    max: u64,
+    log: &RelayLog,
+) -> Result<(), (std::io::Error, bool)> {
+    let mut total = 0u64;
+    loop {
+        match poll_fn(|cx| recv.poll_data(cx)).await {
+            Some(Ok(d)) => {
+                let n = d.len();
+                total += n as u64;
+                if max != 0 && total > max {
+                    log.error(format_args!(
+                        "client intended to send too large chunked body: {total} bytes while sending request to upstream"
+                    ));
+                    return Err((std::io::ErrorKind::InvalidData.into(), true));
+                }
+                out.owned(d, false).await.map_err(|e| (e, false))?;
+                // Given back to the client only once the upstream took
+                // it: flow control end to end.
+                let _ = recv.flow_control().release_capacity(n);
+            }
+            // The client reset its stream: so does the upstream's.
+            Some(Err(e)) => return Err((std::io::Error::other(e), false)),
+            None => return out.owned(Bytes::new(), true).await.map_err(|e| (e, false)),
         }
     }
 }
