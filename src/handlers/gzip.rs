@@ -368,12 +368,8 @@ pub async fn serve_static(
     match file.meta.kind {
         FileKind::Directory => return None,
         FileKind::Other => {
-            env.log.log_conn(
-                Level::Crit,
-                Some(ctx.conn.id),
-                format_args!("\"{gz}\" is not a regular file"),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log)
+                .line(Level::Crit, format_args!("\"{gz}\" is not a regular file"));
             return Some(Outcome::Status(404));
         }
         FileKind::Regular => {}
@@ -391,11 +387,9 @@ fn static_gz_failed(ctx: &RequestCtx, env: &Env<'_>, gz: &str, e: &io::Error) {
         Some(libc::EACCES | libc::EMLINK | libc::ELOOP) => Level::Error,
         _ => Level::Crit,
     };
-    env.log.log_conn(
+    ctx.log(env.log).line(
         level,
-        Some(ctx.conn.id),
         format_args!("open() \"{gz}\" failed {}", crate::util::errno_text(e)),
-        &ctx.log_context(),
     );
 }
 

@@ -129,11 +129,9 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // NGINX refuses TRACE once the head is read, before any rewrite or
     // location runs.
     if ctx.head.method() == "TRACE" {
-        ctx.error_log(env.log).log_conn(
+        ctx.log(env.log).line(
             Level::Info,
-            Some(ctx.conn.id),
             format_args!("client sent TRACE method while reading client request headers"),
-            &ctx.log_context(),
         );
         return finish(ctx, env, Outcome::Status(405)).await;
     }
@@ -308,12 +306,8 @@ async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outc
             run_phases(ctx, env, Some(loc)).await
         }
         None => {
-            ctx.error_log(env.log).log_conn(
-                Level::Error,
-                Some(ctx.conn.id),
-                format_args!("could not find named location \"{name}\""),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log)
+                .error(format_args!("could not find named location \"{name}\""));
             Outcome::Status(500)
         }
     }
@@ -347,12 +341,9 @@ fn count_uri_change(ctx: &mut RequestCtx, env: &Env<'_>, change: UriChange<'_>) 
         UriChange::Named(name) => format!("redirect to named location \"{name}\""),
         UriChange::Rewrite => format!("processing \"{}\"", ctx.uri),
     };
-    ctx.error_log(env.log).log_conn(
-        Level::Error,
-        Some(ctx.conn.id),
-        format_args!("rewrite or internal redirection cycle while {doing}"),
-        &ctx.log_context(),
-    );
+    ctx.log(env.log).error(format_args!(
+        "rewrite or internal redirection cycle while {doing}"
+    ));
     Some(Outcome::Status(500))
 }
 
@@ -423,12 +414,9 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     let max_body = ctx.loc.s.client_max_body_size;
     if let Some(len) = ctx.head.content_length {
         if max_body != 0 && len > max_body {
-            ctx.error_log(env.log).log_conn(
-                Level::Error,
-                Some(ctx.conn.id),
-                format_args!("client intended to send too large body: {len} bytes"),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log).error(format_args!(
+                "client intended to send too large body: {len} bytes"
+            ));
             return Some(Outcome::Status(413));
         }
     }

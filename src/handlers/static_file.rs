@@ -75,19 +75,11 @@ fn dot_dots(p: &str) -> usize {
 /// (an error when `log_not_found` is on) with the reason.
 fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
     if ctx.loc.s.log_not_found {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("\"{path}\" is outside of the root or alias directory"),
-        );
+        ctx.log(env.log).error(format_args!(
+            "\"{path}\" is outside of the root or alias directory"
+        ));
     }
     Outcome::Status(404)
-}
-
-fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    ctx.error_log(env.log)
-        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
 fn is_not_found(e: &io::Error) -> bool {
@@ -105,21 +97,13 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
     let code = e.raw_os_error().unwrap_or(0);
     if is_not_found(e) {
         if ctx.loc.s.log_not_found {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!("open() \"{path}\" failed {}", errno_text(e)),
-            );
+            ctx.log(env.log)
+                .error(format_args!("open() \"{path}\" failed {}", errno_text(e)));
         }
         Outcome::Status(404)
     } else if code == libc::EACCES || code == libc::ELOOP || code == libc::EXDEV {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("open() \"{path}\" failed {}", errno_text(e)),
-        );
+        ctx.log(env.log)
+            .error(format_args!("open() \"{path}\" failed {}", errno_text(e)));
         Outcome::Status(403)
     } else {
         failed(ctx, env, e, "open", path)
@@ -184,9 +168,7 @@ async fn serve_path(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, path: &str) ->
             return Outcome::Special(redirect(ctx, 301, &target));
         }
         FileKind::Other => {
-            log(
-                ctx,
-                env,
+            ctx.log(env.log).line(
                 Level::Crit,
                 format_args!("\"{path}\" is not a regular file"),
             );
@@ -223,6 +205,7 @@ pub(super) fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outc
         file: Rc::new(file),
         start: 0,
         len: meta.size,
+        path: ctx.request_filename.as_deref().unwrap_or("").into(),
     };
     Outcome::Send(resp)
 }
@@ -297,24 +280,16 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             super::autoindex::serve(ctx, env, &io, &dir).await
         }
         Ok(m) if m.kind == FileKind::Directory => {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!("directory index of \"{dir}\" is forbidden"),
-            );
+            ctx.log(env.log)
+                .error(format_args!("directory index of \"{dir}\" is forbidden"));
             Outcome::Status(403)
         }
         Ok(_) => Outcome::Status(404),
         Err(e) if is_not_found(&e) => {
             if ctx.loc.s.log_not_found {
                 let shown = first_missing.unwrap_or(dir);
-                log(
-                    ctx,
-                    env,
-                    Level::Error,
-                    format_args!("\"{shown}\" is not found {}", errno_text(&e)),
-                );
+                ctx.log(env.log)
+                    .error(format_args!("\"{shown}\" is not found {}", errno_text(&e)));
             }
             Outcome::Status(404)
         }
@@ -379,13 +354,19 @@ pub async fn read_small_body(
     env: &Env<'_>,
     resp: &mut Response,
 ) -> Result<(), Outcome> {
-    let Body::File { file, start, len } = &resp.body else {
+    let Body::File {
+        file,
+        start,
+        len,
+        path,
+    } = &resp.body
+    else {
         return Ok(());
     };
     if *len > SMALL_BODY || ctx.is_head() {
         return Ok(());
     }
-    let path = ctx.request_filename.as_deref().unwrap_or("");
+    let path = Rc::clone(path);
     let mut buf = vec![0u8; *len as usize];
     let e = match file.read_at(&mut buf, *start).await {
         Ok(n) if n as u64 == *len => {
@@ -393,9 +374,7 @@ pub async fn read_small_body(
             return Ok(());
         }
         Ok(n) => {
-            log(
-                ctx,
-                env,
+            ctx.log(env.log).line(
                 Level::Crit,
                 format_args!("pread() read only {n} of {len} from \"{path}\""),
             );
@@ -403,5 +382,5 @@ pub async fn read_small_body(
         }
         Err(e) => e,
     };
-    Err(failed(ctx, env, &e, "pread", path))
+    Err(failed(ctx, env, &e, "pread", &path))
 }

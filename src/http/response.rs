@@ -28,6 +28,9 @@ pub enum Body {
         start: u64,
         /// Byte count.
         len: u64,
+        /// The file's path, for the lines that name it (a cached
+        /// response's is its cache file, not `$request_filename`).
+        path: Rc<str>,
     },
     /// A `multipart/byteranges` body over `file`.
     Multipart {

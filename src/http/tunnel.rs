@@ -30,7 +30,7 @@ use tokio::time::Instant;
 
 use super::context::RequestCtx;
 use super::stream::ClientStream;
-use crate::log::{ErrorLog, Level};
+use crate::log::{ErrorLog, Level, RequestLog};
 
 /// A future a [`TunnelPeer`] returns.
 pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
@@ -69,8 +69,8 @@ pub struct Upgrade {
     pub buffer: usize,
     /// Its timeouts.
     pub timeouts: TunnelTimeouts,
-    /// The error log line's tail (`, client: ..., upstream: ...`).
-    pub log_context: String,
+    /// Where to log, naming the upstream (else the request's log).
+    pub log: Option<RequestLog>,
     /// `$upstream_bytes_received` of the try, added to.
     pub received: Option<Arc<AtomicU64>>,
 }
@@ -286,15 +286,11 @@ pub async fn serve(
     ctx: &mut RequestCtx,
     log: &ErrorLog,
 ) {
-    let context = up.log_context.clone();
+    let try_log = up.log.clone();
     let end = run(client, pending, up).await;
     if let Some(text) = end.fault.and_then(Fault::log_text) {
-        ctx.error_log(log).log_conn(
-            Level::Info,
-            Some(ctx.conn.id),
-            format_args!("{text}"),
-            &context,
-        );
+        let log = try_log.unwrap_or_else(|| ctx.log(log));
+        log.line(Level::Info, format_args!("{text}"));
     }
     ctx.bytes_sent += end.to_client;
     ctx.body_bytes_sent += end.to_client;

@@ -111,7 +111,7 @@ fn switched(ctx: &RequestCtx, mut r: Response, up: UpstreamResponse) -> Response
                 to_peer: s.proxy_send_timeout,
                 to_client: s.send_timeout,
             },
-            log_context: sw.log_context,
+            log: sw.log,
             received: sw.received,
         })
     });
