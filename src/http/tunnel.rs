@@ -19,9 +19,7 @@
 //! (upstream) or `send_timeout` (client).
 
 use std::cell::Cell;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,22 +28,8 @@ use tokio::time::Instant;
 
 use super::context::RequestCtx;
 use super::stream::ClientStream;
+pub use crate::h1::stream::{PeerFuture, TunnelPeer};
 use crate::log::{ErrorLog, Level, RequestLog};
-
-/// A future a [`TunnelPeer`] returns.
-pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
-
-/// The upstream's side of a tunnel.
-pub trait TunnelPeer {
-    /// Appends what arrives next to `buf` (at most `max` bytes), waiting
-    /// for it; `Ok(0)` when the peer closed. Cancel-safe: `buf` only
-    /// grows by bytes actually read.
-    fn read<'a>(&'a self, buf: &'a mut Vec<u8>, max: usize) -> PeerFuture<'a, usize>;
-    /// Writes all of `data`, each wait at most `timeout` (`ETIMEDOUT`).
-    fn write<'a>(&'a self, data: &'a [u8], timeout: Duration) -> PeerFuture<'a, ()>;
-    /// Ends the sending side (TLS `close_notify`, then the TCP half-close).
-    fn shutdown_write(&self);
-}
 
 /// The timeouts of a tunnel, from the location that proxied it.
 #[derive(Debug, Clone, Copy)]

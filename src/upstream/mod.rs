@@ -31,7 +31,7 @@ pub use pool::UpstreamConn;
 pub use stream::UpStream;
 use wire::{Framing, ResponseHead};
 
-use crate::http::response::{logged_error, BodyStream, ChunkFuture};
+use crate::h1::stream::{logged_error, BodyStream, ChunkFuture};
 use crate::log::RequestLog;
 use crate::vars::template::Template;
 
