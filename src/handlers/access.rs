@@ -17,7 +17,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::{disk_io, Env, Outcome};
+use super::disk_io;
+use super::outcome::{Env, Outcome};
 use crate::access::limit_conn::ConnVerdict;
 use crate::access::limit_req::{self, LimitReq, ReqVerdict};
 use crate::access::{basic, htpasswd, rules};

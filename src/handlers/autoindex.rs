@@ -12,7 +12,7 @@ use std::io;
 use std::path::Path;
 
 use super::disk_io::failed;
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::config::AutoindexFormat;
 use crate::disk::{DirEntry, EntryKind, Failure, Io};
 use crate::http::context::RequestCtx;

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::config::AioConf;
 use crate::disk::{Failure, Io, OpenFileCacheSettings, PathRules};
 use crate::http::context::RequestCtx;

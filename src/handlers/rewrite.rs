@@ -12,7 +12,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{disk_io, Env, Outcome};
+use super::disk_io;
+use super::outcome::{Env, Outcome};
 use crate::config::rewrite::{Cond, FileTest, Op, Rewrite, RewriteFlag};
 use crate::disk::FileKind;
 use crate::http::context::RequestCtx;
@@ -140,7 +141,7 @@ fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
         }
         notice(ctx, env, format_args!("rewritten redirect: \"{value}\""));
         ctx.test_expect();
-        return Flow::Answer(Box::new(Outcome::Special(super::redirect(
+        return Flow::Answer(Box::new(Outcome::Special(super::outcome::redirect(
             ctx, code, &value,
         ))));
     }

@@ -33,7 +33,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::body_source::PieceSource;
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::cache::CacheSet;
 use crate::config::LocationConf;
 use crate::config::ServerConf;

@@ -42,7 +42,7 @@ use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
 };
 use crate::handlers::disk_io::{self, failed};
-use crate::handlers::{Env, Outcome};
+use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::upstream::ProxyPass;

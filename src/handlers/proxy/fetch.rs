@@ -18,7 +18,7 @@ use super::request::{
 use super::target::{resolve_group, resolve_target};
 use super::tls::{self, TlsTarget};
 use crate::config::LocSettings;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::chunked;
 use crate::http::context::RequestCtx;

@@ -16,7 +16,7 @@ use super::response::{hop_by_hop, into_response};
 use crate::cache::policy::{self, Validity};
 use crate::cache::{CacheWriter, CacheZone, Entry, EntryMeta, FillGuard};
 use crate::disk::{Disk, Io};
-use crate::handlers::Outcome;
+use crate::handlers::outcome::Outcome;
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};

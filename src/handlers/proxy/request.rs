@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 
 use crate::config::LocSettings;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::{Method, RequestCtx};
 use crate::log::Level;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::request::UpstreamError;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::UpstreamVars;
 use crate::upstream::{self, ProxyPass, ProxyTarget, UpstreamGroup};
