@@ -5,6 +5,8 @@
 //! - [`access`]: `allow`/`deny`, Basic authentication, `limit_req`/`limit_conn` zones;
 //! - [`config`]: NGINX-syntax parser, directive table, typed model;
 //! - [`runtime`]: master thread, workers (one event loop each), listeners;
+//! - [`h1`]: HTTP/1.1 framing the server and the upstream client share
+//!   (chunked coding, body streams, the field line, the tunnel's peer);
 //! - [`http`]: parsing, ranges, conditionals, the connection loop;
 //! - [`handlers`]: locations, static files, `proxy_pass`, `return`,
 //!   `error_page`, status, and the header filter chain;
@@ -20,6 +22,7 @@ pub mod config;
 pub mod disk;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod h1;
 pub mod handlers;
 pub mod http;
 pub mod log;

@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use common::{free_port, wait_port, TempDir, Tmpfs, BIN};
 use porter::cache::{
-    loader, manager, CacheLog, CacheSet, CacheZone, EntryMeta, Fill, KeyHash, Levels, Lookup,
-    TempPath, ZoneSpec,
+    loader, manager, CacheSet, CacheZone, EntryMeta, Fill, KeyHash, Levels, Lookup, TempPath,
+    ZoneSpec,
 };
 use porter::disk::pool::{PoolSet, PoolSpec};
 use porter::disk::{Disk, Io};
-use porter::log::{ErrorLog, ErrorLogSpec, Level, LogFile};
+use porter::log::{ErrorLog, ErrorLogSpec, Level, LogFile, RequestLog};
 
 const NGINX: &str = "/usr/sbin/nginx";
 
@@ -101,7 +101,7 @@ fn body(key: &str, len: usize) -> Vec<u8> {
 
 async fn fill(zone: &Arc<CacheZone>, d: &Disk, key: &str, len: usize, chunk: usize) {
     let io = pool_io(d);
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     let mut w = zone.begin(&io, None, meta(key), log).await.unwrap();
     for c in body(key, len).chunks(chunk.max(1)) {
         w.write(Arc::from(c)).await.unwrap();
@@ -158,7 +158,7 @@ fn fill_then_hit_through_the_pool() {
     let dir = TempDir::new("cache-fill");
     let d = disk(2);
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         let key = "http://origin/a.txt";
         for want in 1..=2 {
@@ -211,7 +211,7 @@ fn a_hit_is_sent_with_sendfile_and_cached_hits_stay_off_the_pool() {
     let dir = TempDir::new("cache-send");
     let d = disk(2);
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     let fast = d.route(Some("p"), true).unwrap();
     // A header far larger than the first read (two reads of the header).
     let mut m = meta("big-header");
@@ -279,7 +279,7 @@ fn use_temp_path_writes_in_proxy_temp_path_then_renames() {
         path: dir.path().join("proxy_temp"),
         levels: Levels(vec![1, 2]),
     };
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         let io = pool_io(&d);
         let mut w = zone
@@ -310,7 +310,7 @@ fn corrupt_case(tag: &str, f: impl FnOnce(&Path, &Path)) -> (bool, Vec<String>, 
     let d = disk(2);
     let logp = dir.path().join("error.log");
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
-    let log = CacheLog::plain(&file_log(&logp));
+    let log = RequestLog::plain(&file_log(&logp));
     rt().block_on(fill(&zone, &d, "key-a", 5000, 1000));
     let path = zone.entry_path(&KeyHash::of(b"key-a"));
     f(&path, dir.path());
@@ -407,7 +407,7 @@ fn concurrent_writers_of_one_key_last_rename_wins() {
     let dir = TempDir::new("cache-race");
     let d = disk(4);
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         let io = pool_io(&d);
         let mut a = zone.begin(&io, None, meta("k"), log.clone()).await.unwrap();
@@ -450,7 +450,7 @@ fn abort_purge_and_a_dropped_writer_leave_nothing() {
     let d = disk(2);
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
     zone.start(None).unwrap(); // the manager removes a dropped writer's file
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         let io = pool_io(&d);
         let mut w = zone.begin(&io, None, meta("a"), log.clone()).await.unwrap();
@@ -492,7 +492,7 @@ fn fill_lock_and_updating_state() {
     let dir = TempDir::new("cache-lock");
     let d = disk(2);
     let zone = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         fill(&zone, &d, "k", 10, 10).await;
         let Fill::Owner(guard) = zone.claim_fill("k") else {
@@ -523,7 +523,7 @@ fn fill_lock_and_updating_state() {
 fn loader_rebuilds_the_index_and_lookups_work_before_it_is_done() {
     let dir = TempDir::new("cache-load");
     let d = disk(2);
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     let first = CacheZone::new(spec(dir.path(), false), &ErrorLog::new(Vec::new()));
     rt().block_on(async {
         for i in 0..30 {
@@ -605,7 +605,7 @@ fn manager_enforces_max_size_and_inactive() {
     s.max_size = Some(5 * 8192);
     s.inactive = Duration::from_millis(400);
     let zone = CacheZone::new(s, &ErrorLog::new(Vec::new()));
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     let inline = Io::inline();
     rt().block_on(async {
         for i in 0..8 {
@@ -750,7 +750,7 @@ fn crash_mid_fill_leaves_only_complete_entries() {
     assert!(entries.len() >= 20);
     assert_eq!(stats.entries as usize, entries.len());
     let d = disk(2);
-    let log = CacheLog::plain(&file_log(&logp));
+    let log = RequestLog::plain(&file_log(&logp));
     rt().block_on(async {
         for i in 0..40 {
             let key = format!("k{i}");
@@ -779,7 +779,7 @@ fn enospc_aborts_with_one_line_and_leaves_nothing() {
     let logp = dir.path().join("error.log");
     let zone = CacheZone::new(spec(&mnt, false), &ErrorLog::new(Vec::new()));
     let d = disk(2);
-    let log = CacheLog::plain(&file_log(&logp));
+    let log = RequestLog::plain(&file_log(&logp));
     rt().block_on(async {
         let io = pool_io(&d);
         let mut w = zone
@@ -845,7 +845,7 @@ fn manager_enforces_min_free() {
     s.min_free = Some(600 * 1024);
     let zone = CacheZone::new(s, &ErrorLog::new(Vec::new()));
     let d = disk(2);
-    let log = CacheLog::plain(&ErrorLog::new(Vec::new()));
+    let log = RequestLog::plain(&ErrorLog::new(Vec::new()));
     rt().block_on(async {
         for i in 0..7 {
             fill(&zone, &d, &format!("k{i}"), 100 * 1024 - 200, 50_000).await;

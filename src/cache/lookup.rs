@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use super::format::{self, EntryHeader, FormatError};
 use super::index::Node;
-use super::{disk_size, enoent, open_entries, verify, CacheLog, CacheZone, Entry, KeyHash, Lookup};
+use super::{disk_size, enoent, open_entries, verify, CacheZone, Entry, KeyHash, Lookup};
 use crate::disk::{Io, OpenFile, PathRules};
-use crate::log::Level;
+use crate::log::{Level, RequestLog};
 
 /// Why an entry's header could not be read.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ impl CacheZone {
     /// once, and the lookup is a miss. Errors are those of the disk layer
     /// itself (pool overflow, EIO): the caller decides (NGINX logs and
     /// goes to the upstream).
-    pub async fn lookup(&self, io: &Io, key: &str, log: &CacheLog) -> io::Result<Lookup> {
+    pub async fn lookup(&self, io: &Io, key: &str, log: &RequestLog) -> io::Result<Lookup> {
         let hash = KeyHash::of(key.as_bytes());
         let mut ev = Vec::new();
         let node = self.index.touch(hash, Instant::now(), &mut ev);
@@ -118,7 +118,7 @@ impl CacheZone {
         hash: &KeyHash,
         file: &OpenFile,
         why: FormatError,
-        log: &CacheLog,
+        log: &RequestLog,
     ) -> io::Result<()> {
         let path = self.entry_path(hash);
         open_entries::forget(Arc::as_ptr(&self.index) as usize, hash);

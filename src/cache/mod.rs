@@ -40,7 +40,7 @@
 //!
 //! ```text
 //! zone  = env.caches.get(&rendered_proxy_cache)             // None → log, 500
-//! log   = CacheLog { log, conn: Some(id), ctx: ctx.log_context() }
+//! log   = ctx.log(env.log)                                // RequestLog
 //! match zone.lookup(&io, &key, &log).await? {
 //!   Hit(e) if policy::variant_matches(&e.header.meta.vary, req)
 //!          && (e.fresh(now) || use_stale && e.updating) → send e.file from
@@ -168,34 +168,6 @@ impl TempPath {
             path: prefix.join("proxy_temp"),
             levels: Levels::default(),
         }
-    }
-}
-
-/// Where and how a cache operation logs: the error log and the request's
-/// context (`*CONN` and NGINX's `, client: …` tail), so a bad entry or a
-/// failed write is one line the user can tie to a request.
-#[derive(Debug, Clone)]
-pub struct CacheLog {
-    /// The error log.
-    pub log: ErrorLog,
-    /// The connection number.
-    pub conn: Option<u64>,
-    /// The `, client: …, request: "…"` tail.
-    pub ctx: String,
-}
-
-impl CacheLog {
-    /// Lines without request context (background threads, tests).
-    pub fn plain(log: &ErrorLog) -> CacheLog {
-        CacheLog {
-            log: log.clone(),
-            conn: None,
-            ctx: String::new(),
-        }
-    }
-
-    fn line(&self, level: Level, msg: std::fmt::Arguments<'_>) {
-        self.log.log_conn(level, self.conn, msg, &self.ctx);
     }
 }
 

@@ -61,8 +61,9 @@ use lru::LruCache;
 
 use super::format::{EntryHeader, FormatError};
 use super::lookup::HeaderError;
-use super::{CacheLog, CacheZone, Entry, KeyHash};
+use super::{CacheZone, Entry, KeyHash};
 use crate::disk::{FileMeta, Io, OpenFile};
+use crate::log::RequestLog;
 
 /// Bodies up to this size are checked when their entry is opened; larger
 /// ones while they are sent.
@@ -209,7 +210,7 @@ pub fn is_damaged(e: &io::Error) -> bool {
 pub struct BodyCheck {
     zone: Arc<CacheZone>,
     io: Io,
-    log: CacheLog,
+    log: RequestLog,
     file: OpenFile,
     hash: KeyHash,
     at: u64,
@@ -223,7 +224,7 @@ pub struct BodyCheck {
 impl BodyCheck {
     /// Reads `entry`'s body (a version 2 entry) through `io`; a damaged
     /// body is removed from `zone` and logged to `log`.
-    pub fn new(zone: Arc<CacheZone>, io: Io, entry: &Entry, log: CacheLog) -> BodyCheck {
+    pub fn new(zone: Arc<CacheZone>, io: Io, entry: &Entry, log: RequestLog) -> BodyCheck {
         let h = &entry.header;
         BodyCheck {
             zone,

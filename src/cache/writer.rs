@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{disk_size, enoent, format, verify, CacheLog, CacheZone, EntryMeta, KeyHash, TempPath};
+use super::{disk_size, enoent, format, verify, CacheZone, EntryMeta, KeyHash, TempPath};
 use crate::disk::Io;
-use crate::log::Level;
+use crate::log::{Level, RequestLog};
 
 /// Temp file names: `.<hex>.<run>.<seq>`, unique per process run, so the
 /// loader removes leftovers of an earlier run and never a file a writer of
@@ -53,7 +53,7 @@ impl CacheZone {
         io: &Io,
         temp: Option<&TempPath>,
         meta: EntryMeta,
-        log: CacheLog,
+        log: RequestLog,
     ) -> io::Result<CacheWriter> {
         let hash = KeyHash::of(meta.key.as_bytes());
         let hex = hash.hex();
@@ -134,7 +134,7 @@ pub struct CacheWriter {
     body_len: u64,
     /// CRC-32C of the body written so far (`verify.rs`).
     body_crc: u32,
-    log: CacheLog,
+    log: RequestLog,
     done: bool,
     failed: bool,
 }

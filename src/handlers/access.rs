@@ -17,7 +17,8 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use super::{disk_io, Env, Outcome};
+use super::disk_io;
+use super::outcome::{Env, Outcome};
 use crate::access::limit_conn::ConnVerdict;
 use crate::access::limit_req::{self, LimitReq, ReqVerdict};
 use crate::access::{basic, htpasswd, rules};
@@ -66,11 +67,6 @@ async fn run_phases(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     access(ctx, env).await
 }
 
-fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
-        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
-}
-
 /// NGINX logs a delay one level below the limit's level (`info` stays).
 fn delay_level(level: Level) -> Level {
     match level {
@@ -101,9 +97,7 @@ async fn limit_req(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
             None
         }
         ReqVerdict::Rejected { excess, limit } => {
-            log(
-                ctx,
-                env,
+            ctx.log(env.log).line(
                 level,
                 format_args!(
                     "limiting requests{dry_text}, excess: {}.{:03} by zone \"{}\"",
@@ -125,9 +119,7 @@ async fn limit_req(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
             rejected_req(ctx, dry, code)
         }
         ReqVerdict::Delayed { ms, excess, limit } => {
-            log(
-                ctx,
-                env,
+            ctx.log(env.log).line(
                 delay_level(level),
                 format_args!(
                     "delaying request{dry_text}, excess: {}.{:03}, by zone \"{}\"",
@@ -158,15 +150,10 @@ fn req_keys(ctx: &RequestCtx, env: &Env<'_>, limits: &[LimitReq]) -> Vec<Option<
         };
         let key = def.key.render(ctx);
         if key.len() > 65535 {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!(
-                    "the value of the \"{}\" key is more than 65535 bytes: \"{key}\"",
-                    def.key.raw()
-                ),
-            );
+            ctx.log(env.log).error(format_args!(
+                "the value of the \"{}\" key is more than 65535 bytes: \"{key}\"",
+                def.key.raw()
+            ));
             keys.push(None);
         } else {
             keys.push(Some(key.into_bytes()));
@@ -202,15 +189,10 @@ fn limit_conn(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
             continue;
         }
         if key.len() > 255 {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!(
-                    "the value of the \"{}\" key is more than 255 bytes: \"{key}\"",
-                    def.key.raw()
-                ),
-            );
+            ctx.log(env.log).error(format_args!(
+                "the value of the \"{}\" key is more than 255 bytes: \"{key}\"",
+                def.key.raw()
+            ));
             continue;
         }
         ctx.limits.limit_conn_status = Some("PASSED");
@@ -219,9 +201,7 @@ fn limit_conn(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
             verdict => {
                 if matches!(verdict, ConnVerdict::Limited) {
                     let dry_text = if dry { ", dry run" } else { "" };
-                    log(
-                        ctx,
-                        env,
+                    ctx.log(env.log).line(
                         level,
                         format_args!("limiting connections{dry_text} by zone \"{}\"", l.zone.name),
                     );
@@ -272,12 +252,8 @@ async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     }
     let refused = refused?;
     if matches!(refused, Check::Forbidden) {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("access forbidden by rule"),
-        );
+        ctx.log(env.log)
+            .error(format_args!("access forbidden by rule"));
     }
     Some(outcome(refused))
 }
@@ -297,12 +273,8 @@ fn address_rules(ctx: &RequestCtx, env: &Env<'_>, any: bool) -> Check {
         None => Check::Declined,
         Some(r) if r.deny => {
             if !any {
-                log(
-                    ctx,
-                    env,
-                    Level::Error,
-                    format_args!("access forbidden by rule"),
-                );
+                ctx.log(env.log)
+                    .error(format_args!("access forbidden by rule"));
             }
             Check::Forbidden
         }
@@ -320,9 +292,7 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
         return Check::Declined;
     }
     let Some((user, password)) = basic::credentials(ctx.header("authorization")) else {
-        log(
-            ctx,
-            env,
+        ctx.log(env.log).line(
             Level::Info,
             format_args!("no user/password was provided for basic authentication"),
         );
@@ -339,7 +309,7 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
             } else {
                 (Level::Crit, 500)
             };
-            log(ctx, env, level, format_args!("{line}"));
+            ctx.log(env.log).line(level, format_args!("{line}"));
             return if code == 403 {
                 Check::Forbidden
             } else {
@@ -349,27 +319,19 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
     };
     let shown = String::from_utf8_lossy(&user);
     let Some(hash) = htpasswd::find_user(&content, &user) else {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("user \"{shown}\" was not found in \"{path}\""),
-        );
+        ctx.log(env.log)
+            .error(format_args!("user \"{shown}\" was not found in \"{path}\""));
         return Check::Unauthorized(realm);
     };
     match matches(env, password, hash.to_vec()).await {
         Ok(true) => Check::Ok,
         Ok(false) => {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!("user \"{shown}\": password mismatch"),
-            );
+            ctx.log(env.log)
+                .error(format_args!("user \"{shown}\": password mismatch"));
             Check::Unauthorized(realm)
         }
         Err(line) => {
-            log(ctx, env, Level::Error, format_args!("{line}"));
+            ctx.log(env.log).error(format_args!("{line}"));
             Check::Fail(503)
         }
     }

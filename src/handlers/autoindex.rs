@@ -12,7 +12,7 @@ use std::io;
 use std::path::Path;
 
 use super::disk_io::failed;
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::config::AutoindexFormat;
 use crate::disk::{DirEntry, EntryKind, Failure, Io};
 use crate::http::context::RequestCtx;
@@ -46,9 +46,7 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, dir: &str) -> O
         Err(e) => return open_dir_failed(ctx, env, path, &e),
     };
     for (p, e) in &listing.refused {
-        log(
-            ctx,
-            env,
+        ctx.log(env.log).line(
             Level::Crit,
             format_args!("stat() \"{}\" failed {}", p.display(), errno_text(e)),
         );
@@ -107,11 +105,6 @@ impl BodyStream for OnePiece {
     }
 }
 
-fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    env.log
-        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
-}
-
 /// NGINX's answer to a directory it cannot open: 404, 403 or 500, with
 /// its `opendir()` line.
 fn open_dir_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
@@ -123,9 +116,7 @@ fn open_dir_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -
         Some(libc::EACCES) => (Level::Error, 403),
         _ => (Level::Crit, 500),
     };
-    log(
-        ctx,
-        env,
+    ctx.log(env.log).line(
         level,
         format_args!("opendir() \"{path}\" failed {}", errno_text(e)),
     );
@@ -144,9 +135,7 @@ fn jsonp_callback(ctx: &RequestCtx, env: &Env<'_>) -> Result<Option<String>, ()>
         return Ok(None);
     };
     if cb.len() > 128 {
-        log(
-            ctx,
-            env,
+        ctx.log(env.log).line(
             Level::Info,
             format_args!("client sent too long callback name: \"{cb}\""),
         );
@@ -156,9 +145,7 @@ fn jsonp_callback(ctx: &RequestCtx, env: &Env<'_>) -> Result<Option<String>, ()>
         .bytes()
         .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'.')
     {
-        log(
-            ctx,
-            env,
+        ctx.log(env.log).line(
             Level::Info,
             format_args!("client sent invalid callback name: \"{cb}\""),
         );

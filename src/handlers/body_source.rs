@@ -37,7 +37,9 @@ impl PieceSource {
     pub fn of(body: Body) -> PieceSource {
         match body {
             Body::Bytes(b) => PieceSource::Bytes(b),
-            Body::File { file, start, len } => PieceSource::File {
+            Body::File {
+                file, start, len, ..
+            } => PieceSource::File {
                 file,
                 pos: start,
                 end: start + len,

@@ -5,7 +5,7 @@
 
 use std::io;
 
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::config::AioConf;
 use crate::disk::{Failure, Io, OpenFileCacheSettings, PathRules};
 use crate::http::context::RequestCtx;
@@ -59,12 +59,7 @@ pub fn open_file_cache(ctx: &RequestCtx) -> Option<OpenFileCacheSettings> {
 pub fn failed(ctx: &RequestCtx, env: &Env<'_>, e: &io::Error, op: &str, path: &str) -> Outcome {
     let f = Failure::of(e, op, path);
     let level = if f.crit { Level::Crit } else { Level::Error };
-    ctx.error_log(env.log).log_conn(
-        level,
-        Some(ctx.conn.id),
-        format_args!("{}", f.line),
-        &ctx.log_context(),
-    );
+    ctx.log(env.log).line(level, format_args!("{}", f.line));
     if f.status == 503 {
         let mut r = Response::special(503, ctx.loc.s.server_tokens);
         r.headers.push(("Retry-After".into(), "1".into()));

@@ -3,7 +3,7 @@
 //! fixed `Last-Modified` (23349600, so `If-Modified-Since` gives 304s);
 //! no ranges, since NGINX's in-memory response does not allow them.
 
-use super::Outcome;
+use super::outcome::Outcome;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
 

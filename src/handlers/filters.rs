@@ -305,7 +305,8 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
             file,
             start,
             len: blen,
-        } if *blen == len => Some((Rc::clone(file), *start)),
+            path,
+        } if *blen == len => Some((Rc::clone(file), *start, Rc::clone(path))),
         Body::Stream(_) => None,
         _ => return Ok(()),
     };
@@ -326,7 +327,7 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
             return Err(416);
         }
         RangeOutcome::Partial(ranges) => match file {
-            Some((file, base)) => file_ranges(resp, file, base, &ranges, len),
+            Some((file, base, path)) => file_ranges(resp, (file, path), base, &ranges, len),
             None => stream_range(resp, &ranges, len),
         },
     }
@@ -337,7 +338,7 @@ fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
 /// file: one part, or `multipart/byteranges`.
 fn file_ranges(
     resp: &mut Response,
-    file: Rc<crate::disk::OpenFile>,
+    (file, path): (Rc<crate::disk::OpenFile>, Rc<str>),
     base: u64,
     ranges: &[std::ops::Range<u64>],
     len: u64,
@@ -353,6 +354,7 @@ fn file_ranges(
             file,
             start: base + r.start,
             len: r.end - r.start,
+            path,
         };
     } else {
         let ct = resp.content_type.clone().unwrap_or_default();

@@ -31,7 +31,8 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 use tokio::sync::oneshot;
 
 use super::body_source::PieceSource;
-use super::{static_file, Env, Outcome};
+use super::file;
+use super::outcome::{Env, Outcome};
 use crate::config::{
     GzipStatic, GZIP_PROXIED_ANY, GZIP_PROXIED_AUTH, GZIP_PROXIED_EXPIRED, GZIP_PROXIED_NO_CACHE,
     GZIP_PROXIED_NO_ETAG, GZIP_PROXIED_NO_LM, GZIP_PROXIED_NO_STORE, GZIP_PROXIED_OFF,
@@ -352,7 +353,7 @@ pub async fn serve_static(
     }
     let on = s.gzip_static == GzipStatic::On;
     let gz = format!("{path}.gz");
-    let file = match static_file::open(ctx, env, io, &gz).await {
+    let file = match file::open(ctx, env, io, &gz).await {
         Ok(f) => f,
         Err(e) => {
             static_gz_failed(ctx, env, &gz, &e);
@@ -368,12 +369,8 @@ pub async fn serve_static(
     match file.meta.kind {
         FileKind::Directory => return None,
         FileKind::Other => {
-            env.log.log_conn(
-                Level::Crit,
-                Some(ctx.conn.id),
-                format_args!("\"{gz}\" is not a regular file"),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log)
+                .line(Level::Crit, format_args!("\"{gz}\" is not a regular file"));
             return Some(Outcome::Status(404));
         }
         FileKind::Regular => {}
@@ -391,18 +388,16 @@ fn static_gz_failed(ctx: &RequestCtx, env: &Env<'_>, gz: &str, e: &io::Error) {
         Some(libc::EACCES | libc::EMLINK | libc::ELOOP) => Level::Error,
         _ => Level::Crit,
     };
-    env.log.log_conn(
+    ctx.log(env.log).line(
         level,
-        Some(ctx.conn.id),
         format_args!("open() \"{gz}\" failed {}", crate::util::errno_text(e)),
-        &ctx.log_context(),
     );
 }
 
 /// The 200 for a `.gz` file, whole (NGINX allows no ranges on it).
 fn static_gz_response(ctx: &RequestCtx, file: OpenFile, vary: bool) -> Outcome {
     let uri = ctx.uri.clone();
-    let Outcome::Send(mut resp) = static_file::file_response(ctx, file, &uri) else {
+    let Outcome::Send(mut resp) = file::file_response(ctx, file, &uri) else {
         return Outcome::Status(500);
     };
     // NGINX sends a `.gz` whole: no ranges.

@@ -42,7 +42,7 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::disk::fastpath::{self, Op};
 use crate::disk::sent::{self, Route};
 use crate::disk::uring;

@@ -8,8 +8,11 @@
 //! `count_uri_change`), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
 //! `charset`, ranges), after the slice filter ([`slice`]), which runs
-//! first as in NGINX. Handlers produce a [`Response`] description; the
-//! connection loop writes it. The connection reaches them through
+//! first as in NGINX, and the copy step (`copy.rs`: a small file body read
+//! into memory). Handlers produce a [`Response`] description; the
+//! connection loop writes it. What the handlers share ([`Outcome`],
+//! [`Env`], [`redirect`]) is in [`outcome`], below them: a handler imports
+//! that, not this dispatcher. The connection reaches them through
 //! [`Handlers`], its implementation of `http`'s [`Respond`], which the
 //! worker builds.
 
@@ -17,12 +20,15 @@ mod access;
 pub mod autoindex;
 pub mod body_source;
 pub mod charset;
+mod copy;
 pub mod disk_io;
 mod empty_gif;
+mod file;
 pub mod filters;
 pub mod grpc;
 pub mod gzip;
 pub mod metrics;
+pub mod outcome;
 pub mod proxy;
 pub mod realip;
 pub mod rewrite;
@@ -47,39 +53,8 @@ use crate::http::response::{Body, Response};
 use crate::http::status;
 use crate::log::{ErrorLog, Level};
 
-/// What one pass through a location produced.
-pub enum Outcome {
-    /// A response the handler sends itself (a file, `return` text): an
-    /// `error_page` status replaces its own, as NGINX's `err_status` does.
-    Send(Response),
-    /// A response built like NGINX's special responses (a redirect): its
-    /// status stands.
-    Special(Response),
-    /// An error status to turn into a page (after `error_page`).
-    Status(u16),
-    /// Restart location selection with a new URI.
-    Internal(String, Option<String>),
-    /// Continue in the named location (`@name`).
-    Named(String),
-    /// Close the connection without a response (`return 444`).
-    Close,
-    /// A 401 asking for credentials with this `WWW-Authenticate` value,
-    /// which stays on whatever page answers it (`error_page 401` too).
-    Challenge(String),
-}
-
-/// Everything a handler needs besides the request.
-pub struct Env<'a> {
-    /// The worker's disk layer.
-    pub disk: &'a Rc<Disk>,
-    /// The error log.
-    pub log: &'a ErrorLog,
-    /// The proxy cache zones of this generation (`proxy_cache NAME`).
-    pub caches: &'a Arc<CacheSet>,
-    /// The request body, for a handler that forwards it (the proxy); what
-    /// it leaves unread the connection discards.
-    pub body: Option<&'a RefCell<ClientBody<'a>>>,
-}
+use outcome::split_args;
+pub use outcome::{absolute_location, redirect, Env, Outcome};
 
 /// The handlers of one worker: what they share across its requests. The
 /// worker builds it and hands it to the connection loop, which calls it
@@ -130,11 +105,9 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // NGINX refuses TRACE once the head is read, before any rewrite or
     // location runs.
     if ctx.head.method() == "TRACE" {
-        ctx.error_log(env.log).log_conn(
+        ctx.log(env.log).line(
             Level::Info,
-            Some(ctx.conn.id),
             format_args!("client sent TRACE method while reading client request headers"),
-            &ctx.log_context(),
         );
         return finish(ctx, env, Outcome::Status(405)).await;
     }
@@ -221,7 +194,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             return None;
         }
         match filters::run(ctx, &mut resp, &mut carried) {
-            Ok(()) => match static_file::read_small_body(ctx, env, &mut resp).await {
+            Ok(()) => match copy::read_small_body(ctx, env, &mut resp).await {
                 Ok(()) => return Some(resp),
                 Err(o) => outcome = o,
             },
@@ -290,13 +263,6 @@ fn special_page(ctx: &RequestCtx, code: u16) -> Response {
     resp
 }
 
-fn split_args(target: &str) -> (String, Option<String>) {
-    match target.split_once('?') {
-        Some((u, a)) => (u.to_string(), Some(a.to_string())),
-        None => (target.to_string(), None),
-    }
-}
-
 /// The jump to a named location (`error_page`, `try_files`), counted
 /// with the internal redirects.
 async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outcome {
@@ -309,12 +275,8 @@ async fn named_location(ctx: &mut RequestCtx, env: &Env<'_>, name: &str) -> Outc
             run_phases(ctx, env, Some(loc)).await
         }
         None => {
-            ctx.error_log(env.log).log_conn(
-                Level::Error,
-                Some(ctx.conn.id),
-                format_args!("could not find named location \"{name}\""),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log)
+                .error(format_args!("could not find named location \"{name}\""));
             Outcome::Status(500)
         }
     }
@@ -348,12 +310,9 @@ fn count_uri_change(ctx: &mut RequestCtx, env: &Env<'_>, change: UriChange<'_>) 
         UriChange::Named(name) => format!("redirect to named location \"{name}\""),
         UriChange::Rewrite => format!("processing \"{}\"", ctx.uri),
     };
-    ctx.error_log(env.log).log_conn(
-        Level::Error,
-        Some(ctx.conn.id),
-        format_args!("rewrite or internal redirection cycle while {doing}"),
-        &ctx.log_context(),
-    );
+    ctx.log(env.log).error(format_args!(
+        "rewrite or internal redirection cycle while {doing}"
+    ));
     Some(Outcome::Status(500))
 }
 
@@ -424,12 +383,9 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     let max_body = ctx.loc.s.client_max_body_size;
     if let Some(len) = ctx.head.content_length {
         if max_body != 0 && len > max_body {
-            ctx.error_log(env.log).log_conn(
-                Level::Error,
-                Some(ctx.conn.id),
-                format_args!("client intended to send too large body: {len} bytes"),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log).error(format_args!(
+                "client intended to send too large body: {len} bytes"
+            ));
             return Some(Outcome::Status(413));
         }
     }
@@ -481,47 +437,6 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
 }
 
-/// The `Location` value for `target`: relative URIs become absolute
-/// (`absolute_redirect`), with the port unless it is 80 (`port_in_redirect`).
-pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
-    let s = &ctx.loc.s;
-    if !target.starts_with('/') || !s.absolute_redirect {
-        return target.to_string();
-    }
-    let host = if s.server_name_in_redirect && !ctx.server.primary_name.is_empty() {
-        ctx.server.primary_name.clone()
-    } else {
-        match ctx.head.host() {
-            Some(_) => ctx.host().to_string(),
-            None => ctx.conn.local.ip().to_string(),
-        }
-    };
-    let port = ctx.conn.local.port();
-    let (scheme, default_port) = match ctx.conn.tls {
-        Some(_) => ("https", 443),
-        None => ("http", 80),
-    };
-    if s.port_in_redirect && port != default_port {
-        format!("{scheme}://{host}:{port}{target}")
-    } else {
-        format!("{scheme}://{host}{target}")
-    }
-}
-
-/// A redirect response with NGINX's page.
-///
-/// NGINX writes a Location it made absolute itself before `Connection`, and
-/// one configured as a full URL among the other headers after it.
-pub fn redirect(ctx: &RequestCtx, status: u16, target: &str) -> Response {
-    let mut r = Response::special(status, ctx.loc.s.server_tokens);
-    if target.starts_with('/') {
-        r.location = Some(absolute_location(ctx, target));
-    } else {
-        r.headers.push(("Location".into(), target.to_string()));
-    }
-    r
-}
-
 pub(crate) fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
     if r.code == 444 {
         return Outcome::Close;
@@ -538,7 +453,7 @@ pub(crate) fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
         // send_response does.
         (code, body) => {
             let s = &ctx.loc.s;
-            let ct = static_file::content_type(&s.types, &s.default_type, &ctx.uri);
+            let ct = file::content_type(&s.types, &s.default_type, &ctx.uri);
             let body = body.unwrap_or_default().into_bytes();
             Outcome::Send(Response::bytes(code, &ct, body))
         }

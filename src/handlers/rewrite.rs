@@ -12,7 +12,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{disk_io, Env, Outcome};
+use super::disk_io;
+use super::outcome::{Env, Outcome};
 use crate::config::rewrite::{Cond, FileTest, Op, Rewrite, RewriteFlag};
 use crate::disk::FileKind;
 use crate::http::context::RequestCtx;
@@ -36,11 +37,9 @@ pub async fn run(ctx: &mut RequestCtx, env: &Env<'_>, script: &Arc<Vec<Op>>) -> 
 pub fn warn_unset(ctx: &RequestCtx, env: &Env<'_>) {
     let read = std::mem::take(&mut *ctx.unset_read.borrow_mut());
     for v in read {
-        env.log.log_conn(
+        ctx.log(env.log).line(
             Level::Warn,
-            Some(ctx.conn.id),
             format_args!("using uninitialized \"{}\" variable", v.name),
-            &ctx.log_context(),
         );
     }
 }
@@ -92,8 +91,7 @@ enum Flow {
 
 fn notice(ctx: &RequestCtx, env: &Env<'_>, msg: std::fmt::Arguments<'_>) {
     if ctx.loc.s.rewrite_log {
-        env.log
-            .log_conn(Level::Notice, Some(ctx.conn.id), msg, &ctx.log_context());
+        ctx.log(env.log).line(Level::Notice, msg);
     }
 }
 
@@ -143,7 +141,7 @@ fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
         }
         notice(ctx, env, format_args!("rewritten redirect: \"{value}\""));
         ctx.test_expect();
-        return Flow::Answer(Box::new(Outcome::Special(super::redirect(
+        return Flow::Answer(Box::new(Outcome::Special(super::outcome::redirect(
             ctx, code, &value,
         ))));
     }
@@ -173,12 +171,8 @@ fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
         ),
     );
     if new_uri.is_empty() {
-        env.log.log_conn(
-            Level::Error,
-            Some(ctx.conn.id),
-            format_args!("the rewritten URI has a zero length"),
-            &ctx.log_context(),
-        );
+        ctx.log(env.log)
+            .error(format_args!("the rewritten URI has a zero length"));
         return Flow::Answer(Box::new(Outcome::Status(500)));
     }
     ctx.uri = new_uri;

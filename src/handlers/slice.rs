@@ -33,7 +33,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::body_source::PieceSource;
-use super::{Env, Outcome};
+use super::outcome::{Env, Outcome};
 use crate::cache::CacheSet;
 use crate::config::LocationConf;
 use crate::config::ServerConf;
@@ -41,7 +41,7 @@ use crate::disk::Disk;
 use crate::http::context::{ConnInfo, Method, RequestCtx};
 use crate::http::request::RequestHead;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
-use crate::log::{ErrorLog, Level};
+use crate::log::ErrorLog;
 use crate::vars::regex::Captures;
 
 /// The slice filter refused a response (its reason logged): the
@@ -111,11 +111,7 @@ fn check(
     size: u64,
     etag: &mut Option<String>,
 ) -> Result<ContentRange, ()> {
-    let fail = |msg: std::fmt::Arguments<'_>| {
-        let log_ctx = ctx.log_context();
-        ctx.error_log(log)
-            .log_conn(Level::Error, Some(ctx.conn.id), msg, &log_ctx);
-    };
+    let fail = |msg: std::fmt::Arguments<'_>| ctx.log(log).error(msg);
     let own = resp.etag.as_deref().or_else(|| resp.header("etag"));
     if let Some(seen) = etag.as_deref() {
         if own != Some(seen) {
@@ -255,13 +251,9 @@ fn fetch(sub: Rc<Subrequest>, start: u64, etag: Option<String>) -> SliceFuture {
             Ok(r) if r.status == 206 => r,
             other => {
                 let code = other.map_or_else(|c| c, |r| r.status);
-                let log_ctx = ctx.log_context();
-                ctx.error_log(&sub.log).log_conn(
-                    Level::Error,
-                    Some(ctx.conn.id),
-                    format_args!("unexpected status code {code} in slice response"),
-                    &log_ctx,
-                );
+                ctx.log(&sub.log).error(format_args!(
+                    "unexpected status code {code} in slice response"
+                ));
                 return Err(());
             }
         };

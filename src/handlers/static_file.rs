@@ -7,16 +7,14 @@
 
 use std::io;
 use std::path::Path;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use super::disk_io::{self, failed};
-use super::{redirect, Env, Outcome};
+use super::file::{file_response, open};
+use super::outcome::{redirect, split_args, Env, Outcome};
 use crate::config::{DocRoot, LocationKind, TryFallback, TryFiles};
-use crate::disk::{Failure, FileKind, Io, OpenFile};
-use crate::http::conditional;
+use crate::disk::{Failure, FileKind, Io};
 use crate::http::context::{Method, RequestCtx};
-use crate::http::response::{Body, Response};
 use crate::log::Level;
 use crate::util::errno_text;
 use crate::vars::template::Template;
@@ -75,19 +73,11 @@ fn dot_dots(p: &str) -> usize {
 /// (an error when `log_not_found` is on) with the reason.
 fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
     if ctx.loc.s.log_not_found {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("\"{path}\" is outside of the root or alias directory"),
-        );
+        ctx.log(env.log).error(format_args!(
+            "\"{path}\" is outside of the root or alias directory"
+        ));
     }
     Outcome::Status(404)
-}
-
-fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    ctx.error_log(env.log)
-        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
 }
 
 fn is_not_found(e: &io::Error) -> bool {
@@ -105,21 +95,13 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
     let code = e.raw_os_error().unwrap_or(0);
     if is_not_found(e) {
         if ctx.loc.s.log_not_found {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!("open() \"{path}\" failed {}", errno_text(e)),
-            );
+            ctx.log(env.log)
+                .error(format_args!("open() \"{path}\" failed {}", errno_text(e)));
         }
         Outcome::Status(404)
     } else if code == libc::EACCES || code == libc::ELOOP || code == libc::EXDEV {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("open() \"{path}\" failed {}", errno_text(e)),
-        );
+        ctx.log(env.log)
+            .error(format_args!("open() \"{path}\" failed {}", errno_text(e)));
         Outcome::Status(403)
     } else {
         failed(ctx, env, e, "open", path)
@@ -184,9 +166,7 @@ async fn serve_path(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, path: &str) ->
             return Outcome::Special(redirect(ctx, 301, &target));
         }
         FileKind::Other => {
-            log(
-                ctx,
-                env,
+            ctx.log(env.log).line(
                 Level::Crit,
                 format_args!("\"{path}\" is not a regular file"),
             );
@@ -209,58 +189,6 @@ fn escape_uri(uri: &str) -> String {
     crate::http::uri::escape_for_location(uri)
 }
 
-/// The 200 answer for an open regular file.
-pub(super) fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outcome {
-    let s = &ctx.loc.s;
-    let meta = file.meta;
-    let mut resp = Response::new(200);
-    resp.content_type = Some(content_type(&s.types, &s.default_type, uri));
-    resp.content_length = Some(meta.size);
-    resp.last_modified = Some(meta.mtime);
-    resp.etag = s.etag.then(|| conditional::etag(meta.mtime, meta.size));
-    resp.allow_ranges = true;
-    resp.body = Body::File {
-        file: Rc::new(file),
-        start: 0,
-        len: meta.size,
-    };
-    Outcome::Send(resp)
-}
-
-/// `Content-Type` from the URI's extension (lowercased, after the last dot
-/// of the last segment), else `default_type`.
-pub fn content_type(types: &crate::config::Types, default: &Arc<str>, uri: &str) -> Arc<str> {
-    let last = uri.rsplit('/').next().unwrap_or("");
-    if let Some(dot) = last.rfind('.') {
-        let ext = &last[dot + 1..];
-        if !ext.is_empty() {
-            let found = if ext.bytes().any(|b| b.is_ascii_uppercase()) {
-                types.get(&ext.to_ascii_lowercase())
-            } else {
-                types.get(ext)
-            };
-            if let Some(t) = found {
-                return t.clone();
-            }
-        }
-    }
-    Arc::clone(default)
-}
-
-/// Opens `path` by the location's rules, through `open_file_cache`.
-pub(super) async fn open(
-    ctx: &RequestCtx,
-    env: &Env<'_>,
-    io: &Io,
-    path: &str,
-) -> io::Result<OpenFile> {
-    let rules = disk_io::path_rules(ctx);
-    let cache = disk_io::open_file_cache(ctx);
-    env.disk
-        .open(io, Path::new(path), &rules, cache.as_ref())
-        .await
-}
-
 /// The index module: `uri` ends with `/`.
 async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Post {
@@ -277,7 +205,7 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     for t in &names {
         let name = t.render(ctx);
         if name.starts_with('/') {
-            let (u, a) = super::split_args(&name);
+            let (u, a) = split_args(&name);
             return Outcome::Internal(u, a.or_else(|| ctx.args.clone()));
         }
         let path = format!("{dir}{name}");
@@ -297,24 +225,16 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             super::autoindex::serve(ctx, env, &io, &dir).await
         }
         Ok(m) if m.kind == FileKind::Directory => {
-            log(
-                ctx,
-                env,
-                Level::Error,
-                format_args!("directory index of \"{dir}\" is forbidden"),
-            );
+            ctx.log(env.log)
+                .error(format_args!("directory index of \"{dir}\" is forbidden"));
             Outcome::Status(403)
         }
         Ok(_) => Outcome::Status(404),
         Err(e) if is_not_found(&e) => {
             if ctx.loc.s.log_not_found {
                 let shown = first_missing.unwrap_or(dir);
-                log(
-                    ctx,
-                    env,
-                    Level::Error,
-                    format_args!("\"{shown}\" is not found {}", errno_text(&e)),
-                );
+                ctx.log(env.log)
+                    .error(format_args!("\"{shown}\" is not found {}", errno_text(&e)));
             }
             Outcome::Status(404)
         }
@@ -360,48 +280,8 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
             if target.starts_with('@') {
                 return Some(Outcome::Named(target));
             }
-            let (u, a) = super::split_args(&target);
+            let (u, a) = split_args(&target);
             Some(Outcome::Internal(u, a))
         }
     }
-}
-
-/// Bodies up to this size are read after the filters, before the head is
-/// written, and go out in one `writev` with it; a failed read can still
-/// become a 5xx. Larger bodies are sent from the file by the connection.
-const SMALL_BODY: u64 = 32 * 1024;
-
-/// Reads a small file body into memory (through the fast path or the
-/// pool, as the location's `aio` says). `Err` carries what to answer
-/// instead when the read fails.
-pub async fn read_small_body(
-    ctx: &RequestCtx,
-    env: &Env<'_>,
-    resp: &mut Response,
-) -> Result<(), Outcome> {
-    let Body::File { file, start, len } = &resp.body else {
-        return Ok(());
-    };
-    if *len > SMALL_BODY || ctx.is_head() {
-        return Ok(());
-    }
-    let path = ctx.request_filename.as_deref().unwrap_or("");
-    let mut buf = vec![0u8; *len as usize];
-    let e = match file.read_at(&mut buf, *start).await {
-        Ok(n) if n as u64 == *len => {
-            resp.body = Body::Bytes(buf);
-            return Ok(());
-        }
-        Ok(n) => {
-            log(
-                ctx,
-                env,
-                Level::Crit,
-                format_args!("pread() read only {n} of {len} from \"{path}\""),
-            );
-            return Err(Outcome::Status(500));
-        }
-        Err(e) => e,
-    };
-    Err(failed(ctx, env, &e, "pread", path))
 }

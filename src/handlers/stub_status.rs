@@ -1,7 +1,7 @@
 //! `stub_status`: NGINX's basic status page, same text layout, so existing
 //! scrapers parse it.
 
-use super::Outcome;
+use super::outcome::Outcome;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
 use crate::metrics::{self, get};

@@ -563,12 +563,8 @@ impl<H: Respond + 'static> Connection<H> {
         };
         let resp = match refused {
             Some((code, why)) => {
-                self.worker.log.log_conn(
-                    Level::Info,
-                    Some(self.info.id),
-                    format_args!("{why}"),
-                    &ctx.log_context(),
-                );
+                ctx.log_in(&self.worker.log)
+                    .line(Level::Info, format_args!("{why}"));
                 handlers
                     .respond_status(ctx, Some(&body), code)
                     .await

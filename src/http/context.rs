@@ -258,18 +258,23 @@ impl RequestCtx {
         self.loc.s.error_log.as_ref().unwrap_or(global)
     }
 
-    /// NGINX's error-log tail: `, client: A, server: S, request: "R", host: "H"`.
-    pub fn log_context(&self) -> String {
-        let mut s = format!(
-            ", client: {}, server: {}, request: \"{}\"",
-            self.conn.peer.ip(),
-            self.server.primary_name,
-            self.request_line()
-        );
-        if let Some(h) = self.head.host() {
-            s.push_str(&format!(", host: \"{h}\""));
-        }
-        s
+    /// The request's error log: its location's `error_log` (else
+    /// `global`), with NGINX's tail naming the request.
+    pub fn log(&self, global: &crate::log::ErrorLog) -> crate::log::RequestLog {
+        self.log_in(self.error_log(global))
+    }
+
+    /// The request's lines written to `log` itself: the worker's, for the
+    /// lines NGINX writes before the location's log is set (a refused
+    /// head) or on the connection's (a failed send).
+    pub fn log_in(&self, log: &crate::log::ErrorLog) -> crate::log::RequestLog {
+        let subject = crate::log::Subject {
+            client: self.conn.peer.ip(),
+            server: &self.server.primary_name,
+            request: self.request_line(),
+            host: self.head.host(),
+        };
+        crate::log::RequestLog::new(log, self.conn.id, subject)
     }
 }
 

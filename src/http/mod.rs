@@ -6,7 +6,7 @@
 
 pub mod body;
 mod buffers;
-pub mod chunked;
+pub use crate::h1::chunked;
 mod closing;
 pub mod conditional;
 mod conn_vars;

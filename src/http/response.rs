@@ -3,11 +3,11 @@
 //! loop writes the head and then the body source.
 
 use std::cell::RefCell;
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+
+pub use crate::h1::header;
+pub use crate::h1::stream::{is_logged, logged_error, BodyStream, ChunkFuture};
 
 use super::range::Multipart;
 use super::status;
@@ -28,6 +28,9 @@ pub enum Body {
         start: u64,
         /// Byte count.
         len: u64,
+        /// The file's path, for the lines that name it (a cached
+        /// response's is its cache file, not `$request_filename`).
+        path: Rc<str>,
     },
     /// A `multipart/byteranges` body over `file`.
     Multipart {
@@ -39,39 +42,6 @@ pub enum Body {
     /// A body produced while it is sent (a proxied response), `len` bytes
     /// when known.
     Stream(StreamBody),
-}
-
-/// A future a [`BodyStream`] returns.
-pub type ChunkFuture<'a> = Pin<Box<dyn Future<Output = io::Result<bool>> + 'a>>;
-
-/// A body whose bytes arrive while it is being sent: the connection loop
-/// asks for one bounded piece at a time and writes it before asking for
-/// the next, so a slow client slows the source (backpressure) instead of
-/// filling memory.
-pub trait BodyStream {
-    /// Appends the next piece of the body to `out` (cleared by the
-    /// caller); `Ok(false)` at the end of the body. An error means the body
-    /// is truncated; the stream has logged why when
-    /// [`is_logged`] says so. The future must be cancel-safe: dropping it
-    /// before it completes loses no bytes (the connection loop polls it
-    /// once to see whether a piece is already at hand).
-    fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a>;
-
-    /// Makes the stream produce only `range` of the body (offsets from
-    /// the body's first byte), before anything was read: `true` when it
-    /// can (a sliced body, which then fetches only the slices that cover
-    /// the range), `false` (the default) when the caller must cut it.
-    fn narrow(&mut self, _range: std::ops::Range<u64>) -> bool {
-        false
-    }
-
-    /// The trailer fields that came after the body (a gRPC upstream's
-    /// `grpc-status`), asked once `read_chunk` said the body ended: an
-    /// HTTP/2 stream ends with them in a HEADERS frame. None (the
-    /// default) for a body without.
-    fn trailers(&mut self) -> Option<http::HeaderMap> {
-        None
-    }
 }
 
 /// The streaming body of a response (a `RefCell` because the connection
@@ -95,28 +65,6 @@ impl std::fmt::Debug for StreamBody {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("StreamBody")
     }
-}
-
-/// An error whose cause a body stream already wrote to the error log.
-#[derive(Debug)]
-struct Logged;
-
-impl std::fmt::Display for Logged {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("body truncated (logged)")
-    }
-}
-
-impl std::error::Error for Logged {}
-
-/// The error a body stream returns after logging why it stopped.
-pub fn logged_error() -> io::Error {
-    io::Error::other(Logged)
-}
-
-/// Whether `e` came from [`logged_error`].
-pub fn is_logged(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|r| r.is::<Logged>())
 }
 
 impl Body {
@@ -350,15 +298,6 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     if r.accept_ranges {
         out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     }
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends one `Name: value` field line (a response head, a trailer, an
-/// upstream request head).
-pub fn header(out: &mut Vec<u8>, name: &str, value: &str) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 

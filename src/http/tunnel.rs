@@ -19,9 +19,7 @@
 //! (upstream) or `send_timeout` (client).
 
 use std::cell::Cell;
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,22 +28,8 @@ use tokio::time::Instant;
 
 use super::context::RequestCtx;
 use super::stream::ClientStream;
-use crate::log::{ErrorLog, Level};
-
-/// A future a [`TunnelPeer`] returns.
-pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
-
-/// The upstream's side of a tunnel.
-pub trait TunnelPeer {
-    /// Appends what arrives next to `buf` (at most `max` bytes), waiting
-    /// for it; `Ok(0)` when the peer closed. Cancel-safe: `buf` only
-    /// grows by bytes actually read.
-    fn read<'a>(&'a self, buf: &'a mut Vec<u8>, max: usize) -> PeerFuture<'a, usize>;
-    /// Writes all of `data`, each wait at most `timeout` (`ETIMEDOUT`).
-    fn write<'a>(&'a self, data: &'a [u8], timeout: Duration) -> PeerFuture<'a, ()>;
-    /// Ends the sending side (TLS `close_notify`, then the TCP half-close).
-    fn shutdown_write(&self);
-}
+pub use crate::h1::stream::{PeerFuture, TunnelPeer};
+use crate::log::{ErrorLog, Level, RequestLog};
 
 /// The timeouts of a tunnel, from the location that proxied it.
 #[derive(Debug, Clone, Copy)]
@@ -69,8 +53,8 @@ pub struct Upgrade {
     pub buffer: usize,
     /// Its timeouts.
     pub timeouts: TunnelTimeouts,
-    /// The error log line's tail (`, client: ..., upstream: ...`).
-    pub log_context: String,
+    /// Where to log, naming the upstream (else the request's log).
+    pub log: Option<RequestLog>,
     /// `$upstream_bytes_received` of the try, added to.
     pub received: Option<Arc<AtomicU64>>,
 }
@@ -286,15 +270,11 @@ pub async fn serve(
     ctx: &mut RequestCtx,
     log: &ErrorLog,
 ) {
-    let context = up.log_context.clone();
+    let try_log = up.log.clone();
     let end = run(client, pending, up).await;
     if let Some(text) = end.fault.and_then(Fault::log_text) {
-        ctx.error_log(log).log_conn(
-            Level::Info,
-            Some(ctx.conn.id),
-            format_args!("{text}"),
-            &context,
-        );
+        let log = try_log.unwrap_or_else(|| ctx.log(log));
+        log.line(Level::Info, format_args!("{text}"));
     }
     ctx.bytes_sent += end.to_client;
     ctx.body_bytes_sent += end.to_client;

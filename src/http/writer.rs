@@ -74,7 +74,9 @@ impl<'a> Writer<'a> {
                 self.write_lead_and(head, b).await?;
                 Ok(b.len() as u64)
             }
-            Body::File { file, start, len } => {
+            Body::File {
+                file, start, len, ..
+            } => {
                 self.write_all(head, true).await?;
                 self.count(head.len());
                 self.send_file_range(file, *start, *len).await?;
@@ -294,40 +296,34 @@ fn truncated() -> io::Error {
 /// shrank while it was sent (`crit`), or the client's socket (`info`). A
 /// streamed body that already logged why it stopped is not logged again.
 pub fn log_send_error(log: &ErrorLog, ctx: &RequestCtx, e: &io::Error) {
-    let conn = Some(ctx.conn.id);
+    let log = ctx.log_in(log);
     let file = ctx.request_filename.as_deref().unwrap_or("");
     match crate::disk::disk_error(e) {
         // The file's or the pool's failure: the disk layer's one wording.
         Some(_) => {
             let f = crate::disk::Failure::of(e, "sendfile", file);
             let level = if f.crit { Level::Crit } else { Level::Error };
-            log.log_conn(level, conn, format_args!("{}", f.line), &ctx.log_context());
+            log.line(level, format_args!("{}", f.line));
         }
         // A proxied body the upstream cut short: already logged.
         None if response::is_logged(e) => {}
-        None if e.kind() == io::ErrorKind::UnexpectedEof => log.log_conn(
+        None if e.kind() == io::ErrorKind::UnexpectedEof => log.line(
             Level::Crit,
-            conn,
             format_args!("file \"{file}\" was truncated while sending it"),
-            &ctx.log_context(),
         ),
         // `send_timeout` ran out: NGINX's wording for it.
-        None if e.raw_os_error() == Some(libc::ETIMEDOUT) => log.log_conn(
+        None if e.raw_os_error() == Some(libc::ETIMEDOUT) => log.line(
             Level::Info,
-            conn,
             format_args!(
                 "client timed out (110: Connection timed out) while sending response to client"
             ),
-            &ctx.log_context(),
         ),
-        None => log.log_conn(
+        None => log.line(
             Level::Info,
-            conn,
             format_args!(
                 "writev() failed {} while sending response to client",
                 crate::util::errno_text(e)
             ),
-            &ctx.log_context(),
         ),
     }
 }

@@ -7,9 +7,11 @@
 //! queued into one `write` per file, so a busy server costs few syscalls.
 //!
 //! Error lines use NGINX's format so users' tooling keeps working:
-//! `2026/11/22 08:00:00 [error] PID#TID: *CONN message, client: ...`.
+//! `2026/11/22 08:00:00 [error] PID#TID: *CONN message, client: ...`;
+//! a request's lines go through its [`RequestLog`] (`request.rs`).
 
 pub mod format;
+pub mod request;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -23,6 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 pub use format::{AccessLog, LogFormat};
+pub use request::{RequestLog, Subject};
 
 /// Error log severity, NGINX's names and order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -32,8 +32,8 @@ pub use pool::UpstreamConn;
 pub use stream::UpStream;
 use wire::{Framing, ResponseHead};
 
-use crate::http::response::{logged_error, BodyStream, ChunkFuture};
-use crate::log::{ErrorLog, Level};
+use crate::h1::stream::{logged_error, BodyStream, ChunkFuture};
+use crate::log::RequestLog;
 use crate::vars::template::Template;
 
 /// Most bytes one read from an upstream takes: the bound on what a
@@ -396,17 +396,6 @@ pub struct PoolReturn {
     pub requests: u64,
 }
 
-/// How a body stream reports a truncated body in the error log.
-#[derive(Debug, Clone)]
-pub struct BodyLog {
-    /// The error log.
-    pub log: ErrorLog,
-    /// Client connection number.
-    pub conn: u64,
-    /// The line's tail (`, client: ..., upstream: ..., host: ...`).
-    pub context: String,
-}
-
 /// An upstream connection that switched protocols (`101`), with what
 /// the tunnel needs of the exchange.
 pub struct Switched {
@@ -416,8 +405,8 @@ pub struct Switched {
     pub early: Vec<u8>,
     /// `$upstream_bytes_received` of the try.
     pub received: Option<Arc<AtomicU64>>,
-    /// The error log line's tail (`, client: ..., upstream: ...`).
-    pub log_context: String,
+    /// Where the tunnel logs (the try's log, naming the upstream).
+    pub log: Option<RequestLog>,
 }
 
 /// A response body read from the upstream connection as the client
@@ -431,7 +420,7 @@ pub struct UpstreamBody {
     read_timeout: Duration,
     /// Set when the connection may be reused after this body.
     pool: Option<PoolReturn>,
-    log: Option<BodyLog>,
+    log: Option<RequestLog>,
     /// `$upstream_bytes_received` and `$upstream_response_length` of the
     /// try, added to as the body is read and decoded.
     counters: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
@@ -490,12 +479,12 @@ impl UpstreamBody {
             conn: self.conn.take()?,
             early: std::mem::take(&mut self.buf),
             received: self.counters.take().map(|(rx, _)| rx),
-            log_context: self.log.take().map(|l| l.context).unwrap_or_default(),
+            log: self.log.take(),
         })
     }
 
     /// Where to log a truncated body.
-    pub fn set_log(&mut self, log: BodyLog) {
+    pub fn set_log(&mut self, log: RequestLog) {
         self.log = Some(log);
     }
 
@@ -525,7 +514,7 @@ impl UpstreamBody {
     fn fail(&mut self, msg: std::fmt::Arguments<'_>) -> io::Error {
         self.conn = None;
         if let Some(l) = &self.log {
-            l.log.log_conn(Level::Error, Some(l.conn), msg, &l.context);
+            l.error(msg);
         }
         logged_error()
     }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{PeerAddr, UpStream};
-use crate::http::tunnel::{PeerFuture, TunnelPeer};
+use crate::h1::stream::{PeerFuture, TunnelPeer};
 
 /// An upstream connection and what it has served.
 #[derive(Debug)]

@@ -4,7 +4,7 @@
 //! until close). Kept apart from the sockets so each piece is tested on
 //! bytes, malformed ones included.
 
-use crate::http::chunked::{ChunkError, ChunkedDecoder};
+use crate::h1::chunked::{ChunkError, ChunkedDecoder};
 
 /// A parsed upstream response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,7 +298,7 @@ pub fn request_head(
         b" HTTP/1.0\r\n"
     });
     for (n, v) in headers {
-        crate::http::response::header(&mut out, n, v);
+        crate::h1::header(&mut out, n, v);
     }
     out.extend_from_slice(b"\r\n");
     out

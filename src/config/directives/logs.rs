@@ -1,6 +1,6 @@
 //! Log directives: `error_log`, `log_format`, `access_log`,
 //! `log_not_found`. `error_log` in `http`, `server` or `location` gives
-//! that level's requests their own error log (`RequestCtx::error_log`);
+//! that level's requests their own error log (`RequestCtx::log`);
 //! `access_log ... if=COND` skips the line when COND renders empty or `0`.
 
 #[allow(unused_imports)]

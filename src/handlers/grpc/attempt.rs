@@ -11,12 +11,13 @@ use std::time::Instant;
 
 use h2::RecvStream;
 
-use super::request::{Pump, RelayEnd, RelayLimits, RelayLog};
+use super::request::{Pump, RelayEnd, RelayLimits};
+use crate::log::RequestLog;
 use super::response::{self, Exchange};
 use super::Outgoing;
 use crate::config::LocSettings;
 use crate::handlers::proxy::{
-    connect_failed, connect_options_with, fail, handshake, log_ctx, Failure, TryLog, UpstreamError,
+    connect_failed, connect_options_with, fail, handshake, Failure, UpstreamError,
 };
 use crate::handlers::Env;
 use crate::http::context::RequestCtx;
@@ -50,11 +51,9 @@ pub(super) async fn run(
     let addr = group.peer(peer).addr.clone();
     let t0 = Instant::now();
     let sep = if addr.is_unix() { ":" } else { "" };
-    let log = TryLog {
-        log: ctx.error_log(env.log),
-        conn: ctx.conn.id,
-        context: log_ctx(ctx, &format!("grpc://{addr}{sep}")),
-    };
+    let log = ctx
+        .log(env.log)
+        .with_upstream(&format!("grpc://{addr}{sep}"));
     let mut rec = TryRecord {
         addr: addr.to_string(),
         ..Default::default()
@@ -88,7 +87,7 @@ pub(super) async fn run(
                     (key, group.keepalive, group.keepalive_timeout)
                 });
                 let counters = (rec.bytes_received.clone(), rec.response_length.clone());
-                break Ok(response::build(ctx, x, pool, counters, relay_log(&log)));
+                break Ok(response::build(ctx, x, pool, counters, log.clone()));
             }
             Err(HeadFail::TooLarge) => break Err(Err(UpstreamError::Status(413))),
             Err(HeadFail::Early(_)) if reused && out.replayable() => {
@@ -103,14 +102,6 @@ pub(super) async fn run(
         u.tries.push(rec);
     }
     result
-}
-
-fn relay_log(log: &TryLog<'_>) -> RelayLog {
-    RelayLog {
-        log: log.log.clone(),
-        conn: log.conn,
-        context: log.context.clone(),
-    }
 }
 
 /// Why no connection was made.
@@ -190,7 +181,7 @@ async fn exchange(
     s: &LocSettings,
     mut conn: H2Conn,
     out: &Outgoing,
-    log: &TryLog<'_>,
+    log: &RequestLog,
 ) -> Result<Exchange, HeadFail> {
     let ready = tokio::time::timeout(s.grpc_send_timeout, conn.send.clone().ready()).await;
     let mut send = match ready {
@@ -208,7 +199,7 @@ async fn exchange(
         max: s.client_max_body_size,
         linger: (s.lingering_timeout, s.lingering_time),
     };
-    let mut pump = body.map(|b| Pump::start(b, stream, limits, relay_log(log)));
+    let mut pump = body.map(|b| Pump::start(b, stream, limits, log.clone()));
     let head = tokio::time::timeout(s.grpc_read_timeout, async {
         let mut response = std::pin::pin!(response);
         if let Some(p) = pump.as_mut() {
@@ -242,7 +233,7 @@ async fn exchange(
 }
 
 /// A failure after connecting, logged as NGINX logs it.
-fn head_failed(log: &TryLog<'_>, e: HeadFail, rec: &mut TryRecord) -> Failure {
+fn head_failed(log: &RequestLog, e: HeadFail, rec: &mut TryRecord) -> Failure {
     match e {
         HeadFail::TooLarge => unreachable!("a client's failure, not the peer's"),
         HeadFail::TimedOut(phase) => {

@@ -32,13 +32,12 @@ use std::time::Instant;
 
 use self::request::{BodySource, UpRequest};
 use crate::handlers::proxy::{
-    intercepted_if, log_ctx, resolve_group, resolve_target, target_with, TlsTarget, UpstreamError,
+    intercepted_if, resolve_group, resolve_target, target_with, TlsTarget, UpstreamError,
 };
 use crate::handlers::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 use crate::http::upstream_vars::TryRecord;
-use crate::log::Level;
 use crate::tls::client::ClientSpec;
 use crate::upstream::{NextUpstream, ProxyPass, UpstreamGroup};
 
@@ -200,12 +199,9 @@ async fn try_peers(
 
 /// Every peer is down or tried: NGINX's line, 502.
 fn no_live_upstreams(ctx: &mut RequestCtx, env: &Env<'_>, group: &UpstreamGroup) -> UpstreamError {
-    ctx.error_log(env.log).log_conn(
-        Level::Error,
-        Some(ctx.conn.id),
-        format_args!("no live upstreams while connecting to upstream"),
-        &log_ctx(ctx, &format!("grpc://{}", group.name)),
-    );
+    ctx.log(env.log)
+        .with_upstream(&format!("grpc://{}", group.name))
+        .error(format_args!("no live upstreams while connecting to upstream"));
     if let Some(u) = ctx.upstream.as_mut() {
         u.tries.push(TryRecord {
             addr: group.name.clone(),

@@ -31,7 +31,7 @@ use crate::handlers::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
 use crate::http::http2::send::Out;
-use crate::log::{ErrorLog, Level};
+use crate::log::RequestLog;
 
 /// The client's fields that never go upstream (connection-specific in
 /// HTTP/2, or governed here: NGINX's grpc defaults empty them).
@@ -175,35 +175,14 @@ pub(super) async fn body(
             Err(_) => return Err(UpstreamError::ClientGone),
         }
         if max != 0 && all.len() as u64 > max {
-            ctx.error_log(env.log).log_conn(
-                Level::Error,
-                Some(ctx.conn.id),
-                format_args!(
-                    "client intended to send too large body: {} bytes",
-                    all.len()
-                ),
-                &ctx.log_context(),
-            );
+            ctx.log(env.log).error(format_args!(
+                "client intended to send too large body: {} bytes",
+                all.len()
+            ));
             return Err(UpstreamError::Status(413));
         }
     }
     Ok(Some(BodySource::Bytes(Bytes::from(all))))
-}
-
-/// Where the relay and the response body log a failure: the try's
-/// error log and context.
-pub(super) struct RelayLog {
-    pub log: ErrorLog,
-    pub conn: u64,
-    pub context: String,
-}
-
-impl RelayLog {
-    /// Logs `msg` at `error` with the try's context.
-    pub fn error(&self, msg: std::fmt::Arguments<'_>) {
-        self.log
-            .log_conn(Level::Error, Some(self.conn), msg, &self.context);
-    }
 }
 
 /// How a body relay ended.
@@ -253,7 +232,7 @@ impl Pump {
         body: BodySource,
         send: SendStream<Bytes>,
         limits: RelayLimits,
-        log: RelayLog,
+        log: RequestLog,
     ) -> Pump {
         let stop = Rc::new(Notify::new());
         let task = crate::metrics::timed::spawn(relay(body, send, limits, log, Rc::clone(&stop)));
@@ -291,7 +270,7 @@ async fn relay(
     body: BodySource,
     send: SendStream<Bytes>,
     limits: RelayLimits,
-    log: RelayLog,
+    log: RequestLog,
     stop: Rc<Notify>,
 ) -> RelayEnd {
     let mut out = Out::new(send, FRAME, limits.send_timeout);
@@ -340,7 +319,7 @@ async fn frames_upstream(
     recv: &mut RecvStream,
     out: &mut Out,
     max: u64,
-    log: &RelayLog,
+    log: &RequestLog,
 ) -> Result<(), (std::io::Error, bool)> {
     let mut total = 0u64;
     loop {

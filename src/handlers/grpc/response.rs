@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use h2::RecvStream;
 
-use super::request::{Pump, RelayEnd, RelayLog};
+use super::request::{Pump, RelayEnd};
+use crate::log::RequestLog;
 use crate::handlers::proxy::{hop_by_hop, HIDDEN};
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
@@ -42,7 +43,7 @@ pub(super) fn build(
     x: Exchange,
     pool: Option<(u64, usize, Duration)>,
     counters: (Arc<AtomicU64>, Arc<AtomicU64>),
-    log: RelayLog,
+    log: RequestLog,
 ) -> Response {
     let s = &ctx.loc.s;
     let mut r = Response::new(x.head.status.as_u16());
@@ -112,7 +113,7 @@ struct GrpcBody {
     /// `$upstream_bytes_received`, `$upstream_response_length`.
     received: Arc<AtomicU64>,
     length: Arc<AtomicU64>,
-    log: RelayLog,
+    log: RequestLog,
 }
 
 impl GrpcBody {

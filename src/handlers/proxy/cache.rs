@@ -37,22 +37,16 @@ use super::response::{head_response, intercepted, into_response};
 use super::target::prepare;
 use crate::cache::policy::{self, NotCached, Validity};
 use crate::cache::verify::{self, BodyCheck};
-use crate::cache::{CacheLog, CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
+use crate::cache::{CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
 use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
 };
 use crate::handlers::disk_io::{self, failed};
-use crate::handlers::{Env, Outcome};
+use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
-use crate::log::Level;
 use crate::upstream::ProxyPass;
 use crate::vars::template::Template;
-
-fn log(ctx: &RequestCtx, env: &Env<'_>, level: Level, msg: std::fmt::Arguments<'_>) {
-    ctx.error_log(env.log)
-        .log_conn(level, Some(ctx.conn.id), msg, &ctx.log_context());
-}
 
 fn set_status(ctx: &mut RequestCtx, st: CacheStatus) {
     if let Some(u) = ctx.upstream.as_mut() {
@@ -126,11 +120,7 @@ pub async fn serve(
         disk: env.disk.clone(),
         caches: env.caches.clone(),
         io,
-        log: CacheLog {
-            log: env.log.clone(),
-            conn: Some(ctx.conn.id),
-            ctx: ctx.log_context(),
-        },
+        log: ctx.log(env.log),
     };
     Some(match purge {
         Some(p) if !p.allows(ctx.conn.peer.ip()) => Outcome::Status(403),
@@ -144,12 +134,8 @@ pub async fn serve(
 fn find_zone(ctx: &RequestCtx, env: &Env<'_>, name: &str) -> Option<Arc<CacheZone>> {
     let found = env.caches.get(name).cloned();
     if found.is_none() {
-        log(
-            ctx,
-            env,
-            Level::Error,
-            format_args!("cache \"{name}\" not found"),
-        );
+        ctx.log(env.log)
+            .error(format_args!("cache \"{name}\" not found"));
     }
     found
 }
@@ -437,6 +423,7 @@ fn hit(ctx: &RequestCtx, pass: &ProxyPass, c: &CacheReq, e: Entry) -> Outcome {
             start: h.body_offset,
             len: h.body_len,
             file: Rc::new(e.file),
+            path: e.path.to_string_lossy().into(),
         }
     };
     Outcome::Send(r)

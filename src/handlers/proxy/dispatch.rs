@@ -8,7 +8,7 @@ use super::cache;
 use super::fetch::fetch_with;
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{intercepted, into_response};
-use crate::handlers::{Env, Outcome};
+use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::upstream::ProxyPass;
 

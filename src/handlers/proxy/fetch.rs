@@ -18,16 +18,16 @@ use super::request::{
 use super::target::{resolve_group, resolve_target};
 use super::tls::{self, TlsTarget};
 use crate::config::LocSettings;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
-use crate::http::chunked;
+use crate::h1::chunked;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::TryRecord;
-use crate::log::{ErrorLog, Level};
+use crate::log::RequestLog;
 use crate::upstream::wire::{self, Framing, HeadError};
 use crate::upstream::{
-    self, BodyLog, NextUpstream, PeerAddr, PeerRef, PoolReturn, ProxyPass, UpstreamBody,
-    UpstreamConn, UpstreamGroup, UpstreamResponse,
+    self, NextUpstream, PeerAddr, PeerRef, PoolReturn, ProxyPass, UpstreamBody, UpstreamConn,
+    UpstreamGroup, UpstreamResponse,
 };
 
 /// A failed try: the status it gives, its `proxy_next_upstream`
@@ -56,34 +56,6 @@ struct Outgoing {
     upgrade: bool,
     /// `proxy_protocol on`: the PROXY header a new connection starts with.
     proxy_header: Option<String>,
-}
-
-/// The error-log context of one try: NGINX's tail with `upstream: "…"`.
-pub(crate) struct TryLog<'a> {
-    /// The location's error log (`RequestCtx::error_log`).
-    pub(crate) log: &'a ErrorLog,
-    pub(crate) conn: u64,
-    pub(crate) context: String,
-}
-
-impl TryLog<'_> {
-    pub(crate) fn error(&self, msg: std::fmt::Arguments<'_>) {
-        self.log
-            .log_conn(Level::Error, Some(self.conn), msg, &self.context);
-    }
-}
-
-pub(crate) fn log_ctx(ctx: &RequestCtx, upstream: &str) -> String {
-    let mut s = format!(
-        ", client: {}, server: {}, request: \"{}\", upstream: \"{upstream}\"",
-        ctx.conn.peer.ip(),
-        ctx.server.primary_name,
-        ctx.request_line()
-    );
-    if let Some(h) = ctx.head.host() {
-        s.push_str(&format!(", host: \"{h}\""));
-    }
-    s
 }
 
 /// Step one: the upstream's response head, with its body still to read.
@@ -220,12 +192,11 @@ fn no_live_upstreams(
     group: &UpstreamGroup,
     uri: &str,
 ) -> UpstreamError {
-    ctx.error_log(env.log).log_conn(
-        Level::Error,
-        Some(ctx.conn.id),
-        format_args!("no live upstreams while connecting to upstream"),
-        &log_ctx(ctx, &format!("http://{}{uri}", group.name)),
-    );
+    ctx.log(env.log)
+        .with_upstream(&format!("http://{}{uri}", group.name))
+        .error(format_args!(
+            "no live upstreams while connecting to upstream"
+        ));
     if let Some(u) = ctx.upstream.as_mut() {
         u.tries.push(TryRecord {
             addr: group.name.clone(),
@@ -318,7 +289,7 @@ async fn attempt(
 fn head_arrived(
     group: &UpstreamGroup,
     s: &LocSettings,
-    log: &TryLog<'_>,
+    log: &RequestLog,
     got: (UpstreamConn, Vec<u8>, wire::ResponseHead),
     out: &Outgoing,
     rec: &mut TryRecord,
@@ -342,26 +313,14 @@ fn head_arrived(
 }
 
 /// The error-log context of one try at `addr` (NGINX's `upstream:` part).
-fn try_log<'a>(
-    ctx: &'a RequestCtx,
-    env: &'a Env<'_>,
-    addr: &PeerAddr,
-    out: &Outgoing,
-) -> TryLog<'a> {
+fn try_log(ctx: &RequestCtx, env: &Env<'_>, addr: &PeerAddr, out: &Outgoing) -> RequestLog {
     // NGINX separates a unix socket's path from the URI with `:`.
     let sep = if addr.is_unix() { ":" } else { "" };
-    TryLog {
-        log: ctx.error_log(env.log),
-        conn: ctx.conn.id,
-        context: log_ctx(
-            ctx,
-            &format!(
-                "{}://{addr}{sep}{}",
-                if out.tls.is_some() { "https" } else { "http" },
-                out.uri
-            ),
-        ),
-    }
+    ctx.log(env.log).with_upstream(&format!(
+        "{}://{addr}{sep}{}",
+        if out.tls.is_some() { "https" } else { "http" },
+        out.uri
+    ))
 }
 
 /// `$upstream_bytes_sent` of a try: the head (with a body read whole) and
@@ -378,7 +337,7 @@ fn bytes_sent(ctx: &RequestCtx, out: &Outgoing) -> u64 {
 /// fails at once, which NGINX words `connect() to unix:PATH failed`; a TCP
 /// one fails later, found by `SO_ERROR` (`connect() failed`).
 pub(crate) fn connect_failed(
-    log: &TryLog<'_>,
+    log: &RequestLog,
     addr: &PeerAddr,
     e: &std::io::Error,
     rec: &mut TryRecord,
@@ -406,7 +365,7 @@ pub(crate) fn connect_failed(
 fn upstream_response(
     group: &UpstreamGroup,
     s: &LocSettings,
-    log: &TryLog<'_>,
+    log: &RequestLog,
     (conn, buf, rh): (UpstreamConn, Vec<u8>, wire::ResponseHead),
     out: &Outgoing,
 ) -> Result<UpstreamResponse, HeadError> {
@@ -416,7 +375,7 @@ fn upstream_response(
             return Err(HeadError::UnaskedUpgrade);
         }
         let (addr, mut body) = (conn.addr.clone(), UpstreamBody::switched(conn, buf));
-        body.set_log(body_log(log));
+        body.set_log(log.clone());
         return Ok(UpstreamResponse {
             head: rh,
             addr,
@@ -433,20 +392,12 @@ fn upstream_response(
     });
     let addr = conn.addr.clone();
     let mut body = UpstreamBody::new(conn, buf, framing, s.proxy_read_timeout, pool_return);
-    body.set_log(body_log(log));
+    body.set_log(log.clone());
     Ok(UpstreamResponse {
         head: rh,
         addr,
         body,
     })
-}
-
-fn body_log(log: &TryLog<'_>) -> BodyLog {
-    BodyLog {
-        log: log.log.clone(),
-        conn: log.conn,
-        context: log.context.clone(),
-    }
 }
 
 /// A response head that cannot be used: 502, `invalid_header`.
@@ -462,7 +413,7 @@ fn invalid_header(rec: &mut TryRecord) -> Failure {
 
 /// A failure while sending the request or reading the head, logged as
 /// NGINX logs it.
-fn head_failed(log: &TryLog<'_>, e: HeadFail, rec: &mut TryRecord) -> Failure {
+fn head_failed(log: &RequestLog, e: HeadFail, rec: &mut TryRecord) -> Failure {
     match e {
         HeadFail::Closed => {
             log.error(format_args!("upstream prematurely closed connection while reading response header from upstream"));

@@ -14,12 +14,13 @@ use tokio::task::JoinHandle;
 
 use super::response::{hop_by_hop, into_response};
 use crate::cache::policy::{self, Validity};
-use crate::cache::{CacheLog, CacheWriter, CacheZone, Entry, EntryMeta, FillGuard};
+use crate::cache::{CacheWriter, CacheZone, Entry, EntryMeta, FillGuard};
 use crate::disk::{Disk, Io};
-use crate::handlers::Outcome;
+use crate::handlers::outcome::Outcome;
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
+use crate::log::RequestLog;
 use crate::upstream::{ProxyPass, UpstreamResponse};
 
 /// Body bytes copied per read when an entry is re-stored after a 304.
@@ -38,7 +39,7 @@ pub struct CacheReq {
     /// The location's I/O route.
     pub io: Io,
     /// The request's error-log context.
-    pub log: CacheLog,
+    pub log: RequestLog,
 }
 
 /// A request header's value for `Vary`: every line, joined with `, `.
@@ -493,7 +494,7 @@ mod tests {
                 ..Default::default()
             };
             let w = zone
-                .begin(&Io::inline(), None, meta, CacheLog::plain(&log))
+                .begin(&Io::inline(), None, meta, RequestLog::plain(&log))
                 .await
                 .unwrap();
             let inner = Pieces {
@@ -523,7 +524,7 @@ mod tests {
                 got.extend_from_slice(&piece);
             }
             let hit = zone
-                .lookup(&Io::inline(), "k", &CacheLog::plain(&log))
+                .lookup(&Io::inline(), "k", &RequestLog::plain(&log))
                 .await
                 .unwrap();
             (got, hit)

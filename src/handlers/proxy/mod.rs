@@ -41,7 +41,7 @@ pub use self::target::prepare;
 // The upstream core other protocol modules share (`handlers::grpc`):
 // where a request goes, connecting, TLS, the tries' log lines.
 pub(crate) use self::connect::connect_options_with;
-pub(crate) use self::fetch::{connect_failed, fail, log_ctx, Failure, TryLog};
+pub(crate) use self::fetch::{connect_failed, fail, Failure};
 pub(crate) use self::response::{intercepted_if, HIDDEN};
 pub(crate) use self::target::{resolve_group, resolve_target};
 pub(crate) use self::tls::{handshake, target_with, HandshakeFail, TlsTarget};

@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 
 use crate::config::LocSettings;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::{Method, RequestCtx};
 use crate::log::Level;
@@ -312,12 +312,9 @@ async fn read_whole_body(
 }
 
 pub fn too_large(ctx: &RequestCtx, env: &Env<'_>, n: u64) {
-    ctx.error_log(env.log).log_conn(
-        Level::Error,
-        Some(ctx.conn.id),
-        format_args!("client intended to send too large chunked body: {n} bytes"),
-        &ctx.log_context(),
-    );
+    ctx.log(env.log).error(format_args!(
+        "client intended to send too large chunked body: {n} bytes"
+    ));
 }
 
 pub fn client_body_error(ctx: &RequestCtx, env: &Env<'_>, e: &std::io::Error) -> UpstreamError {
@@ -328,12 +325,7 @@ pub fn client_body_error(ctx: &RequestCtx, env: &Env<'_>, e: &std::io::Error) ->
         std::io::ErrorKind::InvalidData => "client sent invalid chunked body",
         _ => "client prematurely closed connection",
     };
-    ctx.error_log(env.log).log_conn(
-        Level::Info,
-        Some(ctx.conn.id),
-        format_args!("{what}"),
-        &ctx.log_context(),
-    );
+    ctx.log(env.log).line(Level::Info, format_args!("{what}"));
     if e.kind() == std::io::ErrorKind::InvalidData {
         UpstreamError::Status(400)
     } else {

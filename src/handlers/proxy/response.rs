@@ -6,7 +6,7 @@
 //! the length is unknown). A cached entry's head goes through the same
 //! [`head_response`].
 
-use crate::handlers::Outcome;
+use crate::handlers::outcome::Outcome;
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{Body, Response, StreamBody};
@@ -120,7 +120,7 @@ fn switched(ctx: &RequestCtx, mut r: Response, up: UpstreamResponse) -> Response
                 to_peer: s.proxy_send_timeout,
                 to_client: s.send_timeout,
             },
-            log_context: sw.log_context,
+            log: sw.log,
             received: sw.received,
         })
     });
@@ -167,7 +167,7 @@ pub fn head_response(
                 // slot, as NGINX's header filter does. Anything else
                 // (a URL, or a Location no rule matched) stays in line.
                 Some(v) if v.starts_with('/') => {
-                    r.location = Some(crate::handlers::absolute_location(ctx, &v))
+                    r.location = Some(crate::handlers::outcome::absolute_location(ctx, &v))
                 }
                 Some(v) => r.headers.push((n.clone(), v)),
                 None => r.headers.push((n.clone(), v.clone())),

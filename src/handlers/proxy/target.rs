@@ -7,10 +7,9 @@
 use std::sync::Arc;
 
 use super::request::UpstreamError;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::UpstreamVars;
-use crate::log::Level;
 use crate::upstream::{self, ProxyPass, ProxyTarget, UpstreamGroup};
 
 /// The group a target's peers come from.
@@ -77,7 +76,7 @@ pub fn resolve_target(
     let split = match upstream::split_url(&url) {
         Ok(s) => s,
         Err(e) => {
-            log(ctx, env, format_args!("{e}"));
+            ctx.log(env.log).error(format_args!("{e}"));
             return Err(UpstreamError::Status(500));
         }
     };
@@ -108,11 +107,6 @@ pub fn resolve_target(
     })
 }
 
-fn log(ctx: &RequestCtx, env: &Env<'_>, msg: std::fmt::Arguments<'_>) {
-    ctx.error_log(env.log)
-        .log_conn(Level::Error, Some(ctx.conn.id), msg, &ctx.log_context());
-}
-
 /// The address of an IP or `unix:PATH` host, if it is one.
 fn address(host: &str, port: u16) -> Option<upstream::PeerAddr> {
     if let Some(path) = upstream::unix_path(host) {
@@ -141,11 +135,8 @@ pub async fn resolve_group(
         } => (host, port, proxy_host),
     };
     let Some(resolver) = ctx.loc.s.resolver.clone() else {
-        log(
-            ctx,
-            env,
-            format_args!("no resolver defined to resolve {host}"),
-        );
+        ctx.log(env.log)
+            .error(format_args!("no resolver defined to resolve {host}"));
         return Err(UpstreamError::Status(502));
     };
     match resolver.resolve(&host, ctx.loc.s.resolver_timeout).await {
@@ -157,7 +148,8 @@ pub async fn resolve_group(
             Ok(one_shot_group(addrs, proxy_host))
         }
         Err(e) => {
-            log(ctx, env, format_args!("{host} could not be resolved ({e})"));
+            ctx.log(env.log)
+                .error(format_args!("{host} could not be resolved ({e})"));
             Err(UpstreamError::Status(502))
         }
     }

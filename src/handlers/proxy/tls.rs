@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use super::request::UpstreamError;
 use crate::config::LocSettings;
 use crate::http::context::RequestCtx;
-use crate::log::{ErrorLog, Level};
+use crate::log::ErrorLog;
 use crate::tls::client::{self, ClientSpec};
 use crate::tls::conn::{self, HandshakeError};
 use crate::upstream::UpStream;
@@ -58,12 +58,7 @@ pub fn target_with(
         })
     });
     made.map_err(|e| {
-        log.log_conn(
-            Level::Error,
-            Some(ctx.conn.id),
-            format_args!("{e}"),
-            &ctx.log_context(),
-        );
+        ctx.log_in(log).error(format_args!("{e}"));
         UpstreamError::Status(502)
     })
 }

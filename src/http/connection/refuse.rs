@@ -16,11 +16,9 @@ impl<H: Respond + 'static> Connection<H> {
             .find_server(bad.host.as_deref().map(strip_port));
         let head = RequestHead::unparsed(&line, bad.host.as_deref());
         let ctx = Box::new(RequestCtx::new(&self.info, self.requests + 1, head, server));
-        self.worker.log.log_conn(
+        ctx.log_in(&self.worker.log).line(
             Level::Info,
-            Some(self.info.id),
             format_args!("{} while reading client request", bad.error),
-            &ctx.log_context(),
         );
         let code = if matches!(bad.error, HeadError::HeaderTooLarge) {
             494
@@ -36,13 +34,11 @@ impl<H: Respond + 'static> Connection<H> {
         metrics::inc(&metrics::REQUESTS);
         self.buf.drain(..head.head_len);
         let (ctx, _) = self.start_request(head);
-        self.worker.log.log_conn(
+        ctx.log_in(&self.worker.log).line(
             Level::Info,
-            Some(self.info.id),
             format_args!(
                 "client sent plain HTTP request to HTTPS port while reading client request headers"
             ),
-            &ctx.log_context(),
         );
         self.answer_and_close(Box::new(ctx), 497).await;
     }

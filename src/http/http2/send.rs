@@ -168,7 +168,9 @@ impl Out {
         match &mut resp.body {
             Body::Empty => self.data(Bytes::new(), true),
             Body::Bytes(b) => self.owned(Bytes::from(std::mem::take(b)), true).await,
-            Body::File { file, start, len } => self.file(file, *start, *len, true).await,
+            Body::File {
+                file, start, len, ..
+            } => self.file(file, *start, *len, true).await,
             Body::Multipart { file, parts } => {
                 for (hdr, range) in &parts.parts {
                     self.bytes(hdr.as_bytes(), false).await?;

@@ -80,11 +80,9 @@ pub async fn serve<H: Respond>(
             let handlers = &w.handlers;
             match &refused {
                 Some((code, why)) => {
-                    w.log.log_conn(
+                    ctx.log_in(&w.log).line(
                         Level::Info,
-                        Some(ctx.conn.id),
                         format_args!("{why} while reading client request headers"),
-                        &ctx.log_context(),
                     );
                     handlers.respond_status(&mut ctx, Some(&body), *code).await
                 }

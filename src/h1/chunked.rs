@@ -195,7 +195,7 @@ pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 pub fn last_chunk_with(trailers: &[(String, String)]) -> Vec<u8> {
     let mut out = b"0\r\n".to_vec();
     for (n, v) in trailers {
-        super::response::header(&mut out, n, v);
+        super::header(&mut out, n, v);
     }
     out.extend_from_slice(b"\r\n");
     out
