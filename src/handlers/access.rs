@@ -17,6 +17,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use super::auth_request::Verdict;
 use super::{disk_io, Env, Outcome};
 use crate::access::limit_conn::ConnVerdict;
 use crate::access::limit_req::{self, LimitReq, ReqVerdict};
@@ -34,8 +35,8 @@ enum Check {
     Ok,
     /// 403.
     Forbidden,
-    /// 401 with this realm.
-    Unauthorized(String),
+    /// 401 with these `WWW-Authenticate` values.
+    Unauthorized(Vec<String>),
     /// Any other status (500 for a failure).
     Fail(u16),
 }
@@ -50,6 +51,7 @@ pub async fn check(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         && s.limit_conn.is_empty()
         && s.access_rules.is_empty()
         && s.auth_basic.is_none()
+        && s.auth_request.is_none()
     {
         return None;
     }
@@ -247,16 +249,17 @@ fn limit_conn(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     None
 }
 
-/// The access phase: `allow`/`deny`, then `auth_basic`, under `satisfy`.
+/// The access phase: `allow`/`deny`, `auth_basic`, then `auth_request`
+/// (NGINX's order), under `satisfy`.
 async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     let any = ctx.loc.s.satisfy_any;
     // NGINX's `r->access_code` under `satisfy any`.
     let mut refused: Option<Check> = None;
-    for step in 0..2 {
-        let c = if step == 0 {
-            address_rules(ctx, env, any)
-        } else {
-            auth_basic(ctx, env).await
+    for step in 0..3 {
+        let c = match step {
+            0 => address_rules(ctx, env, any),
+            1 => auth_basic(ctx, env).await,
+            _ => auth_request(ctx, env).await,
         };
         match c {
             Check::Declined => {}
@@ -267,7 +270,7 @@ async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
                     refused = Some(c);
                 }
             }
-            other => return Some(outcome(other)),
+            other => return Some(outcome(ctx, other)),
         }
     }
     let refused = refused?;
@@ -279,15 +282,35 @@ async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
             format_args!("access forbidden by rule"),
         );
     }
-    Some(outcome(refused))
+    Some(outcome(ctx, refused))
 }
 
-fn outcome(c: Check) -> Outcome {
+fn outcome(ctx: &mut RequestCtx, c: Check) -> Outcome {
     match c {
         Check::Forbidden => Outcome::Status(403),
-        Check::Unauthorized(realm) => Outcome::Challenge(format!("Basic realm=\"{realm}\"")),
+        Check::Unauthorized(lines) => {
+            // Kept on whatever page answers the 401 (`error_page` too).
+            let lines = lines
+                .into_iter()
+                .map(|v| ("WWW-Authenticate".to_string(), v));
+            ctx.carried_headers.extend(lines);
+            Outcome::Status(401)
+        }
         Check::Fail(code) => Outcome::Status(code),
         Check::Declined | Check::Ok => Outcome::Status(500),
+    }
+}
+
+/// `auth_request`: the subrequest's verdict (`super::auth_request`).
+async fn auth_request(ctx: &mut RequestCtx, env: &Env<'_>) -> Check {
+    let Some(uri) = ctx.loc.s.auth_request.clone() else {
+        return Check::Declined;
+    };
+    match super::auth_request::check(ctx, env, &uri).await {
+        Verdict::Allowed => Check::Ok,
+        Verdict::Forbidden => Check::Forbidden,
+        Verdict::Unauthorized(lines) => Check::Unauthorized(lines),
+        Verdict::Failed => Check::Fail(500),
     }
 }
 
@@ -310,6 +333,11 @@ fn address_rules(ctx: &RequestCtx, env: &Env<'_>, any: bool) -> Check {
     }
 }
 
+/// auth_basic's 401.
+fn basic_challenge(realm: &str) -> Check {
+    Check::Unauthorized(vec![format!("Basic realm=\"{realm}\"")])
+}
+
 async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
     let s = &ctx.loc.s;
     let (Some(realm), Some(file)) = (&s.auth_basic, &s.auth_basic_user_file) else {
@@ -326,7 +354,7 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
             Level::Info,
             format_args!("no user/password was provided for basic authentication"),
         );
-        return Check::Unauthorized(realm);
+        return basic_challenge(&realm);
     };
     let path = file.render(ctx);
     let content = match read_user_file(ctx, env, &path).await {
@@ -355,7 +383,7 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
             Level::Error,
             format_args!("user \"{shown}\" was not found in \"{path}\""),
         );
-        return Check::Unauthorized(realm);
+        return basic_challenge(&realm);
     };
     match matches(env, password, hash.to_vec()).await {
         Ok(true) => Check::Ok,
@@ -366,7 +394,7 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
                 Level::Error,
                 format_args!("user \"{shown}\": password mismatch"),
             );
-            Check::Unauthorized(realm)
+            basic_challenge(&realm)
         }
         Err(line) => {
             log(ctx, env, Level::Error, format_args!("{line}"));

@@ -56,6 +56,15 @@ impl Carried {
     pub fn apply(&mut self, resp: &mut Response, special: bool) {
         let mut own = std::mem::take(&mut resp.headers);
         resp.headers = std::mem::take(&mut self.headers);
+        // An upstream's type carried over an `X-Accel-Redirect` types the
+        // answer, as NGINX's handlers keep a type already set; NGINX's
+        // own pages are text/html.
+        if let Some(i) = resp.headers.iter().position(|(n, _)| n == "Content-Type") {
+            let (_, ct) = resp.headers.remove(i);
+            if !special {
+                resp.content_type = Some(ct.into());
+            }
+        }
         if special {
             resp.headers.retain(|(n, _)| n != "ETag");
         } else if !resp.headers.is_empty() {

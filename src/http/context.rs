@@ -127,6 +127,12 @@ pub struct RequestCtx {
     /// main request first reads it (`slice` on), preset for a slice's
     /// subrequest (`handlers::slice`).
     pub slice: std::cell::Cell<Option<u64>>,
+    /// A subrequest (`auth_request`, `mirror`, a slice): no access phase,
+    /// no header filters, as NGINX runs them only for the main request.
+    pub subrequest: bool,
+    /// Background subrequests (`mirror`) still running: the connection
+    /// reads its next request once they end, as NGINX's does.
+    pub background: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -207,6 +213,8 @@ impl RequestCtx {
             unset_read: RefCell::new(Vec::new()),
             realip_peer: None,
             slice: std::cell::Cell::new(None),
+            subrequest: false,
+            background: Vec::new(),
             head,
         }
     }
@@ -266,6 +274,9 @@ impl RequestCtx {
             self.server.primary_name,
             self.request_line()
         );
+        if self.subrequest {
+            s.push_str(&format!(", subrequest: \"{}\"", self.uri));
+        }
         if let Some(h) = self.head.host() {
             s.push_str(&format!(", host: \"{h}\""));
         }
@@ -382,6 +393,13 @@ impl RequestCtx {
                     self.unset_read.borrow_mut().push(Arc::clone(v));
                 }
             }
+        }
+    }
+
+    /// Waits for the background subrequests (`mirror`) to end.
+    pub async fn wait_background(&mut self) {
+        for task in std::mem::take(&mut self.background) {
+            let _ = task.await;
         }
     }
 

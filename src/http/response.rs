@@ -183,6 +183,9 @@ pub struct Response {
     /// the connection becomes a tunnel to the upstream ([`super::tunnel`]).
     /// Boxed: rare, and a response is built per request.
     pub upgrade: Option<Box<super::tunnel::Upgrade>>,
+    /// The pace of the body in bytes a second, in place of the location's
+    /// `limit_rate` (an upstream's `X-Accel-Limit-Rate`).
+    pub limit_rate: Option<u64>,
 }
 
 impl Response {
@@ -208,6 +211,7 @@ impl Response {
             no_not_modified: false,
             trailers: false,
             upgrade: None,
+            limit_rate: None,
         }
     }
 

@@ -569,6 +569,10 @@ async fn go_upstream(
             return hit(ctx, pass, c, *e);
         }
     }
+    let ignore = Arc::clone(&s.proxy_ignore_headers);
+    if let Some(o) = super::accel::redirect(ctx, env, &ignore, up.headers()) {
+        return o;
+    }
     if let Some(o) = intercepted(ctx, status, up.headers()) {
         return o;
     }
@@ -581,8 +585,8 @@ async fn go_upstream(
     // NGINX caches only what it buffers; a HEAD asked as HEAD
     // (`proxy_cache_convert_head off`) has no body to store.
     // A 101 is a tunnel, never stored (NGINX frees the cache entry).
-    let storable =
-        s.proxy_buffering && (s.proxy_cache_convert_head || !ctx.is_head()) && status != 101;
+    let buffering = super::accel::buffering(s.proxy_buffering, &ignore, up.headers());
+    let storable = buffering && (s.proxy_cache_convert_head || !ctx.is_head()) && status != 101;
     match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await

@@ -184,6 +184,7 @@ pub fn head_response(
             _ => r.headers.push((n.clone(), v.clone())),
         }
     }
+    super::accel::apply(&s.proxy_ignore_headers, headers, &mut r);
     r
 }
 
