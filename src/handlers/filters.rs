@@ -59,11 +59,17 @@ impl Carried {
         // An upstream's type carried over an `X-Accel-Redirect` types the
         // answer, as NGINX's handlers keep a type already set; NGINX's
         // own pages are text/html.
-        if let Some(i) = resp.headers.iter().position(|(n, _)| n == "Content-Type") {
-            let (_, ct) = resp.headers.remove(i);
-            if !special {
-                resp.content_type = Some(ct.into());
+        // The last one stands, as NGINX's copies replace each other.
+        let mut carried_type = None;
+        resp.headers.retain(|(n, v)| {
+            let typed = n == "Content-Type";
+            if typed {
+                carried_type = Some(v.clone());
             }
+            !typed
+        });
+        if let (Some(ct), false, false) = (carried_type, special, resp.own_type) {
+            resp.content_type = Some(ct.into());
         }
         if special {
             resp.headers.retain(|(n, _)| n != "ETag");

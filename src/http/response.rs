@@ -186,6 +186,11 @@ pub struct Response {
     /// The pace of the body in bytes a second, in place of the location's
     /// `limit_rate` (an upstream's `X-Accel-Limit-Rate`).
     pub limit_rate: Option<u64>,
+    /// The handler set the type itself, as NGINX's proxy replaces
+    /// `headers_out.content_type`: a type carried over an
+    /// `X-Accel-Redirect` gives way (static files and `return` keep the
+    /// carried one, as NGINX's `ngx_http_set_content_type` does).
+    pub own_type: bool,
 }
 
 impl Response {
@@ -212,6 +217,7 @@ impl Response {
             trailers: false,
             upgrade: None,
             limit_rate: None,
+            own_type: false,
         }
     }
 
