@@ -4,7 +4,7 @@
 //! with arguments, percent-encoded, to a named location, back to a proxied
 //! location (the method becomes GET, HEAD stays), an unsafe or missing
 //! target, the upstream's lines that stay on the answer, `proxy_ignore_headers
-//! X-Accel-Redirect`; `X-Accel-Limit-Rate`; `X-Accel-Expires` (seconds,
+//! X-Accel-Redirect`; `X-Accel-Charset`; `X-Accel-Limit-Rate`; `X-Accel-Expires` (seconds,
 //! `@` absolute, ignored) and `X-Accel-Buffering: no` with `proxy_cache`.
 //!
 //! Run: `cargo test --release --test x_accel`.
@@ -43,6 +43,12 @@ fn origin() -> Origin {
             "/app/missing" => to("/protected/none.txt"),
             "/app/unsafe" => to("/protected/../secret.txt"),
             "/app/back" => to("/app/echo?from=accel"),
+            "/cs/json" | "/csign/json" => Reply::ok(b"{}")
+                .header("Content-Type", "application/json")
+                .header("X-Accel-Charset", "utf-8"),
+            "/cs/unknown" => Reply::ok(b"{}")
+                .header("Content-Type", "application/json")
+                .header("X-Accel-Charset", "koi8-r"),
             "/app/rate" => Reply::ok(&vec![b'r'; 40_000]).header("X-Accel-Limit-Rate", "20000"),
             "/c/short" => Reply::ok(b"short")
                 .header("X-Accel-Expires", "1")
@@ -72,6 +78,9 @@ server {{\n  listen 127.0.0.1:{{PORT}};\n  server_name localhost;\n\
   location /ign/ {{\n    proxy_pass http://127.0.0.1:{o};\n    proxy_ignore_headers X-Accel-Redirect;\n  }}\n\
   location /protected/ {{\n    internal;\n    root {files};\n  }}\n\
   location @named {{\n    return 200 \"named $uri $request_method\\n\";\n  }}\n\
+  location /cs/ {{\n    proxy_pass http://127.0.0.1:{o};\n    charset utf-8;\n  }}\n\
+  location /csign/ {{\n    proxy_pass http://127.0.0.1:{o};\n    charset utf-8;\n\
+    proxy_ignore_headers X-Accel-Charset;\n  }}\n\
   location /c/ {{\n    proxy_pass http://127.0.0.1:{o};\n    proxy_cache z;\n\
     add_header X-Cache $upstream_cache_status;\n  }}\n\
   location /cign/ {{\n    proxy_pass http://127.0.0.1:{o};\n    proxy_cache z;\n\
@@ -134,6 +143,9 @@ const CASES: &[(&str, &str)] = &[
     ("POST", "/app/back"),
     ("GET", "/ign/file"),
     ("GET", "/protected/a.txt"),
+    ("GET", "/cs/json"),
+    ("GET", "/cs/unknown"),
+    ("GET", "/csign/json"),
 ];
 
 #[test]
@@ -166,6 +178,11 @@ fn x_accel_redirect_is_followed_as_nginx_follows_it() {
         ours[9]
     );
     assert!(ours[10].starts_with("404\n"), "{}", ours[10]);
+    // X-Accel-Charset labels a type outside `charset_types` with a charset
+    // the configuration knows.
+    assert!(ours[11].contains("content-type: application/json; charset=utf-8\n"));
+    assert!(ours[12].contains("content-type: application/json\n"));
+    assert!(ours[13].contains("content-type: application/json\n"));
     let log = srv.read("logs/error.log");
     assert!(
         log.contains("unsafe URI \"/protected/../secret.txt\" was detected"),

@@ -191,6 +191,9 @@ pub struct Response {
     /// `X-Accel-Redirect` gives way (static files and `return` keep the
     /// carried one, as NGINX's `ngx_http_set_content_type` does).
     pub own_type: bool,
+    /// The charset the charset filter labels (and recodes) the response
+    /// with whatever its type (an upstream's `X-Accel-Charset`).
+    pub override_charset: Option<String>,
 }
 
 impl Response {
@@ -218,6 +221,7 @@ impl Response {
             upgrade: None,
             limit_rate: None,
             own_type: false,
+            override_charset: None,
         }
     }
 

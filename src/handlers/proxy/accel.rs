@@ -13,6 +13,9 @@
 //!   `redirect` header copies). An unsafe URI is a 404.
 //! - [`apply`]: `X-Accel-Limit-Rate: N` paces the response at N bytes a
 //!   second (`limit_rate_after` still applies).
+//! - [`apply`] too: `X-Accel-Charset: CS` makes CS the charset filter's
+//!   destination whatever the type (`charset::header_filter`), when the
+//!   configuration knows CS.
 //! - [`buffering`]: `X-Accel-Buffering: yes|no` in place of
 //!   `proxy_buffering` (off: the cache stores nothing).
 //! - `X-Accel-Expires` is read by the cache's validity rules
@@ -85,8 +88,12 @@ pub fn redirect(
     Some(Outcome::Internal(uri, args))
 }
 
-/// `X-Accel-Limit-Rate` on the client response `r`.
+/// `X-Accel-Limit-Rate` and `X-Accel-Charset` on the client response `r`.
 pub fn apply(ignore: &[String], headers: &[(String, String)], r: &mut Response) {
+    if !ignored(ignore, "x-accel-charset") {
+        let cs = header(headers, "x-accel-charset").map(str::trim);
+        r.override_charset = cs.filter(|c| !c.is_empty()).map(str::to_string);
+    }
     if ignored(ignore, "x-accel-limit-rate") {
         return;
     }
