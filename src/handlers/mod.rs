@@ -65,9 +65,6 @@ pub enum Outcome {
     Named(String),
     /// Close the connection without a response (`return 444`).
     Close,
-    /// A 401 asking for credentials with this `WWW-Authenticate` value,
-    /// which stays on whatever page answers it (`error_page 401` too).
-    Challenge(String),
 }
 
 /// Everything a handler needs besides the request.
@@ -187,11 +184,6 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             Outcome::Special(mut resp) => {
                 carried.apply(&mut resp, true);
                 resp
-            }
-            Outcome::Challenge(value) => {
-                carried.add_header("WWW-Authenticate", value);
-                outcome = Outcome::Status(401);
-                continue;
             }
             Outcome::Internal(uri, args) => {
                 if let Some(o) = count_uri_change(ctx, env, UriChange::Internal(&uri)) {

@@ -591,21 +591,29 @@ async fn go_upstream(
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
-        (_, valid) => {
-            let head_req = ctx.is_head();
-            let mut r = into_response(ctx, pass, up);
-            // Not stored, but cacheable by its header lines (NGINX's
-            // `u->cacheable` when the header is copied): ranges as if
-            // stored.
-            if storable && matches!(valid, Validity::Until(_) | Validity::No(NotCached::NoRule)) {
-                ranges_as_cacheable(&mut r);
-            }
-            // Not cached: no 304/412 from the proxy, as NGINX.
-            r.no_not_modified = true;
-            if head_req {
-                r.body = Body::Empty;
-            }
-            Outcome::Send(r)
-        }
+        (_, valid) => not_stored(ctx, pass, up, storable, valid),
     }
+}
+
+/// The client's answer for an upstream response the cache does not store.
+fn not_stored(
+    ctx: &RequestCtx,
+    pass: &ProxyPass,
+    up: crate::upstream::UpstreamResponse,
+    storable: bool,
+    valid: Validity,
+) -> Outcome {
+    let head_req = ctx.is_head();
+    let mut r = into_response(ctx, pass, up);
+    // Not stored, but cacheable by its header lines (NGINX's
+    // `u->cacheable` when the header is copied): ranges as if stored.
+    if storable && matches!(valid, Validity::Until(_) | Validity::No(NotCached::NoRule)) {
+        ranges_as_cacheable(&mut r);
+    }
+    // Not cached: no 304/412 from the proxy, as NGINX.
+    r.no_not_modified = true;
+    if head_req {
+        r.body = Body::Empty;
+    }
+    Outcome::Send(r)
 }
