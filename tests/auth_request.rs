@@ -208,11 +208,29 @@ fn the_subrequest_decides_as_nginx_s_does() {
     for (i, c) in CASES.iter().enumerate() {
         assert_eq!(first_challenge(&ours[i]), theirs[i], "{c:?}");
     }
-    let nlog = ngx.error_log();
-    assert!(
-        nlog.contains("auth request unexpected status: 502"),
-        "{nlog}"
+    // The same lines, the subrequest's named as NGINX names it.
+    let tails = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| {
+                l.contains("[error]")
+                    && (l.contains("/down/x") || l.contains("auth request unexpected"))
+            })
+            .map(|l| l.split_once('*').map_or("", |(_, t)| t))
+            .map(|t| t.split_once(' ').map_or("", |(_, t)| t).to_string())
+            .collect()
+    };
+    let mine = tails(&srv.read("logs/error.log"));
+    assert_eq!(
+        mine.iter().filter(|l| l.contains("/down/x")).collect::<Vec<_>>(),
+        [
+            "connect() failed (111: Connection refused) while connecting to upstream, \
+             client: 127.0.0.1, server: localhost, request: \"GET /down/x HTTP/1.1\", \
+             subrequest: \"/auth-down\", upstream: \"http://127.0.0.1:1/\", host: \"localhost\"",
+            "auth request unexpected status: 502 while sending to client, client: 127.0.0.1, server: localhost, \
+             request: \"GET /down/x HTTP/1.1\", host: \"localhost\"",
+        ]
     );
+    assert_eq!(mine, tails(&ngx.error_log()));
 }
 
 /// nginx 1.22 passes only the first of the subrequest's `WWW-Authenticate`

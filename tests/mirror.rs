@@ -189,3 +189,83 @@ fn mirror_off_cannot_follow_a_mirror() {
     ));
     assert!(err.contains("\"mirror\" directive is duplicate"), "{err}");
 }
+
+/// The requests the origin got for one chunked POST to `/c/x?z=3`: the
+/// main request's and the mirror's (sorted), without Host.
+fn chunked_post(port: u16, o: &Origin) -> (String, Vec<String>) {
+    let before = o.count();
+    let r = raw(
+        port,
+        b"POST /c/x?z=3 HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\
+          Connection: close\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let mut got: Vec<String> = o.requests()[before..]
+        .iter()
+        .map(|q| {
+            let framing = ["content-length", "transfer-encoding"]
+                .iter()
+                .map(|h| format!("{h}={:?}", q.header(h)))
+                .collect::<Vec<_>>()
+                .join(" ");
+            format!(
+                "{} {framing} {:?}",
+                q.line,
+                String::from_utf8_lossy(&q.body)
+            )
+        })
+        .collect();
+    got.sort();
+    (format!("{} {}", r.status, r.text()), got)
+}
+
+#[test]
+fn a_chunked_body_reaches_the_mirror_and_the_handler_as_in_nginx() {
+    let o = origin();
+    let conf = http(o.port);
+    let srv = Server::start(&one_worker_conf(&conf));
+    let ours = chunked_post(srv.port, &o);
+    assert_eq!(ours.0, "200 main POST /c/x?z=3 11\n");
+    assert!(
+        ours.1
+            .iter()
+            .any(|l| l.starts_with("POST /mirror/c/x?z=3 ") && l.ends_with("\"hello world\"")),
+        "{:?}",
+        ours.1
+    );
+    let Some(ngx) = Nginx::start(&conf) else {
+        eprintln!("skipping the comparison: {NGINX} is not installed");
+        return;
+    };
+    assert_eq!(ours, chunked_post(ngx.port, &o));
+}
+
+#[test]
+fn an_http2_request_s_body_reaches_the_mirror_and_the_handler() {
+    use common::h2client::{self as c, rt};
+    let o = origin();
+    let conf = http(o.port).replace(
+        "listen 127.0.0.1:{PORT};",
+        "listen 127.0.0.1:{PORT};\n  http2 on;",
+    );
+    let srv = Server::start(&one_worker_conf(&conf));
+    let before = o.count();
+    let r = rt().block_on(async {
+        let send = c::connect(srv.port).await;
+        c::request(&send, "POST", "/h2/p?q=1", &[], Some(b"h2 body".to_vec()))
+            .await
+            .unwrap()
+    });
+    assert_eq!(r.status, 200);
+    assert_eq!(String::from_utf8_lossy(&r.body), "main POST /h2/p?q=1 7\n");
+    std::thread::sleep(Duration::from_millis(200));
+    let got: Vec<(String, Vec<u8>)> = o.requests()[before..]
+        .iter()
+        .map(|q| (q.line.clone(), q.body.clone()))
+        .collect();
+    assert!(
+        got.iter()
+            .any(|(l, b)| l.starts_with("POST /mirror/h2/p?q=1 ") && b == b"h2 body"),
+        "{got:?}"
+    );
+}

@@ -36,7 +36,7 @@ fn origin() -> Origin {
                 .header("X-Other", "not kept")
         };
         match path {
-            "/app/file" | "/ign/file" => to("/protected/a.txt"),
+            "/app/file" | "/ign/file" | "/c/file" => to("/protected/a.txt"),
             "/app/args" => to("/protected/a.txt?x=1"),
             "/app/encoded" => to("/protected/a%20b.txt"),
             "/app/named" => to("@named"),
@@ -279,4 +279,30 @@ fn x_accel_expires_and_buffering_govern_the_cache() {
     if ngx.is_none() {
         eprintln!("skipping the comparison: {NGINX} is not installed");
     }
+}
+
+/// Two GETs of `/c/file` through `proxy_cache`: the answers and how many
+/// requests the origin got.
+fn redirect_through_cache(port: u16, o: &Origin) -> (Vec<String>, usize) {
+    let before = o.count();
+    let answers = (0..2).map(|_| seen(&ask(port, "GET", "/c/file"))).collect();
+    (answers, o.count() - before)
+}
+
+#[test]
+fn an_x_accel_redirect_through_the_cache_is_followed_and_never_stored() {
+    let (o, f) = (origin(), files());
+    let conf = http(o.port, f.path().to_str().unwrap());
+    let srv = Server::start(&one_worker_conf(&conf));
+    let ours = redirect_through_cache(srv.port, &o);
+    assert_eq!(ours.1, 2, "{ours:?}");
+    assert!(
+        ours.0.iter().all(|a| a.ends_with("the file a\n")),
+        "{ours:?}"
+    );
+    let Some(ngx) = Nginx::start(&conf) else {
+        eprintln!("skipping the comparison: {NGINX} is not installed");
+        return;
+    };
+    assert_eq!(ours, redirect_through_cache(ngx.port, &o));
 }

@@ -5,7 +5,8 @@
 //! `handlers::access`). The subrequest's status decides: 2xx lets the
 //! request through, 401 and 403 are the answer (a 401 with the
 //! subrequest's `WWW-Authenticate` lines), anything else is a 500 with
-//! NGINX's `auth request unexpected status: N` line. Whatever the status,
+//! NGINX's `auth request unexpected status: N while sending to client`
+//! line. Whatever the status,
 //! `auth_request_set` values are rendered first in the subrequest's
 //! context (its `$upstream_http_*`, `$sent_http_*`, `$upstream_status`)
 //! into the main request's variables, so they last across its internal
@@ -61,7 +62,8 @@ pub async fn check(ctx: &mut RequestCtx, env: &Env<'_>, uri: &str) -> Verdict {
             ctx.error_log(env.log).log_conn(
                 Level::Error,
                 Some(ctx.conn.id),
-                format_args!("auth request unexpected status: {code}"),
+                // NGINX's log action then is the subrequest's last one.
+                format_args!("auth request unexpected status: {code} while sending to client"),
                 &ctx.log_context(),
             );
             Verdict::Failed

@@ -75,11 +75,15 @@ impl TryLog<'_> {
 
 fn log_ctx(ctx: &RequestCtx, upstream: &str) -> String {
     let mut s = format!(
-        ", client: {}, server: {}, request: \"{}\", upstream: \"{upstream}\"",
+        ", client: {}, server: {}, request: \"{}\"",
         ctx.conn.peer.ip(),
         ctx.server.primary_name,
         ctx.request_line()
     );
+    if ctx.subrequest {
+        s.push_str(&format!(", subrequest: \"{}\"", ctx.uri));
+    }
+    s.push_str(&format!(", upstream: \"{upstream}\""));
     if let Some(h) = ctx.head.host() {
         s.push_str(&format!(", host: \"{h}\""));
     }
