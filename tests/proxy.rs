@@ -161,9 +161,11 @@ fn request_and_response_headers() {
     let s = Server::start(&conf(
         "",
         &format!(
-            "    location / {{ proxy_pass http://127.0.0.1:{p}; proxy_hide_header X-Secret; }}\n\
+            "    location / {{ proxy_pass http://127.0.0.1:{p}; proxy_hide_header X-Secret;\n\
+               proxy_ignore_headers X-Accel-Redirect; }}\n\
              location /set/ {{\n\
                proxy_pass http://127.0.0.1:{p};\n\
+               proxy_ignore_headers X-Accel-Redirect;\n\
                proxy_set_header X-Real-IP $remote_addr;\n\
                proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
                proxy_set_header User-Agent \"\";\n\

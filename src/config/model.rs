@@ -567,6 +567,15 @@ loc_settings! {
     auth_basic: Option<Template> = None;
     /// `auth_basic_user_file`.
     auth_basic_user_file: Option<Template> = None;
+    /// `auth_request URI` (None: off).
+    auth_request: Option<Arc<str>> = None;
+    /// `auth_request_set` lines: the variable and its value, rendered in
+    /// the subrequest's context.
+    auth_request_set: Arc<Vec<(Arc<crate::vars::template::Indexed>, Template)>> = Arc::new(Vec::new());
+    /// `mirror` URIs (empty: off).
+    mirrors: Arc<Vec<Arc<str>>> = Arc::new(Vec::new());
+    /// `mirror_request_body`.
+    mirror_request_body: bool = true;
     /// `limit_req` lines.
     limit_req: Arc<Vec<crate::access::limit_req::LimitReq>> = Arc::new(Vec::new());
     /// `limit_req_status`.

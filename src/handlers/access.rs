@@ -17,6 +17,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use super::auth_request::Verdict;
 use super::disk_io;
 use super::outcome::{Env, Outcome};
 use crate::access::limit_conn::ConnVerdict;
@@ -35,8 +36,8 @@ enum Check {
     Ok,
     /// 403.
     Forbidden,
-    /// 401 with this realm.
-    Unauthorized(String),
+    /// 401 with these `WWW-Authenticate` values.
+    Unauthorized(Vec<String>),
     /// Any other status (500 for a failure).
     Fail(u16),
 }
@@ -51,6 +52,7 @@ pub async fn check(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         && s.limit_conn.is_empty()
         && s.access_rules.is_empty()
         && s.auth_basic.is_none()
+        && s.auth_request.is_none()
     {
         return None;
     }
@@ -227,16 +229,17 @@ fn limit_conn(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     None
 }
 
-/// The access phase: `allow`/`deny`, then `auth_basic`, under `satisfy`.
+/// The access phase: `allow`/`deny`, `auth_basic`, then `auth_request`
+/// (NGINX's order), under `satisfy`.
 async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     let any = ctx.loc.s.satisfy_any;
     // NGINX's `r->access_code` under `satisfy any`.
     let mut refused: Option<Check> = None;
-    for step in 0..2 {
-        let c = if step == 0 {
-            address_rules(ctx, env, any)
-        } else {
-            auth_basic(ctx, env).await
+    for step in 0..3 {
+        let c = match step {
+            0 => address_rules(ctx, env, any),
+            1 => auth_basic(ctx, env).await,
+            _ => auth_request(ctx, env).await,
         };
         match c {
             Check::Declined => {}
@@ -247,7 +250,7 @@ async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
                     refused = Some(c);
                 }
             }
-            other => return Some(outcome(other)),
+            other => return Some(outcome(ctx, other)),
         }
     }
     let refused = refused?;
@@ -255,15 +258,35 @@ async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         ctx.log(env.log)
             .error(format_args!("access forbidden by rule"));
     }
-    Some(outcome(refused))
+    Some(outcome(ctx, refused))
 }
 
-fn outcome(c: Check) -> Outcome {
+fn outcome(ctx: &mut RequestCtx, c: Check) -> Outcome {
     match c {
         Check::Forbidden => Outcome::Status(403),
-        Check::Unauthorized(realm) => Outcome::Challenge(format!("Basic realm=\"{realm}\"")),
+        Check::Unauthorized(lines) => {
+            // Kept on whatever page answers the 401 (`error_page` too).
+            let lines = lines
+                .into_iter()
+                .map(|v| ("WWW-Authenticate".to_string(), v));
+            ctx.carried_headers.extend(lines);
+            Outcome::Status(401)
+        }
         Check::Fail(code) => Outcome::Status(code),
         Check::Declined | Check::Ok => Outcome::Status(500),
+    }
+}
+
+/// `auth_request`: the subrequest's verdict (`super::auth_request`).
+async fn auth_request(ctx: &mut RequestCtx, env: &Env<'_>) -> Check {
+    let Some(uri) = ctx.loc.s.auth_request.clone() else {
+        return Check::Declined;
+    };
+    match super::auth_request::check(ctx, env, &uri).await {
+        Verdict::Allowed => Check::Ok,
+        Verdict::Forbidden => Check::Forbidden,
+        Verdict::Unauthorized(lines) => Check::Unauthorized(lines),
+        Verdict::Failed => Check::Fail(500),
     }
 }
 
@@ -282,6 +305,11 @@ fn address_rules(ctx: &RequestCtx, env: &Env<'_>, any: bool) -> Check {
     }
 }
 
+/// auth_basic's 401.
+fn basic_challenge(realm: &str) -> Check {
+    Check::Unauthorized(vec![format!("Basic realm=\"{realm}\"")])
+}
+
 async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
     let s = &ctx.loc.s;
     let (Some(realm), Some(file)) = (&s.auth_basic, &s.auth_basic_user_file) else {
@@ -296,7 +324,7 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
             Level::Info,
             format_args!("no user/password was provided for basic authentication"),
         );
-        return Check::Unauthorized(realm);
+        return basic_challenge(&realm);
     };
     let path = file.render(ctx);
     let content = match read_user_file(ctx, env, &path).await {
@@ -321,14 +349,14 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
     let Some(hash) = htpasswd::find_user(&content, &user) else {
         ctx.log(env.log)
             .error(format_args!("user \"{shown}\" was not found in \"{path}\""));
-        return Check::Unauthorized(realm);
+        return basic_challenge(&realm);
     };
     match matches(env, password, hash.to_vec()).await {
         Ok(true) => Check::Ok,
         Ok(false) => {
             ctx.log(env.log)
                 .error(format_args!("user \"{shown}\": password mismatch"));
-            Check::Unauthorized(realm)
+            basic_challenge(&realm)
         }
         Err(line) => {
             ctx.log(env.log).error(format_args!("{line}"));

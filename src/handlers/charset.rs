@@ -46,6 +46,9 @@ pub fn header_filter(
     carried: Option<String>,
 ) -> Option<String> {
     let s = &ctx.loc.s;
+    if let Some(cs) = resp.override_charset.take() {
+        return overridden(ctx, resp, cs);
+    }
     // Nothing to label with (the usual case): no copy of the type.
     if s.charset.is_none() && carried.is_none() {
         return None;
@@ -87,6 +90,33 @@ pub fn header_filter(
     };
     label(resp, base, &dest);
     recode(ctx, resp, table);
+    Some(dest)
+}
+
+/// An upstream's `X-Accel-Charset: CS` (NGINX's `override_charset` of
+/// `headers_out`): CS is the destination whatever the type, provided the
+/// configuration names it (`charset`, `source_charset`, `charset_map`);
+/// an unknown one leaves the response alone (NGINX also logs it).
+fn overridden(ctx: &RequestCtx, resp: &mut Response, dest: String) -> Option<String> {
+    let s = &ctx.loc.s;
+    let is = |a: &str| a.eq_ignore_ascii_case(&dest);
+    let known = s.charset.as_deref().is_some_and(is)
+        || s.source_charset.as_deref().is_some_and(is)
+        || s.charset_maps.iter().any(|m| is(&m.from) || is(&m.to));
+    if !known {
+        return None;
+    }
+    let ct = resp.content_type.clone()?;
+    let (base, own) = split_type(&ct);
+    let source = own.map(str::to_string).or_else(|| s.source_charset.clone());
+    match source.filter(|src| !is(src)) {
+        None => label(resp, base, &dest),
+        Some(src) => {
+            let table = Table::between(&s.charset_maps, &src, &dest)?;
+            label(resp, base, &dest);
+            recode(ctx, resp, table);
+        }
+    }
     Some(dest)
 }
 

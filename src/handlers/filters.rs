@@ -56,6 +56,21 @@ impl Carried {
     pub fn apply(&mut self, resp: &mut Response, special: bool) {
         let mut own = std::mem::take(&mut resp.headers);
         resp.headers = std::mem::take(&mut self.headers);
+        // An upstream's type carried over an `X-Accel-Redirect` types the
+        // answer, as NGINX's handlers keep a type already set; NGINX's
+        // own pages are text/html.
+        // The last one stands, as NGINX's copies replace each other.
+        let mut carried_type = None;
+        resp.headers.retain(|(n, v)| {
+            let typed = n == "Content-Type";
+            if typed {
+                carried_type = Some(v.clone());
+            }
+            !typed
+        });
+        if let (Some(ct), false, false) = (carried_type, special, resp.own_type) {
+            resp.content_type = Some(ct.into());
+        }
         if special {
             resp.headers.retain(|(n, _)| n != "ETag");
         } else if !resp.headers.is_empty() {

@@ -17,6 +17,7 @@
 //! worker builds.
 
 mod access;
+mod auth_request;
 pub mod autoindex;
 pub mod body_source;
 pub mod charset;
@@ -28,6 +29,7 @@ pub mod filters;
 pub mod grpc;
 pub mod gzip;
 pub mod metrics;
+mod mirror;
 pub mod outcome;
 pub mod proxy;
 pub mod realip;
@@ -36,6 +38,7 @@ pub mod slice;
 pub mod static_file;
 mod stub_status;
 mod sub_filter;
+pub mod subrequest;
 pub mod trailers;
 
 use std::cell::RefCell;
@@ -120,6 +123,14 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     finish(ctx, env, first).await
 }
 
+/// A subrequest's response ([`subrequest`]): its phases from the
+/// server's rewrite program on, then `error_page` and internal redirects;
+/// no header filters (they are the main request's).
+async fn serve_subrequest(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
+    let first = run_phases(ctx, env, None).await;
+    finish(ctx, env, first).await
+}
+
 /// The response for a request refused before location selection (a
 /// malformed head or URI): the status's page, after `error_page` and the
 /// header filters of the level `ctx.loc` names (the server level).
@@ -150,11 +161,6 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             Outcome::Special(mut resp) => {
                 carried.apply(&mut resp, true);
                 resp
-            }
-            Outcome::Challenge(value) => {
-                carried.add_header("WWW-Authenticate", value);
-                outcome = Outcome::Status(401);
-                continue;
             }
             Outcome::Internal(uri, args) => {
                 if let Some(o) = count_uri_change(ctx, env, UriChange::Internal(&uri)) {
@@ -188,6 +194,9 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             },
         };
         rewrite::warn_unset(ctx, env);
+        if ctx.subrequest {
+            return Some(resp);
+        }
         // The slice filter, first of NGINX's header filters: its errors
         // come after the head was committed, so the connection closes.
         if slice::header_filter(ctx, env, &mut resp).is_err() {
@@ -402,18 +411,28 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     None
 }
 
-/// `try_files`, then the location's content handler.
+/// The access phases, `try_files` and `mirror`, then the location's
+/// content handler.
 async fn content(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
     // NGINX's preaccess and access phases: realip (the location's, when
     // the server's did not apply), limit_req, limit_conn, then
-    // allow/deny and auth_basic (`satisfy`).
+    // allow/deny, auth_basic and auth_request (`satisfy`); a subrequest
+    // has none of them but realip (NGINX's run for the main request).
     realip::run(ctx, &loc.s);
-    if let Some(o) = access::check(ctx, env).await {
-        return o;
+    if !ctx.subrequest {
+        if let Some(o) = access::check(ctx, env).await {
+            return o;
+        }
     }
+    // The precontent phase: `try_files`, then `mirror`.
     if let Some(list) = loc.s.try_files.clone() {
         if let Some(o) = static_file::try_files(ctx, env, &list).await {
+            return o;
+        }
+    }
+    if !ctx.loc.s.mirrors.is_empty() && !ctx.subrequest {
+        if let Some(o) = mirror::start(ctx, env).await {
             return o;
         }
     }

@@ -31,9 +31,6 @@ pub enum Outcome {
     Named(String),
     /// Close the connection without a response (`return 444`).
     Close,
-    /// A 401 asking for credentials with this `WWW-Authenticate` value,
-    /// which stays on whatever page answers it (`error_page 401` too).
-    Challenge(String),
 }
 
 /// Everything a handler needs besides the request.

@@ -30,19 +30,13 @@ use std::io;
 use std::ops::Range;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use super::body_source::PieceSource;
 use super::outcome::{Env, Outcome};
-use crate::cache::CacheSet;
-use crate::config::LocationConf;
-use crate::config::ServerConf;
-use crate::disk::Disk;
-use crate::http::context::{ConnInfo, Method, RequestCtx};
-use crate::http::request::RequestHead;
+use super::subrequest::Subrequest;
+use crate::http::context::RequestCtx;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::log::ErrorLog;
-use crate::vars::regex::Captures;
 
 /// The slice filter refused a response (its reason logged): the
 /// connection closes without an answer.
@@ -167,57 +161,6 @@ fn parse_content_range(v: &str) -> Option<(u64, u64, Option<u64>)> {
     Some((a, b, total))
 }
 
-/// What a subrequest copies from the main request, and the worker's
-/// parts a handler needs (an [`Env`] without a request body).
-struct Subrequest {
-    conn: ConnInfo,
-    requests: u64,
-    head: RequestHead,
-    method: Method,
-    uri: String,
-    args: Option<String>,
-    server: Arc<ServerConf>,
-    loc: Arc<LocationConf>,
-    captures: Captures,
-    disk: Rc<Disk>,
-    log: ErrorLog,
-    caches: Arc<CacheSet>,
-}
-
-impl Subrequest {
-    fn of(ctx: &RequestCtx, env: &Env<'_>) -> Subrequest {
-        Subrequest {
-            conn: ctx.conn.clone(),
-            requests: ctx.conn_requests,
-            head: ctx.head.clone(),
-            method: ctx.method,
-            uri: ctx.uri.clone(),
-            args: ctx.args.clone(),
-            server: Arc::clone(&ctx.server),
-            loc: Arc::clone(&ctx.loc),
-            captures: ctx.captures.clone(),
-            disk: Rc::clone(env.disk),
-            log: env.log.clone(),
-            caches: Arc::clone(env.caches),
-        }
-    }
-
-    /// The subrequest's context: the request's head, URI and location,
-    /// variables of its own, `$slice_range` naming the slice at `start`.
-    fn ctx(&self, start: u64) -> RequestCtx {
-        let mut c = RequestCtx::new(&self.conn, self.requests, self.head.clone(), &self.server);
-        c.method = self.method;
-        c.uri = self.uri.clone();
-        c.args = self.args.clone();
-        c.loc = Arc::clone(&self.loc);
-        c.captures = self.captures.clone();
-        c.internal = true;
-        c.expect_tested = true;
-        c.slice.set(Some(start));
-        c
-    }
-}
-
 /// One slice's body as it is read.
 struct Slice {
     src: PieceSource,
@@ -235,13 +178,9 @@ type SliceFuture = Pin<Box<dyn Future<Output = Result<Slice, ()>>>>;
 /// checks its answer.
 fn fetch(sub: Rc<Subrequest>, start: u64, etag: Option<String>) -> SliceFuture {
     Box::pin(async move {
-        let mut ctx = sub.ctx(start);
-        let env = Env {
-            disk: &sub.disk,
-            log: &sub.log,
-            caches: &sub.caches,
-            body: None,
-        };
+        let mut ctx = sub.clone_ctx();
+        ctx.slice.set(Some(start));
+        let env = sub.env();
         let resp = match super::handler(&mut ctx, &env).await {
             Outcome::Send(r) | Outcome::Special(r) => Ok(r),
             Outcome::Status(code) => Err(code),

@@ -47,6 +47,8 @@ enum Source<'a> {
     H2(h2::RecvStream),
     /// An HTTP/2 stream taken by its handler ([`ClientBody::take_h2`]).
     Taken,
+    /// Bytes already read whole (a body kept for `mirror` subrequests).
+    Memory,
 }
 
 /// A request body being read from the client connection.
@@ -139,6 +141,44 @@ impl<'a> ClientBody<'a> {
                 None
             }
         }
+    }
+
+    /// A body read whole before: `bytes`, given again from memory (a
+    /// mirror subrequest's copy).
+    pub fn memory(bytes: Vec<u8>) -> ClientBody<'a> {
+        let len = bytes.len() as u64;
+        ClientBody {
+            source: Source::Memory,
+            buf: bytes,
+            state: if len == 0 {
+                State::Done
+            } else {
+                State::Length(len)
+            },
+            read: 0,
+            chunked: false,
+            timeout: BODY_TIMEOUT,
+        }
+    }
+
+    /// Gives `whole`, the body this one has just been read to its end
+    /// for, again from the start, with Content-Length framing (NGINX's
+    /// `preserve_body`: the request's handler reads what `mirror` read).
+    /// What followed the body (a pipelined request) stays after it.
+    pub fn preserve(&mut self, mut whole: Vec<u8>) {
+        let len = whole.len() as u64;
+        if matches!(self.source, Source::H2(_)) {
+            self.source = Source::Memory;
+        }
+        whole.append(&mut self.buf);
+        self.buf = whole;
+        self.state = if len == 0 {
+            State::Done
+        } else {
+            State::Length(len)
+        };
+        self.read = 0;
+        self.chunked = false;
     }
 
     /// Sets the longest wait for the next byte of the body
@@ -325,7 +365,7 @@ impl<'a> ClientBody<'a> {
                     .write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false, send_timeout)
                     .await
             }
-            Source::H2(_) | Source::Taken => Ok(()),
+            Source::H2(_) | Source::Taken | Source::Memory => Ok(()),
         }
     }
 }

@@ -499,7 +499,9 @@ impl<H: Respond + 'static> Connection<H> {
             super::tunnel::serve(&self.stream, pending, *up, &mut ctx, &self.worker.log).await;
             return Err(Next::Close);
         }
-        // The request is over: its `limit_conn` slots go back at once.
+        // The request is over once its mirrors are: its `limit_conn`
+        // slots go back at once.
+        ctx.wait_background().await;
         ctx.limits.held.clear();
         ctx.write_access_log();
         if let (BodyLeft::Unread(rest), true) = (left, keep_alive) {
@@ -640,7 +642,8 @@ impl<H: Respond + 'static> Connection<H> {
             ctx.sent_headers = resp.sent_headers();
         }
         let head_len = self.out.len() as u64;
-        let writer = Writer::new(&self.stream, &self.worker.disk, s);
+        let writer =
+            Writer::new(&self.stream, &self.worker.disk, s).with_limit_rate(resp.limit_rate);
         let sent = writer.send(resp, head_only, &self.out).await;
         ctx.status = resp.status;
         match sent {

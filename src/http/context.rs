@@ -127,6 +127,12 @@ pub struct RequestCtx {
     /// main request first reads it (`slice` on), preset for a slice's
     /// subrequest (`handlers::slice`).
     pub slice: std::cell::Cell<Option<u64>>,
+    /// A subrequest (`auth_request`, `mirror`, a slice): no access phase,
+    /// no header filters, as NGINX runs them only for the main request.
+    pub subrequest: bool,
+    /// Background subrequests (`mirror`) still running: the connection
+    /// reads its next request once they end, as NGINX's does.
+    pub background: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -207,6 +213,8 @@ impl RequestCtx {
             unset_read: RefCell::new(Vec::new()),
             realip_peer: None,
             slice: std::cell::Cell::new(None),
+            subrequest: false,
+            background: Vec::new(),
             head,
         }
     }
@@ -272,6 +280,7 @@ impl RequestCtx {
             client: self.conn.peer.ip(),
             server: &self.server.primary_name,
             request: self.request_line(),
+            subrequest: self.subrequest.then_some(self.uri.as_str()),
             host: self.head.host(),
         };
         crate::log::RequestLog::new(log, self.conn.id, subject)
@@ -387,6 +396,13 @@ impl RequestCtx {
                     self.unset_read.borrow_mut().push(Arc::clone(v));
                 }
             }
+        }
+    }
+
+    /// Waits for the background subrequests (`mirror`) to end.
+    pub async fn wait_background(&mut self) {
+        for task in std::mem::take(&mut self.background) {
+            let _ = task.await;
         }
     }
 

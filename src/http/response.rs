@@ -139,6 +139,17 @@ pub struct Response {
     /// the connection becomes a tunnel to the upstream ([`super::tunnel`]).
     /// Boxed: rare, and a response is built per request.
     pub upgrade: Option<Box<super::tunnel::Upgrade>>,
+    /// The pace of the body in bytes a second, in place of the location's
+    /// `limit_rate` (an upstream's `X-Accel-Limit-Rate`).
+    pub limit_rate: Option<u64>,
+    /// The handler set the type itself, as NGINX's proxy replaces
+    /// `headers_out.content_type`: a type carried over an
+    /// `X-Accel-Redirect` gives way (static files and `return` keep the
+    /// carried one, as NGINX's `ngx_http_set_content_type` does).
+    pub own_type: bool,
+    /// The charset the charset filter labels (and recodes) the response
+    /// with whatever its type (an upstream's `X-Accel-Charset`).
+    pub override_charset: Option<String>,
 }
 
 impl Response {
@@ -164,6 +175,9 @@ impl Response {
             no_not_modified: false,
             trailers: false,
             upgrade: None,
+            limit_rate: None,
+            own_type: false,
+            override_charset: None,
         }
     }
 

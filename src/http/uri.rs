@@ -167,6 +167,29 @@ pub fn escape_for_location(path: &str) -> String {
     utf8_percent_encode(path, LOCATION).to_string()
 }
 
+/// NGINX's `ngx_http_parse_unsafe_uri`, for a URI an upstream names
+/// (`X-Accel-Redirect`) or a subrequest's target: splits off the
+/// arguments and percent-decodes the path; `None` when it is unsafe —
+/// empty, `..` as a whole segment, a NUL, or not UTF-8 once decoded.
+pub fn parse_unsafe_uri(value: &str) -> Option<(String, Option<String>)> {
+    let (path, args) = match value.split_once('?') {
+        Some((p, a)) => (p, Some(a.to_string())),
+        None => (value, None),
+    };
+    if path.is_empty() {
+        return None;
+    }
+    let decoded = percent_encoding::percent_decode_str(path).collect::<Vec<u8>>();
+    let unsafe_dots = decoded
+        .split(|&b| b == b'/')
+        .enumerate()
+        .any(|(i, seg)| seg == b".." && (i > 0 || decoded.starts_with(b"..")));
+    if decoded.contains(&0) || unsafe_dots {
+        return None;
+    }
+    String::from_utf8(decoded).ok().map(|p| (p, args))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +283,23 @@ mod tests {
     #[test]
     fn location_escape() {
         assert_eq!(escape_for_location("/a b/ü?"), "/a%20b/%C3%BC%3F");
+    }
+
+    #[test]
+    fn unsafe_uris_are_refused_as_nginx_refuses_them() {
+        let ok = |v: &str| parse_unsafe_uri(v);
+        assert_eq!(ok("/f/a.txt"), Some(("/f/a.txt".into(), None)));
+        assert_eq!(
+            ok("/f/a%20b?x=1"),
+            Some(("/f/a b".into(), Some("x=1".into())))
+        );
+        assert_eq!(ok("/a..b/c"), Some(("/a..b/c".into(), None)));
+        assert_eq!(ok(""), None);
+        assert_eq!(ok("?x"), None);
+        assert_eq!(ok("/../etc/passwd"), None);
+        assert_eq!(ok("/a/.."), None);
+        assert_eq!(ok("/a/%2e%2e/b"), None);
+        assert_eq!(ok("../x"), None);
+        assert_eq!(ok("/a%00b"), None);
     }
 }

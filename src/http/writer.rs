@@ -57,6 +57,15 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The pace `resp` asks for in place of the location's `limit_rate`
+    /// (`X-Accel-Limit-Rate`; 0: none), `limit_rate_after` kept.
+    pub fn with_limit_rate(mut self, rate: Option<u64>) -> Writer<'a> {
+        if let Some(r) = rate {
+            self.pacer = Pacer::new(r, self.s.limit_rate_after);
+        }
+        self
+    }
+
     /// Writes `head` and the body of `resp` (none when `head_only`);
     /// returns body bytes sent.
     pub async fn send(&self, resp: &Response, head_only: bool, head: &[u8]) -> io::Result<u64> {

@@ -1,7 +1,7 @@
 //! The error log of one request (NGINX's `ngx_http_log_error`): where its
 //! lines go — the location's `error_log`, else the main one — and the tail
 //! that ties a line to the request, `, client: A, server: S, request: "R",
-//! upstream: "U", host: "H"`.
+//! [subrequest: "S",] upstream: "U", host: "H"`.
 //!
 //! `RequestCtx::log` builds it from the request, the one place that does;
 //! every handler, the proxy's tries, the cache store and the disk failure
@@ -24,6 +24,8 @@ pub struct Subject<'a> {
     pub server: &'a str,
     /// The request line as received.
     pub request: &'a str,
+    /// A subrequest's URI (`, subrequest: "/auth"`), else None.
+    pub subrequest: Option<&'a str>,
     /// The `Host` header, when sent.
     pub host: Option<&'a str>,
 }
@@ -48,6 +50,9 @@ impl RequestLog {
             ", client: {}, server: {}, request: \"{}\"",
             subject.client, subject.server, subject.request
         );
+        if let Some(u) = subject.subrequest {
+            let _ = write!(tail, ", subrequest: \"{u}\"");
+        }
         let host_at = tail.len();
         if let Some(h) = subject.host {
             let _ = write!(tail, ", host: \"{h}\"");
@@ -112,6 +117,7 @@ mod tests {
             client: "127.0.0.1".parse().unwrap(),
             server: "localhost",
             request: "GET / HTTP/1.1",
+            subrequest: None,
             host,
         }
     }

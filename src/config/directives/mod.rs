@@ -25,6 +25,7 @@
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
 //! | `trailers.rs` | `add_trailer` |
+//! | `subrequests.rs` | `auth_request`, `auth_request_set`, `mirror`, `mirror_request_body` |
 //! | `referer.rs` | `valid_referers`, `referer_hash_*` |
 //! | `secure_link.rs` | `secure_link`, `secure_link_md5`, `secure_link_secret` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
@@ -187,6 +188,7 @@ mod secure_link;
 mod ssl;
 mod static_files;
 mod sub_filter;
+mod subrequests;
 mod trailers;
 mod tuning;
 mod upstream;
@@ -228,6 +230,7 @@ static AREAS: &[&[Spec]] = &[
     secure_link::ROWS,
     resolver::ROWS,
     trailers::ROWS,
+    subrequests::ROWS,
 ];
 
 /// Every directive porter accepts.

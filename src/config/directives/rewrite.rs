@@ -254,6 +254,14 @@ pub(super) fn declare_variables(dirs: &[Directive]) {
                     }
                 }
             }
+            // Read empty, without a warning, until the subrequest sets it.
+            "auth_request_set" => {
+                if let Some(n) = d.args.first().and_then(|a| a.strip_prefix('$')) {
+                    if !n.is_empty() && !template::is_known(n) {
+                        template::declare_indexed(n);
+                    }
+                }
+            }
             "location" | "rewrite" | "if" | "server_name" => {
                 for a in &d.args {
                     for name in named_groups(a) {

@@ -12,7 +12,6 @@ use std::time::Instant;
 use h2::RecvStream;
 
 use super::request::{Pump, RelayEnd, RelayLimits};
-use crate::log::RequestLog;
 use super::response::{self, Exchange};
 use super::Outgoing;
 use crate::config::LocSettings;
@@ -23,6 +22,7 @@ use crate::handlers::Env;
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 use crate::http::upstream_vars::TryRecord;
+use crate::log::RequestLog;
 use crate::upstream::http2::{self, H2Conn, H2Settings};
 use crate::upstream::{self, NextUpstream, PeerAddr, PeerRef, Socket, UpStream, UpstreamGroup};
 

@@ -201,7 +201,9 @@ async fn try_peers(
 fn no_live_upstreams(ctx: &mut RequestCtx, env: &Env<'_>, group: &UpstreamGroup) -> UpstreamError {
     ctx.log(env.log)
         .with_upstream(&format!("grpc://{}", group.name))
-        .error(format_args!("no live upstreams while connecting to upstream"));
+        .error(format_args!(
+            "no live upstreams while connecting to upstream"
+        ));
     if let Some(u) = ctx.upstream.as_mut() {
         u.tries.push(TryRecord {
             addr: group.name.clone(),

@@ -20,11 +20,11 @@ use std::time::Duration;
 use h2::RecvStream;
 
 use super::request::{Pump, RelayEnd};
-use crate::log::RequestLog;
 use crate::handlers::proxy::{hop_by_hop, HIDDEN};
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
+use crate::log::RequestLog;
 use crate::upstream::http2::{self, H2Conn};
 
 /// An exchange whose response head arrived.

@@ -556,6 +556,10 @@ async fn go_upstream(
             return hit(ctx, pass, c, *e);
         }
     }
+    let ignore = Arc::clone(&s.proxy_ignore_headers);
+    if let Some(o) = super::accel::redirect(ctx, env, &ignore, up.headers()) {
+        return o;
+    }
     if let Some(o) = intercepted(ctx, status, up.headers()) {
         return o;
     }
@@ -568,27 +572,35 @@ async fn go_upstream(
     // NGINX caches only what it buffers; a HEAD asked as HEAD
     // (`proxy_cache_convert_head off`) has no body to store.
     // A 101 is a tunnel, never stored (NGINX frees the cache entry).
-    let storable =
-        s.proxy_buffering && (s.proxy_cache_convert_head || !ctx.is_head()) && status != 101;
+    let buffering = super::accel::buffering(s.proxy_buffering, &ignore, up.headers());
+    let storable = buffering && (s.proxy_cache_convert_head || !ctx.is_head()) && status != 101;
     match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
-        (_, valid) => {
-            let head_req = ctx.is_head();
-            let mut r = into_response(ctx, pass, up);
-            // Not stored, but cacheable by its header lines (NGINX's
-            // `u->cacheable` when the header is copied): ranges as if
-            // stored.
-            if storable && matches!(valid, Validity::Until(_) | Validity::No(NotCached::NoRule)) {
-                ranges_as_cacheable(&mut r);
-            }
-            // Not cached: no 304/412 from the proxy, as NGINX.
-            r.no_not_modified = true;
-            if head_req {
-                r.body = Body::Empty;
-            }
-            Outcome::Send(r)
-        }
+        (_, valid) => not_stored(ctx, pass, up, storable, valid),
     }
+}
+
+/// The client's answer for an upstream response the cache does not store.
+fn not_stored(
+    ctx: &RequestCtx,
+    pass: &ProxyPass,
+    up: crate::upstream::UpstreamResponse,
+    storable: bool,
+    valid: Validity,
+) -> Outcome {
+    let head_req = ctx.is_head();
+    let mut r = into_response(ctx, pass, up);
+    // Not stored, but cacheable by its header lines (NGINX's
+    // `u->cacheable` when the header is copied): ranges as if stored.
+    if storable && matches!(valid, Validity::Until(_) | Validity::No(NotCached::NoRule)) {
+        ranges_as_cacheable(&mut r);
+    }
+    // Not cached: no 304/412 from the proxy, as NGINX.
+    r.no_not_modified = true;
+    if head_req {
+        r.body = Body::Empty;
+    }
+    Outcome::Send(r)
 }

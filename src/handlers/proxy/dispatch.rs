@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::cache;
 use super::fetch::fetch_with;
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{intercepted, into_response};
+use super::{accel, cache};
 use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::upstream::ProxyPass;
@@ -39,17 +39,32 @@ pub async fn serve_with(
     opts: &FetchOptions,
 ) -> Outcome {
     match fetch_with(ctx, env, pass, opts).await {
-        Ok(up) => match intercepted(ctx, up.status(), up.headers()) {
-            Some(o) => o,
-            None => {
-                // NGINX's not-modified filter is off for a response that is
-                // not cached (`r->disable_not_modified = !u->cacheable`).
-                let mut r = into_response(ctx, pass, up);
-                r.no_not_modified = true;
-                Outcome::Send(r)
+        Ok(up) => {
+            let ignore = Arc::clone(&ctx.loc.s.proxy_ignore_headers);
+            if let Some(o) = accel::redirect(ctx, env, &ignore, up.headers()) {
+                return o;
             }
-        },
+            served(ctx, pass, up)
+        }
         Err(UpstreamError::Status(code)) => Outcome::Status(code),
         Err(UpstreamError::ClientGone) => Outcome::Close,
+    }
+}
+
+/// The client's answer for an upstream response not stored.
+fn served(
+    ctx: &mut RequestCtx,
+    pass: &ProxyPass,
+    up: crate::upstream::UpstreamResponse,
+) -> Outcome {
+    match intercepted(ctx, up.status(), up.headers()) {
+        Some(o) => o,
+        None => {
+            // NGINX's not-modified filter is off for a response that is
+            // not cached (`r->disable_not_modified = !u->cacheable`).
+            let mut r = into_response(ctx, pass, up);
+            r.no_not_modified = true;
+            Outcome::Send(r)
+        }
     }
 }

@@ -18,9 +18,9 @@ use super::request::{
 use super::target::{resolve_group, resolve_target};
 use super::tls::{self, TlsTarget};
 use crate::config::LocSettings;
+use crate::h1::chunked;
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
-use crate::h1::chunked;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::TryRecord;
 use crate::log::RequestLog;

@@ -3,6 +3,7 @@
 //!
 //! | File | Holds |
 //! |---|---|
+//! | `accel.rs` | the `X-Accel-*` lines an upstream steers porter with: redirect, limit rate, buffering |
 //! | `dispatch.rs` | [`serve`]: through the cache, or straight through the two steps |
 //! | `cache.rs` | the `proxy_cache` flow: lookup, HIT, lock, stale, revalidate, purge |
 //! | `fill.rs` | storing a response while it is sent ([`CacheFill`](fill)), refresh after a 304 |
@@ -22,6 +23,7 @@
 //! failing peer the request is not retried), regex `proxy_redirect`,
 //! `proxy_cookie_*`.
 
+mod accel;
 mod cache;
 mod connect;
 mod dispatch;

@@ -160,7 +160,8 @@ pub fn head_response(
                 r.own_date = false;
                 r.headers.push((n.clone(), v.clone()));
             }
-            "content-type" if r.content_type.is_none() => r.content_type = Some(v.as_str().into()),
+            // The last one stands, as NGINX's copies replace each other.
+            "content-type" => r.content_type = Some(v.as_str().into()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
             "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {
                 // Rewritten to a path: made absolute and sent in its own
@@ -193,6 +194,8 @@ pub fn head_response(
             _ => r.headers.push((n.clone(), v.clone())),
         }
     }
+    super::accel::apply(&s.proxy_ignore_headers, headers, &mut r);
+    r.own_type = true;
     r
 }
 

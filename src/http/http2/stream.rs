@@ -173,5 +173,7 @@ async fn send_response<H: Respond>(
             log_send_error(&w.log, ctx, e);
         }
     }
+    // Logged once the mirrors are done, as NGINX.
+    ctx.wait_background().await;
     ctx.write_access_log();
 }

@@ -1,0 +1,62 @@
+//! The directives of NGINX's subrequest modules (`handlers::subrequest`):
+//! `auth_request URI|off` and `auth_request_set $var value`
+//! (`handlers::auth_request`), `mirror URI|off` and `mirror_request_body`
+//! (`handlers::mirror`). `auth_request_set` and `mirror` lines add up
+//! within a level; a level with its own replaces its parent's.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    d("auth_request", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "off" => None,
+            uri => Some(Arc::from(uri)),
+        };
+        set_once(&mut b.loc().auth_request, v, d)
+    }),
+    d("auth_request_set", HSL, Arity::N(2), set_auth_request_set),
+    d("mirror", HSL, Arity::N(1), set_mirror),
+    d(
+        "mirror_request_body",
+        HSL,
+        Arity::N(1),
+        loc_flag!(mirror_request_body),
+    ),
+];
+
+fn set_auth_request_set(b: &mut Build, d: &Directive) -> Res {
+    let name = match d.args[0].strip_prefix('$') {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(format!("invalid variable name \"{}\"", d.args[0])),
+    };
+    if let Some(v) = Var::from_name(name) {
+        if !matches!(v, Var::Indexed(_)) {
+            return Err(format!("the duplicate \"{name}\" variable"));
+        }
+    }
+    let var = template::declare_indexed(name);
+    let value = template(&d.args[1])?;
+    let slot = &mut b.loc().auth_request_set;
+    let mut list = slot.as_deref().cloned().unwrap_or_default();
+    list.push((var, value));
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
+
+fn set_mirror(b: &mut Build, d: &Directive) -> Res {
+    let slot = &mut b.loc().mirrors;
+    let off = d.args[0] == "off";
+    match slot.as_deref() {
+        // `mirror off` after a mirror, or a mirror after `mirror off`.
+        Some(list) if off || list.is_empty() => return Err(dup(d)),
+        _ => {}
+    }
+    let mut list = slot.as_deref().cloned().unwrap_or_default();
+    if !off {
+        list.push(Arc::from(d.args[0].as_str()));
+    }
+    *slot = Some(Arc::new(list));
+    Ok(())
+}
