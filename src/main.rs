@@ -10,6 +10,9 @@ use porter::runtime::master;
 
 const PROG: &str = "porter";
 
+/// The NGINX release whose behaviour porter follows (Debian's build).
+const NGINX_VERSION: &str = "1.22.1";
+
 fn usage() -> String {
     format!(
         "porter version: porter/{v}
@@ -77,6 +80,17 @@ fn parse_args() -> Result<Option<Cli>, String> {
                 }
                 'V' => {
                     eprintln!("porter version: porter/{}", env!("CARGO_PKG_VERSION"));
+                    // The NGINX release porter answers as, in NGINX's words,
+                    // and its configure arguments: what tools that read
+                    // `nginx -V` (NGINX's test suite) go by.
+                    eprintln!("nginx version: nginx/{NGINX_VERSION} (the NGINX release porter answers as)");
+                    if config::modules::has_tls() {
+                        eprintln!("TLS SNI support enabled");
+                    }
+                    eprintln!(
+                        "configure arguments: {}",
+                        config::modules::configure_arguments()
+                    );
                     eprintln!(
                         "features: worker threads with SO_REUSEPORT listeners, sendfile, \
                          openat2 (disable_symlinks), NGINX config syntax"
