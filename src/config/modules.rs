@@ -69,7 +69,7 @@ const OPTIONAL_MODULES: &[(&str, &str)] = &[
     ("http_auth_request_module", "auth_request"),
     ("http_random_index_module", "random_index"),
     ("http_secure_link_module", "secure_link"),
-    ("http_degradation_module", "sb_degradation"),
+    ("http_degradation_module", "degradation"),
     ("http_slice_module", "slice"),
     ("http_stub_status_module", "stub_status"),
     ("http_perl_module", "perl"),

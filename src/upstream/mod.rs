@@ -393,6 +393,8 @@ pub struct PoolReturn {
     pub timeout: Duration,
     /// `keepalive_requests`.
     pub requests: u64,
+    /// `keepalive_time`.
+    pub time: Duration,
 }
 
 /// How a body stream reports a truncated body in the error log.
@@ -515,7 +517,10 @@ impl UpstreamBody {
             return;
         };
         if let Some(p) = self.pool {
-            if self.buf.is_empty() && conn.requests < p.requests {
+            if self.buf.is_empty()
+                && conn.requests < p.requests
+                && conn.opened.elapsed() < p.time
+            {
                 pool::put(p.group, p.max, p.timeout, conn);
             }
         }

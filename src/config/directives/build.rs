@@ -54,6 +54,8 @@ pub(super) struct ListenB {
     pub(super) addr: SocketAddr,
     pub(super) default_server: bool,
     pub(super) backlog: i32,
+    /// `sndbuf=` and `rcvbuf=`: the socket's buffer sizes, if set.
+    pub(super) bufs: SocketBufs,
     /// `ssl`, and where the `listen` is (for NGINX's missing-certificate error).
     pub(super) ssl: Option<(Arc<Path>, u32)>,
     /// `http2` (deprecated in NGINX 1.25.1 for the `http2` directive).
@@ -259,6 +261,7 @@ impl Build {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
                     default_server: false,
                     backlog: 511,
+                    bufs: SocketBufs::default(),
                     ssl: None,
                     http2: false,
                     proxy_protocol: false,
@@ -513,6 +516,9 @@ fn add_listens(
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
                 g.http2 |= l.http2;
+                if l.bufs != SocketBufs::default() {
+                    g.bufs = l.bufs;
+                }
                 g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
@@ -527,6 +533,7 @@ fn add_listens(
                 ListenGroup {
                     addr: l.addr,
                     backlog: l.backlog,
+                    bufs: l.bufs,
                     servers: vec![server.clone()],
                     default: 0,
                     ssl: l.ssl.is_some(),
