@@ -40,12 +40,18 @@ fn bind_one(addr: SocketAddr, backlog: i32, bufs: SocketBufs) -> Result<TcpListe
     // Set before listen(): accepted connections inherit the sizes.
     if let Some(n) = bufs.sndbuf {
         s.set_send_buffer_size(n).map_err(|e| {
-            format!("setsockopt(SO_SNDBUF, {n}) {addr} failed {}", errno_text(&e))
+            format!(
+                "setsockopt(SO_SNDBUF, {n}) {addr} failed {}",
+                errno_text(&e)
+            )
         })?;
     }
     if let Some(n) = bufs.rcvbuf {
         s.set_recv_buffer_size(n).map_err(|e| {
-            format!("setsockopt(SO_RCVBUF, {n}) {addr} failed {}", errno_text(&e))
+            format!(
+                "setsockopt(SO_RCVBUF, {n}) {addr} failed {}",
+                errno_text(&e)
+            )
         })?;
     }
     s.bind(&addr.into())

@@ -517,10 +517,7 @@ impl UpstreamBody {
             return;
         };
         if let Some(p) = self.pool {
-            if self.buf.is_empty()
-                && conn.requests < p.requests
-                && conn.opened.elapsed() < p.time
-            {
+            if self.buf.is_empty() && conn.requests < p.requests && conn.opened.elapsed() < p.time {
                 pool::put(p.group, p.max, p.timeout, conn);
             }
         }

@@ -278,7 +278,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             p if p.starts_with("sndbuf=") || p.starts_with("rcvbuf=") => {
                 let size = parse_size(&p[7..])
                     .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("invalid {} \"{}\"", &p[..6], &p[7..]))?;
+                    .ok_or_else(|| format!("invalid {} \"{p}\"", &p[..6]))?;
                 let size = Some(size as usize);
                 if p.starts_with('s') {
                     bufs.sndbuf = size;
