@@ -167,7 +167,14 @@ impl Build {
         // the block may use them wherever the definition is written, as
         // NGINX resolves variables after parsing; pass 1 applies the plain
         // directives, pass 2 the blocks that open a new level.
-        for pass in 0..3 {
+        let defs: Vec<&Directive> = dirs
+            .iter()
+            .filter(|d| matches!(d.name.as_str(), "split_clients" | "map" | "geo"))
+            .collect();
+        for dir in super::map::definition_order(&defs) {
+            self.apply(dir)?;
+        }
+        for pass in 1..3 {
             for dir in dirs {
                 let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
                 let defines = matches!(dir.name.as_str(), "split_clients" | "map" | "geo");
