@@ -10,6 +10,9 @@ use porter::runtime::master;
 
 const PROG: &str = "porter";
 
+/// The NGINX release whose behaviour porter follows (Debian's build).
+const NGINX_VERSION: &str = "1.22.1";
+
 fn usage() -> String {
     format!(
         "porter version: porter/{v}
@@ -76,12 +79,7 @@ fn parse_args() -> Result<Option<Cli>, String> {
                     return Ok(None);
                 }
                 'V' => {
-                    eprintln!("porter version: porter/{}", env!("CARGO_PKG_VERSION"));
-                    eprintln!(
-                        "features: worker threads with SO_REUSEPORT listeners, sendfile, \
-                         openat2 (disable_symlinks), NGINX config syntax"
-                    );
-                    eprintln!("disk I/O: aio off (inline)");
+                    print_version_features();
                     return Ok(None);
                 }
                 't' => cli.test = true,
@@ -117,6 +115,28 @@ fn parse_args() -> Result<Option<Cli>, String> {
     cli.opts.root = cli.opts.root.map(|r| cwd.join(r));
     cli.opts.prefix = prefix;
     Ok(Some(cli))
+}
+
+/// `-V`: the version, the NGINX release porter answers as, NGINX's
+/// `configure arguments:` line and porter's own features.
+fn print_version_features() {
+    eprintln!("porter version: porter/{}", env!("CARGO_PKG_VERSION"));
+    // The NGINX release porter answers as, in NGINX's words,
+    // and its configure arguments: what tools that read
+    // `nginx -V` (NGINX's test suite) go by.
+    eprintln!("nginx version: nginx/{NGINX_VERSION} (the NGINX release porter answers as)");
+    if config::modules::has_tls() {
+        eprintln!("TLS SNI support enabled");
+    }
+    eprintln!(
+        "configure arguments: {}",
+        config::modules::configure_arguments()
+    );
+    eprintln!(
+        "features: worker threads with SO_REUSEPORT listeners, sendfile, \
+             openat2 (disable_symlinks), NGINX config syntax"
+    );
+    eprintln!("disk I/O: aio off (inline)");
 }
 
 fn arg_name(flag: &str) -> &'static str {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod lexer;
 pub mod locations;
 pub mod model;
+pub mod modules;
 pub mod parser;
 pub mod rewrite;
 pub mod server_names;

@@ -103,6 +103,16 @@ pub struct MainConf {
     pub aio_uring: crate::disk::uring::UringSpec,
 }
 
+/// `listen ... sndbuf=size rcvbuf=size`: `SO_SNDBUF` / `SO_RCVBUF` of the
+/// listening socket, which its connections inherit (`None`: the kernel's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocketBufs {
+    /// `sndbuf=`.
+    pub sndbuf: Option<usize>,
+    /// `rcvbuf=`.
+    pub rcvbuf: Option<usize>,
+}
+
 /// One distinct listening address and the servers that answer on it.
 #[derive(Debug, Clone)]
 pub struct ListenGroup {
@@ -110,6 +120,8 @@ pub struct ListenGroup {
     pub addr: SocketAddr,
     /// `backlog=N` (NGINX's default 511).
     pub backlog: i32,
+    /// `sndbuf=` / `rcvbuf=`.
+    pub bufs: SocketBufs,
     /// Servers listening here, in file order.
     pub servers: Vec<Arc<ServerConf>>,
     /// Index into `servers` of the default server.

@@ -11,6 +11,7 @@ use std::net::{SocketAddr, TcpListener};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::config::model::SocketBufs;
 use crate::config::Config;
 use crate::util::errno_text;
 
@@ -34,8 +35,25 @@ fn socket(addr: SocketAddr, reuseport: bool) -> io::Result<Socket> {
     Ok(s)
 }
 
-fn bind_one(addr: SocketAddr, backlog: i32) -> Result<TcpListener, String> {
+fn bind_one(addr: SocketAddr, backlog: i32, bufs: SocketBufs) -> Result<TcpListener, String> {
     let s = socket(addr, true).map_err(|e| format!("socket() {addr} failed {}", errno_text(&e)))?;
+    // Set before listen(): accepted connections inherit the sizes.
+    if let Some(n) = bufs.sndbuf {
+        s.set_send_buffer_size(n).map_err(|e| {
+            format!(
+                "setsockopt(SO_SNDBUF, {n}) {addr} failed {}",
+                errno_text(&e)
+            )
+        })?;
+    }
+    if let Some(n) = bufs.rcvbuf {
+        s.set_recv_buffer_size(n).map_err(|e| {
+            format!(
+                "setsockopt(SO_RCVBUF, {n}) {addr} failed {}",
+                errno_text(&e)
+            )
+        })?;
+    }
     s.bind(&addr.into())
         .map_err(|e| format!("bind() to {addr} failed {}", errno_text(&e)))?;
     s.listen(backlog).map_err(|e| {
@@ -72,7 +90,7 @@ impl Listeners {
             }
             let mut v = Vec::new();
             for _ in have..workers {
-                v.push(bind_one(g.addr, g.backlog)?);
+                v.push(bind_one(g.addr, g.backlog, g.bufs)?);
             }
             fresh.insert(g.addr, v);
         }

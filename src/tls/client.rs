@@ -308,6 +308,7 @@ impl ServerCertVerifier for AnyCertificate {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls12_signature(message, cert, dss, &self.0)
+            .or_else(|e| verify_by_key(e, message, cert, dss, &self.0))
     }
 
     fn verify_tls13_signature(
@@ -317,10 +318,54 @@ impl ServerCertVerifier for AnyCertificate {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls13_signature(message, cert, dss, &self.0)
+            .or_else(|e| verify_by_key(e, message, cert, dss, &self.0))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.supported_schemes()
+    }
+}
+
+/// The handshake signature checked with the public key of a certificate
+/// webpki refuses to parse (an X.509 v1 certificate, which OpenSSL accepts
+/// and `openssl req -x509` makes): with `proxy_ssl_verify off` NGINX talks
+/// to such an upstream, so porter reads the key with x509-parser and tries
+/// the signature scheme's algorithms on it. Any other error stands.
+fn verify_by_key(
+    e: rustls::Error,
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+    algs: &WebPkiSupportedAlgorithms,
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    if !matches!(
+        e,
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(_))
+    ) {
+        return Err(e);
+    }
+    let Ok((_, parsed)) = X509Certificate::from_der(cert.as_ref()) else {
+        return Err(e);
+    };
+    let key = parsed
+        .tbs_certificate
+        .subject_pki
+        .subject_public_key
+        .data
+        .as_ref();
+    let fits = algs
+        .mapping
+        .iter()
+        .filter(|(scheme, _)| *scheme == dss.scheme)
+        .flat_map(|(_, candidates)| candidates.iter())
+        .any(|alg| alg.verify_signature(key, message, dss.signature()).is_ok());
+    if fits {
+        Ok(HandshakeSignatureValid::assertion())
+    } else {
+        Err(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::BadSignature,
+        ))
     }
 }
 

@@ -120,18 +120,29 @@ pub fn load_pair(
         ));
     }
     let der = keys::read_key(key, passwords)?;
-    CertifiedKey::from_der(chain, der, &provider())
-        .map(Arc::new)
-        .map_err(|e| {
-            format!(
-                "SSL_CTX_use_PrivateKey(\"{}\") failed ({})",
-                key.display(),
-                match e {
-                    rustls::Error::InconsistentKeys(_) => "key values mismatch".to_string(),
-                    e => e.to_string(),
-                }
-            )
-        })
+    let provider = provider();
+    let pair = match CertifiedKey::from_der(chain.clone(), der.clone_key(), &provider) {
+        // The key is compared with the certificate's by parsing the
+        // certificate with webpki, which refuses what OpenSSL loads (an
+        // X.509 v1 certificate, as `openssl req -x509` makes without
+        // extensions). Such a certificate is served unchecked, as OpenSSL
+        // would serve it; a real mismatch stays an error.
+        Err(rustls::Error::InvalidCertificate(_)) => provider
+            .key_provider
+            .load_private_key(der)
+            .map(|signer| CertifiedKey::new(chain, signer)),
+        r => r,
+    };
+    pair.map(Arc::new).map_err(|e| {
+        format!(
+            "SSL_CTX_use_PrivateKey(\"{}\") failed ({})",
+            key.display(),
+            match e {
+                rustls::Error::InconsistentKeys(_) => "key values mismatch".to_string(),
+                e => e.to_string(),
+            }
+        )
+    })
 }
 
 fn pem_error(e: &rustls_pki_types::pem::Error) -> String {

@@ -336,6 +336,9 @@ pub struct UpstreamGroup {
     pub keepalive_timeout: Duration,
     /// `keepalive_requests` (default 1000).
     pub keepalive_requests: u64,
+    /// `keepalive_time` (default 1 h): a connection older than this is
+    /// closed after its response instead of going back to the pool.
+    pub keepalive_time: Duration,
 }
 
 impl UpstreamGroup {
@@ -365,6 +368,7 @@ impl UpstreamGroup {
             keepalive: 0,
             keepalive_timeout: Duration::from_secs(60),
             keepalive_requests: 1000,
+            keepalive_time: Duration::from_secs(3600),
         }
     }
 }
@@ -663,6 +667,7 @@ mod tests {
             keepalive: 0,
             keepalive_timeout: Duration::from_secs(60),
             keepalive_requests: 1000,
+            keepalive_time: Duration::from_secs(3600),
         }
     }
 

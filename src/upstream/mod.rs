@@ -394,6 +394,8 @@ pub struct PoolReturn {
     pub timeout: Duration,
     /// `keepalive_requests`.
     pub requests: u64,
+    /// `keepalive_time`.
+    pub time: Duration,
 }
 
 /// An upstream connection that switched protocols (`101`), with what
@@ -505,7 +507,7 @@ impl UpstreamBody {
             return;
         };
         if let Some(p) = self.pool {
-            if self.buf.is_empty() && conn.requests < p.requests {
+            if self.buf.is_empty() && conn.requests < p.requests && conn.opened.elapsed() < p.time {
                 pool::put(p.group, p.max, p.timeout, conn);
             }
         }

@@ -29,6 +29,8 @@ pub struct UpstreamConn {
     pub addr: PeerAddr,
     /// Requests sent on it so far.
     pub requests: u64,
+    /// When it was opened (`keepalive_time` bounds its life in the pool).
+    pub opened: Instant,
     /// It came out of the keep-alive pool (a failure before the first
     /// response byte is then retried on a fresh connection).
     pub reused: bool,
@@ -120,6 +122,7 @@ fn take_conn(idle: Idle) -> UpstreamConn {
             stream,
             addr: placeholder_addr,
             requests: 0,
+            opened: Instant::now(),
             reused: false,
             proxy_header: None,
         },

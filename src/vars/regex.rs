@@ -78,8 +78,15 @@ impl Regex {
     /// Compiles `pattern` (`caseless` for `~*`), registering each named
     /// group as a variable. The error reads as NGINX's.
     pub fn compile(pattern: &str, caseless: bool) -> Result<Regex, String> {
-        let re = fancy_regex::RegexBuilder::new(pattern)
-            .case_insensitive(caseless)
+        // `(?i)` written ahead rather than the builder's flag, which
+        // fancy-regex lets override the pattern's own `(?-i)` (PCRE's
+        // caseless option does not: `valid_referers ~(?-i)example.net`).
+        let source = if caseless {
+            format!("(?i){pattern}")
+        } else {
+            pattern.to_string()
+        };
+        let re = fancy_regex::RegexBuilder::new(&source)
             .backtrack_limit(BACKTRACK_LIMIT)
             .build()
             .map_err(|e| format!("pcre2_compile() failed: {e} in \"{pattern}\""))?;

@@ -54,6 +54,8 @@ pub(super) struct ListenB {
     pub(super) addr: SocketAddr,
     pub(super) default_server: bool,
     pub(super) backlog: i32,
+    /// `sndbuf=` and `rcvbuf=`: the socket's buffer sizes, if set.
+    pub(super) bufs: SocketBufs,
     /// `ssl`, and where the `listen` is (for NGINX's missing-certificate error).
     pub(super) ssl: Option<(Arc<Path>, u32)>,
     /// `http2` (deprecated in NGINX 1.25.1 for the `http2` directive).
@@ -165,7 +167,14 @@ impl Build {
         // the block may use them wherever the definition is written, as
         // NGINX resolves variables after parsing; pass 1 applies the plain
         // directives, pass 2 the blocks that open a new level.
-        for pass in 0..3 {
+        let defs: Vec<&Directive> = dirs
+            .iter()
+            .filter(|d| matches!(d.name.as_str(), "split_clients" | "map" | "geo"))
+            .collect();
+        for dir in super::map::definition_order(&defs) {
+            self.apply(dir)?;
+        }
+        for pass in 1..3 {
             for dir in dirs {
                 let nests = matches!(dir.name.as_str(), "events" | "http" | "server" | "location");
                 let defines = matches!(dir.name.as_str(), "split_clients" | "map" | "geo");
@@ -259,6 +268,7 @@ impl Build {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
                     default_server: false,
                     backlog: 511,
+                    bufs: SocketBufs::default(),
                     ssl: None,
                     http2: false,
                     proxy_protocol: false,
@@ -513,6 +523,9 @@ fn add_listens(
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
                 g.http2 |= l.http2;
+                if l.bufs != SocketBufs::default() {
+                    g.bufs = l.bufs;
+                }
                 g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
@@ -527,6 +540,7 @@ fn add_listens(
                 ListenGroup {
                     addr: l.addr,
                     backlog: l.backlog,
+                    bufs: l.bufs,
                     servers: vec![server.clone()],
                     default: 0,
                     ssl: l.ssl.is_some(),

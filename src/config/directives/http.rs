@@ -259,6 +259,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
     let addrs = parse_listen_addr(&d.args[0])?;
     let mut default_server = false;
     let mut backlog = 511;
+    let mut bufs = SocketBufs::default();
     let mut ssl = None;
     let mut http2 = false;
     let mut proxy_protocol = false;
@@ -273,6 +274,17 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
                     .ok()
                     .filter(|n| *n > 0)
                     .ok_or_else(|| format!("invalid backlog \"{}\"", &p[8..]))?;
+            }
+            p if p.starts_with("sndbuf=") || p.starts_with("rcvbuf=") => {
+                let size = parse_size(&p[7..])
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| format!("invalid {} \"{p}\"", &p[..6]))?;
+                let size = Some(size as usize);
+                if p.starts_with('s') {
+                    bufs.sndbuf = size;
+                } else {
+                    bufs.rcvbuf = size;
+                }
             }
             p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
             "http2" => {
@@ -299,6 +311,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             addr,
             default_server,
             backlog,
+            bufs,
             ssl: ssl.clone(),
             http2,
             proxy_protocol,

@@ -29,6 +29,51 @@ fn defined_name(arg: &str) -> Result<&str, String> {
     Ok(name)
 }
 
+/// The variable a `map`, `geo` or `split_clients` block defines.
+fn defines(d: &Directive) -> Option<&str> {
+    let arg = match d.name.as_str() {
+        "map" | "split_clients" => d.args.get(1)?,
+        "geo" => d.args.last()?,
+        _ => return None,
+    };
+    arg.strip_prefix('$')
+}
+
+/// Whether `d` (its arguments and block, at any depth) mentions `$name`
+/// or `${name}`.
+fn mentions(d: &Directive, name: &str) -> bool {
+    let in_text = |t: &str| {
+        t.match_indices('$').any(|(i, _)| {
+            let rest = t[i + 1..].strip_prefix('{').unwrap_or(&t[i + 1..]);
+            rest.strip_prefix(name).is_some_and(|after| {
+                !after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            })
+        })
+    };
+    in_text(&d.name)
+        || d.args.iter().any(|a| in_text(a))
+        || d.block.iter().flatten().any(|e| mentions(e, name))
+}
+
+/// The order to read a block's `map`, `geo` and `split_clients`
+/// definitions in: one whose values or source use a variable another of
+/// them defines comes after it, as NGINX resolves variables once the
+/// whole configuration is read (a map may name a map written below it).
+/// A cycle keeps file order, and reading reports the unknown variable.
+pub(super) fn definition_order<'a>(defs: &[&'a Directive]) -> Vec<&'a Directive> {
+    let mut pending: Vec<&Directive> = defs.to_vec();
+    let mut order = Vec::with_capacity(pending.len());
+    while !pending.is_empty() {
+        let ready = pending.iter().position(|d| {
+            pending.iter().all(|other| {
+                std::ptr::eq(*other, *d) || defines(other).is_none_or(|n| !mentions(d, n))
+            })
+        });
+        order.push(pending.remove(ready.unwrap_or(0)));
+    }
+    order
+}
+
 fn set_geo(_: &mut Build, d: &Directive) -> Res {
     let (source, name) = match d.args.as_slice() {
         [name] => (None, defined_name(name)?),

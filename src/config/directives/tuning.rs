@@ -28,6 +28,7 @@ pub(super) static ROWS: &[Spec] = &[
         }
         },
     ),
+    d("client_body_in_single_buffer", HSL, Arity::N(1), flag_only),
     d("proxy_buffers", HSL, Arity::N(2), |b, d| {
         once(b, d)?;
         match (d.args[0].parse::<u64>(), parse_size(&d.args[1])) {

@@ -1,9 +1,9 @@
 //! `upstream { }` and its directives: `server`, `keepalive`,
-//! `keepalive_timeout`, `keepalive_requests`, the balancing methods `hash`,
+//! `keepalive_timeout`, `keepalive_time`, `keepalive_requests`, the balancing methods `hash`,
 //! `ip_hash`, `least_conn`, `random [two [least_conn]]`, and `zone`
 //! (accepted: the workers are threads of one process, so peer state is
 //! shared without a shared-memory zone). `server`,
-//! `keepalive_timeout` and `keepalive_requests` inside `upstream { }` are
+//! `keepalive_timeout`, `keepalive_time` and `keepalive_requests` inside `upstream { }` are
 //! other directives than the same names elsewhere: [`super::find_in`]
 //! picks the row by context.
 
@@ -29,6 +29,10 @@ pub(super) static ROWS: &[Spec] = &[
     d("keepalive_timeout", UPSTREAM, Arity::N(1), |b, d| {
         let t = time(d, &d.args[0])?;
         set_once(&mut b.upstream().keepalive_timeout, t, d)
+    }),
+    d("keepalive_time", UPSTREAM, Arity::N(1), |b, d| {
+        let t = time(d, &d.args[0])?;
+        set_once(&mut b.upstream().keepalive_time, t, d)
     }),
     d("keepalive_requests", UPSTREAM, Arity::N(1), |b, d| {
         let n = number(d, &d.args[0])?;
@@ -92,6 +96,7 @@ pub(super) struct UpstreamB {
     pub(super) keepalive: Option<usize>,
     pub(super) keepalive_timeout: Option<Duration>,
     pub(super) keepalive_requests: Option<u64>,
+    pub(super) keepalive_time: Option<Duration>,
     pub(super) hash: Option<(Template, bool)>,
     pub(super) method: Option<balance::Method>,
     pub(super) zone: Option<String>,
@@ -138,6 +143,7 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
         keepalive: None,
         keepalive_timeout: None,
         keepalive_requests: None,
+        keepalive_time: None,
         hash: None,
         method: None,
         zone: None,
@@ -165,6 +171,7 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
         keepalive: ub.keepalive.unwrap_or(0),
         keepalive_timeout: ub.keepalive_timeout.unwrap_or(Duration::from_secs(60)),
         keepalive_requests: ub.keepalive_requests.unwrap_or(1000),
+        keepalive_time: ub.keepalive_time.unwrap_or(Duration::from_secs(3600)),
     }));
     Ok(())
 }

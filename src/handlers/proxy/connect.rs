@@ -66,6 +66,7 @@ pub(super) async fn connection(
         stream: std::rc::Rc::new(stream),
         addr: addr.clone(),
         requests: 0,
+        opened: std::time::Instant::now(),
         reused: false,
         proxy_header: proxy_header.map(str::to_string),
     })

@@ -389,6 +389,7 @@ fn upstream_response(
         max: group.keepalive,
         timeout: group.keepalive_timeout,
         requests: group.keepalive_requests,
+        time: group.keepalive_time,
     });
     let addr = conn.addr.clone();
     let mut body = UpstreamBody::new(conn, buf, framing, s.proxy_read_timeout, pool_return);

@@ -1,0 +1,56 @@
+//! A `map` (or `geo`, `split_clients`) value or source may name a variable
+//! that another `map` written below it defines, as NGINX resolves
+//! variables once the whole configuration is read; a cycle stays an
+//! error. nginx answers the same configuration the same.
+
+mod common;
+
+use common::*;
+
+const BODY: &str = "map $args $x { default \"x:$y\"; }
+  map $arg_a $y { default none; 1 \"one:$z\"; }
+  split_clients $args $s { 50% \"half:$y\"; * \"rest:$y\"; }
+  map $arg_b $z { default zed; }
+  server { listen 127.0.0.1:{PORT}; location / { return 200 \"$x|$y|$z|$s\\n\"; } }";
+
+#[test]
+fn a_map_may_use_a_later_map() {
+    let s = Server::start(&format!(
+        "daemon off; worker_processes 1; pid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/error.log info; events {{}}\n\
+         http {{ access_log off; {BODY} }}\n"
+    ));
+    let paths = ["/", "/?a=1", "/?a=1&b=2", "/?a=2"];
+    let porter: Vec<String> = paths.iter().map(|p| get(s.port, p).text()).collect();
+    assert_eq!(
+        porter[1],
+        format!(
+            "x:one:zed|one:zed|zed|{}",
+            porter[1].rsplit('|').next().unwrap()
+        )
+    );
+    assert!(porter[0].starts_with("x:none|none|zed|"), "{}", porter[0]);
+    if let Some(n) = Nginx::start(BODY) {
+        let nginx: Vec<String> = paths.iter().map(|p| get(n.port, p).text()).collect();
+        assert_eq!(porter, nginx);
+    }
+}
+
+#[test]
+fn a_cycle_is_still_an_error() {
+    let dir = TempDir::new("mapcycle");
+    let conf = dir.write(
+        "t.conf",
+        "events {} http { map $args $p { default $q; } map $args $q { default $p; } }",
+    );
+    let out = run(&[
+        "-t",
+        "-p",
+        dir.path().to_str().unwrap(),
+        "-c",
+        conf.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown \"q\" variable"), "{err}");
+}
