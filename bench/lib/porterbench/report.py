@@ -1,6 +1,6 @@
 """Aggregation over repetitions, the Markdown report and the targets."""
 
-from .common import summarize
+from .common import NONE_WITHIN_RUN, ratio, summarize
 from .servers import MODE_BY_ID, MODES
 
 # (metric key, column header, lower is better)
@@ -16,8 +16,10 @@ COLUMNS = {
         ("hot_load_p999_ms", "hot p999 ms", True),
         ("cold_req_s", "cold req/s", False),
         ("cold_mb_s", "cold MB/s", False),
+        ("cold_p99_ms", "cold p99 ms", True),
         ("disk_mb_s", "disk MB/s", False),
-        ("disk_iops", "disk IOPS", False),
+        ("disk_iops", "disk reads/s", False),
+        ("disk_read_kib", "disk average read KiB", False),
         ("mem_peak_mib", "mem peak MiB", True),
         ("server_cpu_s", "server CPU s", True),
         ("other_cpu_cores", "other CPU (cores)", True),
@@ -42,7 +44,8 @@ COLUMNS = {
         ("cold_req_s", "cold req/s", False),
         ("cold_mb_s", "cold MB/s", False),
         ("disk_mb_s", "disk MB/s", False),
-        ("disk_iops", "disk IOPS", False),
+        ("disk_iops", "disk reads/s", False),
+        ("disk_read_kib", "disk average read KiB", False),
         ("mem_peak_mib", "mem peak MiB", True),
         ("other_cpu_cores", "other CPU (cores)", True),
         ("loop_busy_max_alone_ms", "porter loop busy max ms, hot alone", True),
@@ -96,7 +99,8 @@ COLUMNS = {
             ("cold_req_s", "cold req/s", False),
             ("cold_mb_s", "cold MB/s", False),
             ("disk_mb_s", "disk MB/s", False),
-            ("disk_iops", "disk IOPS", False),
+            ("disk_iops", "disk reads/s", False),
+        ("disk_read_kib", "disk average read KiB", False),
             ("mem_peak_mib", "mem peak MiB", True),
             ("cache_mib", "cache on disk MiB", False),
             ("fill_s", "fill s", True),
@@ -168,6 +172,8 @@ def aggregate(runs):
 def fmt(v):
     if v is None:
         return "–"
+    if v == NONE_WITHIN_RUN:
+        return "none within the run"
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}"
@@ -229,8 +235,8 @@ def ratio_table(agg, scen, keys):
     for p, n in pairs:
         row = [f"{MODE_BY_ID[p].label} ÷ {MODE_BY_ID[n].label}"]
         for k, _ in keys:
-            a, b = med(agg, scen, p, k), med(agg, scen, n, k)
-            row.append(f"{a / b:.2f}×" if a is not None and b else "n/a")
+            r = ratio(med(agg, scen, p, k), med(agg, scen, n, k))
+            row.append("n/a" if r is None else "∞" if r == NONE_WITHIN_RUN else f"{r:.2f}×")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -298,11 +304,12 @@ def targets(agg):
         if scen not in agg:
             out.append((scen, text, "not run", ""))
             return
-        if a is None or b is None or b == 0:
+        r = ratio(a, b)
+        if r is None:
             miss = [MODE_BY_ID[x].label for x, v in ((num, a), (den, b)) if v is None]
-            out.append((scen, text, "n/a", "no result for " + ", ".join(miss) if miss else "zero"))
+            out.append((scen, text, "n/a", "no result for " + ", ".join(miss) if miss
+                        else f"{MODE_BY_ID[den].label}: {fmt(b)}"))
             return
-        r = a / b
         ok = r <= want if lower_better else r >= want
         out.append((scen, text, "met" if ok else "NOT met",
                     f"{fmt(a)} / {fmt(b)} = {r:.2f}× (want {'≤' if lower_better else '≥'} {want}×)"))

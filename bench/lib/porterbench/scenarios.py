@@ -18,7 +18,7 @@ import time
 
 from . import datasets
 from .cgroups import block_device_of, in_cgroup
-from .common import HarnessError, log, run, sync_and_drop_caches
+from .common import HarnessError, log, ratio, run, sync_and_drop_caches
 from .loadgen import (HttpClient, Sampler, Wrk, close_all, cpu_times, idle_connections,
                       percentiles_ms)
 from .servers import (ProxySettings, porter_metrics, ServerSettings, ServerStartError, config_test,
@@ -243,31 +243,14 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
         stop(srv)
     hot_res_end = resident_fraction(hot_path) if hot_path else None
     secs = io["seconds"]
-    m = {
-        "hot_alone_req_s": alone["req_s"],
-        "hot_alone_mean_ms": alone["lat_mean_ms"],
-        "hot_alone_p99_ms": alone["lat_p99_ms"],
-        "hot_alone_p999_ms": alone["lat_p999_ms"],
-        "hot_load_req_s": hot_r["req_s"],
-        "hot_load_mean_ms": hot_r["lat_mean_ms"],
-        "hot_load_p99_ms": hot_r["lat_p99_ms"],
-        "hot_load_p999_ms": hot_r["lat_p999_ms"],
-        "hot_load_max_ms": hot_r["lat_max_ms"],
-        "hot_ratio": hot_r["req_s"] / alone["req_s"] if alone["req_s"] else None,
-        "hot_p99_ratio": (hot_r["lat_p99_ms"] / alone["lat_p99_ms"]
-                          if alone["lat_p99_ms"] else None),
-        "cold_req_s": cold_r["req_s"],
-        "cold_mb_s": cold_r["mb_s"],
-        "cold_p99_ms": cold_r["lat_p99_ms"],
-        "disk_mb_s": io["cg_read_mb_s"],
-        "disk_iops": io["cg_read_iops"],
-        "device_mb_s": io["disk_read_mb_s"],
+    m = cold_hot_figures(alone, hot_r, cold_r, io)
+    m.update({
         "mem_peak_mib": memst["max_usage"] / MiB,
         "server_cpu_s": (cpu1 - cpu0) / 1e9,
         # CPU used by neither the server nor wrk during the mixed run, in cores
         "other_cpu_cores": ((ct1["all"] - ct0["all"]) - (cpu1 - cpu_mid) / 1e9
                             - (ct1["children"] - ct0["children"])) / secs,
-    }
+    })
     errs = {"hot_alone": alone["errors"], "hot_load": hot_r["errors"], "cold": cold_r["errors"]}
     rec.setdefault("errors", {}).update(errs)
     for name, e in errs.items():
@@ -317,6 +300,32 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
     return rec
 
 
+
+
+def cold_hot_figures(alone, hot_r, cold_r, io):
+    """S1/S2/S4 C figures from the three wrk results (Wrk.result) and the
+    disk sampler's (Sampler.stop). A client that completed no request gives
+    0 req/s and latencies NONE_WITHIN_RUN: a result, never an exception."""
+    return {
+        "hot_alone_req_s": alone["req_s"],
+        "hot_alone_mean_ms": alone["lat_mean_ms"],
+        "hot_alone_p99_ms": alone["lat_p99_ms"],
+        "hot_alone_p999_ms": alone["lat_p999_ms"],
+        "hot_load_req_s": hot_r["req_s"],
+        "hot_load_mean_ms": hot_r["lat_mean_ms"],
+        "hot_load_p99_ms": hot_r["lat_p99_ms"],
+        "hot_load_p999_ms": hot_r["lat_p999_ms"],
+        "hot_load_max_ms": hot_r["lat_max_ms"],
+        "hot_ratio": ratio(hot_r["req_s"], alone["req_s"]),
+        "hot_p99_ratio": ratio(hot_r["lat_p99_ms"], alone["lat_p99_ms"]),
+        "cold_req_s": cold_r["req_s"],
+        "cold_mb_s": cold_r["mb_s"],
+        "cold_p99_ms": cold_r["lat_p99_ms"],
+        "disk_mb_s": io["cg_read_mb_s"],
+        "disk_iops": io["cg_read_iops"],
+        "disk_read_kib": ratio(io["cg_read_mb_s"] * 1e6 / 1024, io["cg_read_iops"]),
+        "device_mb_s": io["disk_read_mb_s"],
+    }
 
 
 def loop_figures(pm0, pm1):
