@@ -17,6 +17,7 @@ COLUMNS = {
         ("cold_req_s", "cold req/s", False),
         ("cold_mb_s", "cold MB/s", False),
         ("cold_p99_ms", "cold p99 ms", True),
+        ("cold_of_throttle", "cold MB/s ÷ throttle", False),
         ("disk_mb_s", "disk MB/s", False),
         ("disk_iops", "disk reads/s", False),
         ("disk_read_kib", "disk average read KiB", False),
@@ -372,6 +373,35 @@ def targets(agg):
         if "S2" in agg:
             every_rep("S2", mode, f"S2: {label} hot p99 under load ≤ 5× hot alone p99, every rep",
                       "hot_p99_ratio", 5.0, True)
+    # Cold throughput (issue 27), judged by porter's worst repetition
+    # against nginx's median in the same run.
+    def worst_vs(scen, mode, den, text, key, want, lower_better=False):
+        m = agg.get(scen, {}).get(mode)
+        s = m["metrics"].get(key) if m and m["status"] in ("ok", "partial") else None
+        b = med(agg, scen, den, key)
+        if scen not in agg or s is None or b is None:
+            return
+        worst = s["max"] if lower_better else s["min"]
+        r = ratio(worst, b)
+        if r is None:
+            out.append((scen, text, "n/a", f"{MODE_BY_ID[den].label}: {fmt(b)}"))
+            return
+        ok = r <= want if lower_better else r >= want
+        out.append((scen, text, "met" if ok else "NOT met",
+                    f"worst of {s['n']} reps {fmt(worst)} / {fmt(b)} = {r:.2f}× "
+                    f"(want {'≤' if lower_better else '≥'} {want}×)"))
+
+    for mode in ("porter-threads", "porter-aio-on"):
+        if mode not in agg.get("S1", {}):
+            continue
+        label = MODE_BY_ID[mode].label
+        worst_vs("S1", mode, "nginx-threads",
+                 f"S1: {label} cold MB/s ≥ 0.95× nginx aio threads, worst rep", "cold_mb_s", 0.95)
+        worst_vs("S1", mode, "nginx-threads",
+                 f"S1: {label} cold p99 ≤ nginx aio threads, worst rep", "cold_p99_ms", 1.0,
+                 lower_better=True)
+        every_rep("S1", mode, f"S1: {label} cold MB/s ≥ 0.9× the disk's byte limit, every rep",
+                  "cold_of_throttle", 0.9, False)
     ratio_target("S1", "S1: porter aio threads hot req/s under load ≥ nginx aio threads",
                  "porter-threads", "nginx-threads", "hot_load_req_s", 1.0)
     ratio_target("S2", "S2: porter aio threads hot p99 under load ≤ 0.1× nginx aio threads",

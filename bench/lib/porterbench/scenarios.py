@@ -245,6 +245,8 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
     secs = io["seconds"]
     m = cold_hot_figures(alone, hot_r, cold_r, io)
     m.update({
+        # the cold clients' throughput as a share of the disk's byte limit
+        "cold_of_throttle": ratio(cold_r["mb_s"], rbps / 1e6),
         "mem_peak_mib": memst["max_usage"] / MiB,
         "server_cpu_s": (cpu1 - cpu0) / 1e9,
         # CPU used by neither the server nor wrk during the mixed run, in cores
@@ -974,6 +976,14 @@ PARAM_DOC = {
     "wrk_timeout_s": (60, 60, 30, "wrk --timeout (responses slower than this are errors)"),
     "tls": (0, 0, 0, "1: the servers listen with `ssl` (TLS 1.3, a self-signed ECDSA P-256 "
                      "certificate made in the data directory) and wrk speaks https"),
+    "disk": ("", "", "", "the emulated disk of S1, S2 and S4 C: empty, each scenario's own "
+                         "throttle (bytes/s and a high requests/s limit: an SSD-like disk "
+                         "limited by bandwidth); `hdd`, a seek-bound disk: the same bytes/s "
+                         "and at most `hdd_riops` read requests/s (a hard disk, a cloud "
+                         "volume's operation quota), so small reads meet the operation limit "
+                         "before the bandwidth (issue 27)"),
+    "hdd_riops": (200, 200, 200, "read requests/s of `--set disk=hdd` (replaces s1/s2/s4.riops "
+                                 "not set on the command line)"),
     "s1.files": (512, 512, 12, "S1 cold files"),
     "s1.file_mb": (4, 4, 4, "S1 file size, MiB"),
     "s1.mem_mb": (256, 256, 32, "S1 server memory cgroup limit, MiB (page cache included)"),
