@@ -19,15 +19,14 @@
 
 mod common;
 
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::blkio::Throttle;
 use common::metrics::Metrics;
 use common::*;
 
-const BLKIO: &str = "/sys/fs/cgroup/blkio";
 /// The throttle: cold files need seconds, one small read milliseconds.
 const READ_BPS: u64 = 16_000_000;
 const COLD: usize = 24;
@@ -40,62 +39,6 @@ const HOLES: [usize; 3] = [256 * 1024, 1024 * 1024, 1792 * 1024];
 /// direct I/O (docs/design.md, *Miss scheduling*).
 const SMALL_HOLE: usize = 16 * 1024;
 const LARGE_HOLE: usize = 256 * 1024;
-
-/// A blkio cgroup of this test, removed when dropped (after the server).
-struct Throttle(PathBuf);
-
-impl Throttle {
-    /// A cgroup throttling reads from the disk holding `dir`, or why not.
-    fn new(dir: &Path) -> Result<Throttle, String> {
-        if !rustix::process::geteuid().is_root() {
-            return Err("not root".into());
-        }
-        if !Path::new(BLKIO)
-            .join("blkio.throttle.read_bps_device")
-            .exists()
-        {
-            return Err(format!("no cgroup v1 blkio controller at {BLKIO}"));
-        }
-        let dev = std::fs::metadata(dir).unwrap().dev();
-        let (major, minor) = (libc::major(dev), libc::minor(dev));
-        // A partition is throttled through its whole disk.
-        let sys = format!("/sys/dev/block/{major}:{minor}");
-        let disk = if Path::new(&sys).join("partition").exists() {
-            std::fs::read_to_string(Path::new(&sys).join("../dev"))
-                .map_err(|e| format!("{sys}/../dev: {e}"))?
-                .trim()
-                .to_string()
-        } else if Path::new(&sys).exists() {
-            format!("{major}:{minor}")
-        } else {
-            return Err(format!("{} is not on a block device", dir.display()));
-        };
-        let cg = Path::new(BLKIO).join(format!("porter-test-{}", std::process::id()));
-        std::fs::create_dir_all(&cg).map_err(|e| e.to_string())?;
-        std::fs::write(
-            cg.join("blkio.throttle.read_bps_device"),
-            format!("{disk} {READ_BPS}"),
-        )
-        .map_err(|e| format!("throttle {disk}: {e}"))?;
-        Ok(Throttle(cg))
-    }
-
-    /// Moves process `pid` (every thread of it) into the cgroup.
-    fn enter(&self, pid: u32) {
-        std::fs::write(self.0.join("cgroup.procs"), pid.to_string()).unwrap();
-    }
-}
-
-impl Drop for Throttle {
-    fn drop(&mut self) {
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.0).is_ok() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
 
 fn body(seed: usize) -> Vec<u8> {
     (0..FILE_LEN)
@@ -160,7 +103,7 @@ fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Files on the real disk (not a tmpfs): the test's temporary directory.
     let data = TempDir::new("diskq");
-    let throttle = match Throttle::new(data.path()) {
+    let throttle = match Throttle::new(data.path(), READ_BPS, None) {
         Ok(t) => t,
         Err(why) => {
             if std::env::var_os("PORTER_REQUIRE_BLKIO").is_some() {

@@ -118,7 +118,7 @@ impl HotHoles {
     }
 
     /// Whether `f` is hot (see the module header).
-    fn is_hot(&self, f: &OpenFile) -> bool {
+    pub(super) fn is_hot(&self, f: &OpenFile) -> bool {
         if f.cached_run.get() >= HOT_RUN {
             return true;
         }

@@ -35,6 +35,7 @@
 //! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
 //! | `sent.rs` | [`sent::Route`]: which route delivered body bytes (`porter_disk_send_bytes_total`) |
 //! | `hot_hole.rs` | a hot file's hole larger than 64 KiB: read once with direct I/O, kept a moment |
+//! | `readahead.rs` | porter's readahead: a cold stream reads one device-sized window per bulk task |
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
@@ -50,6 +51,7 @@ mod open;
 pub mod open_file_cache;
 pub mod pool;
 pub mod priority;
+mod readahead;
 mod send;
 pub mod sent;
 mod types;
@@ -382,6 +384,86 @@ mod tests {
         });
     }
 
+    /// Sends all of `f` in `count`-byte calls, as the response writer does.
+    async fn send_all(disk: &Disk, sock: &TcpStream, f: &OpenFile, count: usize) {
+        let mut off = 0;
+        while off < f.meta.size {
+            match disk.sendfile(sock, f, &mut off, count).await {
+                Ok(n) => assert!(n > 0),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => sock.writable().await.unwrap(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_cold_stream_reads_one_window_per_bulk_task_and_probes_no_hole() {
+        fastpath::probe();
+        if !fastpath::features().read_nowait {
+            return;
+        }
+        let d = dir();
+        let p = d.join("cold-stream");
+        let len = 2 * 1024 * 1024 + 100 * 1024;
+        std::fs::write(&p, vec![5u8; len]).unwrap();
+        let disk = Disk::new(pools(4, 64));
+        rt().block_on(async {
+            let sock = drained_socket().await;
+            let io = threads(&disk, true);
+            let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
+            f.file.sync_all().unwrap();
+            rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+            // As for root's files served by `nobody`: the copy fast path.
+            f.cachestat_denied.set(true);
+            let (before, short_before) = (tasks_done(&disk), short_done(&disk));
+            send_all(&disk, &sock, &f, 128 * 1024).await;
+            let window = readahead::window(f.meta.id.0) as usize;
+            let bulk = (tasks_done(&disk) - before) - (short_done(&disk) - short_before);
+            assert_eq!(short_done(&disk), short_before, "a cold stream read a hole");
+            assert_eq!(
+                bulk as usize,
+                len.div_ceil(window),
+                "one bulk task per window"
+            );
+            assert_eq!(
+                fastpath::cached_pages(&f.file, 0, len as u64).map(|(r, p)| r == p),
+                Some(true)
+            );
+        });
+    }
+
+    #[test]
+    fn a_request_of_a_hot_file_that_meets_a_hole_keeps_its_short_read() {
+        fastpath::probe();
+        if !fastpath::features().read_nowait || !fastpath::features().cachestat {
+            return;
+        }
+        let d = dir();
+        let p = d.join("hot-stream");
+        let len = 1024 * 1024;
+        std::fs::write(&p, vec![6u8; len]).unwrap();
+        let disk = Disk::new(pools(4, 64));
+        rt().block_on(async {
+            let sock = drained_socket().await;
+            let io = threads(&disk, true);
+            let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
+            // The hole is at the request's first byte: a hot file's.
+            cache_all_but(&f, &p, len, 0..16 * 1024);
+            f.cachestat_denied.set(true);
+            disk.hot.saw_cached(&f, 0, hot_hole::HOT_RUN);
+            let g = f.clone();
+            let (before, short_before) = (tasks_done(&disk), short_done(&disk));
+            send_all(&disk, &sock, &g, 128 * 1024).await;
+            let tasks = tasks_done(&disk) - before;
+            assert!(tasks >= 1, "the hole was not read by the pool");
+            assert_eq!(
+                tasks,
+                short_done(&disk) - short_before,
+                "a bulk read for a hole"
+            );
+        });
+    }
+
     #[test]
     fn requests_meeting_the_same_hole_wait_for_one_read() {
         fastpath::probe();
@@ -399,6 +481,9 @@ mod tests {
             let f = disk.open(&io, &p, &any_path(), None).await.unwrap();
             cache_all_but(&f, &p, 512 * 1024, 256 * 1024..260 * 1024);
             f.cachestat_denied.set(true);
+            // A file many requests meet a hole of is hot: a first send of a
+            // file that is not is a cold stream's (`readahead`).
+            disk.hot.saw_cached(&f, 0, hot_hole::HOT_RUN);
             let g = f.clone();
             // Keep the only thread busy a moment, so both requests meet the
             // hole before any read of it ends.

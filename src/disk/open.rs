@@ -55,8 +55,12 @@ pub struct OpenFile {
     /// file's own reads did not bring in, since its last cold miss: how a
     /// hot file is told (`hot_hole`).
     pub(super) cached_run: Cell<u64>,
-    /// The end of the last cold range read for this open file.
+    /// The end of the last cold range read for this open file: where its
+    /// cold stream's next window starts (`readahead`).
     pub(super) own_until: Cell<u64>,
+    /// Whether a send of this open file has sent anything yet (a miss at
+    /// the first send of a file not hot starts a cold stream).
+    pub(super) sent_any: Cell<bool>,
 }
 
 impl Clone for OpenFile {
@@ -85,6 +89,7 @@ impl OpenFile {
             nowait_refused: Cell::new(None),
             cached_run: Cell::new(0),
             own_until: Cell::new(0),
+            sent_any: Cell::new(false),
         }
     }
 

@@ -24,6 +24,7 @@ use super::hot_hole;
 use super::io::offload;
 use super::open::{pread_full, OpenFile};
 use super::pool::{Lane, ThreadPool};
+use super::readahead;
 use super::sent::{self, counted, Route};
 use super::types::{file_error, socket_side};
 use super::Disk;
@@ -48,11 +49,14 @@ enum Decision {
     Pool { kept_off: bool, lane: Lane },
 }
 
-/// A send the loop hands to the pool: its lane, and whether pages were
-/// missing (not only still being read in by readahead).
+/// A send the loop hands to the pool: its lane, whether pages were
+/// missing (not only still being read in by readahead), and how many
+/// bytes from the offset a bulk task asks the disk for (one window,
+/// `readahead`).
 struct Miss {
     lane: Lane,
     missed: bool,
+    read: u64,
 }
 
 /// The lane of a send missing `missing` of its pages.
@@ -87,6 +91,21 @@ impl Disk {
         offset: &mut u64,
         count: usize,
     ) -> io::Result<usize> {
+        let r = self.send_range(stream, f, offset, count).await;
+        if matches!(r, Ok(n) if n > 0) {
+            f.sent_any.set(true);
+        }
+        r
+    }
+
+    /// [`Disk::sendfile`], before noting that the open file sent bytes.
+    async fn send_range(
+        &self,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        count: usize,
+    ) -> io::Result<usize> {
         let inline_sendfile = |offset: &mut u64| {
             let r = stream
                 .try_io(Interest::WRITABLE, || {
@@ -96,7 +115,7 @@ impl Disk {
             counted(Route::Sendfile, r)
         };
         if let Some(ring) = &f.io.ring {
-            return ring.send_file(stream, f, offset, count).await;
+            return ring.send_file(stream, f, &self.hot, offset, count).await;
         }
         let Some(pool) = &f.io.pool else {
             return inline_sendfile(offset);
@@ -110,31 +129,18 @@ impl Disk {
                     return inline_sendfile(offset);
                 }
                 Decision::Copy => {
-                    if let Some(r) = self.copy_counted(stream, f, offset, len) {
-                        fastpath::count(Op::Sendfile, true);
-                        return r;
+                    // Where a cold stream's last window ended nothing is
+                    // read yet: no probe (it would queue a page of its own).
+                    if !readahead::at_window_end(f, &self.hot, *offset) {
+                        if let Some(r) = self.copy_counted(stream, f, offset, len) {
+                            fastpath::count(Op::Sendfile, true);
+                            return r;
+                        }
                     }
                     fastpath::count(Op::Sendfile, false);
-                    // A hot file's large hole, read a moment ago.
-                    if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
+                    if let Some(r) = self.copy_miss(pool, stream, f, offset, len).await {
                         return r;
                     }
-                    // Nothing cached at `offset`: a small hole is read
-                    // alone, in the short lane, and the copy goes on; a
-                    // larger one in a hot file is read with direct I/O
-                    // (`hot_hole`), also in the short lane.
-                    if let Some(hole) = fastpath::small_hole(&f.file, *offset, len, SHORT_MISS) {
-                        self.fill_hole_once(pool, f, *offset, hole).await?;
-                        if let Some(r) = self.copy_counted(stream, f, offset, len) {
-                            return r;
-                        }
-                    } else if let Some(hole) = self.hot.hole(f, *offset, len) {
-                        self.read_hole_once(pool, f, *offset, hole).await?;
-                        if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
-                            return r;
-                        }
-                    }
-                    self.hot.saw_cold(f, *offset, len);
                 }
                 Decision::Pool {
                     kept_off: k,
@@ -149,11 +155,59 @@ impl Disk {
             // a real miss: the sendfile to come will start readahead
             fastpath::note_offloaded(f.meta.id);
         }
+        // A cold range is read one window at a time (`readahead`): the
+        // stream's next send starts where this window ends.
+        let read = match lane {
+            Lane::Bulk => {
+                let read = readahead::read_len(f, *offset, len);
+                self.hot.saw_cold(f, *offset, read);
+                read
+            }
+            Lane::Short => len,
+        };
         let miss = Miss {
             lane,
             missed: !kept_off,
+            read,
         };
         sendfile_on_pool(pool, miss, stream, f, offset, count, len).await
+    }
+
+    /// A miss of the copy fast path at `offset`: a hot file's large hole
+    /// read a moment ago is sent from its buffer; a small hole is read
+    /// alone, in the short lane, and the copy goes on; a larger one in a
+    /// hot file is read with direct I/O (`hot_hole`), also in the short
+    /// lane. `None`: a cold range (a cold stream's miss is never probed as
+    /// a hole, `readahead`), for the bulk lane.
+    async fn copy_miss(
+        &self,
+        pool: &ThreadPool,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        len: u64,
+    ) -> Option<io::Result<usize>> {
+        if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
+            return Some(r);
+        }
+        if len <= SHORT_MISS || !readahead::cold_stream(f, &self.hot) {
+            if let Some(hole) = fastpath::small_hole(&f.file, *offset, len, SHORT_MISS) {
+                if let Err(e) = self.fill_hole_once(pool, f, *offset, hole).await {
+                    return Some(Err(e));
+                }
+                if let Some(r) = self.copy_counted(stream, f, offset, len) {
+                    return Some(r);
+                }
+            } else if let Some(hole) = self.hot.hole(f, *offset, len) {
+                if let Err(e) = self.read_hole_once(pool, f, *offset, hole).await {
+                    return Some(Err(e));
+                }
+                if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
+                    return Some(r);
+                }
+            }
+        }
+        None
     }
 
     /// The fast path's decision for `len` bytes of `f` at `offset`.
@@ -365,7 +419,7 @@ async fn sendfile_on_pool(
     let file = f.file.clone();
     let start = *offset;
     let (id, fast) = (f.meta.id, f.io.fast);
-    let Miss { lane, missed } = miss;
+    let Miss { lane, missed, read } = miss;
     let sent = offload(pool, lane, move || {
         let mut off = start;
         // Whether this call reads from the disk (and leaves readahead in
@@ -379,17 +433,15 @@ async fn sendfile_on_pool(
         if lane == Lane::Bulk {
             // The kernel does no readahead on this descriptor (see
             // `fastpath::own_readahead`), and `sendfile` asks for a pipe's
-            // worth (64 KiB) at a time: ask for the chunk in one request.
-            // The gate counts this task for as long as the read takes.
-            let want = (count as u64).min(len);
-            let _ = rustix::fs::fadvise(
-                &*file,
-                start,
-                std::num::NonZeroU64::new(want),
-                rustix::fs::Advice::WillNeed,
-            );
+            // worth (64 KiB) at a time: ask for the window in one request.
+            readahead::ask(&file, start, read);
         }
         let r = sendfile_some(&sock, &file, &mut off, count);
+        if lane == Lane::Bulk {
+            // The gate counts this task until the whole window is in,
+            // also where the socket took less than it.
+            readahead::wait(&file, start, read);
+        }
         if from_disk {
             fastpath::note_offloaded(id);
         }

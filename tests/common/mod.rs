@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod blkio;
 pub mod h2client;
 pub mod metrics;
 pub mod origin;

@@ -160,6 +160,23 @@ def porter_revision():
         return "unknown"
 
 
+# A latency figure of a client none of whose requests completed within the
+# run: every request took longer than the run. It sorts as the worst value,
+# so a repetition that served nothing fails a latency target instead of
+# dropping out of the worst-of-N (a None would), and prints as
+# "none within the run" (report.fmt).
+NONE_WITHIN_RUN = float("inf")
+
+
+def ratio(a, b):
+    """a ÷ b, or None where it means nothing (a figure missing, b zero or
+    none within the run); a latency none within the run over a finite one
+    stays NONE_WITHIN_RUN (worse than any)."""
+    if a is None or b is None or b == 0 or b == NONE_WITHIN_RUN:
+        return None
+    return a / b
+
+
 def summarize(values):
     """median, min, max, n of the non-None values (None when there are none)."""
     vals = [v for v in values if v is not None]

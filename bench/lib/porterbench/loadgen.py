@@ -16,7 +16,7 @@ import threading
 import time
 
 from .cgroups import diskstats, lo_tx_bytes
-from .common import CGEXEC, LUA_DIR, TLS, HarnessError, scheme
+from .common import CGEXEC, LUA_DIR, NONE_WITHIN_RUN, TLS, HarnessError, scheme
 
 
 class Wrk:
@@ -67,11 +67,13 @@ class Wrk:
                     "req_s": r["requests"] / d,
                     "mb_s": r["bytes"] / d / 1e6,
                     "errors": r["errors"],
-                    "lat_mean_ms": lat["mean"] / 1000 if r["requests"] else None,
-                    "lat_p50_ms": pc["50"] / 1000 if r["requests"] else None,
-                    "lat_p99_ms": pc["99"] / 1000 if r["requests"] else None,
-                    "lat_p999_ms": pc["99.9"] / 1000 if r["requests"] else None,
-                    "lat_max_ms": lat["max"] / 1000 if r["requests"] else None,
+                    # no request completed: a result (0 req/s, every
+                    # latency "none within the run"), not a harness error
+                    "lat_mean_ms": lat["mean"] / 1000 if r["requests"] else NONE_WITHIN_RUN,
+                    "lat_p50_ms": pc["50"] / 1000 if r["requests"] else NONE_WITHIN_RUN,
+                    "lat_p99_ms": pc["99"] / 1000 if r["requests"] else NONE_WITHIN_RUN,
+                    "lat_p999_ms": pc["99.9"] / 1000 if r["requests"] else NONE_WITHIN_RUN,
+                    "lat_max_ms": lat["max"] / 1000 if r["requests"] else NONE_WITHIN_RUN,
                     "percentiles_ms": {k: v / 1000 for k, v in pc.items()} if r["requests"] else {},
                     "cmd": " ".join(self.cmd),
                 }

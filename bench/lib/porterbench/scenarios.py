@@ -18,7 +18,7 @@ import time
 
 from . import datasets
 from .cgroups import block_device_of, in_cgroup
-from .common import HarnessError, log, run, sync_and_drop_caches
+from .common import HarnessError, log, ratio, run, sync_and_drop_caches
 from .loadgen import (HttpClient, Sampler, Wrk, close_all, cpu_times, idle_connections,
                       percentiles_ms)
 from .servers import (ProxySettings, porter_metrics, ServerSettings, ServerStartError, config_test,
@@ -243,31 +243,16 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
         stop(srv)
     hot_res_end = resident_fraction(hot_path) if hot_path else None
     secs = io["seconds"]
-    m = {
-        "hot_alone_req_s": alone["req_s"],
-        "hot_alone_mean_ms": alone["lat_mean_ms"],
-        "hot_alone_p99_ms": alone["lat_p99_ms"],
-        "hot_alone_p999_ms": alone["lat_p999_ms"],
-        "hot_load_req_s": hot_r["req_s"],
-        "hot_load_mean_ms": hot_r["lat_mean_ms"],
-        "hot_load_p99_ms": hot_r["lat_p99_ms"],
-        "hot_load_p999_ms": hot_r["lat_p999_ms"],
-        "hot_load_max_ms": hot_r["lat_max_ms"],
-        "hot_ratio": hot_r["req_s"] / alone["req_s"] if alone["req_s"] else None,
-        "hot_p99_ratio": (hot_r["lat_p99_ms"] / alone["lat_p99_ms"]
-                          if alone["lat_p99_ms"] else None),
-        "cold_req_s": cold_r["req_s"],
-        "cold_mb_s": cold_r["mb_s"],
-        "cold_p99_ms": cold_r["lat_p99_ms"],
-        "disk_mb_s": io["cg_read_mb_s"],
-        "disk_iops": io["cg_read_iops"],
-        "device_mb_s": io["disk_read_mb_s"],
+    m = cold_hot_figures(alone, hot_r, cold_r, io)
+    m.update({
+        # the cold clients' throughput as a share of the disk's byte limit
+        "cold_of_throttle": ratio(cold_r["mb_s"], rbps / 1e6),
         "mem_peak_mib": memst["max_usage"] / MiB,
         "server_cpu_s": (cpu1 - cpu0) / 1e9,
         # CPU used by neither the server nor wrk during the mixed run, in cores
         "other_cpu_cores": ((ct1["all"] - ct0["all"]) - (cpu1 - cpu_mid) / 1e9
                             - (ct1["children"] - ct0["children"])) / secs,
-    }
+    })
     errs = {"hot_alone": alone["errors"], "hot_load": hot_r["errors"], "cold": cold_r["errors"]}
     rec.setdefault("errors", {}).update(errs)
     for name, e in errs.items():
@@ -317,6 +302,32 @@ def measure_cold_hot(ctx, srv, rec, k, list_file, hot_uri, hot_path, mem, rbps, 
     return rec
 
 
+
+
+def cold_hot_figures(alone, hot_r, cold_r, io):
+    """S1/S2/S4 C figures from the three wrk results (Wrk.result) and the
+    disk sampler's (Sampler.stop). A client that completed no request gives
+    0 req/s and latencies NONE_WITHIN_RUN: a result, never an exception."""
+    return {
+        "hot_alone_req_s": alone["req_s"],
+        "hot_alone_mean_ms": alone["lat_mean_ms"],
+        "hot_alone_p99_ms": alone["lat_p99_ms"],
+        "hot_alone_p999_ms": alone["lat_p999_ms"],
+        "hot_load_req_s": hot_r["req_s"],
+        "hot_load_mean_ms": hot_r["lat_mean_ms"],
+        "hot_load_p99_ms": hot_r["lat_p99_ms"],
+        "hot_load_p999_ms": hot_r["lat_p999_ms"],
+        "hot_load_max_ms": hot_r["lat_max_ms"],
+        "hot_ratio": ratio(hot_r["req_s"], alone["req_s"]),
+        "hot_p99_ratio": ratio(hot_r["lat_p99_ms"], alone["lat_p99_ms"]),
+        "cold_req_s": cold_r["req_s"],
+        "cold_mb_s": cold_r["mb_s"],
+        "cold_p99_ms": cold_r["lat_p99_ms"],
+        "disk_mb_s": io["cg_read_mb_s"],
+        "disk_iops": io["cg_read_iops"],
+        "disk_read_kib": ratio(io["cg_read_mb_s"] * 1e6 / 1024, io["cg_read_iops"]),
+        "device_mb_s": io["disk_read_mb_s"],
+    }
 
 
 def loop_figures(pm0, pm1):
@@ -965,6 +976,14 @@ PARAM_DOC = {
     "wrk_timeout_s": (60, 60, 30, "wrk --timeout (responses slower than this are errors)"),
     "tls": (0, 0, 0, "1: the servers listen with `ssl` (TLS 1.3, a self-signed ECDSA P-256 "
                      "certificate made in the data directory) and wrk speaks https"),
+    "disk": ("", "", "", "the emulated disk of S1, S2 and S4 C: empty, each scenario's own "
+                         "throttle (bytes/s and a high requests/s limit: an SSD-like disk "
+                         "limited by bandwidth); `hdd`, a seek-bound disk: the same bytes/s "
+                         "and at most `hdd_riops` read requests/s (a hard disk, a cloud "
+                         "volume's operation quota), so small reads meet the operation limit "
+                         "before the bandwidth (issue 27)"),
+    "hdd_riops": (200, 200, 200, "read requests/s of `--set disk=hdd` (replaces s1/s2/s4.riops "
+                                 "not set on the command line)"),
     "s1.files": (512, 512, 12, "S1 cold files"),
     "s1.file_mb": (4, 4, 4, "S1 file size, MiB"),
     "s1.mem_mb": (256, 256, 32, "S1 server memory cgroup limit, MiB (page cache included)"),

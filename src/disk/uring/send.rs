@@ -13,7 +13,9 @@ use tokio::net::TcpStream;
 
 use super::Ring;
 use crate::disk::fastpath::{self, Op};
+use crate::disk::hot_hole::HotHoles;
 use crate::disk::open::OpenFile;
+use crate::disk::readahead;
 use crate::disk::send::{send_now, SHORT_MISS};
 use crate::disk::sent::{self, Route};
 use crate::disk::types::file_error;
@@ -41,6 +43,7 @@ impl Ring {
         self: &Rc<Self>,
         stream: &TcpStream,
         f: &OpenFile,
+        hot: &HotHoles,
         offset: &mut u64,
         count: usize,
     ) -> io::Result<usize> {
@@ -57,9 +60,15 @@ impl Ring {
         if len == 0 {
             return Ok(0);
         }
-        let mut buf = self.buffer(len);
+        // A cold stream reads one window at a time (`readahead`); the
+        // socket takes it over the next sends, from `Unsent`.
+        let window = readahead::read_len(f, *offset, len as u64) as usize;
+        let mut buf = self.buffer(len.max(window));
         let mut got = 0;
-        if f.io.fast && fastpath::features().read_nowait {
+        // Where a cold stream's last window ended nothing is read yet: no
+        // probe (it would queue a page of its own).
+        let fast = f.io.fast && !readahead::at_window_end(f, hot, *offset);
+        if fast && fastpath::features().read_nowait {
             got = match fastpath::read_nowait(&f.file, &mut buf[..len], *offset) {
                 Ok(n) => n,
                 Err(e) => {
@@ -71,25 +80,33 @@ impl Ring {
             if got == 0 {
                 // a real miss: the read to come will start readahead
                 fastpath::note_offloaded(f.meta.id);
+            } else {
+                hot.saw_cached(f, *offset, got as u64);
             }
         }
         if got == 0 {
             // A small hole in a cached range is read at once; a cold range
-            // waits for a place in the ring's gate, so that the disk's
-            // queue stays short for such holes.
+            // (a cold stream's miss is never probed as a hole) waits for a
+            // place in the ring's gate, so that the disk's queue stays
+            // short for such holes, and reads a whole window.
             let hole = f.io.fast
+                && (len as u64 <= SHORT_MISS || !readahead::cold_stream(f, hot))
                 && fastpath::small_hole(&f.file, *offset, len as u64, SHORT_MISS).is_some();
             let _permit = if hole {
                 None
             } else {
                 Some(self.cold_permit().await)
             };
+            let read = if hole { len } else { window };
+            if !hole {
+                hot.saw_cold(f, *offset, read as u64);
+            }
             // A cold range goes straight to an io-wq thread: submitted
             // here, the kernel would allocate its page-cache pages on the
             // loop, and under a memory cgroup's limit that allocation
             // reclaims first (seen as 15-30 ms asleep in S1).
             let punt = !hole || f.ring_punts(*offset);
-            let (r, b) = self.read(&f.file, buf, 0..len, *offset, punt).await;
+            let (r, b) = self.read(&f.file, buf, 0..read, *offset, punt).await;
             buf = b;
             got = match r {
                 Ok(0) | Err(_) => {
