@@ -34,6 +34,7 @@
 //! | `open.rs` | [`PathRules`], [`OpenFile`], open/stat/read, [`Disk::open`] with `open_file_cache` |
 //! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
 //! | `sent.rs` | [`sent::Route`]: which route delivered body bytes (`porter_disk_send_bytes_total`) |
+//! | `direct.rs` | `directio`: [`Disk::set_direct`], reads around the page cache with `O_DIRECT` |
 //! | `hot_hole.rs` | a hot file's hole larger than 64 KiB: read once with direct I/O, kept a moment |
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
@@ -42,6 +43,7 @@
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
 pub mod bulk_gate;
+mod direct;
 pub mod fastpath;
 mod hot_hole;
 mod io;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use rustix::fs::{OFlags, ResolveFlags};
 
+use super::direct::Direct;
 use super::fastpath::{self, Op};
 use super::io::{offload, Io};
 use super::open_file_cache::{self, OpenFileCacheSettings};
@@ -57,6 +58,8 @@ pub struct OpenFile {
     pub(super) cached_run: Cell<u64>,
     /// The end of the last cold range read for this open file.
     pub(super) own_until: Cell<u64>,
+    /// `directio`: reads bypass the page cache (`direct.rs`).
+    pub(super) direct: Option<Direct>,
 }
 
 impl Clone for OpenFile {
@@ -66,6 +69,7 @@ impl Clone for OpenFile {
         OpenFile {
             cachestat_denied: self.cachestat_denied.clone(),
             nowait_refused: self.nowait_refused.clone(),
+            direct: self.direct.clone(),
             ..OpenFile::new(self.file.clone(), self.meta, self.io.clone())
         }
     }
@@ -85,6 +89,7 @@ impl OpenFile {
             nowait_refused: Cell::new(None),
             cached_run: Cell::new(0),
             own_until: Cell::new(0),
+            direct: None,
         }
     }
 
@@ -92,6 +97,9 @@ impl OpenFile {
     /// file. With the fast path a short `RWF_NOWAIT` read keeps what it
     /// got and offloads only the rest.
     pub async fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if let Some(d) = &self.direct {
+            return self.read_direct(d, buf, offset).await;
+        }
         let Some(pool) = &self.io.pool else {
             return pread_full(&self.file, buf, offset).map_err(|e| file_error("pread", e));
         };
