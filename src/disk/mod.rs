@@ -39,6 +39,7 @@
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
+//! | `realpath.rs` | [`realpath_now`] (`$realpath_root`): the cached walk first |
 //! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
@@ -52,6 +53,7 @@ mod open;
 pub mod open_file_cache;
 pub mod pool;
 pub mod priority;
+mod realpath;
 mod send;
 pub mod sent;
 mod types;
@@ -67,6 +69,7 @@ pub use self::open::{OpenFile, PathRules};
 use self::open_file_cache::OpenFileCache;
 pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
+pub use self::realpath::realpath_now;
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 use self::uring::Ring;
 

@@ -206,6 +206,9 @@ struct Connection<H> {
     out: Vec<u8>,
     /// Requests read on this connection.
     requests: u64,
+    /// The next head was already in `buf` when the last request ended
+    /// (`$pipe`).
+    pipelined: bool,
     /// When it was accepted (`keepalive_time`).
     opened: Instant,
     shutdown: ShutdownSignal,
@@ -243,6 +246,7 @@ impl<H: Respond + 'static> Connection<H> {
             buf: buffers::take(),
             out: buffers::take(),
             requests: 0,
+            pipelined: false,
             opened: Instant::now(),
             shutdown: w.shutdown.clone(),
             plain_on_tls: false,
@@ -260,6 +264,7 @@ impl<H: Respond + 'static> Connection<H> {
             // Not boxed: a connection waits in `read_head` whenever it is
             // idle, so its state is part of every connection anyway, and
             // a box of its own cost a malloc and a free per request.
+            self.pipelined = self.requests > 0 && !self.buf.is_empty();
             let head = match self.read_head().await {
                 ReadHead::Head(h) => h,
                 ReadHead::H2c => {
@@ -461,6 +466,7 @@ impl<H: Respond + 'static> Connection<H> {
         let _writing = Gauge::new(&metrics::WRITING);
         let consumed = head.head_len;
         let (mut ctx, uri_ok) = self.start_request(head);
+        ctx.pipelined = self.pipelined;
         let body_kind = if ctx.head.chunked {
             Some(None)
         } else {
@@ -494,6 +500,7 @@ impl<H: Respond + 'static> Connection<H> {
             ctx.write_access_log();
             return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
+        ctx.completed = true;
         if let Some(up) = resp.upgrade.take() {
             let pending = std::mem::take(&mut self.buf);
             super::tunnel::serve(&self.stream, pending, *up, &mut ctx, &self.worker.log).await;

@@ -215,7 +215,10 @@ impl<'a> Writer<'a> {
             let mut chunk = vec![0u8; COPY_CHUNK.min(len as usize)];
             while offset < end {
                 let mut want = ((end - offset) as usize).min(chunk.len());
-                if let Some(a) = file.direct_alignment().filter(|a| !offset.is_multiple_of(*a)) {
+                if let Some(a) = file
+                    .direct_alignment()
+                    .filter(|a| !offset.is_multiple_of(*a))
+                {
                     // up to the boundary: the next reads are aligned
                     want = want.min((a - offset % a) as usize);
                 }

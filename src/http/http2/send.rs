@@ -274,7 +274,10 @@ impl Out {
         let stop = start + len;
         while offset < stop {
             let mut want = ((stop - offset) as usize).min(piece);
-            if let Some(a) = file.direct_alignment().filter(|a| !offset.is_multiple_of(*a)) {
+            if let Some(a) = file
+                .direct_alignment()
+                .filter(|a| !offset.is_multiple_of(*a))
+            {
                 // `directio`: up to the boundary, then aligned reads
                 want = want.min((a - offset % a) as usize);
             }
