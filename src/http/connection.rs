@@ -173,6 +173,10 @@ enum Next {
     /// Close at once, with a reset when `reset_timedout_connection` is on
     /// (a timeout fired).
     TimedOut(bool),
+    /// Run the tunnel of an upgraded response whose head is out, then
+    /// close: run after the request's future is dropped, so an open
+    /// WebSocket does not keep the handlers' finished state.
+    Tunnel(Box<(super::tunnel::Upgrade, RequestCtx)>),
 }
 
 /// What is left of a request body once the handlers answered.
@@ -300,6 +304,23 @@ impl<H: Respond + 'static> Connection<H> {
             match next {
                 Next::KeepAlive(t) => self.keepalive_timeout = t,
                 Next::Close => return,
+                Next::Tunnel(t) => {
+                    let (up, mut ctx) = *t;
+                    let pending = std::mem::take(&mut self.buf);
+                    // The head is out: its buffer goes back for the
+                    // tunnel's life.
+                    buffers::give(std::mem::take(&mut self.out));
+                    let log = &self.worker.log;
+                    Box::pin(super::tunnel::serve(
+                        &self.stream,
+                        pending,
+                        up,
+                        &mut ctx,
+                        log,
+                    ))
+                    .await;
+                    return;
+                }
                 Next::Linger(l) => {
                     Box::pin(closing::lingering_close(self.stream, l)).await;
                     return;
@@ -502,9 +523,7 @@ impl<H: Respond + 'static> Connection<H> {
         }
         ctx.completed = true;
         if let Some(up) = resp.upgrade.take() {
-            let pending = std::mem::take(&mut self.buf);
-            super::tunnel::serve(&self.stream, pending, *up, &mut ctx, &self.worker.log).await;
-            return Err(Next::Close);
+            return Err(Next::Tunnel(Box::new((*up, ctx))));
         }
         // The request is over: its `limit_conn` slots go back at once.
         ctx.limits.held.clear();
