@@ -1,17 +1,12 @@
-//! The address logic of NGINX's realip module: which header names the
-//! client (`real_ip_header`), which senders are trusted to name it
-//! (`set_real_ip_from`), and NGINX's walk through a list of addresses
-//! from its end (`ngx_http_get_forwarded_addr`), stopping at the first
-//! untrusted hop when `real_ip_recursive on`, or taking the last address
-//! when off. Addresses are read as NGINX's `ngx_parse_addr_port` reads
-//! them: IPv4 in NGINX's dotted form, IPv6 without brackets, or either
-//! with a port (`1.2.3.4:80`, `[::1]:80`), which then becomes the
-//! client's port; without one the port is 0 (`$remote_port` empty).
-//! The request phase that applies it is `handlers/realip.rs`.
+//! NGINX's realip module: which header names the client
+//! (`real_ip_header`); which senders are trusted to name it
+//! (`set_real_ip_from`) and the walk through a list of addresses from its
+//! end are `util::net`'s (shared with `geo`'s `proxy`), re-exported here.
+//! An address read with a port gives the client's port; without one the
+//! port is 0 (`$remote_port` empty). The request phase that applies it is
+//! `handlers/realip.rs`.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
-use super::rules::Net;
+pub use crate::util::net::{forwarded_addr, parse_addr_port, trusted};
 
 /// `real_ip_header`: where the client's address is read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,154 +34,11 @@ impl RealIpHeader {
     }
 }
 
-/// Whether `addr` is a trusted sender (NGINX's `ngx_cidr_match`: the
-/// family must match; no mapping of IPv4-mapped IPv6 addresses).
-pub fn trusted(from: &[Net], addr: IpAddr) -> bool {
-    from.iter().any(|n| match (n, addr) {
-        (Net::V4(a, m), IpAddr::V4(p)) => u32::from(p) & m == *a,
-        (Net::V6(a, m), IpAddr::V6(p)) => u128::from(p) & m == *a,
-        _ => false,
-    })
-}
-
-/// NGINX's `ngx_inet_addr`: four decimal octets (leading zeros and empty
-/// octets read as digits would), 255.255.255.255 refused.
-fn inet_addr(s: &[u8]) -> Option<Ipv4Addr> {
-    let (mut addr, mut octet, mut dots) = (0u32, 0u32, 0);
-    for &c in s {
-        match c {
-            b'0'..=b'9' => {
-                octet = octet * 10 + u32::from(c - b'0');
-                if octet > 255 {
-                    return None;
-                }
-            }
-            b'.' => {
-                addr = (addr << 8) + octet;
-                octet = 0;
-                dots += 1;
-            }
-            _ => return None,
-        }
-    }
-    let addr = (addr << 8) + octet;
-    (dots == 3 && addr != u32::MAX).then(|| Ipv4Addr::from(addr))
-}
-
-/// NGINX's `ngx_parse_addr`: an address without a port.
-fn parse_addr(s: &[u8]) -> Option<IpAddr> {
-    if let Some(v4) = inet_addr(s) {
-        return Some(IpAddr::V4(v4));
-    }
-    std::str::from_utf8(s)
-        .ok()?
-        .parse::<Ipv6Addr>()
-        .ok()
-        .map(IpAddr::V6)
-}
-
-/// NGINX's `ngx_parse_addr_port`: an address, or one with a port.
-pub fn parse_addr_port(s: &[u8]) -> Option<SocketAddr> {
-    if let Some(ip) = parse_addr(s) {
-        return Some(SocketAddr::new(ip, 0));
-    }
-    let (host, port) = if let Some(rest) = s.strip_prefix(b"[") {
-        let close = rest.iter().position(|&c| c == b']')?;
-        let port = rest[close + 1..].strip_prefix(b":")?;
-        (&rest[..close], port)
-    } else {
-        let colon = s.iter().position(|&c| c == b':')?;
-        (&s[..colon], &s[colon + 1..])
-    };
-    if port.is_empty() || !port.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let port: u32 = std::str::from_utf8(port).ok()?.parse().ok()?;
-    if !(1..=65535).contains(&port) {
-        return None;
-    }
-    Some(SocketAddr::new(parse_addr(host)?, port as u16))
-}
-
-/// What one header value gave (NGINX's return codes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Walk {
-    /// Nothing taken from it.
-    Declined,
-    /// Walked to its start.
-    Ok,
-    /// Stopped inside it at an untrusted or unreadable entry.
-    Done,
-}
-
-/// NGINX's `ngx_http_get_forwarded_addr_internal`: from the end of one
-/// comma-separated value, replaces `addr` by the entry before each
-/// trusted hop.
-fn walk_value(addr: &mut SocketAddr, value: &[u8], from: &[Net], recursive: bool) -> Walk {
-    let mut found = false;
-    let mut len = value.len();
-    loop {
-        let stop = if found { Walk::Done } else { Walk::Declined };
-        if !trusted(from, addr.ip()) || len == 0 {
-            return stop;
-        }
-        let mut p = len - 1;
-        while p > 0 && matches!(value[p], b' ' | b',') {
-            p -= 1;
-            len -= 1;
-        }
-        while p > 0 {
-            if matches!(value[p], b' ' | b',') {
-                p += 1;
-                break;
-            }
-            p -= 1;
-        }
-        match parse_addr_port(&value[p..len]) {
-            Some(a) => *addr = a,
-            None => return stop,
-        }
-        found = true;
-        if !(recursive && p > 0) {
-            return Walk::Ok;
-        }
-        len = p - 1;
-    }
-}
-
-/// NGINX's `ngx_http_get_forwarded_addr`: the client's address according
-/// to `values` (the header's lines in the order sent; the last is read
-/// first) when the connection's peer `peer` is trusted, else `None`.
-pub fn forwarded_addr(
-    peer: SocketAddr,
-    values: &[&str],
-    from: &[Net],
-    recursive: bool,
-) -> Option<SocketAddr> {
-    let mut addr = peer;
-    let mut rc = Walk::Declined;
-    let mut found = false;
-    for v in values.iter().rev() {
-        rc = walk_value(&mut addr, v.as_bytes(), from, recursive);
-        if !recursive {
-            break;
-        }
-        if rc == Walk::Declined && found {
-            rc = Walk::Done;
-            break;
-        }
-        if rc != Walk::Ok {
-            break;
-        }
-        found = true;
-    }
-    (rc != Walk::Declined).then_some(addr)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::rules::parse_net;
     use super::*;
+    use crate::util::net::{parse_net, Net};
+    use std::net::SocketAddr;
 
     fn nets(list: &[&str]) -> Vec<Net> {
         list.iter().map(|s| parse_net(s).unwrap().0).collect()

@@ -4,21 +4,9 @@
 //! family gives the same answers. An IPv4-mapped IPv6 client is checked
 //! against the IPv4 rules, as NGINX does.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
-/// The addresses one rule names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Net {
-    /// `all`.
-    All,
-    /// An IPv4 network: address and mask.
-    V4(u32, u32),
-    /// An IPv6 network: address and mask.
-    V6(u128, u128),
-    /// `unix:` (clients on UNIX-domain sockets; porter listens on TCP only,
-    /// so it never matches).
-    Unix,
-}
+pub use crate::util::net::{parse_net, Net};
 
 /// One `allow` or `deny` line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,58 +15,6 @@ pub struct AccessRule {
     pub deny: bool,
     /// What it names.
     pub net: Net,
-}
-
-/// Parses a rule's argument: `all`, `unix:`, `ADDR` or `ADDR/BITS`.
-/// `Some((net, true))` when the address has bits set below the mask (NGINX
-/// warns "low address bits of ... are meaningless" and clears them).
-pub fn parse_net(s: &str) -> Option<(Net, bool)> {
-    match s {
-        "all" => return Some((Net::All, false)),
-        "unix:" => return Some((Net::Unix, false)),
-        _ => {}
-    }
-    let (addr, bits) = match s.split_once('/') {
-        Some((a, b)) => (a, Some(b)),
-        None => (s, None),
-    };
-    let bits = match bits {
-        Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
-            Some(b.parse::<u32>().ok()?)
-        }
-        Some(_) => return None,
-        None => None,
-    };
-    if let Ok(v4) = addr.parse::<Ipv4Addr>() {
-        let bits = bits.unwrap_or(32);
-        if bits > 32 {
-            return None;
-        }
-        let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-        let a = u32::from(v4);
-        return Some((Net::V4(a & mask, mask), a & !mask != 0));
-    }
-    if let Ok(v6) = addr.parse::<Ipv6Addr>() {
-        let bits = bits.unwrap_or(128);
-        if bits > 128 {
-            return None;
-        }
-        let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
-        let a = u128::from(v6);
-        return Some((Net::V6(a & mask, mask), a & !mask != 0));
-    }
-    None
-}
-
-impl Net {
-    fn contains(&self, peer: IpAddr) -> bool {
-        match (self, peer) {
-            (Net::All, _) => true,
-            (Net::V4(a, m), IpAddr::V4(p)) => u32::from(p) & m == *a,
-            (Net::V6(a, m), IpAddr::V6(p)) => u128::from(p) & m == *a,
-            _ => false,
-        }
-    }
 }
 
 /// The first rule naming `peer`, if any.

@@ -333,6 +333,10 @@ loc_settings! {
     sendfile: bool = false;
     /// `sendfile_max_chunk` (0 = unlimited).
     sendfile_max_chunk: u64 = 2 * 1024 * 1024;
+    /// `directio`: files of at least this size bypass the page cache.
+    directio: Option<u64> = None;
+    /// `directio_alignment` (a power of two).
+    directio_alignment: u64 = 512;
     /// `tcp_nodelay`.
     tcp_nodelay: bool = true;
     /// `keepalive_timeout` first value.

@@ -31,7 +31,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -204,7 +203,7 @@ pub(super) fn read_hole(file: &File, size: u64, offset: u64, len: u64) -> io::Re
     let span = (end - start) as usize;
     let mut buf = vec![0u8; span + ALIGN as usize];
     let pad = buf.as_ptr().align_offset(ALIGN as usize);
-    let got = match direct(file) {
+    let got = match super::direct::reopen(file) {
         Ok(d) => read_direct(&d, &mut buf[pad..pad + span], start, size),
         Err(_) => Err(io::ErrorKind::Unsupported.into()),
     };
@@ -222,17 +221,6 @@ pub(super) fn read_hole(file: &File, size: u64, offset: u64, len: u64) -> io::Re
         rustix::fs::Advice::WillNeed,
     );
     Ok(HoleBytes { buf, from, to })
-}
-
-/// A second descriptor of `file` opened with `O_DIRECT`.
-fn direct(file: &File) -> io::Result<File> {
-    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let fd = rustix::fs::open(
-        path.as_str(),
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )?;
-    Ok(File::from(fd))
 }
 
 /// Reads `buf` (aligned, a multiple of [`ALIGN`]) at the aligned `start`

@@ -34,15 +34,18 @@
 //! | `open.rs` | [`PathRules`], [`OpenFile`], open/stat/read, [`Disk::open`] with `open_file_cache` |
 //! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
 //! | `sent.rs` | [`sent::Route`]: which route delivered body bytes (`porter_disk_send_bytes_total`) |
+//! | `direct.rs` | `directio`: [`Disk::set_direct`], reads around the page cache with `O_DIRECT` |
 //! | `hot_hole.rs` | a hot file's hole larger than 64 KiB: read once with direct I/O, kept a moment |
 //! | `readahead.rs` | porter's readahead: a cold stream reads one device-sized window per bulk task |
 //! | `open_file_cache.rs` | NGINX's `open_file_cache` |
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
+//! | `realpath.rs` | [`realpath_now`] (`$realpath_root`): the cached walk first |
 //! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
 pub mod bulk_gate;
+mod direct;
 pub mod fastpath;
 mod hot_hole;
 mod io;
@@ -52,6 +55,7 @@ pub mod open_file_cache;
 pub mod pool;
 pub mod priority;
 mod readahead;
+mod realpath;
 mod send;
 pub mod sent;
 mod types;
@@ -67,6 +71,7 @@ pub use self::open::{OpenFile, PathRules};
 use self::open_file_cache::OpenFileCache;
 pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
+pub use self::realpath::realpath_now;
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 use self::uring::Ring;
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use rustix::fs::{OFlags, ResolveFlags};
 
+use super::direct::Direct;
 use super::fastpath::{self, Op};
 use super::io::{offload, Io};
 use super::open_file_cache::{self, OpenFileCacheSettings};
@@ -61,6 +62,8 @@ pub struct OpenFile {
     /// Whether a send of this open file has sent anything yet (a miss at
     /// the first send of a file not hot starts a cold stream).
     pub(super) sent_any: Cell<bool>,
+    /// `directio`: reads bypass the page cache (`direct.rs`).
+    pub(super) direct: Option<Direct>,
 }
 
 impl Clone for OpenFile {
@@ -70,6 +73,7 @@ impl Clone for OpenFile {
         OpenFile {
             cachestat_denied: self.cachestat_denied.clone(),
             nowait_refused: self.nowait_refused.clone(),
+            direct: self.direct.clone(),
             ..OpenFile::new(self.file.clone(), self.meta, self.io.clone())
         }
     }
@@ -90,6 +94,7 @@ impl OpenFile {
             cached_run: Cell::new(0),
             own_until: Cell::new(0),
             sent_any: Cell::new(false),
+            direct: None,
         }
     }
 
@@ -97,6 +102,9 @@ impl OpenFile {
     /// file. With the fast path a short `RWF_NOWAIT` read keeps what it
     /// got and offloads only the rest.
     pub async fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        if let Some(d) = &self.direct {
+            return self.read_direct(d, buf, offset).await;
+        }
         let Some(pool) = &self.io.pool else {
             return pread_full(&self.file, buf, offset).map_err(|e| file_error("pread", e));
         };

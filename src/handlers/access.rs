@@ -150,15 +150,16 @@ fn req_keys(ctx: &RequestCtx, env: &Env<'_>, limits: &[LimitReq]) -> Vec<Option<
             keys.push(None);
             continue;
         };
-        let key = def.key.render(ctx);
+        let key = def.key.render_key(ctx);
         if key.len() > 65535 {
             ctx.log(env.log).error(format_args!(
-                "the value of the \"{}\" key is more than 65535 bytes: \"{key}\"",
-                def.key.raw()
+                "the value of the \"{}\" key is more than 65535 bytes: \"{}\"",
+                def.key.raw(),
+                String::from_utf8_lossy(&key)
             ));
             keys.push(None);
         } else {
-            keys.push(Some(key.into_bytes()));
+            keys.push(Some(key));
         }
     }
     keys
@@ -186,19 +187,20 @@ fn limit_conn(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     );
     for l in limits.iter() {
         let Some(def) = l.zone.def() else { continue };
-        let key = def.key.render(ctx);
+        let key = def.key.render_key(ctx);
         if key.is_empty() {
             continue;
         }
         if key.len() > 255 {
             ctx.log(env.log).error(format_args!(
-                "the value of the \"{}\" key is more than 255 bytes: \"{key}\"",
-                def.key.raw()
+                "the value of the \"{}\" key is more than 255 bytes: \"{}\"",
+                def.key.raw(),
+                String::from_utf8_lossy(&key)
             ));
             continue;
         }
         ctx.limits.limit_conn_status = Some("PASSED");
-        match l.zone.acquire(key.as_bytes(), l.max) {
+        match l.zone.acquire(&key, l.max) {
             ConnVerdict::Held(h) => ctx.limits.held.push(h),
             verdict => {
                 if matches!(verdict, ConnVerdict::Limited) {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::disk_io;
 use super::outcome::{Env, Outcome};
-use crate::disk::{Io, OpenFile};
+use crate::disk::{FileKind, Io, OpenFile};
 use crate::http::conditional;
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, Response};
@@ -54,11 +54,19 @@ pub fn content_type(types: &crate::config::Types, default: &Arc<str>, uri: &str)
     Arc::clone(default)
 }
 
-/// Opens `path` by the location's rules, through `open_file_cache`.
+/// Opens `path` by the location's rules, through `open_file_cache`; a
+/// regular file of at least `directio` bytes is read around the page
+/// cache from then on.
 pub async fn open(ctx: &RequestCtx, env: &Env<'_>, io: &Io, path: &str) -> io::Result<OpenFile> {
     let rules = disk_io::path_rules(ctx);
     let cache = disk_io::open_file_cache(ctx);
-    env.disk
+    let mut file = env
+        .disk
         .open(io, Path::new(path), &rules, cache.as_ref())
-        .await
+        .await?;
+    let s = &ctx.loc.s;
+    if file.meta.kind == FileKind::Regular && s.directio.is_some_and(|n| file.meta.size >= n) {
+        env.disk.set_direct(&mut file, s.directio_alignment);
+    }
+    Ok(file)
 }

@@ -1,11 +1,14 @@
 //! The variables of the connection and its addresses: `$remote_addr` and
 //! `$remote_port` (the client's, after realip), `$realip_remote_addr` and
-//! `$realip_remote_port` (the connection's own peer), the PROXY header's
-//! `$proxy_protocol_*`, `$server_addr`, `$server_port`, `$connection`.
+//! `$realip_remote_port` (the connection's own peer), `$binary_remote_addr`
+//! (the client's 4 or 16 bytes as characters U+0000–U+00FF), the PROXY header's
+//! `$proxy_protocol_*`, `$server_addr`, `$server_port`, `$connection`, `$connection_time`,
+//! `$pipe`.
 //! A port of 0 (an address realip read without one) is empty, as NGINX
 //! prints only ports 1–65535.
 
 use std::fmt::Write as _;
+use std::net::IpAddr;
 
 use super::context::RequestCtx;
 use crate::vars::template::Var;
@@ -24,6 +27,13 @@ impl RequestCtx {
         match var {
             Var::RemoteAddr => {
                 let _ = write!(out, "{}", self.conn.peer.ip());
+            }
+            Var::BinaryRemoteAddr => {
+                let bytes = match self.conn.peer.ip() {
+                    IpAddr::V4(a) => a.octets().to_vec(),
+                    IpAddr::V6(a) => a.octets().to_vec(),
+                };
+                out.extend(bytes.into_iter().map(char::from));
             }
             Var::RemotePort => port(out, self.conn.peer.port()),
             Var::RealipRemoteAddr => {
@@ -53,6 +63,11 @@ impl RequestCtx {
             Var::ConnectionRequests => {
                 let _ = write!(out, "{}", self.conn_requests);
             }
+            Var::ConnectionTime => {
+                let ms = self.conn.accepted.elapsed().as_millis();
+                let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
+            }
+            Var::Pipe => out.push(if self.pipelined { 'p' } else { '.' }),
             Var::RequestId => super::derived::request_id(self.conn.id, self.conn_requests, out),
             _ => {}
         }

@@ -173,6 +173,10 @@ enum Next {
     /// Close at once, with a reset when `reset_timedout_connection` is on
     /// (a timeout fired).
     TimedOut(bool),
+    /// Run the tunnel of an upgraded response whose head is out, then
+    /// close: run after the request's future is dropped, so an open
+    /// WebSocket does not keep the handlers' finished state.
+    Tunnel(Box<(super::tunnel::Upgrade, RequestCtx)>),
 }
 
 /// What is left of a request body once the handlers answered.
@@ -206,6 +210,9 @@ struct Connection<H> {
     out: Vec<u8>,
     /// Requests read on this connection.
     requests: u64,
+    /// The next head was already in `buf` when the last request ended
+    /// (`$pipe`).
+    pipelined: bool,
     /// When it was accepted (`keepalive_time`).
     opened: Instant,
     shutdown: ShutdownSignal,
@@ -243,6 +250,7 @@ impl<H: Respond + 'static> Connection<H> {
             buf: buffers::take(),
             out: buffers::take(),
             requests: 0,
+            pipelined: false,
             opened: Instant::now(),
             shutdown: w.shutdown.clone(),
             plain_on_tls: false,
@@ -260,6 +268,7 @@ impl<H: Respond + 'static> Connection<H> {
             // Not boxed: a connection waits in `read_head` whenever it is
             // idle, so its state is part of every connection anyway, and
             // a box of its own cost a malloc and a free per request.
+            self.pipelined = self.requests > 0 && !self.buf.is_empty();
             let head = match self.read_head().await {
                 ReadHead::Head(h) => h,
                 ReadHead::H2c => {
@@ -295,6 +304,23 @@ impl<H: Respond + 'static> Connection<H> {
             match next {
                 Next::KeepAlive(t) => self.keepalive_timeout = t,
                 Next::Close => return,
+                Next::Tunnel(t) => {
+                    let (up, mut ctx) = *t;
+                    let pending = std::mem::take(&mut self.buf);
+                    // The head is out: its buffer goes back for the
+                    // tunnel's life.
+                    buffers::give(std::mem::take(&mut self.out));
+                    let log = &self.worker.log;
+                    Box::pin(super::tunnel::serve(
+                        &self.stream,
+                        pending,
+                        up,
+                        &mut ctx,
+                        log,
+                    ))
+                    .await;
+                    return;
+                }
                 Next::Linger(l) => {
                     Box::pin(closing::lingering_close(self.stream, l)).await;
                     return;
@@ -461,6 +487,7 @@ impl<H: Respond + 'static> Connection<H> {
         let _writing = Gauge::new(&metrics::WRITING);
         let consumed = head.head_len;
         let (mut ctx, uri_ok) = self.start_request(head);
+        ctx.pipelined = self.pipelined;
         let body_kind = if ctx.head.chunked {
             Some(None)
         } else {
@@ -494,10 +521,9 @@ impl<H: Respond + 'static> Connection<H> {
             ctx.write_access_log();
             return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
         }
+        ctx.completed = true;
         if let Some(up) = resp.upgrade.take() {
-            let pending = std::mem::take(&mut self.buf);
-            super::tunnel::serve(&self.stream, pending, *up, &mut ctx, &self.worker.log).await;
-            return Err(Next::Close);
+            return Err(Next::Tunnel(Box::new((*up, ctx))));
         }
         // The request is over once its mirrors are: its `limit_conn`
         // slots go back at once.

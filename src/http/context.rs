@@ -27,6 +27,23 @@ pub struct ConnInfo {
     pub http2: &'static str,
     /// What the PROXY header named (`listen ... proxy_protocol`).
     pub proxy_protocol: Option<Arc<super::proxy_protocol::ProxyInfo>>,
+    /// When the connection was accepted (`$connection_time`).
+    pub accepted: Instant,
+}
+
+impl ConnInfo {
+    /// A plain connection `id` from `peer` to `local`, accepted now.
+    pub fn accepted(id: u64, peer: SocketAddr, local: SocketAddr) -> ConnInfo {
+        ConnInfo {
+            id,
+            peer,
+            local,
+            tls: None,
+            http2: "",
+            proxy_protocol: None,
+            accepted: Instant::now(),
+        }
+    }
 }
 
 pub use super::tls_vars::TlsInfo;
@@ -93,6 +110,10 @@ pub struct RequestCtx {
     pub send_continue: bool,
     /// When the head was complete.
     pub start: Instant,
+    /// The head was read from bytes the previous request left (`$pipe`).
+    pub pipelined: bool,
+    /// The response went out in full (`$request_completion`).
+    pub completed: bool,
     /// Final status (for logs).
     pub status: u16,
     /// Body bytes written.
@@ -198,6 +219,8 @@ impl RequestCtx {
             send_continue: false,
             // The loop's clock reading of this turn (`metrics::timed::now`).
             start: crate::metrics::timed::now(),
+            pipelined: false,
+            completed: false,
             status: 0,
             body_bytes_sent: 0,
             bytes_sent: 0,
@@ -325,13 +348,15 @@ impl VarSource for RequestCtx {
             | Var::Request
             | Var::RequestLength
             | Var::RequestFilename
-            | Var::DocumentRoot => self.append_request(var, out),
+            | Var::DocumentRoot
+            | Var::RealpathRoot => self.append_request(var, out),
             Var::SliceRange => super::derived::slice_range(self, out),
             Var::RequestTime
             | Var::Status
             | Var::BodyBytesSent
             | Var::BytesSent
             | Var::Msec
+            | Var::RequestCompletion
             | Var::TimeLocal
             | Var::TimeIso8601
             | Var::Pid
@@ -539,6 +564,14 @@ impl RequestCtx {
                 Some(r) => out.push_str(r),
                 None => self.map_uri(out, false),
             },
+            Var::RealpathRoot => {
+                let mut root = String::new();
+                self.append_request(&Var::DocumentRoot, &mut root);
+                // A root that does not resolve leaves it empty.
+                if let Ok(real) = crate::disk::realpath_now(&root) {
+                    out.push_str(&real);
+                }
+            }
             _ => {}
         }
     }
@@ -564,6 +597,7 @@ impl RequestCtx {
                 let (s, ms) = crate::util::time::now();
                 let _ = write!(out, "{s}.{ms:03}");
             }
+            Var::RequestCompletion if self.completed => out.push_str("OK"),
             Var::TimeLocal => crate::util::time::time_local(out),
             Var::TimeIso8601 => crate::util::time::time_iso8601(out),
             Var::Pid => {

@@ -248,9 +248,14 @@ pub async fn run(client: &ClientStream, pending: Vec<u8>, up: Upgrade) -> Tunnel
     };
     let peer = &*up.peer;
     let t = &up.timeouts;
+    // The bytes read with the heads sit in the heads' buffers: a tunnel
+    // open for hours keeps only its own two buffers' worth.
+    let (mut pending, mut early) = (pending, up.early);
+    pending.shrink_to(size);
+    early.shrink_to(size);
     let outcome = tokio::try_join!(
         client_to_peer(client, peer, pending, size, t, &idle, &counts),
-        peer_to_client(client, peer, up.early, size, t, &idle, &counts),
+        peer_to_client(client, peer, early, size, t, &idle, &counts),
     );
     TunnelEnd {
         to_client: counts.to_client.get(),

@@ -192,7 +192,8 @@ impl<'a> Writer<'a> {
         let mut offset = start;
         let end = start + len;
         let mut since_yield: u64 = 0;
-        if s.sendfile && self.stream.tls_conn().is_none() {
+        // A `directio` file is copied through a buffer, as NGINX does.
+        if s.sendfile && self.stream.tls_conn().is_none() && file.direct_alignment().is_none() {
             while offset < end {
                 let mut want = (end - offset).min(max_chunk - since_yield) as usize;
                 if let Some(p) = &self.pacer {
@@ -225,6 +226,13 @@ impl<'a> Writer<'a> {
             let mut chunk = vec![0u8; COPY_CHUNK.min(len as usize)];
             while offset < end {
                 let mut want = ((end - offset) as usize).min(chunk.len());
+                if let Some(a) = file
+                    .direct_alignment()
+                    .filter(|a| !offset.is_multiple_of(*a))
+                {
+                    // up to the boundary: the next reads are aligned
+                    want = want.min((a - offset % a) as usize);
+                }
                 if let Some(p) = &self.pacer {
                     want = p.take(want).await;
                 }

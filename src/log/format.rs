@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{submit, LogFile};
-use crate::vars::template::{Template, TemplateError, VarSource};
+use crate::vars::template::{Template, TemplateError, Var, VarSource};
 
 /// NGINX's predefined `combined` format.
 pub const COMBINED: &str = "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"";
@@ -49,12 +49,19 @@ impl LogFormat {
         let mut out = String::with_capacity(160);
         let escape = self.escape;
         self.template
-            .render_with(src, &mut out, &|v, out| match escape {
+            .render_with(src, &mut out, &|v, var, out| match escape {
                 Escape::Default => {
-                    if v.is_empty() {
+                    // NGINX prints `-` for a variable without a value;
+                    // `$request_completion` has one, empty.
+                    if v.is_empty() && *var != Var::RequestCompletion {
                         out.push('-');
                     }
-                    escape_default(v, out)
+                    if *var == Var::BinaryRemoteAddr {
+                        // its characters stand for bytes
+                        escape_bytes(v.chars().map(|c| c as u8), out)
+                    } else {
+                        escape_default(v, out)
+                    }
                 }
                 Escape::Json => escape_json(v, out),
                 Escape::None => out.push_str(v),
@@ -65,7 +72,13 @@ impl LogFormat {
 }
 
 fn escape_default(v: &str, out: &mut String) {
-    for &b in v.as_bytes() {
+    escape_bytes(v.bytes(), out)
+}
+
+/// NGINX's default escaping: `"`, `\` and bytes outside 0x20–0x7e as
+/// `\xHH`.
+fn escape_bytes(v: impl Iterator<Item = u8>, out: &mut String) {
+    for b in v {
         if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
             out.push_str(&format!("\\x{b:02X}"));
         } else {

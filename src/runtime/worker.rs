@@ -352,14 +352,7 @@ async fn accept_loop(
         metrics::inc(&metrics::HANDLED);
         let local = stream.local_addr().unwrap_or(peer);
         let _ = stream.set_nodelay(true);
-        let conn = ConnInfo {
-            id: NEXT_CONN.fetch_add(1, Ordering::Relaxed),
-            peer,
-            local,
-            tls: None,
-            http2: "",
-            proxy_protocol: None,
-        };
+        let conn = ConnInfo::accepted(NEXT_CONN.fetch_add(1, Ordering::Relaxed), peer, local);
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();

@@ -4,6 +4,7 @@
 //! switch to.
 
 pub mod cpu_pool;
+pub mod net;
 pub mod shutdown;
 pub mod thread_user;
 pub mod time;

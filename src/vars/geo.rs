@@ -17,68 +17,23 @@
 //! variables, as in NGINX.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
+
+use crate::util::net::{forwarded_addr, inet_addr, parse_net, Net};
 use std::sync::Arc;
 
 use super::template::{Template, Var, VarSource};
 
-/// A network: address and prefix length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cidr {
-    /// IPv4 address (masked) and prefix length.
-    V4(u32, u8),
-    /// IPv6 address (masked) and prefix length.
-    V6(u128, u8),
-}
-
-/// Parses `ADDR` or `ADDR/BITS` as NGINX's `ngx_ptocidr`; `Some((cidr,
-/// true))` when bits below the mask were set (NGINX warns "low address
-/// bits of … are meaningless" and clears them).
-pub fn parse_cidr(s: &str) -> Option<(Cidr, bool)> {
+/// Parses a network of a `geo` block (`ADDR`, `ADDR/BITS`);
+/// `Some((net, true))` when bits below the mask were set (NGINX warns
+/// "low address bits of … are meaningless" and clears them).
+pub fn parse_cidr(s: &str) -> Option<(Net, bool)> {
     // NGINX's address parser answers `INADDR_NONE` for 255.255.255.255,
-    // which it takes for an error everywhere but written alone.
+    // which it takes for an error everywhere but written alone here.
     if s == "255.255.255.255" {
-        return Some((Cidr::V4(u32::MAX, 32), false));
+        return Some((Net::V4(u32::MAX, u32::MAX), false));
     }
-    let (addr, bits) = match s.split_once('/') {
-        Some((a, b)) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => {
-            (a, Some(b.parse::<u32>().ok()?))
-        }
-        Some(_) => return None,
-        None => (s, None),
-    };
-    if let Some(v4) = parse_v4(addr) {
-        let bits = bits.unwrap_or(32);
-        if bits > 32 {
-            return None;
-        }
-        let mask = u32::MAX.checked_shl(32 - bits).unwrap_or(0);
-        let a = u32::from(v4);
-        return Some((Cidr::V4(a & mask, bits as u8), a & !mask != 0));
-    }
-    if addr.parse::<Ipv4Addr>().is_ok() {
-        return None;
-    }
-    let v6 = addr.parse::<std::net::Ipv6Addr>().ok()?;
-    let bits = bits.unwrap_or(128);
-    if bits > 128 {
-        return None;
-    }
-    let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
-    let a = u128::from(v6);
-    Some((Cidr::V6(a & mask, bits as u8), a & !mask != 0))
-}
-
-impl Cidr {
-    /// Whether `ip` lies in this network (an IPv4-mapped IPv6 address as
-    /// its IPv4 address, as `ngx_cidr_match`).
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        match (self, unmap(ip)) {
-            (Cidr::V4(a, bits), IpAddr::V4(p)) => u32::from(p) & mask32(*bits) == *a,
-            (Cidr::V6(a, bits), IpAddr::V6(p)) => u128::from(p) & mask128(*bits) == *a,
-            _ => false,
-        }
-    }
+    parse_net(s).filter(|(n, _)| matches!(n, Net::V4(..) | Net::V6(..)))
 }
 
 fn mask32(bits: u8) -> u32 {
@@ -97,14 +52,6 @@ fn unmap(ip: IpAddr) -> IpAddr {
         },
         v4 => v4,
     }
-}
-
-/// NGINX's `ngx_parse_addr_port` as `X-Forwarded-For` needs it: an
-/// address, with or without a port (`[v6]:port`).
-fn parse_addr_port(s: &str) -> Option<IpAddr> {
-    s.parse::<IpAddr>()
-        .ok()
-        .or_else(|| s.parse::<SocketAddr>().ok().map(|a| a.ip()))
 }
 
 /// One IPv4 range inside a /16 bucket: low 16 bits of its first and last
@@ -139,7 +86,7 @@ pub struct Geo {
     slot: usize,
     source: Option<Template>,
     volatile: bool,
-    proxies: Vec<Cidr>,
+    proxies: Vec<Net>,
     proxy_recursive: bool,
     table: Table,
 }
@@ -225,7 +172,7 @@ impl GeoBuilder {
         }
     }
 
-    fn cidr_value(&mut self, net: &str) -> Result<Cidr, String> {
+    fn cidr_value(&mut self, net: &str) -> Result<Net, String> {
         let (cidr, low_bits) =
             parse_cidr(net).ok_or_else(|| format!("invalid network \"{net}\""))?;
         if low_bits {
@@ -239,8 +186,8 @@ impl GeoBuilder {
         self.cidr_seen = true;
         let value: Arc<str> = Arc::from(value);
         if key == "default" {
-            self.cidr_add(Cidr::V4(0, 0), value.clone(), key);
-            self.cidr_add(Cidr::V6(0, 0), value, key);
+            self.cidr_add(Net::V4(0, 0), value.clone(), key);
+            self.cidr_add(Net::V6(0, 0), value, key);
             return Ok(());
         }
         if key == "delete" {
@@ -250,8 +197,9 @@ impl GeoBuilder {
                 unreachable!("cidr table")
             };
             let gone = match cidr {
-                Cidr::V4(a, b) => v4[b as usize].remove(&a).is_some(),
-                Cidr::V6(a, b) => v6[b as usize].remove(&a).is_some(),
+                Net::V4(a, _) => v4[cidr.prefix_len() as usize].remove(&a).is_some(),
+                Net::V6(a, _) => v6[cidr.prefix_len() as usize].remove(&a).is_some(),
+                Net::All | Net::Unix => false,
             };
             if !gone {
                 self.warnings
@@ -264,13 +212,14 @@ impl GeoBuilder {
         Ok(())
     }
 
-    fn cidr_add(&mut self, cidr: Cidr, value: Arc<str>, net: &str) {
+    fn cidr_add(&mut self, cidr: Net, value: Arc<str>, net: &str) {
         let Table::Cidr { v4, v6 } = &mut self.geo.table else {
             unreachable!("cidr table")
         };
         let old = match cidr {
-            Cidr::V4(a, b) => v4[b as usize].insert(a, value.clone()),
-            Cidr::V6(a, b) => v6[b as usize].insert(a, value.clone()),
+            Net::V4(a, _) => v4[cidr.prefix_len() as usize].insert(a, value.clone()),
+            Net::V6(a, _) => v6[cidr.prefix_len() as usize].insert(a, value.clone()),
+            Net::All | Net::Unix => None,
         };
         if let Some(old) = old {
             self.warnings.push(format!(
@@ -314,19 +263,11 @@ impl GeoBuilder {
     }
 }
 
-/// NGINX's `ngx_inet_addr`: an IPv4 address, but never 255.255.255.255
-/// (its error value).
-fn parse_v4(s: &str) -> Option<Ipv4Addr> {
-    s.parse::<Ipv4Addr>()
-        .ok()
-        .filter(|a| *a != Ipv4Addr::BROADCAST)
-}
-
 /// `a.b.c.d-e.f.g.h`, first not above last.
 fn parse_range(net: &str) -> Option<(u32, u32)> {
     let (a, b) = net.split_once('-')?;
-    let start = u32::from(parse_v4(a)?);
-    let end = u32::from(parse_v4(b)?);
+    let start = u32::from(inet_addr(a.as_bytes())?);
+    let end = u32::from(inet_addr(b.as_bytes())?);
     (start <= end).then_some((start, end))
 }
 
@@ -476,25 +417,12 @@ impl Geo {
         Some(addr)
     }
 
-    /// NGINX's `ngx_http_get_forwarded_addr_internal`: while `addr` is a
-    /// trusted proxy, take the last address of the list (and, recursively,
-    /// the one before).
+    /// From a trusted proxy, the address `X-Forwarded-For` names
+    /// (`ngx_http_get_forwarded_addr`, as realip walks it).
     fn forwarded(&self, addr: &mut IpAddr, xff: &str) {
-        let mut rest = xff;
-        loop {
-            if !self.proxies.iter().any(|c| c.contains(*addr)) {
-                return;
-            }
-            let trimmed = rest.trim_end_matches([' ', ',']);
-            let at = trimmed.rfind([' ', ',']).map_or(0, |i| i + 1);
-            let Some(next) = parse_addr_port(&trimmed[at..]) else {
-                return;
-            };
-            *addr = next;
-            if !self.proxy_recursive || at == 0 {
-                return;
-            }
-            rest = &trimmed[..at - 1];
+        let peer = SocketAddr::new(*addr, 0);
+        if let Some(a) = forwarded_addr(peer, &[xff], &self.proxies, self.proxy_recursive) {
+            *addr = a.ip();
         }
     }
 

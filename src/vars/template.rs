@@ -31,6 +31,11 @@ pub enum Var {
     Hostname,
     /// `$remote_addr`.
     RemoteAddr,
+    /// `$binary_remote_addr`: the client's address as NGINX's 4 or 16 raw
+    /// bytes, each carried as the character of the same number (U+0000 to
+    /// U+00FF) in porter's text values; [`Template::render_key`] and the
+    /// access log turn them back into those bytes.
+    BinaryRemoteAddr,
     /// `$remote_port`.
     RemotePort,
     /// `$remote_user`: the user of Basic credentials, if sent.
@@ -99,6 +104,15 @@ pub enum Var {
     Connection,
     /// `$connection_requests`.
     ConnectionRequests,
+    /// `$connection_time`: seconds since the connection was accepted,
+    /// with millisecond resolution.
+    ConnectionTime,
+    /// `$pipe`: `p` when the request was pipelined, else `.`.
+    Pipe,
+    /// `$request_completion`: `OK` once the response was sent in full.
+    RequestCompletion,
+    /// `$realpath_root`: `$document_root` with its symbolic links resolved.
+    RealpathRoot,
     /// `$request_id`: 32 hexadecimal digits, unique to the request.
     RequestId,
     /// `$slice_range`: `bytes=START-END` of the slice being fetched, once
@@ -246,7 +260,8 @@ impl Var {
     /// The variables of the connection's addresses.
     fn address(name: &str) -> Option<Var> {
         Some(match name {
-            "remote_addr" | "binary_remote_addr" => Var::RemoteAddr,
+            "remote_addr" => Var::RemoteAddr,
+            "binary_remote_addr" => Var::BinaryRemoteAddr,
             "remote_port" => Var::RemotePort,
             "remote_user" => Var::RemoteUser,
             "realip_remote_addr" => Var::RealipRemoteAddr,
@@ -294,6 +309,10 @@ impl Var {
             "content_type" => Var::ContentType,
             "connection" => Var::Connection,
             "connection_requests" => Var::ConnectionRequests,
+            "connection_time" => Var::ConnectionTime,
+            "pipe" => Var::Pipe,
+            "request_completion" => Var::RequestCompletion,
+            "realpath_root" => Var::RealpathRoot,
             "request_id" => Var::RequestId,
             "slice_range" => Var::SliceRange,
             "msec" => Var::Msec,
@@ -566,13 +585,27 @@ impl Template {
         }
     }
 
-    /// Renders into `out`, passing each variable's value through `value`
-    /// (access logs escape values and print `-` for empty ones).
+    /// Renders a key (`limit_req_zone`, `limit_conn_zone`) as bytes: one
+    /// byte per character when every character is below U+0100 — so
+    /// `$binary_remote_addr` is its 4 or 16 bytes, also through a `map`,
+    /// as NGINX counts a zone's states by them — else the UTF-8 text.
+    pub fn render_key(&self, src: &dyn VarSource) -> Vec<u8> {
+        let text = self.render(src);
+        if text.chars().all(|c| (c as u32) < 0x100) {
+            text.chars().map(|c| c as u8).collect()
+        } else {
+            text.into_bytes()
+        }
+    }
+
+    /// Renders into `out`, passing each variable's value and the variable
+    /// through `value` (access logs escape values and print `-` for empty
+    /// ones).
     pub fn render_with(
         &self,
         src: &dyn VarSource,
         out: &mut String,
-        value: &dyn Fn(&str, &mut String),
+        value: &dyn Fn(&str, &Var, &mut String),
     ) {
         let mut tmp = String::new();
         for p in &self.parts {
@@ -584,7 +617,7 @@ impl Template {
                         Var::Split(sc) => sc.append(src, &mut tmp),
                         _ => src.append(v, &mut tmp),
                     }
-                    value(&tmp, out);
+                    value(&tmp, v, out);
                 }
             }
         }
@@ -610,6 +643,7 @@ mod tests {
                 Var::Uri => out.push_str("/a b"),
                 Var::Arg(n) => out.push_str(&format!("<{n}>")),
                 Var::Http(n) => out.push_str(&format!("[{n}]")),
+                Var::BinaryRemoteAddr => out.extend([192u8, 168, 0, 1].map(char::from)),
                 _ => {}
             }
         }
@@ -621,6 +655,15 @@ mod tests {
         assert_eq!(t.render(&Fixed), "http://example.com/a bx?<p>&[user-agent]");
         assert!(!t.is_literal());
         assert!(Template::compile("plain").unwrap().is_literal());
+    }
+
+    #[test]
+    fn a_key_of_the_binary_address_is_its_four_bytes() {
+        let t = Template::compile("$binary_remote_addr").unwrap();
+        assert_eq!(t.render_key(&Fixed), [192, 168, 0, 1]);
+        // text with a character beyond one byte stays UTF-8
+        let t = Template::compile("€$host").unwrap();
+        assert_eq!(t.render_key(&Fixed), "€example.com".as_bytes());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Disk I/O directives: `thread_pool`, `aio`, `aio_write`,
-//! `aio_fast_path`, `sendfile`, `sendfile_max_chunk`, `open_file_cache*`.
+//! `aio_fast_path`, `sendfile`, `sendfile_max_chunk`, `directio`,
+//! `directio_alignment`, `open_file_cache*`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -14,6 +15,16 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_size!(sendfile_max_chunk),
     ),
+    d("directio", HSL, Arity::N(1), set_directio),
+    d("directio_alignment", HSL, Arity::N(1), |b, d| {
+        match size(d, &d.args[0])? {
+            n if n.is_power_of_two() => set_once(&mut b.loc().directio_alignment, n, d),
+            _ => Err(format!(
+                "\"directio_alignment\" must be a power of two, not \"{}\"",
+                d.args[0]
+            )),
+        }
+    }),
     d("thread_pool", MAIN, Arity::Range(2, 3), set_thread_pool),
     d("aio", HSL, Arity::N(1), set_aio),
     d("aio_uring", MAIN, Arity::Range(1, 2), set_aio_uring),
@@ -109,6 +120,19 @@ pub(super) fn set_aio(b: &mut Build, d: &Directive) -> Res {
         },
     };
     set_once(&mut b.loc().aio, conf, d)
+}
+
+/// `directio SIZE | off`: files of at least SIZE bytes are read with
+/// `O_DIRECT` on a pool (the `default` one under `aio off`, so it exists).
+fn set_directio(b: &mut Build, d: &Directive) -> Res {
+    let v = match d.args[0].as_str() {
+        "off" => None,
+        a => Some(size(d, a)?),
+    };
+    if v.is_some() {
+        b.default_pool_used = true;
+    }
+    set_once(&mut b.loc().directio, v, d)
 }
 
 /// `open_file_cache off | max=N [inactive=T]`.

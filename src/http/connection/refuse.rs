@@ -54,7 +54,10 @@ impl<H: Respond + 'static> Connection<H> {
         };
         resp.close = true;
         let head_only = ctx.is_head();
-        let _ = self.write_response(&mut ctx, &resp, false, head_only).await;
+        ctx.completed = self
+            .write_response(&mut ctx, &resp, false, head_only)
+            .await
+            .is_ok();
         ctx.write_access_log();
         closing::lingering_close(self.stream, Linger::of(&ctx.loc.s)).await;
     }

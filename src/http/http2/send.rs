@@ -275,7 +275,14 @@ impl Out {
         let mut offset = start;
         let stop = start + len;
         while offset < stop {
-            let want = ((stop - offset) as usize).min(piece);
+            let mut want = ((stop - offset) as usize).min(piece);
+            if let Some(a) = file
+                .direct_alignment()
+                .filter(|a| !offset.is_multiple_of(*a))
+            {
+                // `directio`: up to the boundary, then aligned reads
+                want = want.min((a - offset % a) as usize);
+            }
             let n = self.capacity(want).await?;
             let mut buf = vec![0u8; n];
             let got = file.read_at(&mut buf, offset).await?;

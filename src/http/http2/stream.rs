@@ -166,6 +166,7 @@ async fn send_response<H: Respond>(
     };
     ctx.body_bytes_sent = sent.0;
     ctx.bytes_sent = head_len + sent.0;
+    ctx.completed = sent.1.is_ok();
     if let Err(e) = &sent.1 {
         if send::is_reset(e) {
             conn.client_reset();
