@@ -15,6 +15,7 @@
 
 pub mod addr;
 pub mod balance;
+pub mod fastcgi;
 pub mod pool;
 pub mod resolver;
 pub mod stream;
@@ -137,9 +138,23 @@ pub enum RedirectRule {
     Replace(Template, Template),
 }
 
-/// A `proxy_pass` directive, compiled.
+/// The protocol spoken to a peer: the one difference between
+/// `proxy_pass` and `fastcgi_pass` the proxy's core knows of (how the
+/// request is encoded, how the response head and body are decoded, which
+/// settings apply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.x (`proxy_pass`).
+    Http,
+    /// FastCGI (`fastcgi_pass`, [`fastcgi`]).
+    FastCgi,
+}
+
+/// A `proxy_pass` (or `fastcgi_pass`) directive, compiled.
 #[derive(Debug)]
 pub struct ProxyPass {
+    /// The protocol spoken to the peers.
+    pub proto: Protocol,
     /// The target.
     pub target: ProxyTarget,
     /// The URI part of a literal URL (`/new/` in `http://b/new/`), if any.
@@ -366,6 +381,7 @@ impl UpstreamResponse {
     pub fn content_length(&self) -> Option<u64> {
         match self.body.framing {
             Framing::Length(n) => Some(n),
+            Framing::FastCgi(ref d) => d.length(),
             Framing::Empty => self
                 .header("content-length")
                 .and_then(|v| v.trim().parse().ok()),
@@ -529,6 +545,27 @@ impl UpstreamBody {
         logged_error()
     }
 
+    /// Logs what a FastCGI body's decoder noted (the application's stderr,
+    /// output past `Content-Length`), as NGINX logs it.
+    fn log_notes(&mut self) {
+        let Framing::FastCgi(d) = &mut self.framing else {
+            return;
+        };
+        let Some(l) = &self.log else {
+            return;
+        };
+        for n in d.take_notes() {
+            let (level, msg) = match n {
+                fastcgi::Note::Stderr(t) => (Level::Error, format!("FastCGI sent in stderr: \"{t}\"")),
+                fastcgi::Note::TooMuch => (
+                    Level::Warn,
+                    "upstream sent more data than specified in \"Content-Length\" header".to_string(),
+                ),
+            };
+            l.log.log_conn(level, Some(l.conn), format_args!("{msg} while reading upstream"), &l.context);
+        }
+    }
+
     /// Appends the next decoded piece to `out`; `Ok(false)` at the end.
     pub async fn next(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         loop {
@@ -537,13 +574,11 @@ impl UpstreamBody {
             }
             if !self.buf.is_empty() {
                 let before = out.len();
-                let (used, done) = match self.framing.decode(&self.buf, out) {
+                let decoded = self.framing.decode(&self.buf, out);
+                self.log_notes();
+                let (used, done) = match decoded {
                     Ok(r) => r,
-                    Err(_) => {
-                        return Err(self.fail(format_args!(
-                            "upstream sent invalid chunked response while reading upstream"
-                        )))
-                    }
+                    Err(e) => return Err(self.fail(format_args!("{e} while reading upstream"))),
                 };
                 self.buf.drain(..used);
                 if let Some((_, len)) = &self.counters {

@@ -121,6 +121,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             split_url(url)?;
         }
         ProxyPass {
+            proto: crate::upstream::Protocol::Http,
             target: ProxyTarget::Dynamic(template(url)?),
             uri: None,
             proxy_host: String::new(),
@@ -146,6 +147,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             None => (format!("{url}/"), "/".to_string()),
         });
         ProxyPass {
+            proto: crate::upstream::Protocol::Http,
             target: ProxyTarget::Group(group),
             proxy_port: split.proxy_port(),
             tls: split.tls,
@@ -162,7 +164,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
 
 /// NGINX's implicit upstream of a `proxy_pass` address: one per
 /// address and port, resolved now.
-fn implicit_group(
+pub(super) fn implicit_group(
     b: &mut Build,
     split: &crate::upstream::SplitUrl,
     shown: &str,
@@ -184,7 +186,7 @@ fn implicit_group(
 
 /// The location's kind, unless it already has a `proxy_pass` (an `if`
 /// block may replace the one it inherits).
-fn first_proxy_pass(b: &mut Build, d: &Directive) -> Result<LocationKind, String> {
+pub(super) fn first_proxy_pass(b: &mut Build, d: &Directive) -> Result<LocationKind, String> {
     let (kind, handler) = (b.location().kind, &b.location().handler);
     if matches!(handler, Handler::Proxy(_)) && kind != LocationKind::If {
         return Err(dup(d));

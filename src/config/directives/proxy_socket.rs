@@ -45,6 +45,12 @@ pub(super) static ROWS: &[Spec] = &[
 /// `proxy_bind address [transparent] | off`: the address may hold
 /// variables (`$remote_addr` with `transparent`), checked per request.
 fn set_proxy_bind(b: &mut Build, d: &Directive) -> Res {
+    let v = parse_bind(d)?;
+    set_once(&mut b.loc().proxy_bind, v, d)
+}
+
+/// The value of `proxy_bind` (and `fastcgi_bind`): `None` for `off`.
+pub(super) fn parse_bind(d: &Directive) -> Result<Option<ProxyBind>, String> {
     let v = match d.args.as_slice() {
         [off] if off == "off" => None,
         [a] => Some(ProxyBind {
@@ -63,5 +69,5 @@ fn set_proxy_bind(b: &mut Build, d: &Directive) -> Res {
             return Err(format!("invalid address \"{}\"", addr.raw()));
         }
     }
-    set_once(&mut b.loc().proxy_bind, v, d)
+    Ok(v)
 }
