@@ -122,10 +122,16 @@ impl std::fmt::Display for RecordError {
             }
             RecordError::Type(t) => write!(f, "upstream sent invalid FastCGI record type: {t}"),
             RecordError::IdHigh(b) => {
-                write!(f, "upstream sent unexpected FastCGI request id high byte: {b}")
+                write!(
+                    f,
+                    "upstream sent unexpected FastCGI request id high byte: {b}"
+                )
             }
             RecordError::IdLow(b) => {
-                write!(f, "upstream sent unexpected FastCGI request id low byte: {b}")
+                write!(
+                    f,
+                    "upstream sent unexpected FastCGI request id low byte: {b}"
+                )
             }
         }
     }
@@ -149,8 +155,15 @@ pub enum Piece<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Header,
-    Data { kind: u8, left: usize, padding: usize },
-    Skip { left: usize, end: bool },
+    Data {
+        kind: u8,
+        left: usize,
+        padding: usize,
+    },
+    Skip {
+        left: usize,
+        end: bool,
+    },
 }
 
 /// The reader of a response's records, fed bytes as they arrive.
@@ -170,10 +183,7 @@ impl Default for RecordReader {
 impl RecordReader {
     /// The next piece of `input`, with the bytes it took; `Ok(None)` when
     /// more bytes are needed (nothing taken).
-    pub fn next<'a>(
-        &mut self,
-        input: &'a [u8],
-    ) -> Result<Option<(usize, Piece<'a>)>, RecordError> {
+    pub fn next<'a>(&mut self, input: &'a [u8]) -> Result<Option<(usize, Piece<'a>)>, RecordError> {
         match self.state {
             State::Header => {
                 let Some(h) = input.get(..8) else {
@@ -365,11 +375,7 @@ pub fn parse_cgi_head(data: &[u8], max: usize) -> Result<Option<ResponseHead>, H
         Ok(httparse::Status::Complete((len, lines))) if len <= max => (len, lines),
         Ok(httparse::Status::Partial) if data.len() < max => return Ok(None),
         Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooBig),
-        Err(_) => {
-            return Err(HeadError::InvalidHeader(wire::invalid_line_text(
-                data, 0,
-            )))
-        }
+        Err(_) => return Err(HeadError::InvalidHeader(wire::invalid_line_text(data, 0))),
     };
     let headers: Vec<(String, String)> = lines
         .iter()
@@ -478,6 +484,11 @@ impl BodyDecoder {
         self.rest = length;
         self.length = length;
         self.keep_conn = keep_conn;
+    }
+
+    /// `fastcgi_keep_conn`: the connection outlives the request.
+    pub fn keep_conn(&self) -> bool {
+        self.keep_conn
     }
 
     /// The header's `Content-Length`.
@@ -639,7 +650,9 @@ mod tests {
         assert_eq!(h.status, 302);
         let h = parse_cgi_head(b"X: y\n\n", 4096).unwrap().unwrap();
         assert_eq!(h.status, 200);
-        let h = parse_cgi_head(b"Status: 201\r\n\r\n", 4096).unwrap().unwrap();
+        let h = parse_cgi_head(b"Status: 201\r\n\r\n", 4096)
+            .unwrap()
+            .unwrap();
         assert_eq!((h.status, h.reason.as_str()), (201, ""));
         assert_eq!(
             parse_cgi_head(b"Status: abc\r\n\r\n", 4096)
@@ -716,7 +729,9 @@ mod tests {
 
     #[test]
     fn content_length_cuts_and_short_output_fails() {
-        let h = parse_cgi_head(b"Content-Length: 3\r\n\r\n", 4096).unwrap().unwrap();
+        let h = parse_cgi_head(b"Content-Length: 3\r\n\r\n", 4096)
+            .unwrap()
+            .unwrap();
         let head = Head {
             head: h,
             body: BodyDecoder::new(RecordReader::default(), Vec::new()),

@@ -556,13 +556,21 @@ impl UpstreamBody {
         };
         for n in d.take_notes() {
             let (level, msg) = match n {
-                fastcgi::Note::Stderr(t) => (Level::Error, format!("FastCGI sent in stderr: \"{t}\"")),
+                fastcgi::Note::Stderr(t) => {
+                    (Level::Error, format!("FastCGI sent in stderr: \"{t}\""))
+                }
                 fastcgi::Note::TooMuch => (
                     Level::Warn,
-                    "upstream sent more data than specified in \"Content-Length\" header".to_string(),
+                    "upstream sent more data than specified in \"Content-Length\" header"
+                        .to_string(),
                 ),
             };
-            l.log.log_conn(level, Some(l.conn), format_args!("{msg} while reading upstream"), &l.context);
+            l.log.log_conn(
+                level,
+                Some(l.conn),
+                format_args!("{msg} while reading upstream"),
+                &l.context,
+            );
         }
     }
 

@@ -52,6 +52,9 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("fastcgi_split_path_info", LOC, Arity::N(1), |b, d| {
         let re = crate::vars::regex::Regex::compile(&d.args[0], false)?;
+        if re.groups() != 2 {
+            return Err(format!("pattern \"{}\" must have 2 captures", d.args[0]));
+        }
         set_once(&mut app!(b).split_path_info, Some(Arc::new(re)), d)
     }),
     d(
@@ -103,8 +106,18 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         app_flag!(intercept_errors),
     ),
-    d("fastcgi_hide_header", HSL, Arity::N(1), app_names!(hide_header)),
-    d("fastcgi_pass_header", HSL, Arity::N(1), app_names!(pass_header)),
+    d(
+        "fastcgi_hide_header",
+        HSL,
+        Arity::N(1),
+        app_names!(hide_header),
+    ),
+    d(
+        "fastcgi_pass_header",
+        HSL,
+        Arity::N(1),
+        app_names!(pass_header),
+    ),
     d("fastcgi_ignore_headers", HSL, Arity::Min(1), |b, d| {
         let v = d.args.iter().map(|a| a.to_ascii_lowercase()).collect();
         set_once(&mut app!(b).ignore_headers, Arc::new(v), d)
@@ -209,7 +222,7 @@ fn set_param(b: &mut Build, d: &Directive) -> Res {
 /// `unix:PATH` (resolved now, NGINX's implicit upstream), or with
 /// variables, rendered per request.
 fn set_fastcgi_pass(b: &mut Build, d: &Directive) -> Res {
-    use crate::upstream::{split_url, ProxyPass, ProxyTarget, Protocol};
+    use crate::upstream::{split_url, Protocol, ProxyPass, ProxyTarget};
     super::proxy::first_proxy_pass(b, d)?;
     let addr = &d.args[0];
     let groups = Arc::new(b.upstreams.clone());

@@ -569,7 +569,7 @@ async fn go_upstream(
             return hit(ctx, pass, c, *e);
         }
     }
-    if let Some(o) = intercepted(ctx, status, up.headers()) {
+    if let Some(o) = intercepted(ctx, pass, status, up.headers()) {
         return o;
     }
     let valid = policy::validity(

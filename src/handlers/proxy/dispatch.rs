@@ -14,7 +14,11 @@ use crate::upstream::ProxyPass;
 
 /// The content handler.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
-    let Some(zone) = ctx.loc.s.proxy_cache.clone() else {
+    let zone = match pass.proto {
+        crate::upstream::Protocol::Http => ctx.loc.s.proxy_cache.clone(),
+        crate::upstream::Protocol::FastCgi => None,
+    };
+    let Some(zone) = zone else {
         return serve_with(ctx, env, pass, &FetchOptions::default()).await;
     };
     match cache::serve(ctx, env, pass, &zone).await {
@@ -39,7 +43,7 @@ pub async fn serve_with(
     opts: &FetchOptions,
 ) -> Outcome {
     match fetch_with(ctx, env, pass, opts).await {
-        Ok(up) => match intercepted(ctx, up.status(), up.headers()) {
+        Ok(up) => match intercepted(ctx, pass, up.status(), up.headers()) {
             Some(o) => o,
             None => {
                 // NGINX's not-modified filter is off for a response that is

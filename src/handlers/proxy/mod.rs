@@ -1,4 +1,6 @@
-//! The `proxy_pass` content handler and `proxy_cache`, split by step, each
+//! The `proxy_pass` and `fastcgi_pass` content handler and `proxy_cache`
+//! (one core: the protocol is a parameter, `upstream::Protocol`), split by
+//! step, each
 //! file importing only those below it:
 //!
 //! | File | Holds |
@@ -7,6 +9,9 @@
 //! | `cache.rs` | the `proxy_cache` flow: lookup, HIT, lock, stale, revalidate, purge |
 //! | `fill.rs` | storing a response while it is sent ([`CacheFill`](fill)), refresh after a 304 |
 //! | `fetch.rs` | step one, [`fetch`]: peers, tries, `proxy_next_upstream`, the response head |
+//! | `exchange.rs` | one exchange on a connection: the request out, the response head in, per protocol |
+//! | `fastcgi.rs` | what goes to a FastCGI application: `fastcgi_param`, the client's headers, `$fastcgi_script_name` |
+//! | `knobs.rs` | the settings a request reads, `proxy_*` or `fastcgi_*` by protocol |
 //! | `target.rs` | where the request goes: the `upstream` group, `$proxy_host` |
 //! | `tls.rs` | `proxy_pass https://`: the `proxy_ssl_*` configuration, the handshake, its log lines |
 //! | `request.rs` | what goes upstream: URI, method, head, body |
@@ -25,8 +30,11 @@
 mod cache;
 mod connect;
 mod dispatch;
+mod exchange;
+mod fastcgi;
 mod fetch;
 mod fill;
+mod knobs;
 mod request;
 mod response;
 mod target;

@@ -6,25 +6,13 @@
 //! the length is unknown). A cached entry's head goes through the same
 //! [`head_response`].
 
+use super::knobs::Knobs;
 use crate::handlers::Outcome;
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{Body, Response, StreamBody};
 use crate::http::tunnel::{TunnelTimeouts, Upgrade};
-use crate::upstream::{ProxyPass, RedirectRule, UpstreamResponse};
-
-/// Response headers NGINX's proxy never passes: it sends its own Date and
-/// Server, and the hop-by-hop headers belong to the upstream connection.
-const HIDDEN: &[&str] = &[
-    "date",
-    "server",
-    "x-pad",
-    "x-accel-expires",
-    "x-accel-redirect",
-    "x-accel-limit-rate",
-    "x-accel-buffering",
-    "x-accel-charset",
-];
+use crate::upstream::{Protocol, ProxyPass, RedirectRule, UpstreamResponse};
 
 const HOP_BY_HOP: &[&str] = &[
     "connection",
@@ -37,16 +25,17 @@ const HOP_BY_HOP: &[&str] = &[
     "proxy-connection",
 ];
 
-/// `proxy_intercept_errors`: an upstream status with an `error_page`
-/// becomes that page; a 401 keeps the upstream's `WWW-Authenticate`
-/// lines, as NGINX copies them.
+/// `proxy_intercept_errors` (`fastcgi_intercept_errors`): an upstream
+/// status with an `error_page` becomes that page; a 401 keeps the
+/// upstream's `WWW-Authenticate` lines, as NGINX copies them.
 pub fn intercepted(
     ctx: &mut RequestCtx,
+    pass: &ProxyPass,
     status: u16,
     headers: &[(String, String)],
 ) -> Option<Outcome> {
     let s = &ctx.loc.s;
-    if !(s.proxy_intercept_errors
+    if !(Knobs::of(s, pass.proto).intercept_errors
         && status >= 300
         && s.error_pages.iter().any(|p| p.codes.contains(&status)))
     {
@@ -128,10 +117,12 @@ pub fn head_response(
     headers: &[(String, String)],
 ) -> Response {
     let s = &ctx.loc.s;
+    let k = Knobs::of(s, pass.proto);
+    let http = pass.proto == Protocol::Http;
     let mut r = Response::new(status);
     let hidden = |n: &str| {
-        (HIDDEN.contains(&n) && !s.proxy_pass_header.iter().any(|p| p == n))
-            || s.proxy_hide_header.iter().any(|p| p == n)
+        (k.hidden.contains(&n) && !k.pass_header.iter().any(|p| p == n))
+            || k.hide_header.iter().any(|p| p == n)
     };
     for (n, v) in headers {
         let lower = n.to_ascii_lowercase();
@@ -153,7 +144,12 @@ pub fn head_response(
             }
             "content-type" if r.content_type.is_none() => r.content_type = Some(v.as_str().into()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
-            "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {
+            // An application's path goes out absolute, as NGINX's header
+            // filter makes it (FastCGI has no redirect rewriting).
+            "location" if r.location.is_none() && !http && v.starts_with('/') => {
+                r.location = Some(crate::handlers::absolute_location(ctx, v))
+            }
+            "location" if r.location.is_none() && http => match rewrite_location(ctx, pass, v) {
                 // Rewritten to a path: made absolute and sent in its own
                 // slot, as NGINX's header filter does. Anything else
                 // (a URL, or a Location no rule matched) stays in line.
@@ -167,7 +163,8 @@ pub fn head_response(
             // writes a proxied Last-Modified among the other lines); the
             // parsed time is for the conditional filters.
             "set-cookie"
-                if !s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty() =>
+                if http
+                    && (!s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty()) =>
             {
                 r.headers.push((n.clone(), rewrite_cookie(ctx, v)));
             }
