@@ -144,11 +144,9 @@ pub fn head_response(
             }
             "content-type" if r.content_type.is_none() => r.content_type = Some(v.as_str().into()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
-            // An application's path goes out absolute, as NGINX's header
-            // filter makes it (FastCGI has no redirect rewriting).
-            "location" if r.location.is_none() && !http && v.starts_with('/') => {
-                r.location = Some(crate::handlers::absolute_location(ctx, v))
-            }
+            // FastCGI has no redirect rewriting: the application's value
+            // goes out as sent, a path too (NGINX's
+            // `ngx_http_upstream_rewrite_location` leaves it relative).
             "location" if r.location.is_none() && http => match rewrite_location(ctx, pass, v) {
                 // Rewritten to a path: made absolute and sent in its own
                 // slot, as NGINX's header filter does. Anything else
