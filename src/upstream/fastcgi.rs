@@ -181,54 +181,57 @@ impl Default for RecordReader {
 }
 
 impl RecordReader {
+    /// A record's 8-byte header: checked, and the state it leads to.
+    fn header(&mut self, h: &[u8]) -> Result<Piece<'static>, RecordError> {
+        if h[0] != VERSION {
+            return Err(RecordError::Version(h[0]));
+        }
+        if !matches!(h[1], STDOUT | STDERR | END_REQUEST) {
+            return Err(RecordError::Type(h[1]));
+        }
+        if h[2] != 0 {
+            return Err(RecordError::IdHigh(h[2]));
+        }
+        if h[3] != 1 {
+            return Err(RecordError::IdLow(h[3]));
+        }
+        let (len, padding) = ((h[4] as usize) << 8 | h[5] as usize, h[6] as usize);
+        let (state, piece) = match (h[1], len) {
+            (END_REQUEST, _) => (
+                State::Skip {
+                    left: len + padding,
+                    end: true,
+                },
+                Piece::Nothing,
+            ),
+            (STDOUT, 0) => (
+                State::Skip {
+                    left: padding,
+                    end: false,
+                },
+                Piece::StdoutEnd,
+            ),
+            (kind, left) => (
+                State::Data {
+                    kind,
+                    left,
+                    padding,
+                },
+                Piece::Nothing,
+            ),
+        };
+        self.state = state;
+        Ok(piece)
+    }
+
     /// The next piece of `input`, with the bytes it took; `Ok(None)` when
     /// more bytes are needed (nothing taken).
     pub fn next<'a>(&mut self, input: &'a [u8]) -> Result<Option<(usize, Piece<'a>)>, RecordError> {
         match self.state {
-            State::Header => {
-                let Some(h) = input.get(..8) else {
-                    return Ok(None);
-                };
-                if h[0] != VERSION {
-                    return Err(RecordError::Version(h[0]));
-                }
-                if !matches!(h[1], STDOUT | STDERR | END_REQUEST) {
-                    return Err(RecordError::Type(h[1]));
-                }
-                if h[2] != 0 {
-                    return Err(RecordError::IdHigh(h[2]));
-                }
-                if h[3] != 1 {
-                    return Err(RecordError::IdLow(h[3]));
-                }
-                let (len, padding) = ((h[4] as usize) << 8 | h[5] as usize, h[6] as usize);
-                let (state, piece) = match (h[1], len) {
-                    (END_REQUEST, _) => (
-                        State::Skip {
-                            left: len + padding,
-                            end: true,
-                        },
-                        Piece::Nothing,
-                    ),
-                    (STDOUT, 0) => (
-                        State::Skip {
-                            left: padding,
-                            end: false,
-                        },
-                        Piece::StdoutEnd,
-                    ),
-                    (kind, left) => (
-                        State::Data {
-                            kind,
-                            left,
-                            padding,
-                        },
-                        Piece::Nothing,
-                    ),
-                };
-                self.state = state;
-                Ok(Some((8, piece)))
-            }
+            State::Header => match input.get(..8) {
+                Some(h) => self.header(h).map(|p| Some((8, p))),
+                None => Ok(None),
+            },
             State::Data {
                 kind,
                 left,

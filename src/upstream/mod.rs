@@ -450,6 +450,8 @@ pub struct UpstreamBody {
     /// `$upstream_bytes_received` and `$upstream_response_length` of the
     /// try, added to as the body is read and decoded.
     counters: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
+    /// `fastcgi_limit_rate`: the pace of the reads from the upstream.
+    pacer: Option<crate::http::rate::Pacer>,
 }
 
 impl UpstreamBody {
@@ -471,6 +473,7 @@ impl UpstreamBody {
             pool,
             log: None,
             counters: None,
+            pacer: None,
         };
         if done {
             b.release();
@@ -492,6 +495,7 @@ impl UpstreamBody {
             pool: None,
             log: None,
             counters: None,
+            pacer: None,
         }
     }
 
@@ -507,6 +511,11 @@ impl UpstreamBody {
             received: self.counters.take().map(|(rx, _)| rx),
             log_context: self.log.take().map(|l| l.context).unwrap_or_default(),
         })
+    }
+
+    /// Reads at most `rate` bytes a second from the upstream (0: no limit).
+    pub fn set_rate(&mut self, rate: u64) {
+        self.pacer = crate::http::rate::Pacer::new(rate, 0);
     }
 
     /// Where to log a truncated body.
@@ -604,7 +613,17 @@ impl UpstreamBody {
                 return Ok(false);
             };
             let had = self.buf.len();
-            let read = read_some(&conn.stream, &mut self.buf, self.read_timeout).await;
+            let max = match &self.pacer {
+                Some(p) => p.take(READ_CHUNK).await,
+                None => READ_CHUNK,
+            };
+            let read = conn
+                .stream
+                .read_some(&mut self.buf, max, self.read_timeout)
+                .await;
+            if let Some(p) = &self.pacer {
+                p.sent((self.buf.len() - had) as u64);
+            }
             if let (Some((rx, _)), Ok(_)) = (&self.counters, &read) {
                 rx.fetch_add((self.buf.len() - had) as u64, Ordering::Relaxed);
             }

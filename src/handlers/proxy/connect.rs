@@ -31,7 +31,7 @@ pub(super) async fn connection(
     (tls, proxy_header): (Option<&TlsTarget>, Option<&str>),
     opts: &upstream::ConnectOptions,
 ) -> Result<UpstreamConn, ConnectFail> {
-    let key = tls::pool_key(group.id, tls.is_some());
+    let key = tls::pool_key(group.id, tls.is_some(), k.proto);
     if allow_pooled {
         if let Some(c) = pool::take(key, addr, group.keepalive_timeout, proxy_header) {
             return Ok(c);

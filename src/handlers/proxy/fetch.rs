@@ -409,13 +409,14 @@ fn upstream_response(
     };
     let reusable = group.keepalive > 0 && keeps;
     let pool_return = reusable.then_some(PoolReturn {
-        group: tls::pool_key(group.id, out.tls.is_some()),
+        group: tls::pool_key(group.id, out.tls.is_some(), out.proto),
         max: group.keepalive,
         timeout: group.keepalive_timeout,
         requests: group.keepalive_requests,
     });
     let addr = conn.addr.clone();
     let mut body = UpstreamBody::new(conn, buf, framing, k.read_timeout, pool_return);
+    body.set_rate(k.limit_rate);
     body.set_log(body_log(log));
     Ok(UpstreamResponse {
         head: rh,

@@ -12,6 +12,8 @@ use crate::upstream::{NextUpstream, Protocol};
 
 /// What governs a request's tries, connections and response head.
 pub struct Knobs<'a> {
+    /// The protocol (connections of two protocols never share a pool).
+    pub proto: Protocol,
     /// `*_connect_timeout`.
     pub connect_timeout: Duration,
     /// `*_send_timeout`.
@@ -38,6 +40,8 @@ pub struct Knobs<'a> {
     pub socket_keepalive: bool,
     /// `*_bind`.
     pub bind: Option<&'a ProxyBind>,
+    /// `fastcgi_limit_rate`: bytes a second read from the upstream.
+    pub limit_rate: u64,
     /// Response headers never passed unless `*_pass_header` names them.
     pub hidden: &'static [&'static str],
 }
@@ -70,6 +74,7 @@ impl<'a> Knobs<'a> {
     pub fn of(s: &'a LocSettings, proto: Protocol) -> Knobs<'a> {
         match proto {
             Protocol::Http => Knobs {
+                proto,
                 connect_timeout: s.proxy_connect_timeout,
                 send_timeout: s.proxy_send_timeout,
                 read_timeout: s.proxy_read_timeout,
@@ -83,11 +88,13 @@ impl<'a> Knobs<'a> {
                 pass_request_body: s.proxy_pass_request_body,
                 socket_keepalive: s.proxy_socket_keepalive,
                 bind: s.proxy_bind.as_ref(),
+                limit_rate: 0,
                 hidden: PROXY_HIDDEN,
             },
             Protocol::FastCgi => {
                 let a = &s.fastcgi;
                 Knobs {
+                    proto,
                     connect_timeout: a.connect_timeout,
                     send_timeout: a.send_timeout,
                     read_timeout: a.read_timeout,
@@ -101,6 +108,7 @@ impl<'a> Knobs<'a> {
                     pass_request_body: a.pass_request_body,
                     socket_keepalive: a.socket_keepalive,
                     bind: a.bind.as_ref(),
+                    limit_rate: a.limit_rate,
                     hidden: FASTCGI_HIDDEN,
                 }
             }
