@@ -591,7 +591,7 @@ mod tests {
         begin_request(&mut out, true);
         assert_eq!(out, [1, 1, 0, 1, 0, 8, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0]);
         out.clear();
-        let long = vec![b'v'; 200];
+        let long = [b'v'; 200];
         params(&mut out, [(&b"A"[..], &b"b"[..]), (&b"L"[..], &long[..])]);
         // A=b: 1+1+1+1 = 4 bytes; L: 1 + 4 + 1 + 200 = 206; total 210.
         assert_eq!(&out[..8], &[1, PARAMS, 0, 1, 0, 210, 6, 0]);
@@ -602,7 +602,7 @@ mod tests {
         out.clear();
         stdin(&mut out, &vec![0u8; 70000]);
         assert_eq!(&out[4..6], &[0xff, 0xf8]);
-        assert_eq!(out.len(), 8 + MAX_CONTENT + 8 + (70000 - MAX_CONTENT) + 0);
+        assert_eq!(out.len(), 8 + MAX_CONTENT + 8 + (70000 - MAX_CONTENT));
         stdin(&mut out, b"");
         stdin_end(&mut out);
         assert_eq!(&out[out.len() - 8..], &[1, STDIN, 0, 1, 0, 0, 0, 0]);
