@@ -613,11 +613,15 @@ mod tests {
         let mut buf = Vec::new();
         let mut errs = Vec::new();
         // Byte by byte: every split of records and lines.
-        for b in raw {
+        for (i, b) in raw.iter().enumerate() {
             buf.push(*b);
             match r.feed(&mut buf, 4096, &mut errs) {
                 Ok(None) => {}
-                other => return (other, errs, buf),
+                other => {
+                    // What was not taken, and what was not fed yet.
+                    buf.extend_from_slice(&raw[i + 1..]);
+                    return (other, errs, buf);
+                }
             }
         }
         (Ok(None), errs, buf)
@@ -628,15 +632,23 @@ mod tests {
         let mut raw = rec(STDERR, b"PHP Notice: x.\n");
         raw.extend(rec(STDOUT, b"Status: 404 Not Found\r\nX-A: b\r\n"));
         raw.extend(rec(STDOUT, b"Content-type: text/html\r\n\r\nhello"));
+        // Fed whole, the stderr record is one line, its tail cut.
+        let mut whole = raw.clone();
+        let mut errs = Vec::new();
+        HeadReader::default()
+            .feed(&mut whole, 4096, &mut errs)
+            .unwrap()
+            .unwrap();
+        assert_eq!(errs, vec!["PHP Notice: x".to_string()]);
+        // Fed a byte at a time, each piece read is logged, as NGINX logs
+        // what its buffer holds.
         let (h, errs, buf) = head_of(&raw);
         let h = h.unwrap().unwrap();
-        assert_eq!(errs, vec!["PHP Notice: x".to_string()]);
+        assert_eq!(errs.concat(), "PHP Notice: x.\n");
         assert_eq!((h.head.status, h.head.reason.as_str()), (404, "Not Found"));
         assert_eq!(h.head.header("x-a"), Some("b"));
-        // The padding of the last record is still in the buffer.
-        assert_eq!(buf.len(), 3);
         let (head, mut body) = h.finish(false).unwrap();
-        assert_eq!(head.len, raw.len() - 3);
+        assert_eq!(head.len, raw.len() - buf.len());
         let mut out = Vec::new();
         let mut more = buf;
         more.extend(rec(STDOUT, b" world"));
@@ -747,10 +759,16 @@ mod tests {
         let (r, out) = decode_all(&mut body, &raw);
         assert_eq!(r, Ok(true));
         assert_eq!(out, b"abc");
-        assert_eq!(
-            body.take_notes(),
-            vec![Note::TooMuch, Note::Stderr("late".into())]
-        );
+        let notes = body.take_notes();
+        assert_eq!(notes[0], Note::TooMuch);
+        let text: String = notes[1..]
+            .iter()
+            .map(|n| match n {
+                Note::Stderr(t) => t.as_str(),
+                Note::TooMuch => "!",
+            })
+            .collect();
+        assert_eq!(text, "late\n");
         let mut body = BodyDecoder::new(RecordReader::default(), Vec::new());
         body.set_end(Some(10), false);
         let mut raw = rec(STDOUT, b"abc");
