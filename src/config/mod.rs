@@ -4,6 +4,7 @@
 //! expanded and every directive carrying file:line); `directives` holds the
 //! table of accepted directives and builds the typed `model` from the tree.
 
+pub mod app_upstream;
 pub mod content;
 pub mod directives;
 pub mod error;

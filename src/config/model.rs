@@ -291,28 +291,34 @@ pub use super::content::*;
 pub use super::setting_types::*;
 
 macro_rules! loc_settings {
-    ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
+    (nested { $($(#[$ndoc:meta])* $nfield:ident : $nb:ty => $ns:ty;)* }
+     $($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
         /// Location-level settings as one config level wrote them.
         #[derive(Clone, Default, Debug)]
         pub struct LocBuilder {
+            $($(#[$ndoc])* pub $nfield: $nb,)*
             $($(#[$doc])* pub $field: Option<$ty>,)*
         }
 
         /// Location-level settings after merging with every outer level.
         #[derive(Clone, Debug)]
         pub struct LocSettings {
+            $($(#[$ndoc])* pub $nfield: $ns,)*
             $($(#[$doc])* pub $field: $ty,)*
         }
 
         impl LocBuilder {
-            /// Takes from `parent` every setting this level did not set.
+            /// Takes from `parent` every setting this level did not set
+            /// (field by field in the nested groups).
             pub fn inherit(&mut self, parent: &LocBuilder) {
+                $(self.$nfield.inherit(&parent.$nfield);)*
                 $(if self.$field.is_none() { self.$field = parent.$field.clone(); })*
             }
 
             /// Fills NGINX's defaults into what is still unset.
             pub fn finish(&self) -> LocSettings {
                 LocSettings {
+                    $($nfield: self.$nfield.finish(),)*
                     $($field: match &self.$field { Some(v) => v.clone(), None => $default },)*
                 }
             }
@@ -321,6 +327,10 @@ macro_rules! loc_settings {
 }
 
 loc_settings! {
+    nested {
+        /// `fastcgi_*` (`directives/fastcgi.rs`, `config/app_upstream.rs`).
+        fastcgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+    }
     /// `root` / `alias`.
     root: DocRoot = DocRoot::Root(Template::literal("html"));
     /// `index`.

@@ -127,8 +127,11 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
         carried.charset = charset;
         return Err(code);
     }
-    // The header writer's rules.
-    if resp.status == 204 {
+    // The header writer's rules, which NGINX applies only to a status
+    // without a status line of its own (an upstream's, as a FastCGI
+    // `Status: 204 No Content`, keeps its Content-Type and length).
+    let own_line = resp.reason.as_ref().is_none_or(|(_, t)| t.is_empty());
+    if resp.status == 204 && own_line {
         resp.content_type = None;
         resp.content_length = None;
         resp.body = Body::Empty;

@@ -31,6 +31,19 @@ impl RequestCtx {
                     }
                 }
             }
+            Var::FastcgiScriptName | Var::FastcgiPathInfo => {
+                let (script, info) = super::derived::fastcgi_split(self);
+                match var {
+                    Var::FastcgiScriptName => {
+                        out.push_str(script);
+                        if let (true, Some(i)) = (script.ends_with('/'), &self.loc.s.fastcgi.index)
+                        {
+                            out.push_str(i);
+                        }
+                    }
+                    _ => out.push_str(info),
+                }
+            }
             _ => self.append_connection(var, out),
         }
     }

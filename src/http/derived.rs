@@ -1,7 +1,29 @@
 //! Variable values NGINX derives with a computation of their own:
-//! `$request_id` and `$slice_range`.
+//! `$request_id`, `$slice_range`, `$fastcgi_script_name` and
+//! `$fastcgi_path_info`.
 
 use super::context::RequestCtx;
+
+/// The URI split by `fastcgi_split_path_info` (NGINX's
+/// `ngx_http_fastcgi_split`): the first capture and the second when the
+/// regex matches, else the whole URI and nothing. Worked out each time
+/// from the current URI, so after `try_files` changed it the path info is
+/// that of the new URI (NGINX's handler recomputes it too: hence the
+/// `set $path_info` of Debian's `fastcgi-php.conf`).
+pub fn fastcgi_split(ctx: &RequestCtx) -> (&str, &str) {
+    let uri = ctx.uri.as_str();
+    let Some(re) = &ctx.loc.s.fastcgi.split_path_info else {
+        return (uri, "");
+    };
+    match re.exec(uri).and_then(|m| m.captures) {
+        Some(c) if c.spans.len() >= 3 => {
+            let span = |i: usize| c.spans[i].map_or((0, 0), |x| x);
+            let (a, b) = (span(1), span(2));
+            (&uri[a.0..a.1], &uri[b.0..b.1])
+        }
+        _ => (uri, ""),
+    }
+}
 
 /// `$slice_range` (NGINX's `ngx_http_slice_range_variable`): the main
 /// request's first reading picks the slice that holds the first byte the

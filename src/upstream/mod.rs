@@ -15,6 +15,7 @@
 
 pub mod addr;
 pub mod balance;
+pub mod fastcgi;
 pub mod http2;
 pub mod pool;
 pub mod resolver;
@@ -33,7 +34,7 @@ pub use stream::UpStream;
 use wire::{Framing, ResponseHead};
 
 use crate::h1::stream::{logged_error, BodyStream, ChunkFuture};
-use crate::log::RequestLog;
+use crate::log::{Level, RequestLog};
 use crate::vars::template::Template;
 
 /// Most bytes one read from an upstream takes: the bound on what a
@@ -138,9 +139,23 @@ pub enum RedirectRule {
     Replace(Template, Template),
 }
 
-/// A `proxy_pass` directive, compiled.
+/// The protocol spoken to a peer: the one difference between
+/// `proxy_pass` and `fastcgi_pass` the proxy's core knows of (how the
+/// request is encoded, how the response head and body are decoded, which
+/// settings apply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.x (`proxy_pass`).
+    Http,
+    /// FastCGI (`fastcgi_pass`, [`fastcgi`]).
+    FastCgi,
+}
+
+/// A `proxy_pass` (or `fastcgi_pass`) directive, compiled.
 #[derive(Debug)]
 pub struct ProxyPass {
+    /// The protocol spoken to the peers.
+    pub proto: Protocol,
     /// The target.
     pub target: ProxyTarget,
     /// The URI part of a literal URL (`/new/` in `http://b/new/`), if any.
@@ -367,6 +382,7 @@ impl UpstreamResponse {
     pub fn content_length(&self) -> Option<u64> {
         match self.body.framing {
             Framing::Length(n) => Some(n),
+            Framing::FastCgi(ref d) => d.length(),
             Framing::Empty => self
                 .header("content-length")
                 .and_then(|v| v.trim().parse().ok()),
@@ -426,6 +442,8 @@ pub struct UpstreamBody {
     /// `$upstream_bytes_received` and `$upstream_response_length` of the
     /// try, added to as the body is read and decoded.
     counters: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
+    /// `fastcgi_limit_rate`: the pace of the reads from the upstream.
+    pacer: Option<crate::http::rate::Pacer>,
 }
 
 impl UpstreamBody {
@@ -447,6 +465,7 @@ impl UpstreamBody {
             pool,
             log: None,
             counters: None,
+            pacer: None,
         };
         if done {
             b.release();
@@ -468,6 +487,7 @@ impl UpstreamBody {
             pool: None,
             log: None,
             counters: None,
+            pacer: None,
         }
     }
 
@@ -483,6 +503,11 @@ impl UpstreamBody {
             received: self.counters.take().map(|(rx, _)| rx),
             log: self.log.take(),
         })
+    }
+
+    /// Reads at most `rate` bytes a second from the upstream (0: no limit).
+    pub fn set_rate(&mut self, rate: u64) {
+        self.pacer = crate::http::rate::Pacer::new(rate, 0);
     }
 
     /// Where to log a truncated body.
@@ -521,6 +546,30 @@ impl UpstreamBody {
         logged_error()
     }
 
+    /// Logs what a FastCGI body's decoder noted (the application's stderr,
+    /// output past `Content-Length`), as NGINX logs it.
+    fn log_notes(&mut self) {
+        let Framing::FastCgi(d) = &mut self.framing else {
+            return;
+        };
+        let Some(l) = &self.log else {
+            return;
+        };
+        for n in d.take_notes() {
+            let (level, msg) = match n {
+                fastcgi::Note::Stderr(t) => {
+                    (Level::Error, format!("FastCGI sent in stderr: \"{t}\""))
+                }
+                fastcgi::Note::TooMuch => (
+                    Level::Warn,
+                    "upstream sent more data than specified in \"Content-Length\" header"
+                        .to_string(),
+                ),
+            };
+            l.line(level, format_args!("{msg} while reading upstream"));
+        }
+    }
+
     /// Appends the next decoded piece to `out`; `Ok(false)` at the end.
     pub async fn next(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         loop {
@@ -529,13 +578,11 @@ impl UpstreamBody {
             }
             if !self.buf.is_empty() {
                 let before = out.len();
-                let (used, done) = match self.framing.decode(&self.buf, out) {
+                let decoded = self.framing.decode(&self.buf, out);
+                self.log_notes();
+                let (used, done) = match decoded {
                     Ok(r) => r,
-                    Err(_) => {
-                        return Err(self.fail(format_args!(
-                            "upstream sent invalid chunked response while reading upstream"
-                        )))
-                    }
+                    Err(e) => return Err(self.fail(format_args!("{e} while reading upstream"))),
                 };
                 self.buf.drain(..used);
                 if let Some((_, len)) = &self.counters {
@@ -553,7 +600,17 @@ impl UpstreamBody {
                 return Ok(false);
             };
             let had = self.buf.len();
-            let read = read_some(&conn.stream, &mut self.buf, self.read_timeout).await;
+            let max = match &self.pacer {
+                Some(p) => p.take(READ_CHUNK).await,
+                None => READ_CHUNK,
+            };
+            let read = conn
+                .stream
+                .read_some(&mut self.buf, max, self.read_timeout)
+                .await;
+            if let Some(p) = &self.pacer {
+                p.sent((self.buf.len() - had) as u64);
+            }
             if let (Some((rx, _)), Ok(_)) = (&self.counters, &read) {
                 rx.fetch_add((self.buf.len() - had) as u64, Ordering::Relaxed);
             }

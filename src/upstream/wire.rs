@@ -71,6 +71,11 @@ pub enum HeadError {
     /// `101 Switching Protocols` to a request that asked for no upgrade
     /// (RFC 9110 15.2.2: a server must not switch unasked).
     UnaskedUpgrade,
+    /// A fault of an application-server protocol (FastCGI), in NGINX's
+    /// words.
+    Protocol(String),
+    /// `fastcgi_catch_stderr` matched (the stderr line is logged already).
+    CaughtStderr,
 }
 
 impl std::fmt::Display for HeadError {
@@ -96,6 +101,8 @@ impl std::fmt::Display for HeadError {
             HeadError::UnaskedUpgrade => f.write_str(
                 "upstream sent \"101 Switching Protocols\" to a request without \"Upgrade\"",
             ),
+            HeadError::Protocol(s) => f.write_str(s),
+            HeadError::CaughtStderr => f.write_str("fastcgi_catch_stderr matched"),
         }
     }
 }
@@ -151,10 +158,16 @@ fn is_token(c: u8) -> bool {
 /// NGINX's quote of a bad header line: the line up to the offending byte,
 /// then that byte as `\xHH...` (`Bad\x20...` for `Bad Header`).
 fn invalid_header_text(buf: &[u8]) -> String {
-    let mut i = buf
+    let from = buf
         .iter()
         .position(|&c| c == b'\n')
         .map_or(buf.len(), |p| p + 1);
+    invalid_line_text(buf, from)
+}
+
+/// NGINX's quote of the first bad header line of `buf` from `from`.
+pub fn invalid_line_text(buf: &[u8], from: usize) -> String {
+    let mut i = from;
     while i < buf.len() {
         let start = i;
         while i < buf.len() && is_token(buf[i]) {
@@ -189,6 +202,26 @@ pub enum Framing {
     Chunked(ChunkedDecoder),
     /// Until the upstream closes.
     Close,
+    /// FastCGI records: `STDOUT` up to `END_REQUEST`.
+    FastCgi(Box<super::fastcgi::BodyDecoder>),
+}
+
+/// Why a body could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyError {
+    /// A bad chunk.
+    Chunked(ChunkError),
+    /// A bad FastCGI record stream.
+    FastCgi(super::fastcgi::BodyError),
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::Chunked(_) => f.write_str("upstream sent invalid chunked response"),
+            BodyError::FastCgi(e) => e.fmt(f),
+        }
+    }
 }
 
 impl Framing {
@@ -217,7 +250,7 @@ impl Framing {
     /// Decodes body bytes from `input` into `out`; returns the bytes
     /// consumed and whether the body is complete. Bytes past the end are
     /// left unconsumed.
-    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), ChunkError> {
+    pub fn decode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(usize, bool), BodyError> {
         match self {
             Framing::Empty => Ok((0, true)),
             Framing::Length(left) => {
@@ -226,7 +259,8 @@ impl Framing {
                 *left -= take as u64;
                 Ok((take, *left == 0))
             }
-            Framing::Chunked(dec) => dec.feed(input, Some(out)),
+            Framing::Chunked(dec) => dec.feed(input, Some(out)).map_err(BodyError::Chunked),
+            Framing::FastCgi(dec) => dec.decode(input, out).map_err(BodyError::FastCgi),
             Framing::Close => {
                 out.extend_from_slice(input);
                 Ok((input.len(), false))
@@ -238,6 +272,12 @@ impl Framing {
     pub fn complete_at_eof(&self) -> bool {
         matches!(self, Framing::Close | Framing::Empty)
     }
+}
+
+/// The response's `Content-Length`, refused when ambiguous as
+/// [`Framing::of`] refuses it.
+pub fn content_length(head: &ResponseHead) -> Result<Option<u64>, HeadError> {
+    framing_headers(head).map(|(n, _)| n)
 }
 
 /// The response's `Content-Length` and whether it is chunked, checking the

@@ -174,6 +174,11 @@ pub enum Var {
     SecureLink,
     /// `$secure_link_expires`: the expiry the link named.
     SecureLinkExpires,
+    /// `$fastcgi_script_name`: the URI (or `fastcgi_split_path_info`'s
+    /// first capture), with `fastcgi_index` after a final `/`.
+    FastcgiScriptName,
+    /// `$fastcgi_path_info`: `fastcgi_split_path_info`'s second capture.
+    FastcgiPathInfo,
     /// `$0`…`$9`: a capture of the last regular expression matched.
     Capture(u8),
     /// A variable set per request: by `set`, or by a named capture.
@@ -378,6 +383,8 @@ fn module_var(name: &str) -> Option<Var> {
         "invalid_referer" => Var::InvalidReferer,
         "secure_link" => Var::SecureLink,
         "secure_link_expires" => Var::SecureLinkExpires,
+        "fastcgi_script_name" => Var::FastcgiScriptName,
+        "fastcgi_path_info" => Var::FastcgiPathInfo,
         _ => return None,
     })
 }

@@ -174,6 +174,9 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             location,
             groups,
             redirect_default: None,
+            // gRPC has its own relay (handlers/grpc); the proxy core's
+            // request encoder is never used for it.
+            proto: crate::upstream::Protocol::Http,
         }
     } else {
         let split = split_url(&url)?;
@@ -200,6 +203,7 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             location,
             groups,
             redirect_default: None,
+            proto: crate::upstream::Protocol::Http,
         }
     };
     b.location().handler = Handler::Grpc(Arc::new(pass));

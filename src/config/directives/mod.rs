@@ -21,6 +21,7 @@
 //! | `map.rs` | `map { }`, `geo { }` |
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
+//! | `fastcgi.rs` | `fastcgi_pass`, `fastcgi_param` and `fastcgi_*` |
 //! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
@@ -170,6 +171,7 @@ mod build;
 mod cache;
 mod content;
 mod core;
+mod fastcgi;
 mod grpc;
 mod http;
 mod http2;
@@ -215,6 +217,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_socket::ROWS,
     proxy_ssl::ROWS,
     grpc::ROWS,
+    fastcgi::ROWS,
     cache::ROWS,
     ssl::ROWS,
     tuning::ROWS,

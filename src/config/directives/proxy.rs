@@ -121,6 +121,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             split_url(url)?;
         }
         ProxyPass {
+            proto: crate::upstream::Protocol::Http,
             target: ProxyTarget::Dynamic(template(url)?),
             uri: None,
             proxy_host: String::new(),
@@ -146,6 +147,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             None => (format!("{url}/"), "/".to_string()),
         });
         ProxyPass {
+            proto: crate::upstream::Protocol::Http,
             target: ProxyTarget::Group(group),
             proxy_port: split.proxy_port(),
             tls: split.tls,

@@ -29,13 +29,7 @@ pub(super) static ROWS: &[Spec] = &[
         },
     ),
     d("client_body_in_single_buffer", HSL, Arity::N(1), flag_only),
-    d("proxy_buffers", HSL, Arity::N(2), |b, d| {
-        once(b, d)?;
-        match (d.args[0].parse::<u64>(), parse_size(&d.args[1])) {
-            (Ok(n), Some(s)) if n > 0 && s > 0 => Ok(()),
-            _ => Err(invalid(d)),
-        }
-    }),
+    d("proxy_buffers", HSL, Arity::N(2), buffers),
     d("proxy_busy_buffers_size", HSL, Arity::N(1), size_only),
     d("proxy_request_buffering", HSL, Arity::N(1), flag_only),
     d(
@@ -102,6 +96,15 @@ fn once(b: &mut Build, d: &Directive) -> Res {
         return Err(dup(d));
     }
     Ok(())
+}
+
+/// `*_buffers NUMBER SIZE`, checked and not used.
+pub(super) fn buffers(b: &mut Build, d: &Directive) -> Res {
+    once(b, d)?;
+    match (d.args[0].parse::<u64>(), parse_size(&d.args[1])) {
+        (Ok(n), Some(s)) if n > 0 && s > 0 => Ok(()),
+        _ => Err(invalid(d)),
+    }
 }
 
 /// A size (`k`/`m` suffixes), checked and not used.

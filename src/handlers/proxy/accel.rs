@@ -22,7 +22,7 @@
 //!   (`cache::policy`), `proxy_ignore_headers` honoured in
 //!   `fill::policy_headers`.
 //!
-//! All of them are hidden from the client (`response::HIDDEN`).
+//! All of them are hidden from the client (`knobs::PROXY_HIDDEN`).
 
 use crate::handlers::{Env, Outcome};
 use crate::http::context::{Method, RequestCtx};

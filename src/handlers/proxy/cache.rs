@@ -32,6 +32,7 @@ use super::fetch::fetch_with;
 use super::fill::{
     drain, ranges_as_cacheable, refresh, request_header, respond_and_store, CacheReq,
 };
+use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{head_response, intercepted, into_response};
 use super::target::prepare;
@@ -556,11 +557,11 @@ async fn go_upstream(
             return hit(ctx, pass, c, *e);
         }
     }
-    let ignore = Arc::clone(&s.proxy_ignore_headers);
+    let ignore = Arc::clone(Knobs::of(s, pass.proto).ignore_headers);
     if let Some(o) = super::accel::redirect(ctx, env, &ignore, up.headers()) {
         return o;
     }
-    if let Some(o) = intercepted(ctx, status, up.headers()) {
+    if let Some(o) = intercepted(ctx, pass, status, up.headers()) {
         return o;
     }
     let valid = policy::validity(

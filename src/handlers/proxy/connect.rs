@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
+use super::knobs::Knobs;
 use super::tls::{self, HandshakeFail, TlsTarget};
 use crate::config::model::ProxyBind;
-use crate::config::LocSettings;
 use crate::http::context::RequestCtx;
 use crate::upstream::{self, pool, PeerAddr, Socket, UpStream, UpstreamConn, UpstreamGroup};
 
@@ -27,24 +27,24 @@ pub(super) async fn connection(
     group: &UpstreamGroup,
     addr: &PeerAddr,
     allow_pooled: bool,
-    s: &LocSettings,
+    k: &Knobs<'_>,
     (tls, proxy_header): (Option<&TlsTarget>, Option<&str>),
     opts: &upstream::ConnectOptions,
 ) -> Result<UpstreamConn, ConnectFail> {
-    let key = tls::pool_key(group.id, tls.is_some());
+    let key = tls::pool_key(group.id, tls.is_some(), k.proto);
     if allow_pooled {
         if let Some(c) = pool::take(key, addr, group.keepalive_timeout, proxy_header) {
             return Ok(c);
         }
     }
     let started = Instant::now();
-    let sock = upstream::connect_with(addr, s.proxy_connect_timeout, opts)
+    let sock = upstream::connect_with(addr, k.connect_timeout, opts)
         .await
         .map_err(ConnectFail::Connect)?;
     // The PROXY header goes first, before a TLS handshake (as NGINX's
     // stream proxy sends it).
     if let Some(h) = proxy_header {
-        sock.write_first(h.as_bytes(), s.proxy_connect_timeout)
+        sock.write_first(h.as_bytes(), k.connect_timeout)
             .await
             .map_err(ConnectFail::Connect)?;
     }
@@ -56,7 +56,7 @@ pub(super) async fn connection(
             )))
         }
         (Some(t), Socket::Tcp(tcp)) => {
-            let left = s.proxy_connect_timeout.saturating_sub(started.elapsed());
+            let left = k.connect_timeout.saturating_sub(started.elapsed());
             tls::handshake(tcp, t, left)
                 .await
                 .map_err(ConnectFail::Handshake)?
@@ -78,9 +78,9 @@ pub(super) async fn connection(
 /// `proxy_socket_keepalive`.
 pub(super) fn connect_options(
     ctx: &RequestCtx,
-    s: &LocSettings,
+    k: &Knobs<'_>,
 ) -> Result<upstream::ConnectOptions, String> {
-    connect_options_with(ctx, s.proxy_bind.as_ref(), s.proxy_socket_keepalive)
+    connect_options_with(ctx, k.bind, k.socket_keepalive)
 }
 
 /// [`connect_options`] of another module's settings (`grpc_bind`,

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::fetch::fetch_with;
+use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{intercepted, into_response};
 use super::{accel, cache};
@@ -14,7 +15,11 @@ use crate::upstream::ProxyPass;
 
 /// The content handler.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
-    let Some(zone) = ctx.loc.s.proxy_cache.clone() else {
+    let zone = match pass.proto {
+        crate::upstream::Protocol::Http => ctx.loc.s.proxy_cache.clone(),
+        crate::upstream::Protocol::FastCgi => None,
+    };
+    let Some(zone) = zone else {
         return serve_with(ctx, env, pass, &FetchOptions::default()).await;
     };
     match cache::serve(ctx, env, pass, &zone).await {
@@ -40,7 +45,7 @@ pub async fn serve_with(
 ) -> Outcome {
     match fetch_with(ctx, env, pass, opts).await {
         Ok(up) => {
-            let ignore = Arc::clone(&ctx.loc.s.proxy_ignore_headers);
+            let ignore = Arc::clone(Knobs::of(&ctx.loc.s, pass.proto).ignore_headers);
             if let Some(o) = accel::redirect(ctx, env, &ignore, up.headers()) {
                 return o;
             }
@@ -57,7 +62,7 @@ fn served(
     pass: &ProxyPass,
     up: crate::upstream::UpstreamResponse,
 ) -> Outcome {
-    match intercepted(ctx, up.status(), up.headers()) {
+    match intercepted(ctx, pass, up.status(), up.headers()) {
         Some(o) => o,
         None => {
             // NGINX's not-modified filter is off for a response that is

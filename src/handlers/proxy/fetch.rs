@@ -11,23 +11,23 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::connect::{connect_options, connection, ConnectFail};
+use super::exchange::{send_request_read_head, Got, HeadFail, Outgoing, Step};
+use super::knobs::Knobs;
 use super::request::{
-    build_request, client_body_error, too_large, upgrade_asked, upstream_method, upstream_uri,
-    FetchOptions, ReqBody, UpstreamError,
+    build_request, upgrade_asked, upstream_method, upstream_uri, FetchOptions, ReqBody,
+    UpstreamError,
 };
 use super::target::{resolve_group, resolve_target};
-use super::tls::{self, TlsTarget};
-use crate::config::LocSettings;
-use crate::h1::chunked;
+use super::tls;
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::TryRecord;
-use crate::log::RequestLog;
-use crate::upstream::wire::{self, Framing, HeadError};
+use crate::log::{Level, RequestLog};
+use crate::upstream::wire::{Framing, HeadError};
 use crate::upstream::{
-    self, NextUpstream, PeerAddr, PeerRef, PoolReturn, ProxyPass, UpstreamBody, UpstreamConn,
-    UpstreamGroup, UpstreamResponse,
+    NextUpstream, PeerAddr, PeerRef, PoolReturn, Protocol, ProxyPass, UpstreamBody, UpstreamGroup,
+    UpstreamResponse,
 };
 
 /// A failed try: the status it gives, its `proxy_next_upstream`
@@ -39,23 +39,6 @@ pub(crate) struct Failure {
     pub(crate) peer_failed: bool,
     /// The request (or part of it) reached the peer.
     pub(crate) sent: bool,
-}
-
-/// The request as it goes to every peer tried.
-struct Outgoing {
-    head: Vec<u8>,
-    body: ReqBody,
-    uri: String,
-    /// A HEAD: the response has no body whatever its framing says.
-    head_req: bool,
-    /// May be sent again after it reached a peer.
-    idempotent: bool,
-    /// `proxy_pass https://`: how to speak TLS to the peer.
-    tls: Option<TlsTarget>,
-    /// The client asked for an upgrade: a `101` becomes a tunnel.
-    upgrade: bool,
-    /// `proxy_protocol on`: the PROXY header a new connection starts with.
-    proxy_header: Option<String>,
 }
 
 /// Step one: the upstream's response head, with its body still to read.
@@ -77,25 +60,33 @@ pub async fn fetch_with(
     pass: &ProxyPass,
     opts: &FetchOptions,
 ) -> Result<UpstreamResponse, UpstreamError> {
-    let pass_body = ctx.loc.s.proxy_pass_request_body;
+    let pass_body = Knobs::of(&ctx.loc.s, pass.proto).pass_request_body;
     let target = resolve_target(ctx, env, pass)?;
     let group = resolve_group(ctx, env, target.group).await?;
-    let uri = upstream_uri(ctx, pass, target.url_uri.as_deref(), target.dynamic);
+    let fastcgi = pass.proto == Protocol::FastCgi;
+    let uri = match fastcgi {
+        true => String::new(),
+        false => upstream_uri(ctx, pass, target.url_uri.as_deref(), target.dynamic),
+    };
     let method = upstream_method(ctx, opts);
     let client_body = env.body.filter(|b| pass_body && !b.borrow().is_done());
     let tls = match target.tls {
         true => Some(tls::target(ctx, env.log)?),
         false => None,
     };
-    let (head, body) = build_request(ctx, env, client_body, &method, &uri, opts).await?;
+    let (head, body) = match fastcgi {
+        true => super::fastcgi::build_request(ctx, env, client_body).await?,
+        false => build_request(ctx, env, client_body, &method, &uri, opts).await?,
+    };
     let out = Outgoing {
+        proto: pass.proto,
         head,
         body,
         uri,
         head_req: method == "HEAD",
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
         tls,
-        upgrade: upgrade_asked(ctx),
+        upgrade: !fastcgi && upgrade_asked(ctx),
         proxy_header: ctx
             .loc
             .s
@@ -118,14 +109,14 @@ async fn try_peers(
     client_body: Option<&RefCell<ClientBody<'_>>>,
 ) -> Result<UpstreamResponse, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
+    let k = Knobs::of(&loc.s, out.proto);
     let key = match (&group.hash, group.method) {
         (Some(h), _) => Some(h.key.render(ctx)),
         (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
         _ => None,
     };
     let mut sel = group.selection(key);
-    let max_tries = match s.proxy_next_upstream_tries {
+    let max_tries = match k.next_upstream_tries {
         0 => group.peer_count(),
         n => (n as usize).min(group.peer_count()),
     };
@@ -133,7 +124,7 @@ async fn try_peers(
     let mut tries = 0;
     loop {
         let Some(peer) = group.select(&mut sel) else {
-            return Err(no_live_upstreams(ctx, env, group, &out.uri));
+            return Err(no_live_upstreams(ctx, env, group, out));
         };
         tries += 1;
         let outcome = attempt(ctx, env, group, peer, out).await;
@@ -144,13 +135,11 @@ async fn try_peers(
         // A request that never reached the peer (connect failed) may go
         // to the next one whatever its method, as in NGINX.
         let may_retry = |cond: u16, sent: bool| {
-            s.proxy_next_upstream.has(cond)
+            k.next_upstream.has(cond)
                 && tries < max_tries
-                && (s.proxy_next_upstream_timeout.is_zero()
-                    || started.elapsed() < s.proxy_next_upstream_timeout)
-                && (out.idempotent
-                    || !sent
-                    || s.proxy_next_upstream.has(NextUpstream::NON_IDEMPOTENT))
+                && (k.next_upstream_timeout.is_zero()
+                    || started.elapsed() < k.next_upstream_timeout)
+                && (out.idempotent || !sent || k.next_upstream.has(NextUpstream::NON_IDEMPOTENT))
                 && !body_spent
         };
         match outcome {
@@ -190,10 +179,10 @@ fn no_live_upstreams(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     group: &UpstreamGroup,
-    uri: &str,
+    out: &Outgoing,
 ) -> UpstreamError {
     ctx.log(env.log)
-        .with_upstream(&format!("http://{}{uri}", group.name))
+        .with_upstream(&format!("{}://{}{}", out.scheme(), group.name, out.uri))
         .error(format_args!(
             "no live upstreams while connecting to upstream"
         ));
@@ -217,7 +206,7 @@ async fn attempt(
     out: &Outgoing,
 ) -> Result<UpstreamResponse, Result<Failure, UpstreamError>> {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
+    let k = Knobs::of(&loc.s, out.proto);
     let addr = &group.peer(peer).addr;
     let t0 = Instant::now();
     let log = try_log(ctx, env, addr, out);
@@ -231,7 +220,7 @@ async fn attempt(
     // (not with a streamed body, which cannot be sent twice).
     let mut allow_pooled = group.keepalive > 0 && !matches!(out.body, ReqBody::Stream { .. });
     let result = loop {
-        let opts = match connect_options(ctx, s) {
+        let opts = match connect_options(ctx, &k) {
             Ok(o) => o,
             Err(v) => {
                 log.error(format_args!("invalid local address \"{v}\""));
@@ -242,7 +231,7 @@ async fn attempt(
             group,
             addr,
             allow_pooled,
-            s,
+            &k,
             (out.tls.as_ref(), out.proxy_header.as_deref()),
             &opts,
         )
@@ -261,11 +250,11 @@ async fn attempt(
         rec.connect = Some(t0.elapsed());
         conn.requests += 1;
         let reused = conn.reused;
-        match send_request_read_head(ctx, env, s, conn, out).await {
+        match send_request_read_head(ctx, env, &k, conn, (out, &log)).await {
             Ok(got) => {
                 rec.header = Some(t0.elapsed());
                 rec.bytes_sent = sent;
-                break head_arrived(group, s, &log, got, out, &mut rec);
+                break head_arrived(group, &k, &log, got, out, &mut rec);
             }
             Err(Step::Early(_)) if reused => {
                 // The pooled connection was dead: try a new one.
@@ -288,15 +277,15 @@ async fn attempt(
 /// A try's response once its head arrived, or the head's failure (logged).
 fn head_arrived(
     group: &UpstreamGroup,
-    s: &LocSettings,
+    k: &Knobs<'_>,
     log: &RequestLog,
-    got: (UpstreamConn, Vec<u8>, wire::ResponseHead),
+    got: Got,
     out: &Outgoing,
     rec: &mut TryRecord,
 ) -> Result<UpstreamResponse, Result<Failure, UpstreamError>> {
-    rec.status = Some(got.2.status);
-    let head_len = got.2.len as u64;
-    match upstream_response(group, s, log, got, out) {
+    rec.status = Some(got.head.status);
+    let head_len = got.head.len as u64;
+    match upstream_response(group, k, log, got, out) {
         Ok(mut r) => {
             rec.bytes_received.fetch_add(head_len, Ordering::Relaxed);
             r.body
@@ -316,11 +305,8 @@ fn head_arrived(
 fn try_log(ctx: &RequestCtx, env: &Env<'_>, addr: &PeerAddr, out: &Outgoing) -> RequestLog {
     // NGINX separates a unix socket's path from the URI with `:`.
     let sep = if addr.is_unix() { ":" } else { "" };
-    ctx.log(env.log).with_upstream(&format!(
-        "{}://{addr}{sep}{}",
-        if out.tls.is_some() { "https" } else { "http" },
-        out.uri
-    ))
+    ctx.log(env.log)
+        .with_upstream(&format!("{}://{addr}{sep}{}", out.scheme(), out.uri))
 }
 
 /// `$upstream_bytes_sent` of a try: the head (with a body read whole) and
@@ -364,11 +350,17 @@ pub(crate) fn connect_failed(
 /// connection may go back to the worker's keep-alive pool afterwards.
 fn upstream_response(
     group: &UpstreamGroup,
-    s: &LocSettings,
+    k: &Knobs<'_>,
     log: &RequestLog,
-    (conn, buf, rh): (UpstreamConn, Vec<u8>, wire::ResponseHead),
+    got: Got,
     out: &Outgoing,
 ) -> Result<UpstreamResponse, HeadError> {
+    let Got {
+        conn,
+        buf,
+        head: rh,
+        fcgi,
+    } = got;
     if rh.status == 101 {
         // NGINX keeps no such connection (`u->keepalive = 0`).
         if !out.upgrade {
@@ -382,23 +374,61 @@ fn upstream_response(
             body,
         });
     }
-    let framing = Framing::of(&rh, out.head_req)?;
-    let reusable = group.keepalive > 0 && rh.keep_alive() && !matches!(framing, Framing::Close);
+    let (framing, keeps) = match fcgi {
+        Some(d) => fastcgi_framing(d, &buf, rh.status, out.head_req, log),
+        None => {
+            let f = Framing::of(&rh, out.head_req)?;
+            let keeps = rh.keep_alive() && !matches!(f, Framing::Close);
+            (f, keeps)
+        }
+    };
+    let reusable = group.keepalive > 0 && keeps;
     let pool_return = reusable.then_some(PoolReturn {
-        group: tls::pool_key(group.id, out.tls.is_some()),
+        group: tls::pool_key(group.id, out.tls.is_some(), out.proto),
         max: group.keepalive,
         timeout: group.keepalive_timeout,
         requests: group.keepalive_requests,
         time: group.keepalive_time,
     });
     let addr = conn.addr.clone();
-    let mut body = UpstreamBody::new(conn, buf, framing, s.proxy_read_timeout, pool_return);
+    let mut body = UpstreamBody::new(conn, buf, framing, k.read_timeout, pool_return);
+    body.set_rate(k.limit_rate);
     body.set_log(log.clone());
     Ok(UpstreamResponse {
         head: rh,
         addr,
         body,
     })
+}
+
+/// A FastCGI response's framing and whether its connection may be kept
+/// (`fastcgi_keep_conn`, read to `END_REQUEST`). A response without a
+/// body (204, 304, or to a HEAD) ends with its head: what the
+/// application sent past it is noted as NGINX notes it, and the
+/// connection is not kept.
+fn fastcgi_framing(
+    mut d: Box<crate::upstream::fastcgi::BodyDecoder>,
+    buf: &[u8],
+    status: u16,
+    head_req: bool,
+    log: &RequestLog,
+) -> (Framing, bool) {
+    if !(head_req || status == 204 || status == 304) {
+        let keeps = d.keep_conn();
+        return (Framing::FastCgi(d), keeps);
+    }
+    if !head_req {
+        let _ = d.decode(buf, &mut Vec::new());
+        for n in d.take_notes() {
+            if n == crate::upstream::fastcgi::Note::TooMuch {
+                log.line(
+                    Level::Warn,
+                    format_args!("upstream sent more data than specified in \"Content-Length\" header while reading upstream"),
+                );
+            }
+        }
+    }
+    (Framing::Empty, false)
 }
 
 /// A response head that cannot be used: 502, `invalid_header`.
@@ -440,9 +470,12 @@ fn head_failed(log: &RequestLog, e: HeadFail, rec: &mut TryRecord) -> Failure {
             fail(timed_out, true, rec)
         }
         HeadFail::Invalid(h) => {
-            log.error(format_args!(
-                "{h} while reading response header from upstream"
-            ));
+            // A caught stderr line was logged as it came.
+            if h != HeadError::CaughtStderr {
+                log.error(format_args!(
+                    "{h} while reading response header from upstream"
+                ));
+            }
             invalid_header(rec)
         }
     }
@@ -460,135 +493,5 @@ pub(crate) fn fail(timed_out: bool, sent: bool, rec: &mut TryRecord) -> Failure 
         },
         peer_failed: true,
         sent,
-    }
-}
-
-enum HeadFail {
-    Closed,
-    Io(std::io::Error, &'static str),
-    Invalid(HeadError),
-}
-
-enum Step {
-    /// Failed before any response byte arrived.
-    Early(HeadFail),
-    /// Failed after part of the head arrived.
-    Head(HeadFail),
-    /// The client's side failed.
-    Client(UpstreamError),
-}
-
-const SENDING: &str = "sending request to upstream";
-const READING: &str = "reading response header from upstream";
-
-/// Sends the request (head, body) on `conn` and reads the response head,
-/// skipping `100 Continue` and other 1xx heads.
-async fn send_request_read_head(
-    ctx: &RequestCtx,
-    env: &Env<'_>,
-    s: &LocSettings,
-    conn: UpstreamConn,
-    out: &Outgoing,
-) -> Result<(UpstreamConn, Vec<u8>, wire::ResponseHead), Step> {
-    if let Err(e) = upstream::write_all(&conn.stream, &out.head, s.proxy_send_timeout).await {
-        return Err(Step::Early(HeadFail::Io(e, SENDING)));
-    }
-    if let ReqBody::Stream { chunked } = out.body {
-        send_body(ctx, env, s, &conn, chunked).await?;
-    }
-    read_response_head(s, conn).await
-}
-
-/// Streams the client's body to the upstream, re-framed as chunks when
-/// `chunked` (bounded by `client_max_body_size`).
-// The connection loop waits while the handler runs: no one else borrows
-// the request body meanwhile.
-#[allow(clippy::await_holding_refcell_ref)]
-async fn send_body(
-    ctx: &RequestCtx,
-    env: &Env<'_>,
-    s: &LocSettings,
-    conn: &UpstreamConn,
-    chunked: bool,
-) -> Result<(), Step> {
-    let st = &conn.stream;
-    let b = env.body.expect("a streamed body has a source");
-    let mut b = b.borrow_mut();
-    let max = s.client_max_body_size;
-    let mut piece = Vec::with_capacity(upstream::READ_CHUNK);
-    loop {
-        piece.clear();
-        let start = if chunked {
-            chunked::begin_chunk(&mut piece)
-        } else {
-            0
-        };
-        match b.read(&mut piece).await {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(Step::Client(client_body_error(ctx, env, &e))),
-        }
-        let from = if chunked {
-            if max != 0 && b.read > max {
-                too_large(ctx, env, b.read);
-                return Err(Step::Client(UpstreamError::Status(413)));
-            }
-            chunked::end_chunk(&mut piece, start)
-        } else {
-            0
-        };
-        if let Err(e) = upstream::write_all(st, &piece[from..], s.proxy_send_timeout).await {
-            return Err(Step::Head(HeadFail::Io(e, SENDING)));
-        }
-    }
-    if chunked {
-        if let Err(e) = upstream::write_all(st, chunked::LAST_CHUNK, s.proxy_send_timeout).await {
-            return Err(Step::Head(HeadFail::Io(e, SENDING)));
-        }
-    }
-    Ok(())
-}
-
-/// Reads the response head (at most `proxy_buffer_size`), skipping 1xx
-/// heads but `101`.
-async fn read_response_head(
-    s: &LocSettings,
-    conn: UpstreamConn,
-) -> Result<(UpstreamConn, Vec<u8>, wire::ResponseHead), Step> {
-    let max = s.proxy_buffer_size as usize;
-    let mut buf = Vec::with_capacity(max.min(upstream::READ_CHUNK));
-    let mut got_any = false;
-    loop {
-        match wire::parse_response_head(&buf, max) {
-            Ok(Some(h)) if (100..200).contains(&h.status) && h.status != 101 => {
-                buf.drain(..h.len);
-                continue;
-            }
-            Ok(Some(h)) => {
-                buf.drain(..h.len);
-                return Ok((conn, buf, h));
-            }
-            Ok(None) => {}
-            Err(e) => return Err(Step::Head(HeadFail::Invalid(e))),
-        }
-        let wrap = |f: HeadFail| {
-            if got_any {
-                Step::Head(f)
-            } else {
-                Step::Early(f)
-            }
-        };
-        match upstream::read_some(&conn.stream, &mut buf, s.proxy_read_timeout).await {
-            Ok(0) => return Err(wrap(HeadFail::Closed)),
-            Ok(_) => got_any = true,
-            Err(e) => {
-                // A reset on a reused connection counts as "before any
-                // byte" too; a timeout does not (the peer is slow, not gone).
-                if e.raw_os_error() == Some(libc::ETIMEDOUT) {
-                    return Err(Step::Head(HeadFail::Io(e, READING)));
-                }
-                return Err(wrap(HeadFail::Io(e, READING)));
-            }
-        }
     }
 }

@@ -1,4 +1,6 @@
-//! The `proxy_pass` content handler and `proxy_cache`, split by step, each
+//! The `proxy_pass` and `fastcgi_pass` content handler and `proxy_cache`
+//! (one core: the protocol is a parameter, `upstream::Protocol`), split by
+//! step, each
 //! file importing only those below it:
 //!
 //! | File | Holds |
@@ -8,6 +10,9 @@
 //! | `cache.rs` | the `proxy_cache` flow: lookup, HIT, lock, stale, revalidate, purge |
 //! | `fill.rs` | storing a response while it is sent ([`CacheFill`](fill)), refresh after a 304 |
 //! | `fetch.rs` | step one, [`fetch`]: peers, tries, `proxy_next_upstream`, the response head |
+//! | `exchange.rs` | one exchange on a connection: the request out, the response head in, per protocol |
+//! | `fastcgi.rs` | what goes to a FastCGI application: `fastcgi_param`, the client's headers, `$fastcgi_script_name` |
+//! | `knobs.rs` | the settings a request reads, `proxy_*` or `fastcgi_*` by protocol |
 //! | `target.rs` | where the request goes: the `upstream` group, `$proxy_host` |
 //! | `tls.rs` | `proxy_pass https://`: the `proxy_ssl_*` configuration, the handshake, its log lines |
 //! | `request.rs` | what goes upstream: URI, method, head, body |
@@ -27,8 +32,11 @@ mod accel;
 mod cache;
 mod connect;
 mod dispatch;
+mod exchange;
+mod fastcgi;
 mod fetch;
 mod fill;
+mod knobs;
 mod request;
 mod response;
 mod target;
@@ -44,6 +52,7 @@ pub use self::target::prepare;
 // where a request goes, connecting, TLS, the tries' log lines.
 pub(crate) use self::connect::connect_options_with;
 pub(crate) use self::fetch::{connect_failed, fail, Failure};
-pub(crate) use self::response::{intercepted_if, HIDDEN};
+pub(crate) use self::knobs::PROXY_HIDDEN as HIDDEN;
+pub(crate) use self::response::intercepted_if;
 pub(crate) use self::target::{resolve_group, resolve_target};
 pub(crate) use self::tls::{handshake, target_with, HandshakeFail, TlsTarget};

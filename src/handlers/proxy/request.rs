@@ -177,32 +177,56 @@ pub async fn build_request(
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
     let loc = std::sync::Arc::clone(&ctx.loc);
     let s = &loc.s;
+    let set_body = s.proxy_set_body.as_ref().map(|t| t.render(ctx));
+    let mut body = request_body(ctx, env, client_body, set_body, !s.proxy_http11).await?;
+    let headers = request_headers(ctx, s, &body, opts);
+    let mut head = wire::request_head(method, uri, s.proxy_http11, &headers);
+    if let ReqBody::Buffered(b) = &mut body {
+        head.append(b);
+    }
+    Ok((head, body))
+}
+
+/// How the client's body goes upstream: `set_body` in its place
+/// (`proxy_set_body`), else streamed as it arrives, except a small one or
+/// a chunked one when `whole_chunked` (an HTTP/1.0 upstream, or FastCGI,
+/// which need a length), read whole first.
+// The connection loop waits while the handler runs: no one else borrows
+// the request body meanwhile.
+#[allow(clippy::await_holding_refcell_ref)]
+pub async fn request_body(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    client_body: Option<&RefCell<ClientBody<'_>>>,
+    set_body: Option<String>,
+    whole_chunked: bool,
+) -> Result<ReqBody, UpstreamError> {
+    let send_timeout = ctx.loc.s.send_timeout;
     // NGINX reads (or tests) the body of every proxied request: an
     // `Expect: 100-continue` gets its `100 Continue` even with no body
     // (`Content-Length: 0`), sent then before the response.
     ctx.test_expect();
-    let mut body = match client_body {
+    Ok(match client_body {
         // `proxy_set_body`: that text instead of the client's body, which
         // stays unread (discarded after the response).
-        _ if s.proxy_set_body.is_some() => {
+        _ if set_body.is_some() => {
             if ctx.send_continue {
                 // The client's body is not wanted: no `100 Continue`.
                 ctx.send_continue = false;
             }
-            let t = s.proxy_set_body.as_ref().map(|t| t.render(ctx));
-            ReqBody::Buffered(t.unwrap_or_default().into_bytes())
+            ReqBody::Buffered(set_body.unwrap_or_default().into_bytes())
         }
         None => ReqBody::None,
         Some(b) => {
             if ctx.send_continue {
                 ctx.send_continue = false;
-                if b.borrow().send_continue(s.send_timeout).await.is_err() {
+                if b.borrow().send_continue(send_timeout).await.is_err() {
                     return Err(UpstreamError::ClientGone);
                 }
             }
             let chunked = b.borrow().is_chunked();
             let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
-            if (chunked && !s.proxy_http11) || small {
+            if (chunked && whole_chunked) || small {
                 let whole = read_whole_body(ctx, env, b).await?;
                 // `$request_body`: NGINX has it when the body sits in memory.
                 ctx.request_body = Some(whole.clone());
@@ -211,13 +235,7 @@ pub async fn build_request(
                 ReqBody::Stream { chunked }
             }
         }
-    };
-    let headers = request_headers(ctx, s, &body, opts);
-    let mut head = wire::request_head(method, uri, s.proxy_http11, &headers);
-    if let ReqBody::Buffered(b) = &mut body {
-        head.append(b);
-    }
-    Ok((head, body))
+    })
 }
 
 /// The request head sent upstream: `proxy_set_header` lines (then NGINX's

@@ -6,25 +6,13 @@
 //! the length is unknown). A cached entry's head goes through the same
 //! [`head_response`].
 
+use super::knobs::Knobs;
 use crate::handlers::outcome::Outcome;
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{Body, Response, StreamBody};
 use crate::http::tunnel::{TunnelTimeouts, Upgrade};
-use crate::upstream::{ProxyPass, RedirectRule, UpstreamResponse};
-
-/// Response headers NGINX's proxy never passes: it sends its own Date and
-/// Server, and the hop-by-hop headers belong to the upstream connection.
-pub(crate) const HIDDEN: &[&str] = &[
-    "date",
-    "server",
-    "x-pad",
-    "x-accel-expires",
-    "x-accel-redirect",
-    "x-accel-limit-rate",
-    "x-accel-buffering",
-    "x-accel-charset",
-];
+use crate::upstream::{Protocol, ProxyPass, RedirectRule, UpstreamResponse};
 
 const HOP_BY_HOP: &[&str] = &[
     "connection",
@@ -37,15 +25,16 @@ const HOP_BY_HOP: &[&str] = &[
     "proxy-connection",
 ];
 
-/// `proxy_intercept_errors`: an upstream status with an `error_page`
-/// becomes that page; a 401 keeps the upstream's `WWW-Authenticate`
-/// lines, as NGINX copies them.
+/// `proxy_intercept_errors` (`fastcgi_intercept_errors`): an upstream
+/// status with an `error_page` becomes that page; a 401 keeps the
+/// upstream's `WWW-Authenticate` lines, as NGINX copies them.
 pub fn intercepted(
     ctx: &mut RequestCtx,
+    pass: &ProxyPass,
     status: u16,
     headers: &[(String, String)],
 ) -> Option<Outcome> {
-    let on = ctx.loc.s.proxy_intercept_errors;
+    let on = Knobs::of(&ctx.loc.s, pass.proto).intercept_errors;
     intercepted_if(on, ctx, status, headers)
 }
 
@@ -137,10 +126,12 @@ pub fn head_response(
     headers: &[(String, String)],
 ) -> Response {
     let s = &ctx.loc.s;
+    let k = Knobs::of(s, pass.proto);
+    let http = pass.proto == Protocol::Http;
     let mut r = Response::new(status);
     let hidden = |n: &str| {
-        (HIDDEN.contains(&n) && !s.proxy_pass_header.iter().any(|p| p == n))
-            || s.proxy_hide_header.iter().any(|p| p == n)
+        (k.hidden.contains(&n) && !k.pass_header.iter().any(|p| p == n))
+            || k.hide_header.iter().any(|p| p == n)
     };
     for (n, v) in headers {
         let lower = n.to_ascii_lowercase();
@@ -163,7 +154,10 @@ pub fn head_response(
             // The last one stands, as NGINX's copies replace each other.
             "content-type" => r.content_type = Some(v.as_str().into()),
             "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
-            "location" if r.location.is_none() => match rewrite_location(ctx, pass, v) {
+            // FastCGI has no redirect rewriting: the application's value
+            // goes out as sent, a path too (NGINX's
+            // `ngx_http_upstream_rewrite_location` leaves it relative).
+            "location" if r.location.is_none() && http => match rewrite_location(ctx, pass, v) {
                 // Rewritten to a path: made absolute and sent in its own
                 // slot, as NGINX's header filter does. Anything else
                 // (a URL, or a Location no rule matched) stays in line.
@@ -177,7 +171,8 @@ pub fn head_response(
             // writes a proxied Last-Modified among the other lines); the
             // parsed time is for the conditional filters.
             "set-cookie"
-                if !s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty() =>
+                if http
+                    && (!s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty()) =>
             {
                 r.headers.push((n.clone(), rewrite_cookie(ctx, v)));
             }
@@ -194,7 +189,7 @@ pub fn head_response(
             _ => r.headers.push((n.clone(), v.clone())),
         }
     }
-    super::accel::apply(&s.proxy_ignore_headers, headers, &mut r);
+    super::accel::apply(k.ignore_headers, headers, &mut r);
     r.own_type = true;
     r
 }

@@ -72,7 +72,11 @@ pub fn resolve_target(
             });
         }
     };
-    let url = t.render(ctx);
+    let mut url = t.render(ctx);
+    if pass.proto == upstream::Protocol::FastCgi {
+        // `fastcgi_pass $addr`: an address or `upstream` name, no scheme.
+        url.insert_str(0, "http://");
+    }
     let split = match upstream::split_url(&url) {
         Ok(s) => s,
         Err(e) => {

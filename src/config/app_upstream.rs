@@ -1,0 +1,103 @@
+//! The settings of an application-server upstream (`fastcgi_*` now; the
+//! same struct serves `uwsgi_*` and `scgi_*`): one level's
+//! [`AppBuilder`] (each field set or not) merged field by field into
+//! [`AppSettings`], as the location settings are. The proxy's core reads
+//! the shared ones through `handlers::proxy`'s `Knobs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::setting_types::ProxyBind;
+use crate::upstream::NextUpstream;
+use crate::vars::regex::Regex;
+use crate::vars::template::Template;
+
+/// One `fastcgi_param NAME VALUE [if_not_empty]`.
+#[derive(Debug, Clone)]
+pub struct AppParam {
+    /// The parameter's name.
+    pub name: String,
+    /// Its value.
+    pub value: Template,
+    /// `if_not_empty`: not sent when the value renders empty.
+    pub if_not_empty: bool,
+}
+
+macro_rules! app_settings {
+    ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
+        /// Application-upstream settings as one config level wrote them.
+        #[derive(Clone, Default, Debug)]
+        pub struct AppBuilder {
+            $($(#[$doc])* pub $field: Option<$ty>,)*
+        }
+
+        /// Application-upstream settings after merging with outer levels.
+        #[derive(Clone, Debug)]
+        pub struct AppSettings {
+            $($(#[$doc])* pub $field: $ty,)*
+        }
+
+        impl AppBuilder {
+            /// Takes from `parent` every setting this level did not set.
+            pub fn inherit(&mut self, parent: &AppBuilder) {
+                $(if self.$field.is_none() { self.$field = parent.$field.clone(); })*
+            }
+
+            /// Fills NGINX's defaults into what is still unset.
+            pub fn finish(&self) -> AppSettings {
+                AppSettings {
+                    $($field: match &self.$field { Some(v) => v.clone(), None => $default },)*
+                }
+            }
+        }
+    };
+}
+
+app_settings! {
+    /// `fastcgi_param` lines (a level with any replaces the outer list).
+    params: Arc<Vec<AppParam>> = Arc::new(Vec::new());
+    /// `fastcgi_connect_timeout`.
+    connect_timeout: Duration = Duration::from_secs(60);
+    /// `fastcgi_send_timeout`.
+    send_timeout: Duration = Duration::from_secs(60);
+    /// `fastcgi_read_timeout`.
+    read_timeout: Duration = Duration::from_secs(60);
+    /// `fastcgi_next_upstream`.
+    next_upstream: NextUpstream = NextUpstream::DEFAULT;
+    /// `fastcgi_next_upstream_tries` (0: as many as there are peers).
+    next_upstream_tries: u64 = 0;
+    /// `fastcgi_next_upstream_timeout` (zero: unlimited).
+    next_upstream_timeout: Duration = Duration::ZERO;
+    /// `fastcgi_buffer_size`: the largest response header.
+    buffer_size: u64 = 4096;
+    /// `fastcgi_buffering` (bodies always stream in bounded pieces).
+    buffering: bool = true;
+    /// `fastcgi_request_buffering` (a body over 64 KiB streams either way).
+    request_buffering: bool = true;
+    /// `fastcgi_intercept_errors`.
+    intercept_errors: bool = false;
+    /// `fastcgi_hide_header` names (lowercase).
+    hide_header: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `fastcgi_pass_header` names (lowercase).
+    pass_header: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `fastcgi_ignore_headers` names (lowercase).
+    ignore_headers: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `fastcgi_pass_request_headers`.
+    pass_request_headers: bool = true;
+    /// `fastcgi_pass_request_body`.
+    pass_request_body: bool = true;
+    /// `fastcgi_socket_keepalive`.
+    socket_keepalive: bool = false;
+    /// `fastcgi_bind`.
+    bind: Option<ProxyBind> = None;
+    /// `fastcgi_keep_conn`.
+    keep_conn: bool = false;
+    /// `fastcgi_index`.
+    index: Option<Arc<str>> = None;
+    /// `fastcgi_split_path_info` (two captures: script name, path info).
+    split_path_info: Option<Arc<Regex>> = None;
+    /// `fastcgi_catch_stderr` strings.
+    catch_stderr: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// `fastcgi_limit_rate` (bytes a second; 0: none).
+    limit_rate: u64 = 0;
+}

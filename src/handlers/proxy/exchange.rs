@@ -1,0 +1,279 @@
+//! One exchange on an upstream connection, the part of a try that
+//! depends on the protocol: the request's head and body out (the body
+//! streamed as it arrives: as is, re-framed as chunks, or as FastCGI
+//! `STDIN` records) and the response head in (an HTTP/1 status line and
+//! headers, 1xx skipped; or FastCGI records up to the end of the CGI
+//! header, the application's stderr logged on the way). Everything around
+//! it — peers, tries, logs, variables — is `fetch`'s, the same for every
+//! protocol.
+
+use std::sync::Arc;
+
+use super::knobs::Knobs;
+use super::request::{client_body_error, too_large, ReqBody, UpstreamError};
+use super::tls::TlsTarget;
+use crate::h1::chunked;
+use crate::handlers::outcome::Env;
+use crate::http::context::RequestCtx;
+use crate::log::RequestLog;
+use crate::upstream::fastcgi::{self, BodyDecoder, HeadReader};
+use crate::upstream::wire::{self, HeadError, ResponseHead};
+use crate::upstream::{self, Protocol, UpstreamConn};
+
+/// The request as it goes to every peer tried.
+pub(super) struct Outgoing {
+    /// The protocol spoken.
+    pub proto: Protocol,
+    /// The head (with a body read whole appended).
+    pub head: Vec<u8>,
+    pub body: ReqBody,
+    /// The URI sent (empty for FastCGI), for the log's `upstream:`.
+    pub uri: String,
+    /// A HEAD: the response has no body whatever its framing says.
+    pub head_req: bool,
+    /// May be sent again after it reached a peer.
+    pub idempotent: bool,
+    /// `proxy_pass https://`: how to speak TLS to the peer.
+    pub tls: Option<TlsTarget>,
+    /// The client asked for an upgrade: a `101` becomes a tunnel.
+    pub upgrade: bool,
+    /// `proxy_protocol on`: the PROXY header a new connection starts with.
+    pub proxy_header: Option<String>,
+}
+
+impl Outgoing {
+    /// The scheme of the log's `upstream: "…"`, as NGINX prints it.
+    pub fn scheme(&self) -> &'static str {
+        match (self.proto, self.tls.is_some()) {
+            (Protocol::FastCgi, _) => "fastcgi",
+            (Protocol::Http, true) => "https",
+            (Protocol::Http, false) => "http",
+        }
+    }
+}
+
+/// A response head read, with what came after it.
+pub(super) struct Got {
+    pub conn: UpstreamConn,
+    /// Raw bytes read past the head.
+    pub buf: Vec<u8>,
+    pub head: ResponseHead,
+    /// FastCGI: the body's decoder (holding `STDOUT` read with the head).
+    pub fcgi: Option<Box<BodyDecoder>>,
+}
+
+pub(super) enum HeadFail {
+    Closed,
+    Io(std::io::Error, &'static str),
+    Invalid(HeadError),
+}
+
+pub(super) enum Step {
+    /// Failed before any response byte arrived.
+    Early(HeadFail),
+    /// Failed after part of the head arrived.
+    Head(HeadFail),
+    /// The client's side failed.
+    Client(UpstreamError),
+}
+
+const SENDING: &str = "sending request to upstream";
+const READING: &str = "reading response header from upstream";
+
+/// Sends the request (head, body) on `conn` and reads the response head.
+pub(super) async fn send_request_read_head(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    k: &Knobs<'_>,
+    conn: UpstreamConn,
+    (out, log): (&Outgoing, &RequestLog),
+) -> Result<Got, Step> {
+    if let Err(e) = upstream::write_all(&conn.stream, &out.head, k.send_timeout).await {
+        return Err(Step::Early(HeadFail::Io(e, SENDING)));
+    }
+    if let ReqBody::Stream { chunked } = out.body {
+        let framing = match out.proto {
+            Protocol::FastCgi => BodyFraming::FastCgi,
+            Protocol::Http if chunked => BodyFraming::Chunked,
+            Protocol::Http => BodyFraming::AsIs,
+        };
+        send_body(ctx, env, k, &conn, framing).await?;
+    }
+    match out.proto {
+        Protocol::Http => read_response_head(k, conn).await,
+        Protocol::FastCgi => read_fastcgi_head(ctx, k, conn, log).await,
+    }
+}
+
+/// How a streamed body is framed on the wire.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BodyFraming {
+    AsIs,
+    Chunked,
+    FastCgi,
+}
+
+/// Streams the client's body to the upstream, re-framed as chunks or
+/// `STDIN` records (bounded by `client_max_body_size`).
+// The connection loop waits while the handler runs: no one else borrows
+// the request body meanwhile.
+#[allow(clippy::await_holding_refcell_ref)]
+async fn send_body(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    k: &Knobs<'_>,
+    conn: &UpstreamConn,
+    framing: BodyFraming,
+) -> Result<(), Step> {
+    let st = &conn.stream;
+    let b = env.body.expect("a streamed body has a source");
+    let mut b = b.borrow_mut();
+    let max = ctx.loc.s.client_max_body_size;
+    let chunked = framing == BodyFraming::Chunked;
+    let mut piece = Vec::with_capacity(upstream::READ_CHUNK);
+    let mut records = Vec::new();
+    loop {
+        piece.clear();
+        let start = if chunked {
+            chunked::begin_chunk(&mut piece)
+        } else {
+            0
+        };
+        match b.read(&mut piece).await {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return Err(Step::Client(client_body_error(ctx, env, &e))),
+        }
+        let from = if chunked {
+            if max != 0 && b.read > max {
+                too_large(ctx, env, b.read);
+                return Err(Step::Client(UpstreamError::Status(413)));
+            }
+            chunked::end_chunk(&mut piece, start)
+        } else {
+            0
+        };
+        let data = match framing {
+            BodyFraming::FastCgi => {
+                records.clear();
+                fastcgi::stdin(&mut records, &piece);
+                &records[..]
+            }
+            _ => &piece[from..],
+        };
+        if let Err(e) = upstream::write_all(st, data, k.send_timeout).await {
+            return Err(Step::Head(HeadFail::Io(e, SENDING)));
+        }
+    }
+    let end: &[u8] = match framing {
+        BodyFraming::Chunked => chunked::LAST_CHUNK,
+        BodyFraming::FastCgi => {
+            records.clear();
+            fastcgi::stdin_end(&mut records);
+            &records
+        }
+        BodyFraming::AsIs => return Ok(()),
+    };
+    if let Err(e) = upstream::write_all(st, end, k.send_timeout).await {
+        return Err(Step::Head(HeadFail::Io(e, SENDING)));
+    }
+    Ok(())
+}
+
+/// One read while waiting for a head: a close or an error is a failure
+/// before any byte (`Early`, retried on a fresh connection when the
+/// connection was pooled) unless some arrived; a timeout never is (the
+/// peer is slow, not gone).
+async fn read_more(
+    k: &Knobs<'_>,
+    conn: &UpstreamConn,
+    buf: &mut Vec<u8>,
+    got_any: &mut bool,
+) -> Result<(), Step> {
+    let wrap = |f: HeadFail, any: bool| if any { Step::Head(f) } else { Step::Early(f) };
+    match upstream::read_some(&conn.stream, buf, k.read_timeout).await {
+        Ok(0) => Err(wrap(HeadFail::Closed, *got_any)),
+        Ok(_) => {
+            *got_any = true;
+            Ok(())
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ETIMEDOUT) => {
+            Err(Step::Head(HeadFail::Io(e, READING)))
+        }
+        Err(e) => Err(wrap(HeadFail::Io(e, READING), *got_any)),
+    }
+}
+
+/// Reads an HTTP/1 response head (at most `*_buffer_size`), skipping 1xx
+/// heads but `101`.
+async fn read_response_head(k: &Knobs<'_>, conn: UpstreamConn) -> Result<Got, Step> {
+    let max = k.buffer_size as usize;
+    let mut buf = Vec::with_capacity(max.min(upstream::READ_CHUNK));
+    let mut got_any = false;
+    loop {
+        match wire::parse_response_head(&buf, max) {
+            Ok(Some(h)) if (100..200).contains(&h.status) && h.status != 101 => {
+                buf.drain(..h.len);
+                continue;
+            }
+            Ok(Some(h)) => {
+                buf.drain(..h.len);
+                return Ok(Got {
+                    conn,
+                    buf,
+                    head: h,
+                    fcgi: None,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => return Err(Step::Head(HeadFail::Invalid(e))),
+        }
+        read_more(k, &conn, &mut buf, &mut got_any).await?;
+    }
+}
+
+/// Reads FastCGI records up to the end of the CGI header (at most
+/// `fastcgi_buffer_size` of it), logging the application's stderr as
+/// NGINX does; `fastcgi_catch_stderr` turns a matching line into an
+/// invalid header.
+async fn read_fastcgi_head(
+    ctx: &RequestCtx,
+    k: &Knobs<'_>,
+    conn: UpstreamConn,
+    log: &RequestLog,
+) -> Result<Got, Step> {
+    let s = &ctx.loc.s.fastcgi;
+    let catch: Arc<Vec<String>> = Arc::clone(&s.catch_stderr);
+    let max = k.buffer_size as usize;
+    let mut reader = HeadReader::default();
+    let mut buf = Vec::with_capacity(max.min(upstream::READ_CHUNK));
+    let mut stderr = Vec::new();
+    let mut got_any = false;
+    loop {
+        let r = reader.feed(&mut buf, max, &mut stderr);
+        for e in stderr.drain(..) {
+            log.error(format_args!(
+                "FastCGI sent in stderr: \"{e}\" while {READING}"
+            ));
+            if catch.iter().any(|c| e.contains(c.as_str())) {
+                return Err(Step::Head(HeadFail::Invalid(HeadError::CaughtStderr)));
+            }
+        }
+        match r {
+            Ok(Some(h)) => {
+                let (head, body) = h
+                    .finish(s.keep_conn)
+                    .map_err(|e| Step::Head(HeadFail::Invalid(e)))?;
+                return Ok(Got {
+                    conn,
+                    buf,
+                    head,
+                    fcgi: Some(Box::new(body)),
+                });
+            }
+            Ok(None) => {}
+            Err(e) => return Err(Step::Head(HeadFail::Invalid(e))),
+        }
+        read_more(k, &conn, &mut buf, &mut got_any).await?;
+    }
+}

@@ -1,0 +1,123 @@
+//! The settings the proxy's core reads for one request, taken from the
+//! `proxy_*` or the `fastcgi_*` directives by the protocol spoken
+//! (`upstream::Protocol`): the one place that knows which directive
+//! family governs a try, so `fetch`, `connect` and `response` are the same
+//! code for every protocol. Borrowed, built per request at no cost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::model::ProxyBind;
+use crate::config::LocSettings;
+use crate::upstream::{NextUpstream, Protocol};
+
+/// What governs a request's tries, connections and response head.
+pub struct Knobs<'a> {
+    /// The protocol (connections of two protocols never share a pool).
+    pub proto: Protocol,
+    /// `*_connect_timeout`.
+    pub connect_timeout: Duration,
+    /// `*_send_timeout`.
+    pub send_timeout: Duration,
+    /// `*_read_timeout`.
+    pub read_timeout: Duration,
+    /// `*_next_upstream`.
+    pub next_upstream: NextUpstream,
+    /// `*_next_upstream_tries`.
+    pub next_upstream_tries: u64,
+    /// `*_next_upstream_timeout`.
+    pub next_upstream_timeout: Duration,
+    /// `*_buffer_size`: the largest response head.
+    pub buffer_size: u64,
+    /// `*_intercept_errors`.
+    pub intercept_errors: bool,
+    /// `*_hide_header`.
+    pub hide_header: &'a [String],
+    /// `*_pass_header`.
+    pub pass_header: &'a [String],
+    /// `*_pass_request_body`.
+    pub pass_request_body: bool,
+    /// `*_socket_keepalive`.
+    pub socket_keepalive: bool,
+    /// `*_bind`.
+    pub bind: Option<&'a ProxyBind>,
+    /// `fastcgi_limit_rate`: bytes a second read from the upstream.
+    pub limit_rate: u64,
+    /// Response headers never passed unless `*_pass_header` names them.
+    pub hidden: &'static [&'static str],
+    /// `*_ignore_headers` (lowercase): X-Accel-* and cache headers not
+    /// acted on.
+    pub ignore_headers: &'a Arc<Vec<String>>,
+}
+
+/// NGINX's `ngx_http_proxy_hide_headers`.
+pub(crate) const PROXY_HIDDEN: &[&str] = &[
+    "date",
+    "server",
+    "x-pad",
+    "x-accel-expires",
+    "x-accel-redirect",
+    "x-accel-limit-rate",
+    "x-accel-buffering",
+    "x-accel-charset",
+];
+
+/// NGINX's `ngx_http_fastcgi_hide_headers`: the application's `Date` and
+/// `Server` go to the client, its `Status` line does not.
+const FASTCGI_HIDDEN: &[&str] = &[
+    "status",
+    "x-accel-expires",
+    "x-accel-redirect",
+    "x-accel-limit-rate",
+    "x-accel-buffering",
+    "x-accel-charset",
+];
+
+impl<'a> Knobs<'a> {
+    /// The settings `proto` reads in a location.
+    pub fn of(s: &'a LocSettings, proto: Protocol) -> Knobs<'a> {
+        match proto {
+            Protocol::Http => Knobs {
+                proto,
+                connect_timeout: s.proxy_connect_timeout,
+                send_timeout: s.proxy_send_timeout,
+                read_timeout: s.proxy_read_timeout,
+                next_upstream: s.proxy_next_upstream,
+                next_upstream_tries: s.proxy_next_upstream_tries,
+                next_upstream_timeout: s.proxy_next_upstream_timeout,
+                buffer_size: s.proxy_buffer_size,
+                intercept_errors: s.proxy_intercept_errors,
+                hide_header: &s.proxy_hide_header,
+                pass_header: &s.proxy_pass_header,
+                pass_request_body: s.proxy_pass_request_body,
+                socket_keepalive: s.proxy_socket_keepalive,
+                bind: s.proxy_bind.as_ref(),
+                limit_rate: 0,
+                hidden: PROXY_HIDDEN,
+                ignore_headers: &s.proxy_ignore_headers,
+            },
+            Protocol::FastCgi => {
+                let a = &s.fastcgi;
+                Knobs {
+                    proto,
+                    connect_timeout: a.connect_timeout,
+                    send_timeout: a.send_timeout,
+                    read_timeout: a.read_timeout,
+                    next_upstream: a.next_upstream,
+                    next_upstream_tries: a.next_upstream_tries,
+                    next_upstream_timeout: a.next_upstream_timeout,
+                    buffer_size: a.buffer_size,
+                    intercept_errors: a.intercept_errors,
+                    hide_header: &a.hide_header,
+                    pass_header: &a.pass_header,
+                    pass_request_body: a.pass_request_body,
+                    socket_keepalive: a.socket_keepalive,
+                    bind: a.bind.as_ref(),
+                    limit_rate: a.limit_rate,
+                    hidden: FASTCGI_HIDDEN,
+                    ignore_headers: &a.ignore_headers,
+                }
+            }
+        }
+    }
+}

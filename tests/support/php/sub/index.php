@@ -1,0 +1,2 @@
+<?php
+echo "sub index script=", $_SERVER['SCRIPT_NAME'], "\n";
