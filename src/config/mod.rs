@@ -10,6 +10,7 @@ pub mod directives;
 pub mod error;
 pub mod lexer;
 pub mod locations;
+pub mod main_conf;
 pub mod model;
 pub mod modules;
 pub mod parser;

@@ -7,9 +7,11 @@
 //! | file | what |
 //! |---|---|
 //! | `chunked.rs` | chunked transfer coding: decoder, encoder, last chunk |
+//! | `rate.rs` | `Pacer`: `limit_rate` arithmetic, for client writes and upstream reads |
 //! | `stream.rs` | `BodyStream` (a body read piece by piece), `TunnelPeer` |
 
 pub mod chunked;
+pub mod rate;
 pub mod stream;
 
 /// Appends one `Name: value` field line (a response head, a trailer, an

@@ -443,7 +443,7 @@ pub struct UpstreamBody {
     /// try, added to as the body is read and decoded.
     counters: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
     /// `fastcgi_limit_rate`: the pace of the reads from the upstream.
-    pacer: Option<crate::http::rate::Pacer>,
+    pacer: Option<crate::h1::rate::Pacer>,
 }
 
 impl UpstreamBody {
@@ -507,7 +507,7 @@ impl UpstreamBody {
 
     /// Reads at most `rate` bytes a second from the upstream (0: no limit).
     pub fn set_rate(&mut self, rate: u64) {
-        self.pacer = crate::http::rate::Pacer::new(rate, 0);
+        self.pacer = crate::h1::rate::Pacer::new(rate, 0);
     }
 
     /// Where to log a truncated body.
