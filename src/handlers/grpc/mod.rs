@@ -32,7 +32,7 @@ use std::time::Instant;
 
 use self::request::{BodySource, UpRequest};
 use crate::handlers::proxy::{
-    intercepted_if, resolve_group, resolve_target, target_with, TlsTarget, UpstreamError,
+    intercepted_if, resolve_group, resolve_target, selection, target_with, TlsTarget, UpstreamError,
 };
 use crate::handlers::{Env, Outcome};
 use crate::http::context::RequestCtx;
@@ -141,16 +141,7 @@ async fn try_peers(
 ) -> Result<Response, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
-    let key = match (&group.hash, group.method) {
-        (Some(h), _) => Some(h.key.render(ctx)),
-        (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
-        _ => None,
-    };
-    let mut sel = group.selection(key);
-    let max_tries = match s.grpc_next_upstream_tries {
-        0 => group.peer_count(),
-        n => (n as usize).min(group.peer_count()),
-    };
+    let (mut sel, max_tries) = selection(ctx, group, s.grpc_next_upstream_tries);
     let started = Instant::now();
     let mut tries = 0;
     loop {

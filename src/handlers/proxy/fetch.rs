@@ -110,16 +110,7 @@ async fn try_peers(
 ) -> Result<UpstreamResponse, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
     let k = Knobs::of(&loc.s, out.proto);
-    let key = match (&group.hash, group.method) {
-        (Some(h), _) => Some(h.key.render(ctx)),
-        (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
-        _ => None,
-    };
-    let mut sel = group.selection(key);
-    let max_tries = match k.next_upstream_tries {
-        0 => group.peer_count(),
-        n => (n as usize).min(group.peer_count()),
-    };
+    let (mut sel, max_tries) = selection(ctx, group, k.next_upstream_tries);
     let started = Instant::now();
     let mut tries = 0;
     loop {
@@ -299,6 +290,26 @@ fn head_arrived(
             Err(Ok(invalid_header(rec)))
         }
     }
+}
+
+/// A request's walk over `group`'s peers: the balancer's key (`hash
+/// KEY`, `ip_hash`) and the tries `*_next_upstream_tries` allows (0: one
+/// per peer). Shared by every protocol's try loop (proxy, FastCGI, gRPC).
+pub(crate) fn selection(
+    ctx: &RequestCtx,
+    group: &UpstreamGroup,
+    tries: u64,
+) -> (crate::upstream::balance::Selection, usize) {
+    let key = match (&group.hash, group.method) {
+        (Some(h), _) => Some(h.key.render(ctx)),
+        (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
+        _ => None,
+    };
+    let max_tries = match tries {
+        0 => group.peer_count(),
+        n => (n as usize).min(group.peer_count()),
+    };
+    (group.selection(key), max_tries)
 }
 
 /// The error-log context of one try at `addr` (NGINX's `upstream:` part).

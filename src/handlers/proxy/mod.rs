@@ -51,7 +51,7 @@ pub use self::target::prepare;
 // The upstream core other protocol modules share (`handlers::grpc`):
 // where a request goes, connecting, TLS, the tries' log lines.
 pub(crate) use self::connect::connect_options_with;
-pub(crate) use self::fetch::{connect_failed, fail, Failure};
+pub(crate) use self::fetch::{connect_failed, fail, selection, Failure};
 pub(crate) use self::knobs::PROXY_HIDDEN as HIDDEN;
 pub(crate) use self::response::intercepted_if;
 pub(crate) use self::target::{resolve_group, resolve_target};
