@@ -73,7 +73,7 @@ mod writer;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -230,6 +230,29 @@ pub enum CacheStatus {
 }
 
 impl CacheStatus {
+    /// Every status, in the order [`CacheZone::counts`] gives them.
+    pub const ALL: [CacheStatus; 7] = [
+        CacheStatus::Hit,
+        CacheStatus::Miss,
+        CacheStatus::Stale,
+        CacheStatus::Expired,
+        CacheStatus::Updating,
+        CacheStatus::Revalidated,
+        CacheStatus::Bypass,
+    ];
+
+    fn slot(self) -> usize {
+        match self {
+            CacheStatus::Hit => 0,
+            CacheStatus::Miss => 1,
+            CacheStatus::Stale => 2,
+            CacheStatus::Expired => 3,
+            CacheStatus::Updating => 4,
+            CacheStatus::Revalidated => 5,
+            CacheStatus::Bypass => 6,
+        }
+    }
+
     /// NGINX's spelling.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -271,6 +294,9 @@ pub struct CacheZone {
     chores: Arc<Chores>,
     log: Mutex<ErrorLog>,
     health: health::Health,
+    /// Requests answered, by their `$upstream_cache_status` (the status
+    /// pages; relaxed adds, kept across reloads with the zone).
+    answered: [AtomicU64; 7],
 }
 
 impl std::fmt::Debug for CacheZone {
@@ -301,6 +327,7 @@ impl CacheZone {
             chores: Arc::new(Chores::default()),
             log: Mutex::new(log.clone()),
             health: health::Health::default(),
+            answered: Default::default(),
         })
     }
 
@@ -324,6 +351,16 @@ impl CacheZone {
     /// Its configuration (the limits may change on reload).
     pub fn spec(&self) -> ZoneSpec {
         self.spec.lock().unwrap().clone()
+    }
+
+    /// Counts a request the zone answered with `status`.
+    pub fn count(&self, status: CacheStatus) {
+        self.answered[status.slot()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests answered so far, by status, in [`CacheStatus::ALL`]'s order.
+    pub fn counts(&self) -> [(CacheStatus, u64); 7] {
+        CacheStatus::ALL.map(|st| (st, self.answered[st.slot()].load(Ordering::Relaxed)))
     }
 
     /// Its index.

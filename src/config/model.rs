@@ -144,7 +144,9 @@ pub enum Handler {
     /// `stub_status`.
     StubStatus,
     /// `porter_metrics`: Prometheus text.
-    Metrics,
+    Metrics(Arc<crate::upstream::AllGroups>),
+    /// `porter_status`: the live HTML page and its JSON.
+    Status(Arc<crate::upstream::AllGroups>),
     /// `empty_gif`.
     EmptyGif,
     /// `proxy_pass`.

@@ -37,10 +37,19 @@
 //!   kTLS (`user_space`: a cipher it does not take, input buffered past
 //!   the handshake), or lost when it refused the keys (`failed`).
 //! - The `stub_status` figures as `porter_connections_*` and
-//!   `porter_requests_total`.
+//!   `porter_requests_total`; `porter_responses_total{class}` by status
+//!   class.
+//! - `porter_cache_responses_total{zone,status}` (`$upstream_cache_status`
+//!   per zone), `porter_cache_size_bytes`, `_max_size_bytes`, `_entries{zone}`.
+//! - `porter_upstream_peer_{up,active,fails}{upstream,server,addr}` gauges,
+//!   `porter_upstream_peer_{tries,failures}_total` counters.
+//! - `porter_tls_handshakes_total{result}`, `porter_tls_resumed_total`.
+//!
+//! `porter_status` (`handlers::status_page`) shows the same figures live.
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::outcome::{Env, Outcome};
 use crate::disk::fastpath::{self, Op};
@@ -50,6 +59,8 @@ use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
 use crate::metrics::{self, get, Histogram, BUCKETS};
 use crate::tls::ktls;
+use crate::upstream::balance::PeerView;
+use crate::upstream::{AllGroups, UpstreamGroup};
 
 fn histogram(out: &mut String, name: &str, help: &str, series: &[(String, &Histogram)]) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
@@ -84,13 +95,16 @@ fn family<T: std::fmt::Display>(
 }
 
 /// Renders every figure.
-pub fn render(env: &Env<'_>) -> String {
+pub fn render(env: &Env<'_>, groups: &[Arc<UpstreamGroup>]) -> String {
     let mut out = String::with_capacity(8192);
     worker_figures(&mut out);
     pool_figures(&mut out, env);
     fastpath_and_log_figures(&mut out);
     uring_figures(&mut out);
     connection_figures(&mut out);
+    cache_figures(&mut out, env);
+    upstream_figures(&mut out, groups);
+    tls_figures(&mut out);
     out
 }
 
@@ -352,6 +366,18 @@ fn connection_figures(out: &mut String) {
         "Requests read.",
         &[(String::new(), get(&metrics::REQUESTS))],
     );
+    let classes: Vec<_> = metrics::STATUS_CLASSES
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("class=\"{}xx\"", i + 1), get(c)))
+        .collect();
+    family(
+        out,
+        "porter_responses_total",
+        "counter",
+        "Responses by status class.",
+        &classes,
+    );
     family(
         out,
         "porter_connections",
@@ -368,14 +394,143 @@ fn connection_figures(out: &mut String) {
     );
 }
 
+/// A label value with Prometheus's escapes (`\\`, `\"`, `\n`).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Per cache zone: requests by `$upstream_cache_status`, size, entries.
+fn cache_figures(out: &mut String, env: &Env<'_>) {
+    let zones = env.caches.sorted();
+    let zone = |z: &crate::cache::CacheZone| format!("zone=\"{}\"", label(z.name()));
+    let mut answered = Vec::new();
+    for z in &zones {
+        for (st, n) in z.counts() {
+            answered.push((format!("{},status=\"{}\"", zone(z), st.as_str()), n));
+        }
+    }
+    family(
+        out,
+        "porter_cache_responses_total",
+        "counter",
+        "Requests a cache zone answered, by $upstream_cache_status.",
+        &answered,
+    );
+    let rows = |f: &dyn Fn(&crate::cache::CacheZone) -> Option<u64>| -> Vec<(String, u64)> {
+        zones
+            .iter()
+            .filter_map(|z| Some((zone(z), f(z)?)))
+            .collect()
+    };
+    family(
+        out,
+        "porter_cache_size_bytes",
+        "gauge",
+        "Disk space of a zone's entries, in 4 KiB blocks as NGINX counts it.",
+        &rows(&|z| Some(z.index().total_size())),
+    );
+    family(
+        out,
+        "porter_cache_max_size_bytes",
+        "gauge",
+        "A zone's max_size (zones without one have no sample).",
+        &rows(&|z| z.spec().max_size),
+    );
+    family(
+        out,
+        "porter_cache_entries",
+        "gauge",
+        "Keys in a zone's index.",
+        &rows(&|z| Some(z.index().len() as u64)),
+    );
+}
+
+/// Per upstream peer: state, requests in flight, failures.
+fn upstream_figures(out: &mut String, groups: &[Arc<UpstreamGroup>]) {
+    let mut peers = Vec::new();
+    for g in groups {
+        for set in [&g.primary, &g.backup] {
+            for (spec, v) in set.peers.iter().zip(set.view()) {
+                let labels = format!(
+                    "upstream=\"{}\",server=\"{}\",addr=\"{}\"",
+                    label(&g.name),
+                    label(&spec.server),
+                    label(&spec.addr.to_string())
+                );
+                peers.push((labels, v));
+            }
+        }
+    }
+    let rows = |f: fn(&PeerView) -> u64| -> Vec<(String, u64)> {
+        peers.iter().map(|(l, v)| (l.clone(), f(v))).collect()
+    };
+    for (name, kind, help, f) in [
+        (
+            "porter_upstream_peer_up",
+            "gauge",
+            "1 while the peer takes requests; 0 when down or max_fails reached.",
+            (|v| u64::from(!v.down && !v.unavailable)) as fn(&PeerView) -> u64,
+        ),
+        (
+            "porter_upstream_peer_active",
+            "gauge",
+            "Requests in flight to the peer.",
+            |v| u64::from(v.active),
+        ),
+        (
+            "porter_upstream_peer_fails",
+            "gauge",
+            "Failures counted towards max_fails now.",
+            |v| u64::from(v.fails),
+        ),
+        (
+            "porter_upstream_peer_tries_total",
+            "counter",
+            "Tries of the peer ended (since start or the last reload).",
+            |v| v.tries,
+        ),
+        (
+            "porter_upstream_peer_failures_total",
+            "counter",
+            "Tries of the peer that failed (error, timeout, invalid header).",
+            |v| v.failures,
+        ),
+    ] {
+        family(out, name, kind, help, &rows(f));
+    }
+}
+
+/// TLS handshakes on `listen … ssl` addresses.
+fn tls_figures(out: &mut String) {
+    family(
+        out,
+        "porter_tls_handshakes_total",
+        "counter",
+        "TLS handshakes completed (ok) or failed.",
+        &[
+            ("result=\"ok\"".to_string(), get(&metrics::tls::HANDSHAKES)),
+            ("result=\"failed\"".to_string(), get(&metrics::tls::FAILED)),
+        ],
+    );
+    family(
+        out,
+        "porter_tls_resumed_total",
+        "counter",
+        "TLS handshakes that resumed a session.",
+        &[(String::new(), get(&metrics::tls::RESUMED))],
+    );
+}
+
 /// The content handler.
-pub fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+pub fn serve(ctx: &mut RequestCtx, env: &Env<'_>, groups: &AllGroups) -> Outcome {
     if !matches!(ctx.method, Method::Get | Method::Head) {
         return Outcome::Status(405);
     }
     Outcome::Send(Response::bytes(
         200,
         "text/plain; version=0.0.4",
-        render(env).into_bytes(),
+        render(env, groups.get()).into_bytes(),
     ))
 }

@@ -36,6 +36,7 @@ pub mod realip;
 pub mod rewrite;
 pub mod slice;
 pub mod static_file;
+mod status_page;
 mod stub_status;
 mod sub_filter;
 pub mod subrequest;
@@ -446,7 +447,8 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     match loc.handler {
         Handler::Static => static_file::serve(ctx, env).await,
         Handler::StubStatus => stub_status::serve(ctx),
-        Handler::Metrics => metrics::serve(ctx, env),
+        Handler::Metrics(ref groups) => metrics::serve(ctx, env, groups),
+        Handler::Status(ref groups) => status_page::serve(ctx, env, groups),
         Handler::EmptyGif => empty_gif::serve(ctx),
         // Boxed: the proxy's state is large, and a request's future is
         // allocated and moved whole (`http::connection`); a static file's

@@ -431,8 +431,11 @@ impl RequestCtx {
         }
     }
 
-    /// Writes this request's lines to the location's access logs.
+    /// Writes this request's lines to the location's access logs. Every
+    /// request ends here once, logged or not: its status class is counted
+    /// here (`metrics::STATUS_CLASSES`).
     pub fn write_access_log(&self) {
+        crate::metrics::count_status(self.status);
         for l in self.loc.s.access_log.iter() {
             l.write(self);
         }

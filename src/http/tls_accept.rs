@@ -17,6 +17,7 @@ use super::context::{ConnInfo, TlsInfo};
 use super::stream::ClientStream;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
+use crate::metrics;
 use crate::tls::conn::{self, HandshakeError, Hello, Ktls, Refuse, TlsConn};
 use crate::tls::peer::PeerCert;
 use crate::tls::{ktls, ServerTls};
@@ -71,6 +72,10 @@ pub async fn accept(
             .any(|s| s.tls.as_ref().is_some_and(|t| t.ktls));
     match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick, whole_records)).await {
         Ok(Ok(tls)) => {
+            metrics::inc(&metrics::tls::HANDSHAKES);
+            if tls.resumed() {
+                metrics::inc(&metrics::tls::RESUMED);
+            }
             let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
                 Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
                 None => "NONE".into(),
@@ -158,8 +163,9 @@ fn into_stream(tcp: TcpStream, tls: TlsConn, ktls: bool) -> std::io::Result<Clie
     }
 }
 
-/// NGINX's `info` line for a failed handshake.
+/// NGINX's `info` line for a failed handshake, counted.
 fn handshake_failed(log: &ErrorLog, info: &ConnInfo, what: &str) {
+    metrics::inc(&metrics::tls::FAILED);
     log.log_conn(
         Level::Info,
         Some(info.id),

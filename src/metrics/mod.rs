@@ -19,6 +19,31 @@ pub static READING: AtomicU64 = AtomicU64::new(0);
 /// Connections processing or writing a response.
 pub static WRITING: AtomicU64 = AtomicU64::new(0);
 
+/// Responses by status class: `[1xx, 2xx, 3xx, 4xx, 5xx]` (a request
+/// ends in `RequestCtx::write_access_log`, which counts it whether or not a
+/// log is written; `444` counts as 4xx, as its log line says).
+pub static STATUS_CLASSES: [AtomicU64; 5] = [const { AtomicU64::new(0) }; 5];
+
+/// Counts one response of `status` in its class (outside 100–599: none).
+pub fn count_status(status: u16) {
+    if let Some(c) = STATUS_CLASSES.get((status / 100).wrapping_sub(1) as usize) {
+        inc(c);
+    }
+}
+
+/// TLS handshakes on `listen … ssl` addresses (`http::tls_accept`).
+pub mod tls {
+    use std::sync::atomic::AtomicU64;
+
+    /// Handshakes completed.
+    pub static HANDSHAKES: AtomicU64 = AtomicU64::new(0);
+    /// Of those, sessions resumed (ticket or session cache).
+    pub static RESUMED: AtomicU64 = AtomicU64::new(0);
+    /// Handshakes that failed (each one NGINX's `info` line "… while SSL
+    /// handshaking": a timeout, a close, a protocol error, a refused kTLS).
+    pub static FAILED: AtomicU64 = AtomicU64::new(0);
+}
+
 /// Adds one to a counter.
 pub fn inc(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);

@@ -66,6 +66,27 @@ struct PeerState {
     fails: u32,
     accessed: Option<Instant>,
     checked: Instant,
+    /// Tries ended ([`PeerSet::release`]) and, of those, failed: the
+    /// status pages' figures, counted under the lock a release takes.
+    tries: u64,
+    failures: u64,
+}
+
+/// A peer's state as the status pages show it ([`PeerSet::view`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerView {
+    /// `down` in the config.
+    pub down: bool,
+    /// `max_fails` reached within `fail_timeout`: skipped for now.
+    pub unavailable: bool,
+    /// Requests in flight to it.
+    pub active: u32,
+    /// Failures counted towards `max_fails` now.
+    pub fails: u32,
+    /// Tries ended since start (or the last reload).
+    pub tries: u64,
+    /// Of those, failed (an error, a timeout, an invalid header).
+    pub failures: u64,
 }
 
 /// A list of peers (the primary set or the backup set) and their shared
@@ -91,6 +112,8 @@ impl PeerSet {
                 fails: 0,
                 accessed: None,
                 checked: now,
+                tries: 0,
+                failures: 0,
             })
             .collect();
         let total_weight = peers.iter().map(|p| p.weight as u64).sum();
@@ -99,6 +122,24 @@ impl PeerSet {
             state: Mutex::new(state),
             total_weight,
         }
+    }
+
+    /// Each peer's state now, in config order: one lock, one copy.
+    pub fn view(&self) -> Vec<PeerView> {
+        let now = Instant::now();
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.peers
+            .iter()
+            .zip(st.iter())
+            .map(|(p, s)| PeerView {
+                down: p.down,
+                unavailable: !p.down && !Self::usable(p, s, now),
+                active: s.conns,
+                fails: s.fails,
+                tries: s.tries,
+                failures: s.failures,
+            })
+            .collect()
     }
 
     fn usable(p: &PeerSpec, s: &PeerState, now: Instant) -> bool {
@@ -273,7 +314,9 @@ impl PeerSet {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut st[i];
         s.conns = s.conns.saturating_sub(1);
+        s.tries += 1;
         if failed {
+            s.failures += 1;
             s.fails += 1;
             s.accessed = Some(now);
             s.checked = now;
@@ -676,6 +719,31 @@ mod tests {
         let r = g.select(&mut s).unwrap();
         g.release(r, false);
         r.index
+    }
+
+    #[test]
+    fn a_view_shows_requests_in_flight_tries_failures_and_state() {
+        let mut down = peer("10.0.0.3:80", 1);
+        down.down = true;
+        let g = group(
+            vec![peer("10.0.0.1:80", 1), peer("10.0.0.2:80", 1), down],
+            vec![],
+            None,
+        );
+        let mut s = g.selection(None);
+        let first = g.select(&mut s).unwrap();
+        let v = g.primary.view();
+        assert_eq!(v[first.index].active, 1);
+        assert!(v[2].down);
+        g.release(first, true);
+        let second = g.select(&mut s).unwrap();
+        g.release(second, false);
+        let v = g.primary.view();
+        let (f, o) = (&v[first.index], &v[second.index]);
+        assert_eq!((f.active, f.tries, f.failures, f.fails), (0, 1, 1, 1));
+        assert!(f.unavailable, "max_fails=1 reached within fail_timeout");
+        assert_eq!((o.tries, o.failures, o.unavailable), (1, 0, false));
+        assert!(!v[2].unavailable, "down, not unavailable");
     }
 
     #[test]

@@ -118,6 +118,24 @@ impl NextUpstream {
     }
 }
 
+/// Every group of one configuration (the `upstream` blocks, then the
+/// implicit groups of `proxy_pass` addresses, by name), set once the
+/// whole file is read: what `porter_status` and `porter_metrics` list.
+#[derive(Debug, Default)]
+pub struct AllGroups(std::sync::OnceLock<Vec<Arc<UpstreamGroup>>>);
+
+impl AllGroups {
+    /// Sets the list (the config's last step; a second call is ignored).
+    pub fn set(&self, groups: Vec<Arc<UpstreamGroup>>) {
+        let _ = self.0.set(groups);
+    }
+
+    /// The groups (none before [`AllGroups::set`]).
+    pub fn get(&self) -> &[Arc<UpstreamGroup>] {
+        self.0.get().map_or(&[], Vec::as_slice)
+    }
+}
+
 /// Where `proxy_pass` sends requests.
 #[derive(Debug, Clone)]
 pub enum ProxyTarget {

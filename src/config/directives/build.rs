@@ -42,6 +42,8 @@ pub struct Build {
     pub(super) cache: CacheBuild,
     pub(super) upstreams: Vec<Arc<UpstreamGroup>>,
     pub(super) implicit_upstreams: HashMap<String, Arc<UpstreamGroup>>,
+    /// Every group, for the status handlers; filled by [`Build::finish`].
+    pub(super) all_upstreams: Arc<crate::upstream::AllGroups>,
     pub(super) cur_upstream: Option<UpstreamB>,
     pub(super) ssl_http: super::ssl::SslB,
     pub(super) access: super::access::AccessB,
@@ -119,6 +121,7 @@ impl Build {
             cache: CacheBuild::default(),
             upstreams: Vec::new(),
             implicit_upstreams: HashMap::new(),
+            all_upstreams: Default::default(),
             cur_upstream: None,
             ssl_http: Default::default(),
             access: Default::default(),
@@ -279,6 +282,10 @@ impl Build {
         }
         let cache_zones = self.cache.finish().map_err(plain)?;
         self.access.finish().map_err(plain)?;
+        let mut implicit: Vec<_> = self.implicit_upstreams.values().cloned().collect();
+        implicit.sort_by(|a, b| a.name.cmp(&b.name));
+        self.all_upstreams
+            .set(self.upstreams.iter().cloned().chain(implicit).collect());
         Ok(Config {
             main,
             cache_zones,

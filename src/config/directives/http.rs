@@ -1,6 +1,7 @@
 //! HTTP core directives: `http`, `server`, `listen`, `server_name`,
 //! `location`, `return`, `error_page`, timeouts, header limits, redirects,
-//! `split_clients`, and the handlers `stub_status` and `porter_metrics`.
+//! `split_clients`, and the handlers `stub_status`, `porter_metrics` and
+//! `porter_status`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -146,7 +147,11 @@ pub(super) static ROWS: &[Spec] = &[
         Ok(())
     }),
     d("porter_metrics", LOC, Arity::N(0), |b, _| {
-        b.location().handler = Handler::Metrics;
+        b.location().handler = Handler::Metrics(b.all_upstreams.clone());
+        Ok(())
+    }),
+    d("porter_status", LOC, Arity::N(0), |b, _| {
+        b.location().handler = Handler::Status(b.all_upstreams.clone());
         Ok(())
     }),
     d(

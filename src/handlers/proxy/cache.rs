@@ -126,7 +126,15 @@ pub async fn serve(
     Some(match purge {
         Some(p) if !p.allows(ctx.conn.peer.ip()) => Outcome::Status(403),
         Some(_) => purge_key(ctx, env, &c, &key).await,
-        None => serve_key(ctx, env, pass, &c, key).await,
+        None => {
+            let o = serve_key(ctx, env, pass, &c, key).await;
+            // The status the request ended with (an EXPIRED that fell
+            // back to its stale entry is a STALE), once.
+            if let Some(st) = ctx.upstream.as_ref().and_then(|u| u.cache_status) {
+                c.zone.count(st);
+            }
+            o
+        }
     })
 }
 
