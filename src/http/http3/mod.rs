@@ -27,6 +27,7 @@ pub use send::RecvBody;
 use std::cell::Cell;
 use std::net::{SocketAddr, UdpSocket};
 use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,6 +40,13 @@ use crate::util::shutdown::Mode;
 
 /// How long a connection told to go away may take to finish its streams.
 const CLOSING_GRACE: Duration = Duration::from_secs(5);
+
+/// New QUIC connections served (`porter_quic_connections_total`).
+pub static ACCEPTED: AtomicU64 = AtomicU64::new(0);
+/// New clients sent a Retry first (`quic_retry on`).
+pub static RETRIED: AtomicU64 = AtomicU64::new(0);
+/// New clients refused (`http3 off`).
+pub static REFUSED: AtomicU64 = AtomicU64::new(0);
 
 /// What the streams of one connection share with it.
 pub struct ConnShared {
@@ -112,12 +120,15 @@ pub async fn serve_endpoint<H: Respond + 'static>(
             incoming = ep.accept() => {
                 let Some(incoming) = incoming else { break };
                 if !enabled {
+                    crate::metrics::inc(&REFUSED);
                     incoming.refuse();
                 } else if retry && !incoming.remote_address_validated() {
                     // `quic_retry on`: no state until the client proves
                     // its address with the token of a Retry.
+                    crate::metrics::inc(&RETRIED);
                     let _ = incoming.retry();
                 } else {
+                    crate::metrics::inc(&ACCEPTED);
                     conns.spawn_local(connection(incoming, group, Rc::clone(&w)));
                 }
             }
