@@ -169,6 +169,25 @@ fn many_concurrent_streams_on_one_connection_and_many_connections() {
 }
 
 #[test]
+fn a_client_that_changes_address_stays_on_its_worker() {
+    // Four workers: without steering by connection ID each new source
+    // port would land on the connection's own worker one time in four,
+    // and the others would answer with a stateless reset.
+    let ca = Ca::new();
+    let (dir, _) = prefix(&ca);
+    let text = conf("", "").replace("worker_processes 2;", "worker_processes 4;");
+    let s = Server::start_in(dir, &text, &[]);
+    let mut c = connect(&s, &ca);
+    assert_eq!(c.get("/small.txt").status, 200);
+    for i in 0..6 {
+        c.rebind();
+        let r = c.request("GET", "/small.txt", &[], b"");
+        assert_eq!(r.map(|r| r.status), Ok(200), "after rebinding {i}");
+    }
+    assert!(c.quic().close_reason().is_none());
+}
+
+#[test]
 fn the_proxy_answers_over_http3_with_the_request_body() {
     let ca = Ca::new();
     let origin = Origin::start(|req| {

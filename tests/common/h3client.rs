@@ -134,6 +134,14 @@ impl H3 {
         })
     }
 
+    /// Moves the client to a new UDP socket (a new source port), as a NAT
+    /// rebinding or a migration does.
+    pub fn rebind(&mut self) {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let _guard = self.rt.enter();
+        self._endpoint.rebind(s).unwrap();
+    }
+
     /// The QUIC connection's statistics and state.
     pub fn quic(&self) -> &quinn::Connection {
         &self.conn
