@@ -125,6 +125,50 @@ fn files_arrive_byte_exact_with_head_range_404_and_304() {
 }
 
 #[test]
+fn a_cold_file_is_read_by_the_pool_and_a_warm_one_inline() {
+    let ca = Ca::new();
+    let (dir, big) = prefix(&ca);
+    let file = dir.path().join("html/big.bin");
+    let text = conf("", "aio threads; location = /metrics { porter_metrics; }");
+    let s = Server::start_in(dir, &text, &[]);
+    // Cold: out of the page cache before the request.
+    let f = std::fs::File::open(&file).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: a valid descriptor; advice only.
+    unsafe {
+        libc::posix_fadvise(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            0,
+            0,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    let mut c = connect(&s, &ca);
+    let r = c.get("/big.bin");
+    assert!(r.body == big, "cold file differs ({} bytes)", r.body.len());
+    let r = c.get("/big.bin");
+    assert!(r.body == big, "warm file differs ({} bytes)", r.body.len());
+    let m = common::metrics::Metrics(c.get("/metrics").text());
+    let read = |result: &str| {
+        m.get(
+            "porter_fastpath_total",
+            &[("op", "read"), ("result", result)],
+        )
+        .unwrap_or(0.0)
+    };
+    assert!(
+        read("miss") >= 1.0,
+        "the cold read went to the pool:\n{}",
+        m.0
+    );
+    assert!(
+        read("hit") >= 1.0,
+        "warm reads were served inline:\n{}",
+        m.0
+    );
+}
+
+#[test]
 fn alt_svc_is_sent_on_the_tcp_listener_and_variables_are_empty_there() {
     let ca = Ca::new();
     let (s, _) = start(&ca, "", "");

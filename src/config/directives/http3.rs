@@ -157,7 +157,11 @@ mod tests {
 
     #[test]
     fn quic_and_tcp_on_one_port_are_two_groups() {
-        let c = parse("server { listen 127.0.0.1:1 quic reuseport; listen 127.0.0.1:1; }").unwrap();
+        let c = parse(
+            "server { listen 127.0.0.1:1 quic reuseport; listen 127.0.0.1:1; \
+             ssl_reject_handshake on; }",
+        )
+        .unwrap();
         assert_eq!(c.listens.len(), 2);
         assert!(c.listens[0].quic && !c.listens[1].quic);
         assert_eq!(c.listens[0].addr, c.listens[1].addr);
