@@ -47,8 +47,9 @@ enum Source<'a> {
     Socket(&'a ClientStream),
     /// An HTTP/2 stream.
     H2(h2::RecvStream),
-    /// An HTTP/3 stream.
-    H3(super::http3::RecvBody),
+    /// An HTTP/3 stream (boxed: h3's stream state is large, and most
+    /// bodies are HTTP/1.x's).
+    H3(Box<super::http3::RecvBody>),
     /// An HTTP/2 stream taken by its handler ([`ClientBody::take_h2`]).
     Taken,
     /// Bytes already read whole (a body kept for `mirror` subrequests).
@@ -132,7 +133,7 @@ impl<'a> ClientBody<'a> {
     pub fn h3(recv: super::http3::RecvBody, content_length: Option<u64>) -> ClientBody<'a> {
         let ended = recv.is_ended();
         ClientBody {
-            source: Source::H3(recv),
+            source: Source::H3(Box::new(recv)),
             buf: Vec::new(),
             state: if ended { State::Done } else { State::Frames },
             read: 0,
