@@ -59,6 +59,13 @@ pub struct ListenGroup {
     /// `listen ... proxy_protocol` on this address (by any of its
     /// servers): every connection starts with a PROXY header.
     pub proxy_protocol: bool,
+    /// `listen ... quic`: a UDP address serving HTTP/3 (a group of its
+    /// own beside the TCP one of the same address and port).
+    pub quic: bool,
+    /// On a QUIC address: the key its stateless resets and tokens derive
+    /// from (`quic_host_key` of the default server, else random bytes
+    /// made when the configuration loaded; the same for every worker).
+    pub quic_key: Arc<[u8]>,
 }
 
 /// One `server { }` block.
@@ -509,6 +516,29 @@ loc_settings! {
     http2_chunk_size: usize = 8 * 1024;
     /// `http2_body_preread_size`: each stream's initial receive window.
     http2_body_preread_size: u32 = 64 * 1024;
+
+    // HTTP/3 over QUIC (issue 29; src/http/http3/), server level as in
+    // NGINX; a `listen ... quic` address takes them from its default
+    // server.
+    /// `http3 on|off`: HTTP/3 on a `listen ... quic` address.
+    http3: bool = true;
+    /// `http3_hq`: accepted; porter offers only ALPN `h3`.
+    http3_hq: bool = false;
+    /// `http3_max_concurrent_streams`: request streams a client may open
+    /// at once (QUIC's `initial_max_streams_bidi`).
+    http3_max_concurrent_streams: u32 = 128;
+    /// `http3_stream_buffer_size`: each stream's receive window and the
+    /// most a response reads from the disk at once.
+    http3_stream_buffer_size: usize = 64 * 1024;
+    /// `quic_retry`: a Retry validates every new client's address.
+    quic_retry: bool = false;
+    /// `quic_gso`: segmentation offload for the datagrams sent.
+    quic_gso: bool = false;
+    /// `quic_host_key`: the key file's bytes (None: a random key per
+    /// configuration load), for stateless resets and address tokens.
+    quic_host_key: Option<Arc<[u8]>> = None;
+    /// `quic_active_connection_id_limit`.
+    quic_active_connection_id_limit: u32 = 2;
 
     // Access control and limits (`src/access`, `src/handlers/access.rs`).
     /// `allow` / `deny` rules, in order.

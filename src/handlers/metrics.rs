@@ -36,6 +36,9 @@
 //!   kernel TLS (`kernel`), kept in user space although the kernel offers
 //!   kTLS (`user_space`: a cipher it does not take, input buffered past
 //!   the handshake), or lost when it refused the keys (`failed`).
+//! - `porter_quic_connections_total{result}`: new QUIC clients served
+//!   (`accepted`), sent a Retry first (`retried`, `quic_retry on`), or
+//!   refused (`refused`, `http3 off`).
 //! - The `stub_status` figures as `porter_connections_*` and
 //!   `porter_requests_total`; `porter_responses_total{class}` by status
 //!   class.
@@ -288,6 +291,18 @@ fn fastpath_and_log_figures(out: &mut String) {
             ("result=\"kernel\"".to_string(), k(&ktls::SWITCHED)),
             ("result=\"user_space\"".to_string(), k(&ktls::STAYED)),
             ("result=\"failed\"".to_string(), k(&ktls::FAILED)),
+        ],
+    );
+    use crate::http::http3;
+    family(
+        out,
+        "porter_quic_connections_total",
+        "counter",
+        "New QUIC clients: served, sent a Retry first (quic_retry on), or refused (http3 off).",
+        &[
+            ("result=\"accepted\"".to_string(), k(&http3::ACCEPTED)),
+            ("result=\"retried\"".to_string(), k(&http3::RETRIED)),
+            ("result=\"refused\"".to_string(), k(&http3::REFUSED)),
         ],
     );
     family(

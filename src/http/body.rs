@@ -13,7 +13,9 @@
 //! frames: each piece read gives its bytes back to the client's window
 //! (`release_capacity`), so a handler that reads slowly holds the client
 //! back (flow control is the backpressure), and one that never reads
-//! lets at most `http2_body_preread_size` arrive.
+//! lets at most `http2_body_preread_size` arrive. On an HTTP/3 stream
+//! ([`ClientBody::h3`]) it is the stream's DATA frames, QUIC's stream
+//! window (`http3_stream_buffer_size`) the backpressure.
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -45,6 +47,9 @@ enum Source<'a> {
     Socket(&'a ClientStream),
     /// An HTTP/2 stream.
     H2(h2::RecvStream),
+    /// An HTTP/3 stream (boxed: h3's stream state is large, and most
+    /// bodies are HTTP/1.x's).
+    H3(Box<super::http3::RecvBody>),
     /// An HTTP/2 stream taken by its handler ([`ClientBody::take_h2`]).
     Taken,
     /// Bytes already read whole (a body kept for `mirror` subrequests).
@@ -123,6 +128,20 @@ impl<'a> ClientBody<'a> {
         }
     }
 
+    /// The body of an HTTP/3 request: the DATA frames of `recv`. Without
+    /// a Content-Length it counts as chunked: the proxy forwards it so.
+    pub fn h3(recv: super::http3::RecvBody, content_length: Option<u64>) -> ClientBody<'a> {
+        let ended = recv.is_ended();
+        ClientBody {
+            source: Source::H3(Box::new(recv)),
+            buf: Vec::new(),
+            state: if ended { State::Done } else { State::Frames },
+            read: 0,
+            chunked: !ended && content_length.is_none(),
+            timeout: BODY_TIMEOUT,
+        }
+    }
+
     /// The DATA frames of an HTTP/2 body not read yet, for a handler that
     /// relays them as frames with flow control end to end (gRPC: a
     /// stream that may last as long as the response); the body then
@@ -167,7 +186,7 @@ impl<'a> ClientBody<'a> {
     /// What followed the body (a pipelined request) stays after it.
     pub fn preserve(&mut self, mut whole: Vec<u8>) {
         let len = whole.len() as u64;
-        if matches!(self.source, Source::H2(_)) {
+        if matches!(self.source, Source::H2(_) | Source::H3(_)) {
             self.source = Source::Memory;
         }
         whole.append(&mut self.buf);
@@ -255,6 +274,9 @@ impl<'a> ClientBody<'a> {
     pub async fn read(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         if matches!(self.source, Source::H2(_)) {
             return self.read_frames(out).await;
+        }
+        if let Source::H3(recv) = &mut self.source {
+            return read_h3(recv, &mut self.state, &mut self.read, self.timeout, out).await;
         }
         loop {
             let before = out.len();
@@ -365,7 +387,36 @@ impl<'a> ClientBody<'a> {
                     .write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false, send_timeout)
                     .await
             }
-            Source::H2(_) | Source::Taken | Source::Memory => Ok(()),
+            Source::H2(_) | Source::H3(_) | Source::Taken | Source::Memory => Ok(()),
+        }
+    }
+}
+
+/// The next piece of an HTTP/3 body, appended to `out` (its bytes leave
+/// quinn's receive buffer, which opens the client's window).
+async fn read_h3(
+    recv: &mut super::http3::RecvBody,
+    state: &mut State,
+    read: &mut u64,
+    timeout: Duration,
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    if matches!(state, State::Done) {
+        return Ok(false);
+    }
+    let next = match tokio::time::timeout(timeout, recv.data()).await {
+        Err(_) => return Err(io::Error::from(io::ErrorKind::TimedOut)),
+        Ok(n) => n?,
+    };
+    match next {
+        Some(data) => {
+            out.extend_from_slice(&data);
+            *read += data.len() as u64;
+            Ok(true)
+        }
+        None => {
+            *state = State::Done;
+            Ok(false)
         }
     }
 }

@@ -25,6 +25,8 @@ pub struct ConnInfo {
     pub tls: Option<Arc<TlsInfo>>,
     /// `$http2`: `h2` or `h2c` on an HTTP/2 connection, else empty.
     pub http2: &'static str,
+    /// `$http3`: `h3` on an HTTP/3 connection (QUIC), else empty.
+    pub http3: &'static str,
     /// What the PROXY header named (`listen ... proxy_protocol`).
     pub proxy_protocol: Option<Arc<super::proxy_protocol::ProxyInfo>>,
     /// When the connection was accepted (`$connection_time`).
@@ -40,10 +42,27 @@ impl ConnInfo {
             local,
             tls: None,
             http2: "",
+            http3: "",
             proxy_protocol: None,
             accepted: Instant::now(),
         }
     }
+}
+
+impl ConnInfo {
+    /// Whether requests share the connection as streams (HTTP/2 or
+    /// HTTP/3): no `Connection` semantics, no Upgrade, no 100-continue.
+    pub fn multiplexed(&self) -> bool {
+        !self.http2.is_empty() || !self.http3.is_empty()
+    }
+}
+
+/// Connection serial numbers, process-wide (`$connection`, `*N`).
+static NEXT_CONN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The next connection's serial number.
+pub fn next_conn_id() -> u64 {
+    NEXT_CONN.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 pub use super::tls_vars::TlsInfo;
@@ -277,7 +296,7 @@ impl RequestCtx {
         }
         self.expect_tested = true;
         self.send_continue = self.head.version == Version::Http11
-            && self.conn.http2.is_empty()
+            && !self.conn.multiplexed()
             && self
                 .header("expect")
                 .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
@@ -338,6 +357,8 @@ impl VarSource for RequestCtx {
             | Var::Scheme
             | Var::Https
             | Var::Http2
+            | Var::Http3
+            | Var::Quic
             | Var::SslProtocol
             | Var::SslCipher
             | Var::SslServerName

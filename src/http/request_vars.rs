@@ -37,6 +37,8 @@ impl RequestCtx {
             Var::Scheme => out.push_str("http"),
             Var::Https if self.conn.tls.is_some() => out.push_str("on"),
             Var::Http2 => out.push_str(self.conn.http2),
+            Var::Http3 => out.push_str(self.conn.http3),
+            Var::Quic if !self.conn.http3.is_empty() => out.push_str("quic"),
             Var::SslProtocol
             | Var::SslCipher
             | Var::SslServerName

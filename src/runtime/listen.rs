@@ -4,10 +4,12 @@
 //! The master owns the sockets and hands each worker generation duplicates.
 //! On reload, addresses that stay keep their sockets (and the connections
 //! queued in them); only new addresses are bound and vanished ones closed.
+//! A `listen ... quic` address gets UDP sockets the same way, one per
+//! worker, steered by connection ID (`quic_steer.rs`).
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -19,6 +21,8 @@ use crate::util::errno_text;
 #[derive(Default)]
 pub struct Listeners {
     by_addr: HashMap<SocketAddr, Vec<TcpListener>>,
+    /// The UDP sockets of `listen ... quic` addresses, by worker.
+    udp: HashMap<SocketAddr, Vec<UdpSocket>>,
 }
 
 fn socket(addr: SocketAddr, reuseport: bool) -> io::Result<Socket> {
@@ -83,7 +87,8 @@ impl Listeners {
         let mut next: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
         // Bind everything new first, so a failure leaves the old set intact.
         let mut fresh: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
-        for g in &cfg.listens {
+        let udp = self.update_udp(cfg)?;
+        for g in cfg.listens.iter().filter(|g| !g.quic) {
             let have = self.by_addr.get(&g.addr).map_or(0, Vec::len);
             if have == 0 {
                 probe_free(g.addr)?;
@@ -94,7 +99,7 @@ impl Listeners {
             }
             fresh.insert(g.addr, v);
         }
-        for g in &cfg.listens {
+        for g in cfg.listens.iter().filter(|g| !g.quic) {
             let mut v = self.by_addr.remove(&g.addr).unwrap_or_default();
             v.truncate(workers);
             v.extend(fresh.remove(&g.addr).unwrap_or_default());
@@ -102,14 +107,60 @@ impl Listeners {
         }
         // Whatever is left in self.by_addr is no longer configured: closed here.
         self.by_addr = next;
+        self.udp = udp;
         Ok(())
+    }
+
+    /// The UDP socket set `cfg` asks for: sockets kept in their order
+    /// (their index in the `SO_REUSEPORT` group is the worker's), new
+    /// ones bound after them, the steering program attached.
+    fn update_udp(&mut self, cfg: &Config) -> Result<HashMap<SocketAddr, Vec<UdpSocket>>, String> {
+        let workers = cfg.main.worker_processes;
+        let mut next = HashMap::new();
+        for g in cfg.listens.iter().filter(|g| g.quic) {
+            let have = self.udp.get(&g.addr).map_or(0, Vec::len);
+            if have == 0 {
+                super::quic_steer::probe_free_udp(g.addr)?;
+            }
+            let mut fresh = Vec::new();
+            for _ in have..workers {
+                fresh.push(super::quic_steer::bind_udp(g.addr, g.bufs)?);
+            }
+            next.insert(g.addr, fresh);
+        }
+        let mut out = HashMap::new();
+        for (addr, fresh) in next {
+            let mut v = self.udp.remove(&addr).unwrap_or_default();
+            v.truncate(workers);
+            v.extend(fresh);
+            super::quic_steer::steer(&v[0], v.len()).map_err(|e| {
+                format!(
+                    "setsockopt(SO_ATTACH_REUSEPORT_CBPF) {addr} failed {}",
+                    errno_text(&e)
+                )
+            })?;
+            out.insert(addr, v);
+        }
+        Ok(out)
+    }
+
+    /// Duplicates of worker `idx`'s UDP sockets, with the index of their
+    /// `listen ... quic` address in `cfg.listens`.
+    pub fn udp_for_worker(&self, cfg: &Config, idx: usize) -> io::Result<Vec<(usize, UdpSocket)>> {
+        let mut out = Vec::new();
+        for (gi, g) in cfg.listens.iter().enumerate().filter(|(_, g)| g.quic) {
+            if let Some(s) = self.udp.get(&g.addr).and_then(|v| v.get(idx)) {
+                out.push((gi, s.try_clone()?));
+            }
+        }
+        Ok(out)
     }
 
     /// Duplicates of worker `idx`'s sockets, with the index of their
     /// address in `cfg.listens`.
     pub fn for_worker(&self, cfg: &Config, idx: usize) -> io::Result<Vec<(usize, TcpListener)>> {
         let mut out = Vec::new();
-        for (gi, g) in cfg.listens.iter().enumerate() {
+        for (gi, g) in cfg.listens.iter().enumerate().filter(|(_, g)| !g.quic) {
             if let Some(l) = self.by_addr.get(&g.addr).and_then(|v| v.get(idx)) {
                 out.push((gi, l.try_clone()?));
             }

@@ -63,11 +63,15 @@ impl Generation {
             let socks = listeners
                 .for_worker(&config, i)
                 .map_err(|e| format!("dup() of listening socket failed {}", errno_text(&e)))?;
+            let quic = listeners
+                .udp_for_worker(&config, i)
+                .map_err(|e| format!("dup() of QUIC socket failed {}", errno_text(&e)))?;
             let t = worker::spawn(WorkerStart {
                 index: i,
                 config: config.clone(),
                 log: log.clone(),
                 listeners: socks,
+                quic,
                 credentials: creds.clone(),
                 shutdown: signal.clone(),
                 pools: pools.clone(),

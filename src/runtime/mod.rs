@@ -9,4 +9,5 @@ pub mod loop_lag;
 pub mod loop_watch;
 pub mod master;
 pub mod privileges;
+pub mod quic_steer;
 pub mod worker;

@@ -4,7 +4,6 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -26,9 +25,6 @@ use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge};
 use crate::util::shutdown::{Mode, ShutdownSignal};
 
-/// Connection serial numbers, process-wide (`$connection`, `*N`).
-static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
-
 /// How long accepting pauses after running out of file descriptors
 /// (NGINX: 500 ms).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(500);
@@ -43,6 +39,9 @@ pub struct WorkerStart {
     pub log: ErrorLog,
     /// Its listeners: (index into `config.listens`, socket).
     pub listeners: Vec<(usize, std::net::TcpListener)>,
+    /// Its UDP sockets of `listen ... quic` addresses: (index into
+    /// `config.listens`, socket), one QUIC endpoint each.
+    pub quic: Vec<(usize, std::net::UdpSocket)>,
     /// Whom to run as.
     pub credentials: Option<Credentials>,
     /// Shutdown signal of its generation.
@@ -240,6 +239,13 @@ async fn worker_main(start: WorkerStart) {
             limit,
         )));
     }
+    // QUIC: one endpoint per address, ending after its connections once
+    // a graceful stop begins.
+    let mut quic = tokio::task::JoinSet::new();
+    for (group, socket) in start.quic {
+        let serve = crate::http::http3::serve_endpoint(socket, group, start.index, env.clone());
+        quic.spawn_local(serve);
+    }
     let lag = crate::metrics::timed::spawn(super::loop_lag::probe(env.figures.clone()));
     let mut sd = start.shutdown.clone();
     sd.wait_for(Mode::Graceful).await;
@@ -258,6 +264,12 @@ async fn worker_main(start: WorkerStart) {
     while live.count.get() > 0 {
         tokio::select! {
             _ = live.idle.notified() => {}
+            _ = sd.wait_for(Mode::Fast) => break,
+        }
+    }
+    while !quic.is_empty() {
+        tokio::select! {
+            _ = quic.join_next() => {}
             _ = sd.wait_for(Mode::Fast) => break,
         }
     }
@@ -352,7 +364,7 @@ async fn accept_loop(
         metrics::inc(&metrics::HANDLED);
         let local = stream.local_addr().unwrap_or(peer);
         let _ = stream.set_nodelay(true);
-        let conn = ConnInfo::accepted(NEXT_CONN.fetch_add(1, Ordering::Relaxed), peer, local);
+        let conn = ConnInfo::accepted(crate::http::context::next_conn_id(), peer, local);
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();

@@ -27,9 +27,12 @@ pub mod groups;
 pub mod keys;
 pub mod ktls;
 pub mod peer;
+pub mod quic;
 pub mod session;
 pub mod session_id;
 pub mod tickets;
+
+pub use quic::{fill_random, quic_server_config};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -202,6 +205,15 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         vec![b"http/1.1".to_vec()]
     };
     Ok(Arc::new(config))
+}
+
+/// Whether `config` offers TLS 1.3 (`ssl_protocols`), which QUIC needs.
+pub fn offers_tls13(config: &ServerConfig) -> bool {
+    config
+        .crypto_provider()
+        .cipher_suites
+        .iter()
+        .any(|c| matches!(c, SupportedCipherSuite::Tls13(_)))
 }
 
 /// Several certificate pairs for one server (as NGINX allows, typically

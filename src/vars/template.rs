@@ -66,6 +66,10 @@ pub enum Var {
     Https,
     /// `$http2`: `h2` (HTTP/2 over TLS), `h2c` (cleartext), else empty.
     Http2,
+    /// `$http3`: `h3` on an HTTP/3 connection.
+    Http3,
+    /// `$quic`: `quic` on a QUIC connection.
+    Quic,
     /// `$ssl_protocol`.
     SslProtocol,
     /// `$ssl_cipher`.
@@ -301,6 +305,8 @@ impl Var {
             "scheme" => Var::Scheme,
             "https" => Var::Https,
             "http2" => Var::Http2,
+            "http3" => Var::Http3,
+            "quic" => Var::Quic,
             "request_method" => Var::RequestMethod,
             "request" => Var::Request,
             "request_length" => Var::RequestLength,

@@ -64,6 +64,8 @@ pub(super) struct ListenB {
     pub(super) http2: bool,
     /// `proxy_protocol`: a PROXY header starts each connection.
     pub(super) proxy_protocol: bool,
+    /// `quic`: a UDP address for HTTP/3, and where the `listen` is.
+    pub(super) quic: Option<(Arc<Path>, u32)>,
 }
 
 pub(super) struct ServerB {
@@ -275,11 +277,13 @@ impl Build {
                     ssl: None,
                     http2: false,
                     proxy_protocol: false,
+                    quic: None,
                 });
             }
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
             servers.push(server);
         }
+        quic_keys(&mut groups);
         let cache_zones = self.cache.finish().map_err(plain)?;
         self.access.finish().map_err(plain)?;
         let mut implicit: Vec<_> = self.implicit_upstreams.values().cloned().collect();
@@ -386,17 +390,29 @@ impl Build {
             underscores_in_headers: base_s.underscores_in_headers,
             max_headers: base_s.max_headers,
         };
-        let ssl_listen = sb.listens.iter().find_map(|l| l.ssl.as_ref());
+        // The `listen ... ssl` (else `... quic`) NGINX's message names
+        // when the server has no certificate.
+        let ssl_listen = sb
+            .listens
+            .iter()
+            .find_map(|l| l.ssl.as_ref().map(|(f, n)| (f, *n, "ssl")))
+            .or_else(|| {
+                sb.listens
+                    .iter()
+                    .find_map(|l| l.quic.as_ref().map(|(f, n)| (f, *n, "quic")))
+            });
+        let quic_listen = sb.listens.iter().find_map(|l| l.quic.as_ref());
         // ALPN offers `h2` where this server speaks HTTP/2.
         let h2 = base_s.http2 || sb.listens.iter().any(|l| l.http2);
         let tls = super::ssl::server_tls(
             &self.ssl_http,
             &sb.ssl,
-            ssl_listen.map(|(f, l)| (f, *l)),
+            ssl_listen,
             limits.header_timeout,
             h2,
             ssl_shared,
         )?;
+        super::http3::check_quic_tls(quic_listen, tls.as_deref())?;
         let (locations, named) = build_locations(&mut sb.locations, &sb.loc, client_certs)?;
         let script = std::mem::take(&mut sb.script)
             .into_iter()
@@ -518,6 +534,24 @@ fn plain(m: String) -> ConfError {
     }
 }
 
+/// The key of each QUIC address: its default server's `quic_host_key`,
+/// else random bytes made once for this load (NGINX makes one per
+/// reload too: tokens and resets of the previous generation no longer
+/// verify).
+fn quic_keys(groups: &mut [(ListenGroup, bool)]) {
+    let mut random = [0u8; 32];
+    crate::tls::fill_random(&mut random);
+    let random: Arc<[u8]> = Arc::from(random.to_vec());
+    for (g, _) in groups.iter_mut().filter(|(g, _)| g.quic) {
+        g.quic_key = g.servers[g.default]
+            .base
+            .s
+            .quic_host_key
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&random));
+    }
+}
+
 /// Adds `server` to the group of each address it listens on (one default
 /// server per address).
 fn add_listens(
@@ -526,7 +560,11 @@ fn add_listens(
     server: &Arc<ServerConf>,
 ) -> Res {
     for l in listens {
-        match groups.iter_mut().find(|(g, _)| g.addr == l.addr) {
+        let quic = l.quic.is_some();
+        match groups
+            .iter_mut()
+            .find(|(g, _)| g.addr == l.addr && g.quic == quic)
+        {
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
                 g.http2 |= l.http2;
@@ -553,6 +591,8 @@ fn add_listens(
                     ssl: l.ssl.is_some(),
                     http2: l.http2,
                     proxy_protocol: l.proxy_protocol,
+                    quic,
+                    quic_key: Arc::from(Vec::new()),
                 },
                 l.default_server,
             )),

@@ -260,6 +260,19 @@ pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
     Ok(addrs)
 }
 
+/// The first `listen` parameter that has no meaning on a UDP socket
+/// (NGINX's "... parameter is incompatible with "quic"").
+fn tcp_only(params: &[String]) -> Option<&str> {
+    params.iter().find_map(|p| {
+        let name = p.split('=').next().unwrap_or(p);
+        matches!(
+            name,
+            "ssl" | "http2" | "proxy_protocol" | "deferred" | "backlog" | "so_keepalive"
+        )
+        .then_some(name)
+    })
+}
+
 fn set_listen(b: &mut Build, d: &Directive) -> Res {
     let addrs = parse_listen_addr(&d.args[0])?;
     let mut default_server = false;
@@ -268,6 +281,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
     let mut ssl = None;
     let mut http2 = false;
     let mut proxy_protocol = false;
+    let mut quic = None;
     for p in &d.args[1..] {
         match p.as_str() {
             "default_server" | "default" => default_server = true,
@@ -301,15 +315,20 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
                 http2 = true;
             }
             "proxy_protocol" => proxy_protocol = true,
-            "quic" => {
-                return Err(format!("the \"{p}\" parameter is not supported by porter"));
-            }
+            "quic" => quic = Some((d.file.clone(), d.line)),
             p => return Err(format!("invalid parameter \"{p}\"")),
         }
     }
+    if let (Some(_), Some(p)) = (&quic, tcp_only(&d.args[1..])) {
+        return Err(format!("\"{p}\" parameter is incompatible with \"quic\""));
+    }
     let srv = b.server();
     for addr in addrs {
-        if srv.listens.iter().any(|l| l.addr == addr) {
+        if srv
+            .listens
+            .iter()
+            .any(|l| l.addr == addr && l.quic.is_some() == quic.is_some())
+        {
             return Err(format!("a duplicate listen {addr}"));
         }
         srv.listens.push(ListenB {
@@ -320,6 +339,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
             ssl: ssl.clone(),
             http2,
             proxy_protocol,
+            quic: quic.clone(),
         });
     }
     Ok(())

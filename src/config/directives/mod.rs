@@ -17,6 +17,7 @@
 //! | `grpc.rs` | `grpc_pass` and `grpc_*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
+//! | `http3.rs` | `http3`, `http3_*`, `quic_*` |
 //! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
 //! | `map.rs` | `map { }`, `geo { }` |
 //! | `upstream.rs` | `upstream { }` |
@@ -175,6 +176,7 @@ mod fastcgi;
 mod grpc;
 mod http;
 mod http2;
+mod http3;
 mod internals;
 mod logs;
 mod map;
@@ -209,6 +211,7 @@ static AREAS: &[&[Spec]] = &[
     core::ROWS,
     http::ROWS,
     http2::ROWS,
+    http3::ROWS,
     logs::ROWS,
     static_files::ROWS,
     aio::ROWS,

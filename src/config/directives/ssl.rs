@@ -446,7 +446,7 @@ fn set_session_cache(b: &mut Build, d: &Directive) -> Res {
 pub(super) fn server_tls(
     http: &SslB,
     srv: &SslB,
-    ssl_listen: Option<(&Arc<Path>, u32)>,
+    ssl_listen: Option<(&Arc<Path>, u32, &str)>,
     header_timeout: Duration,
     h2: bool,
     shared: &mut SslShared,
@@ -455,9 +455,10 @@ pub(super) fn server_tls(
     let reject = s.reject_handshake.unwrap_or(false);
     if s.certs.is_empty() && !reject {
         return match ssl_listen {
-            Some((file, line)) => Err(ConfError {
-                message: "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive"
-                    .into(),
+            Some((file, line, kind)) => Err(ConfError {
+                message: format!(
+                    "no \"ssl_certificate\" is defined for the \"listen ... {kind}\" directive"
+                ),
                 file: Some(file.clone()),
                 line,
             }),

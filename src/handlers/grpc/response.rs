@@ -89,7 +89,7 @@ pub(super) fn build(
         r.content_length = Some(0);
         return r;
     }
-    match (ctx.conn.http2.is_empty(), ctx.head.version) {
+    match (!ctx.conn.multiplexed(), ctx.head.version) {
         (false, _) => {}
         (true, Version::Http11) => r.chunked = true,
         (true, Version::Http10) => r.close = true,

@@ -123,7 +123,7 @@ pub fn upstream_uri(
 /// `r->headers_in.upgrade`, whatever `Connection` says) and came over
 /// HTTP/1.x (an HTTP/2 stream cannot switch protocols).
 pub fn upgrade_asked(ctx: &RequestCtx) -> bool {
-    ctx.conn.http2.is_empty() && ctx.head.header("upgrade").is_some()
+    !ctx.conn.multiplexed() && ctx.head.header("upgrade").is_some()
 }
 
 /// The method sent upstream: GET for a HEAD the cache asks as GET

@@ -138,7 +138,7 @@ pub fn head_response(
         // `Upgrade` goes to an HTTP/1.x client (with a 101, and as the
         // offer of one in any other response: NGINX's
         // `ngx_http_upstream_copy_upgrade`); HTTP/2 has no such header.
-        let upgrade_offer = lower == "upgrade" && ctx.conn.http2.is_empty();
+        let upgrade_offer = lower == "upgrade" && !ctx.conn.multiplexed();
         if (HOP_BY_HOP.contains(&lower.as_str()) && !upgrade_offer) || hidden(&lower) {
             continue;
         }

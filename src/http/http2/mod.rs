@@ -35,7 +35,7 @@
 
 mod flood;
 mod io;
-mod request;
+pub(crate) mod request;
 pub mod send;
 mod stream;
 

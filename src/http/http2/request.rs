@@ -1,4 +1,4 @@
-//! An HTTP/2 request's HEADERS turned into the [`RequestHead`] the
+//! An HTTP/2 (or HTTP/3) request's HEADERS turned into the [`RequestHead`] the
 //! HTTP/1.1 parser produces, so that the same request context, location
 //! lookup, handlers and logs serve it: `$request` reads
 //! `GET /path HTTP/2.0` and `$server_protocol` `HTTP/2.0`, as in NGINX.
@@ -13,7 +13,7 @@ use crate::http::head::Span;
 use crate::http::request::{host_span, HeadError, RequestHead, Version};
 
 /// The head of the request whose HEADERS gave `parts`.
-pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
+pub fn head_of(parts: &Parts, version: &str) -> Result<RequestHead, HeadError> {
     let method = parts.method.as_str();
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let authority = parts.uri.authority().map_or("", |a| a.as_str());
@@ -22,9 +22,9 @@ pub fn head_of(parts: &Parts) -> Result<RequestHead, HeadError> {
         .iter()
         .map(|(n, v)| n.as_str().len() + v.len())
         .sum();
-    let room = method.len() + target.len() + 10 + fields + 2 * authority.len() + 8;
+    let room = method.len() + target.len() + version.len() + 2 + fields + 2 * authority.len() + 8;
     let mut head = RequestHead::with_capacity(room);
-    let line = head.push_all(&[method, " ", target, " HTTP/2.0"]);
+    let line = head.push_all(&[method, " ", target, " ", version]);
     head.set_line(
         line,
         method.len(),
@@ -98,7 +98,7 @@ mod tests {
                 .body(())
                 .unwrap(),
         );
-        let h = head_of(&p).unwrap();
+        let h = head_of(&p, "HTTP/2.0").unwrap();
         assert_eq!(h.line(), "GET /a/b?x=1 HTTP/2.0");
         assert_eq!(h.method(), "GET");
         assert_eq!(h.target(), "/a/b?x=1");
@@ -115,7 +115,7 @@ mod tests {
                 .body(())
                 .unwrap(),
         );
-        let h = head_of(&p).unwrap();
+        let h = head_of(&p, "HTTP/2.0").unwrap();
         let c: Vec<_> = h.headers().filter(|(n, _)| *n == "cookie").collect();
         assert_eq!(c, [("cookie", "a=1; b=2")]);
     }
@@ -128,13 +128,13 @@ mod tests {
                 .body(())
                 .unwrap(),
         );
-        assert!(head_of(&p).is_err());
+        assert!(head_of(&p, "HTTP/2.0").is_err());
         let p = parts(
             http::Request::get("/")
                 .header("host", "a/b")
                 .body(())
                 .unwrap(),
         );
-        assert!(head_of(&p).is_err());
+        assert!(head_of(&p, "HTTP/2.0").is_err());
     }
 }

@@ -23,17 +23,14 @@ use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::RecvStream;
 
-use super::request::head_of;
 use super::send::{self, Out};
 use super::ConnShared;
 use crate::http::body::ClientBody;
 use crate::http::connection::{Respond, WorkerEnv};
 use crate::http::context::RequestCtx;
-use crate::http::request::RequestHead;
 use crate::http::response::{Body, Response};
-use crate::http::tls_accept::client_cert_refusal;
+use crate::http::stream_request;
 use crate::http::writer::log_send_error;
-use crate::log::Level;
 use crate::metrics::{self, Gauge};
 
 /// Serves the stream whose request is `req`, answering on `respond`.
@@ -48,27 +45,8 @@ pub async fn serve<H: Respond>(
     let start = Instant::now();
     let (parts, recv) = req.into_parts();
     let n = conn.next_request();
-    let (mut ctx, refused) = match head_of(&parts) {
-        Ok(h) => {
-            let listen = &w.config.listens[conn.group];
-            let (ctx, uri_ok) = RequestCtx::start(&conn.info, listen, n, h);
-            let ctx = Box::new(ctx);
-            let refused = if uri_ok {
-                client_cert_refusal(&ctx)
-            } else {
-                Some((400, "client sent invalid request".to_string()))
-            };
-            (ctx, refused)
-        }
-        Err(e) => {
-            let line = format!("{} {} HTTP/2.0", parts.method, parts.uri);
-            let h = RequestHead::unparsed(&line, None);
-            let listen = &w.config.listens[conn.group];
-            let server = &listen.servers[listen.default];
-            let ctx = Box::new(RequestCtx::new(&conn.info, n, h, server));
-            (ctx, Some((e.status(), e.to_string())))
-        }
-    };
+    let (mut ctx, refused) =
+        stream_request::start(&parts, "HTTP/2.0", &conn.info, conn.group, n, &w);
     ctx.start = start;
     let content_length = ctx.head.content_length;
     let body = RefCell::new(ClientBody::h2(recv, content_length));
@@ -76,19 +54,7 @@ pub async fn serve<H: Respond>(
     // Boxed, as the HTTP/1.1 loop boxes a request's futures: the task
     // spawned per stream stays small until its handlers run.
     let resp = {
-        let answer = Box::pin(async {
-            let handlers = &w.handlers;
-            match &refused {
-                Some((code, why)) => {
-                    ctx.log_in(&w.log).line(
-                        Level::Info,
-                        format_args!("{why} while reading client request headers"),
-                    );
-                    handlers.respond_status(&mut ctx, Some(&body), *code).await
-                }
-                None => handlers.respond(&mut ctx, &body).await,
-            }
-        });
+        let answer = Box::pin(stream_request::answer(&mut ctx, &body, &refused, &w));
         // The handlers run until they answer or the client resets the stream.
         tokio::select! {
             biased;
@@ -112,21 +78,7 @@ pub async fn serve<H: Respond>(
     // client finishes sending and the stream closes cleanly; dropped
     // unread, the stream would be reset with CANCEL, which clients report
     // as an error although the response was complete.
-    discard_rest(&body, &ctx).await;
-}
-
-/// Reads and drops what is left of the request body within the
-/// location's `lingering_timeout`/`lingering_time`.
-// The handlers' future, the only other user of the cell, has finished.
-#[allow(clippy::await_holding_refcell_ref)]
-async fn discard_rest(body: &RefCell<ClientBody<'_>>, ctx: &RequestCtx) {
-    let mut body = body.borrow_mut();
-    if !body.is_done() {
-        let s = &ctx.loc.s;
-        let _ = body
-            .discard_within(s.lingering_timeout, s.lingering_time)
-            .await;
-    }
+    stream_request::discard_rest(&body, &ctx).await;
 }
 
 /// Sends `resp` as HEADERS and DATA frames, then logs the request.

@@ -1,0 +1,65 @@
+//! The TLS of a `listen ... quic` address: QUIC carries TLS 1.3 inside
+//! its own packets (quinn drives rustls's QUIC interface), so what the
+//! TCP listener's servers offer is reused: the certificate the client's
+//! SNI chooses among the address's servers (no SNI or no match: the
+//! default server's), the default server's session cache and ticket keys
+//! (so a session from the TCP listener resumes here too), with ALPN `h3`
+//! only and no early data.
+
+use std::fmt;
+use std::sync::Arc;
+
+use quinn::crypto::rustls::QuicServerConfig;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::ServerConfig;
+
+/// The TLS configuration of the server a client's SNI names (`None`:
+/// that server refuses handshakes or has no TLS).
+pub type PickServer = Box<dyn Fn(Option<&str>) -> Option<Arc<ServerConfig>> + Send + Sync>;
+
+/// The QUIC TLS configuration of an address whose default server's TLS is
+/// `base`; `pick` finds the server of a client's SNI.
+pub fn quic_server_config(
+    base: &ServerConfig,
+    pick: PickServer,
+) -> Result<Arc<QuicServerConfig>, String> {
+    if !super::offers_tls13(base) {
+        return Err("QUIC needs TLSv1.3".into());
+    }
+    let mut c = base.clone();
+    c.cert_resolver = Arc::new(BySni { pick });
+    c.alpn_protocols = vec![b"h3".to_vec()];
+    // quinn takes 0 (no 0-RTT) or u32::MAX; porter takes no early data.
+    c.max_early_data_size = 0;
+    c.enable_secret_extraction = false;
+    c.max_fragment_size = None;
+    QuicServerConfig::try_from(Arc::new(c))
+        .map(Arc::new)
+        .map_err(|e| format!("QUIC TLS: {e}"))
+}
+
+/// The certificate of the server a client's SNI chooses, by that server's
+/// own picker (its RSA or ECDSA pair).
+struct BySni {
+    pick: PickServer,
+}
+
+impl fmt::Debug for BySni {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BySni")
+    }
+}
+
+impl ResolvesServerCert for BySni {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let config = (self.pick)(hello.server_name())?;
+        config.cert_resolver.resolve(hello)
+    }
+}
+
+/// Fills `buf` with random bytes from the crypto provider.
+pub fn fill_random(buf: &mut [u8]) {
+    // ring's system random does not fail on Linux (getrandom).
+    let _ = super::provider().secure_random.fill(buf);
+}
