@@ -8,6 +8,7 @@ pub mod blkio;
 pub mod h2client;
 pub mod metrics;
 pub mod origin;
+pub mod php;
 pub mod tls;
 
 use std::io::{Read, Write};
