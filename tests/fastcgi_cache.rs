@@ -212,6 +212,20 @@ fn cache_answers_as_nginx_does() {
     assert_eq!(seen("r.count"), 2, "the background update");
     let body = request(porter.port, "GET", "/bg/?n=r").text();
     assert_eq!(body, "n=r count=2 method=GET\n");
+    // The client's validators do not reach PHP on a miss (NGINX's cache
+    // headers): PHP answers 200, stored; the client gets its 304 from
+    // the cache's not-modified filter.
+    let conditional = |port: u16| {
+        let req = "GET /rv/?n=w&validators=1 HTTP/1.1\r\nHost: localhost\r\n\
+                   If-None-Match: \"v1\"\r\nConnection: close\r\n\r\n";
+        raw(port, req.as_bytes())
+    };
+    let p = conditional(porter.port);
+    assert_eq!((p.status, p.header("x-cache")), (304, Some("MISS")));
+    assert_eq!((seen("w.count"), seen("w.cond")), (1, 0));
+    if let Some(n) = &nginx {
+        assert_eq!(essence(&p), essence(&conditional(n.port)));
+    }
 }
 
 #[test]

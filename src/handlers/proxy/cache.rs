@@ -568,7 +568,7 @@ async fn go_upstream(
     // cache entry).
     let buffering = super::accel::buffering(k.buffering, &ignore, up.headers());
     let storable = buffering && (k.convert_head || !ctx.is_head()) && status != 101;
-    let fill = fill.filter(|_| range_in_reach(ctx, cs.max_range_offset));
+    let fill = fill.filter(|_| range_in_reach(ctx.header("range"), cs.max_range_offset));
     match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
@@ -581,8 +581,8 @@ async fn go_upstream(
 /// `ngx_http_upstream_cache_check_range`): a request for a range starting
 /// at or past the offset (a suffix range counts as past it) is answered
 /// without storing.
-fn range_in_reach(ctx: &RequestCtx, max: Option<u64>) -> bool {
-    let (Some(max), Some(h)) = (max, ctx.header("range")) else {
+fn range_in_reach(range: Option<&str>, max: Option<u64>) -> bool {
+    let (Some(max), Some(h)) = (max, range) else {
         return true;
     };
     if max == 0 {
@@ -624,4 +624,23 @@ fn not_stored(
         r.body = Body::Empty;
     }
     Outcome::Send(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_in_reach;
+
+    #[test]
+    fn max_range_offset_follows_nginx_check_range() {
+        let r = |h: Option<&str>, max: Option<u64>| range_in_reach(h, max);
+        assert!(r(Some("bytes=100-"), None), "no limit");
+        assert!(r(None, Some(0)), "no range");
+        assert!(!r(Some("bytes=0-1"), Some(0)), "0: any range");
+        assert!(r(Some("bytes=9-20"), Some(10)));
+        assert!(!r(Some("bytes=10-20"), Some(10)), "at the offset");
+        assert!(!r(Some("bytes= 11-"), Some(10)));
+        assert!(!r(Some("bytes=-5"), Some(10)), "a suffix");
+        assert!(r(Some("items=50-"), Some(10)), "not bytes");
+        assert!(r(Some("BYTES=5-"), Some(10)));
+    }
 }
