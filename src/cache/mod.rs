@@ -558,9 +558,9 @@ mod tests {
             time: Duration::from_secs(secs),
         };
         let a = &srv.find_location("/a").s;
-        assert_eq!(*a.proxy_cache_valid, vec![rule(&[404], 60), rule(&[], 5)]);
+        assert_eq!(*a.proxy_cache.valid, vec![rule(&[404], 60), rule(&[], 5)]);
         assert_eq!(
-            a.proxy_temp_path,
+            a.proxy_cache.temp_path,
             Some(TempPath {
                 path: dir.join("t"),
                 levels: Levels(vec![1, 2])
@@ -568,11 +568,11 @@ mod tests {
         );
         let b = &srv.find_location("/b").s;
         assert_eq!(
-            *b.proxy_cache_valid,
+            *b.proxy_cache.valid,
             vec![rule(&[200], 600), rule(&[301], 600), rule(&[302], 600)],
             "inherited whole from http, NGINX's default codes"
         );
-        assert_eq!(b.proxy_temp_path, None);
+        assert_eq!(b.proxy_cache.temp_path, None);
     }
 
     #[test]

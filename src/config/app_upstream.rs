@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::group::settings_group;
 use super::setting_types::ProxyBind;
 use crate::upstream::NextUpstream;
 use crate::vars::regex::Regex;
@@ -23,37 +24,11 @@ pub struct AppParam {
     pub if_not_empty: bool,
 }
 
-macro_rules! app_settings {
-    ($($(#[$doc:meta])* $field:ident : $ty:ty = $default:expr;)*) => {
-        /// Application-upstream settings as one config level wrote them.
-        #[derive(Clone, Default, Debug)]
-        pub struct AppBuilder {
-            $($(#[$doc])* pub $field: Option<$ty>,)*
-        }
-
-        /// Application-upstream settings after merging with outer levels.
-        #[derive(Clone, Debug)]
-        pub struct AppSettings {
-            $($(#[$doc])* pub $field: $ty,)*
-        }
-
-        impl AppBuilder {
-            /// Takes from `parent` every setting this level did not set.
-            pub fn inherit(&mut self, parent: &AppBuilder) {
-                $(if self.$field.is_none() { self.$field = parent.$field.clone(); })*
-            }
-
-            /// Fills NGINX's defaults into what is still unset.
-            pub fn finish(&self) -> AppSettings {
-                AppSettings {
-                    $($field: match &self.$field { Some(v) => v.clone(), None => $default },)*
-                }
-            }
-        }
-    };
-}
-
-app_settings! {
+settings_group! {
+    /// Application-upstream settings as one config level wrote them.
+    AppBuilder =>
+    /// Application-upstream settings after merging with outer levels.
+    AppSettings;
     /// `fastcgi_param` lines (a level with any replaces the outer list).
     params: Arc<Vec<AppParam>> = Arc::new(Vec::new());
     /// `fastcgi_connect_timeout`.

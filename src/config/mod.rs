@@ -5,9 +5,11 @@
 //! table of accepted directives and builds the typed `model` from the tree.
 
 pub mod app_upstream;
+pub mod cache_conf;
 pub mod content;
 pub mod directives;
 pub mod error;
+mod group;
 pub mod lexer;
 pub mod locations;
 pub mod main_conf;

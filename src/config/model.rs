@@ -263,6 +263,10 @@ loc_settings! {
     nested {
         /// `fastcgi_*` (`directives/fastcgi.rs`, `config/app_upstream.rs`).
         fastcgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// `proxy_cache*` (`directives/cache.rs`, `config/cache_conf.rs`).
+        proxy_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
+        /// `fastcgi_cache*`, the same group.
+        fastcgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
     }
     /// `root` / `alias`.
     root: DocRoot = DocRoot::Root(Template::literal("html"));
@@ -348,32 +352,6 @@ loc_settings! {
     expires: Option<Expires> = None;
     /// `try_files`.
     try_files: Option<Arc<TryFiles>> = None;
-    /// `proxy_cache` (None = off): the zone name, possibly with variables.
-    proxy_cache: Option<Template> = None;
-    /// `proxy_cache_key` (None = NGINX's `$scheme$proxy_host$request_uri`).
-    proxy_cache_key: Option<Template> = None;
-    /// `proxy_cache_methods` (GET and HEAD are always in).
-    proxy_cache_methods: CacheMethods = CacheMethods::default();
-    /// `proxy_cache_min_uses`.
-    proxy_cache_min_uses: u64 = 1;
-    /// `proxy_cache_bypass` conditions (any non-empty, non-"0" value).
-    proxy_cache_bypass: Arc<Vec<Template>> = Arc::new(Vec::new());
-    /// `proxy_no_cache` conditions.
-    proxy_no_cache: Arc<Vec<Template>> = Arc::new(Vec::new());
-    /// `proxy_cache_lock`.
-    proxy_cache_lock: bool = false;
-    /// `proxy_cache_lock_timeout`.
-    proxy_cache_lock_timeout: Duration = Duration::from_secs(5);
-    /// `proxy_cache_lock_age`.
-    proxy_cache_lock_age: Duration = Duration::from_secs(5);
-    /// `proxy_cache_use_stale` (a set of `STALE_*` bits).
-    proxy_cache_use_stale: u16 = 0;
-    /// `proxy_cache_background_update`.
-    proxy_cache_background_update: bool = false;
-    /// `proxy_cache_revalidate`.
-    proxy_cache_revalidate: bool = false;
-    /// `proxy_cache_purge METHOD [from ...]` (None = off).
-    proxy_cache_purge: Option<Arc<CachePurge>> = None;
     /// `aio off|threads[=NAME]`.
     aio: AioConf = AioConf::Off;
     /// `aio_write` (writes of temp files through the pool too).
@@ -388,12 +366,6 @@ loc_settings! {
     open_file_cache_min_uses: u64 = 1;
     /// `open_file_cache_errors`.
     open_file_cache_errors: bool = false;
-    /// `proxy_temp_path` (None: `proxy_temp` under the prefix, see
-    /// `cache::TempPath::default_for`).
-    proxy_temp_path: Option<crate::cache::TempPath> = None;
-    /// `proxy_cache_valid` rules, in order (empty: only response headers
-    /// make a response cacheable).
-    proxy_cache_valid: Arc<Vec<crate::cache::policy::CacheValid>> = Arc::new(Vec::new());
 
     // The reverse proxy (`src/upstream`, `src/handlers/proxy.rs`).
     /// `proxy_set_header` lines, in order (NGINX's defaults `Host

@@ -9,6 +9,7 @@ pub mod h2client;
 pub mod h3client;
 pub mod metrics;
 pub mod origin;
+pub mod php;
 pub mod tls;
 
 use std::io::{Read, Write};

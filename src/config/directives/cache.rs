@@ -1,117 +1,230 @@
-//! Proxy-cache directives: the zones (`proxy_cache_path`,
-//! `proxy_temp_path`) and what a location caches and how (`proxy_cache*`,
-//! `proxy_no_cache`, `proxy_cache_valid`).
+//! Cache directives: the zones (`proxy_cache_path`, `fastcgi_cache_path`,
+//! one namespace), the temp paths, and what a location caches and how
+//! (`proxy_cache*`, `proxy_no_cache`, `proxy_cache_valid` and their
+//! `fastcgi_` twins), generated per protocol prefix by `cache_rows!` into
+//! the protocol's `config::cache_conf::CacheSettings`.
 
 #[allow(unused_imports)]
 use super::*;
+use crate::config::cache_conf::CacheBuilder;
 
-/// This area's rows of the directive table.
-pub(super) static ROWS: &[Spec] = &[
-    d("proxy_cache", HSL, Arity::N(1), |b, d| {
-        let v = match d.args[0].as_str() {
-            "off" => None,
-            name => Some(template(name)?),
+/// The rows of one protocol's cache directives, `PREFIX_cache*`,
+/// `PREFIX_no_cache`, `PREFIX_temp_path`, filling `LocBuilder::$group`
+/// (a [`CacheBuilder`](crate::config::cache_conf::CacheBuilder)): a
+/// protocol's cache is one line here and one in `model.rs`.
+macro_rules! cache_rows {
+    ($prefix:literal, $group:ident) => {
+        &[
+            d(concat!($prefix, "_cache"), HSL, Arity::N(1), |b, d| {
+                let v = match d.args[0].as_str() {
+                    "off" => None,
+                    name => Some(template(name)?),
+                };
+                set_once(&mut b.loc().$group.zone, v, d)
+            }),
+            d(concat!($prefix, "_cache_key"), HSL, Arity::N(1), |b, d| {
+                let t = template(&d.args[0])?;
+                set_once(&mut b.loc().$group.key, Some(t), d)
+            }),
+            d(
+                concat!($prefix, "_cache_methods"),
+                HSL,
+                Arity::Min(1),
+                |b, d| {
+                    let m = cache_methods(d)?;
+                    set_once(&mut b.loc().$group.methods, m, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_min_uses"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let n = d.args[0]
+                        .parse::<u64>()
+                        .map_err(|_| format!("\"{}\" directive invalid number", d.name))?;
+                    set_once(&mut b.loc().$group.min_uses, n, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_bypass"),
+                HSL,
+                Arity::Min(1),
+                |b, d| push_predicates(&mut b.loc().$group.bypass, d),
+            ),
+            d(concat!($prefix, "_no_cache"), HSL, Arity::Min(1), |b, d| {
+                push_predicates(&mut b.loc().$group.no_cache, d)
+            }),
+            d(concat!($prefix, "_cache_lock"), HSL, Arity::N(1), |b, d| {
+                let v = flag(d)?;
+                set_once(&mut b.loc().$group.lock, v, d)
+            }),
+            d(
+                concat!($prefix, "_cache_lock_timeout"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = time(d, &d.args[0])?;
+                    set_once(&mut b.loc().$group.lock_timeout, v, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_lock_age"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = time(d, &d.args[0])?;
+                    set_once(&mut b.loc().$group.lock_age, v, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_use_stale"),
+                HSL,
+                Arity::Min(1),
+                |b, d| {
+                    let bits = use_stale(d)?;
+                    set_once(&mut b.loc().$group.use_stale, bits, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_background_update"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = flag(d)?;
+                    set_once(&mut b.loc().$group.background_update, v, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_revalidate"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = flag(d)?;
+                    set_once(&mut b.loc().$group.revalidate, v, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_purge"),
+                HSL,
+                Arity::Min(1),
+                |b, d| {
+                    let p = cache_purge(d)?;
+                    set_once(&mut b.loc().$group.purge, p, d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_max_range_offset"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = parse_size(&d.args[0]).ok_or_else(|| invalid(d))?;
+                    set_once(&mut b.loc().$group.max_range_offset, Some(v), d)
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_path"),
+                HTTP,
+                Arity::Min(2),
+                set_cache_path,
+            ),
+            d(
+                concat!($prefix, "_temp_path"),
+                HSL,
+                Arity::Range(1, 4),
+                |b, d| {
+                    let t = temp_path(b, d)?;
+                    set_once(&mut b.loc().$group.temp_path, Some(t.clone()), d)?;
+                    b.cache.paths.push((t.path, t.levels, false, place(d)));
+                    Ok(())
+                },
+            ),
+            d(
+                concat!($prefix, "_cache_valid"),
+                HSL,
+                Arity::Min(1),
+                |b, d| {
+                    let rules = cache_valid(d)?;
+                    let slot = &mut b.loc().$group.valid;
+                    let mut list: Vec<CacheValid> = slot.as_deref().cloned().unwrap_or_default();
+                    list.extend(rules);
+                    *slot = Some(Arc::new(list));
+                    Ok(())
+                },
+            ),
+        ]
+    };
+}
+
+/// `proxy_cache*`.
+pub(super) static PROXY_ROWS: &[Spec] = cache_rows!("proxy", proxy_cache);
+
+/// `fastcgi_cache*` (ngx_http_fastcgi_module's, the proxy's rules).
+pub(super) static FASTCGI_ROWS: &[Spec] = cache_rows!("fastcgi", fastcgi_cache);
+
+/// NGINX's merge-time warning `no "fastcgi_cache_key" for
+/// "fastcgi_cache"` (FastCGI has no default key), once, at the end of the
+/// `http` block where nginx 1.22 reports it: a location whose merged
+/// settings turn the cache on without a key.
+pub(super) fn warn_missing_keys(b: &Build, http: &Directive) {
+    type Group = fn(&LocBuilder) -> &CacheBuilder;
+    let families: &[(&str, Group)] = &[("fastcgi", |l| &l.fastcgi_cache)];
+    for (prefix, group) in families {
+        let missing = b.servers.iter().any(|sb| {
+            sb.locations.iter().any(|lb| {
+                let mut chain = vec![group(&lb.loc)];
+                let mut p = lb.parent;
+                while let Some(i) = p {
+                    chain.push(group(&sb.locations[i].loc));
+                    p = sb.locations[i].parent;
+                }
+                chain.extend([group(&sb.loc), group(&b.http)]);
+                let on = chain.iter().find_map(|c| c.zone.as_ref());
+                matches!(on, Some(Some(_))) && chain.iter().all(|c| c.key.is_none())
+            })
+        });
+        if missing {
+            let what = format!("no \"{prefix}_cache_key\" for \"{prefix}_cache\"");
+            say_at("warn", &http.file, http.end_line, &what);
+        }
+    }
+}
+
+/// `*_cache_methods GET | HEAD | POST ...` (GET and HEAD always in).
+fn cache_methods(d: &Directive) -> Result<CacheMethods, String> {
+    let mut m = CacheMethods::default();
+    for a in &d.args {
+        match a.as_str() {
+            "GET" | "HEAD" => {}
+            "POST" => m.post = true,
+            _ => return Err(format!("invalid value \"{a}\"")),
+        }
+    }
+    Ok(m)
+}
+
+/// `*_cache_use_stale` conditions as `STALE_*` bits.
+fn use_stale(d: &Directive) -> Result<u16, String> {
+    let mut bits = 0u16;
+    for a in &d.args {
+        bits |= match a.as_str() {
+            "off" => 0,
+            "error" => STALE_ERROR,
+            "timeout" => STALE_TIMEOUT,
+            "invalid_header" => STALE_INVALID_HEADER,
+            "updating" => STALE_UPDATING,
+            "http_500" => STALE_500,
+            "http_502" => STALE_502,
+            "http_503" => STALE_503,
+            "http_504" => STALE_504,
+            "http_403" => STALE_403,
+            "http_404" => STALE_404,
+            "http_429" => STALE_429,
+            _ => return Err(format!("invalid value \"{a}\"")),
         };
-        set_once(&mut b.loc().proxy_cache, v, d)
-    }),
-    d("proxy_cache_key", HSL, Arity::N(1), |b, d| {
-        let t = template(&d.args[0])?;
-        set_once(&mut b.loc().proxy_cache_key, Some(t), d)
-    }),
-    d("proxy_cache_methods", HSL, Arity::Min(1), |b, d| {
-        let mut m = CacheMethods::default();
-        for a in &d.args {
-            match a.as_str() {
-                "GET" | "HEAD" => {}
-                "POST" => m.post = true,
-                _ => return Err(format!("invalid value \"{a}\"")),
-            }
-        }
-        set_once(&mut b.loc().proxy_cache_methods, m, d)
-    }),
-    d("proxy_cache_min_uses", HSL, Arity::N(1), |b, d| {
-        let n = d.args[0]
-            .parse::<u64>()
-            .map_err(|_| format!("\"{}\" directive invalid number", d.name))?;
-        set_once(&mut b.loc().proxy_cache_min_uses, n, d)
-    }),
-    d("proxy_cache_bypass", HSL, Arity::Min(1), |b, d| {
-        push_predicates(&mut b.loc().proxy_cache_bypass, d)
-    }),
-    d("proxy_no_cache", HSL, Arity::Min(1), |b, d| {
-        push_predicates(&mut b.loc().proxy_no_cache, d)
-    }),
-    d(
-        "proxy_cache_lock",
-        HSL,
-        Arity::N(1),
-        loc_flag!(proxy_cache_lock),
-    ),
-    d(
-        "proxy_cache_lock_timeout",
-        HSL,
-        Arity::N(1),
-        loc_time!(proxy_cache_lock_timeout),
-    ),
-    d(
-        "proxy_cache_lock_age",
-        HSL,
-        Arity::N(1),
-        loc_time!(proxy_cache_lock_age),
-    ),
-    d("proxy_cache_use_stale", HSL, Arity::Min(1), |b, d| {
-        let mut bits = 0u16;
-        for a in &d.args {
-            bits |= match a.as_str() {
-                "off" => 0,
-                "error" => STALE_ERROR,
-                "timeout" => STALE_TIMEOUT,
-                "invalid_header" => STALE_INVALID_HEADER,
-                "updating" => STALE_UPDATING,
-                "http_500" => STALE_500,
-                "http_502" => STALE_502,
-                "http_503" => STALE_503,
-                "http_504" => STALE_504,
-                "http_403" => STALE_403,
-                "http_404" => STALE_404,
-                "http_429" => STALE_429,
-                _ => return Err(format!("invalid value \"{a}\"")),
-            };
-        }
-        set_once(&mut b.loc().proxy_cache_use_stale, bits, d)
-    }),
-    d(
-        "proxy_cache_background_update",
-        HSL,
-        Arity::N(1),
-        loc_flag!(proxy_cache_background_update),
-    ),
-    d(
-        "proxy_cache_revalidate",
-        HSL,
-        Arity::N(1),
-        loc_flag!(proxy_cache_revalidate),
-    ),
-    d("proxy_cache_purge", HSL, Arity::Min(1), set_cache_purge),
-    d(
-        "proxy_cache_path",
-        HTTP,
-        Arity::Min(2),
-        set_proxy_cache_path,
-    ),
-    d(
-        "proxy_temp_path",
-        HSL,
-        Arity::Range(1, 4),
-        set_proxy_temp_path,
-    ),
-    d(
-        "proxy_cache_valid",
-        HSL,
-        Arity::Min(1),
-        set_proxy_cache_valid,
-    ),
-];
+    }
+    Ok(bits)
+}
 
 /// Appends `proxy_cache_bypass` / `proxy_no_cache` conditions: repeated
 /// directives at one level add up, and a level with none inherits its
@@ -125,14 +238,14 @@ pub(super) fn push_predicates(slot: &mut Option<Arc<Vec<Template>>>, d: &Directi
     Ok(())
 }
 
-/// `proxy_cache_purge off | METHOD [from all | ADDR[/BITS] ...]`.
-pub(super) fn set_cache_purge(b: &mut Build, d: &Directive) -> Res {
+/// `*_cache_purge off | METHOD [from all | ADDR[/BITS] ...]`.
+fn cache_purge(d: &Directive) -> Result<Option<Arc<CachePurge>>, String> {
     let method = d.args[0].as_str();
     if method == "off" {
         if d.args.len() > 1 {
             return Err(format!("invalid parameter \"{}\"", d.args[1]));
         }
-        return set_once(&mut b.loc().proxy_cache_purge, None, d);
+        return Ok(None);
     }
     if method.is_empty() || !method.bytes().all(|c| c.is_ascii_uppercase() || c == b'_') {
         return Err(format!("invalid method \"{method}\""));
@@ -167,7 +280,7 @@ pub(super) fn set_cache_purge(b: &mut Build, d: &Directive) -> Res {
         method: method.to_string(),
         from,
     };
-    set_once(&mut b.loc().proxy_cache_purge, Some(Arc::new(purge)), d)
+    Ok(Some(Arc::new(purge)))
 }
 
 /// The proxy cache's part of a build: zones and every cache or temp path
@@ -212,8 +325,9 @@ fn place(d: &Directive) -> String {
 
 /// `proxy_cache_path PATH [levels=] keys_zone=NAME:SIZE [inactive=]
 /// [max_size=] [min_free=] [use_temp_path=] [manager_*=] [loader_*=]`,
-/// with NGINX's checks and messages.
-pub(super) fn set_proxy_cache_path(b: &mut Build, d: &Directive) -> Res {
+/// with NGINX's checks and messages; `fastcgi_cache_path` the same, its
+/// zones in the same namespace.
+fn set_cache_path(b: &mut Build, d: &Directive) -> Res {
     let path = b.full_path(&d.args[0]);
     let mut spec = ZoneSpec::new("", &path, 0);
     for a in &d.args[1..] {
@@ -284,8 +398,8 @@ pub(super) fn set_proxy_cache_path(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
-/// `proxy_temp_path PATH [L1 [L2 [L3]]]`.
-pub(super) fn set_proxy_temp_path(b: &mut Build, d: &Directive) -> Res {
+/// `*_temp_path PATH [L1 [L2 [L3]]]`.
+fn temp_path(b: &Build, d: &Directive) -> Result<TempPath, String> {
     let mut levels = Vec::new();
     for a in &d.args[1..] {
         match a.parse::<u8>() {
@@ -293,18 +407,15 @@ pub(super) fn set_proxy_temp_path(b: &mut Build, d: &Directive) -> Res {
             _ => return Err(invalid(d)),
         }
     }
-    let t = TempPath {
+    Ok(TempPath {
         path: b.full_path(&d.args[0]),
         levels: Levels(levels),
-    };
-    set_once(&mut b.loc().proxy_temp_path, Some(t.clone()), d)?;
-    b.cache.paths.push((t.path, t.levels, false, place(d)));
-    Ok(())
+    })
 }
 
-/// `proxy_cache_valid [code ...|any] time`; without codes: 200 301 302.
+/// `*_cache_valid [code ...|any] time`; without codes: 200 301 302.
 /// Each code becomes one rule, in order, as NGINX keeps them.
-pub(super) fn set_proxy_cache_valid(b: &mut Build, d: &Directive) -> Res {
+fn cache_valid(d: &Directive) -> Result<Vec<CacheValid>, String> {
     let (last, codes) = d.args.split_last().expect("arity");
     let time = parse_time(last).ok_or_else(|| format!("invalid time value \"{last}\""))?;
     let mut rules = Vec::new();
@@ -330,9 +441,5 @@ pub(super) fn set_proxy_cache_valid(b: &mut Build, d: &Directive) -> Res {
             time,
         }));
     }
-    let slot = &mut b.loc().proxy_cache_valid;
-    let mut list: Vec<CacheValid> = slot.as_deref().cloned().unwrap_or_default();
-    list.extend(rules);
-    *slot = Some(Arc::new(list));
-    Ok(())
+    Ok(rules)
 }

@@ -14,7 +14,9 @@ pub(super) static ROWS: &[Spec] = &[
         }
         b.http_seen = true;
         super::rewrite::declare_variables(d.block.as_deref().unwrap_or(&[]));
-        b.walk_nested(d, HTTP)
+        b.walk_nested(d, HTTP)?;
+        super::cache::warn_missing_keys(b, d);
+        Ok(())
     }),
     blk("split_clients", HTTP, Arity::N(2), set_split_clients),
     blk("server", HTTP, Arity::N(0), set_server),

@@ -13,7 +13,7 @@
 //! | `static_files.rs` | `root`/`alias`, `index`, `try_files`, `types`, headers |
 //! | `aio.rs` | `thread_pool`, `aio`, `sendfile`, `open_file_cache` |
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
-//! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
+//! | `cache.rs` | `proxy_cache_path`, `proxy_cache*` and the `fastcgi_cache*` twins, one macro per prefix |
 //! | `grpc.rs` | `grpc_pass` and `grpc_*` |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
@@ -221,7 +221,8 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     grpc::ROWS,
     fastcgi::ROWS,
-    cache::ROWS,
+    cache::PROXY_ROWS,
+    cache::FASTCGI_ROWS,
     ssl::ROWS,
     tuning::ROWS,
     internals::ROWS,

@@ -1,5 +1,8 @@
-//! `proxy_cache`: the cache between the client and [`super::fetch_with`],
-//! with NGINX's flow (ngx_http_upstream_cache, ngx_http_file_cache):
+//! `proxy_cache` and `fastcgi_cache`: the cache between the client and
+//! [`super::fetch_with`], with NGINX's flow (ngx_http_upstream_cache,
+//! ngx_http_file_cache). The directives named below are the proxy's; a
+//! FastCGI location reads its `fastcgi_cache*` twins, the same
+//! [`CacheSettings`] group chosen by [`Knobs`] from the protocol:
 //!
 //! 1. the zone is `proxy_cache` rendered (`cache_$disk`), the key
 //!    `proxy_cache_key` rendered; a `proxy_cache_purge` request purges the
@@ -30,7 +33,8 @@ use std::sync::Arc;
 
 use super::fetch::fetch_with;
 use super::fill::{
-    drain, ranges_as_cacheable, refresh, request_header, respond_and_store, CacheReq,
+    drain, policy_headers, ranges_as_cacheable, refresh, request_header, respond_and_store,
+    CacheReq,
 };
 use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
@@ -39,6 +43,7 @@ use super::target::prepare;
 use crate::cache::policy::{self, NotCached, Validity};
 use crate::cache::verify::{self, BodyCheck};
 use crate::cache::{CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
+use crate::config::cache_conf::CacheSettings;
 use crate::config::model::{
     stale_status_bit, STALE_ERROR, STALE_INVALID_HEADER, STALE_TIMEOUT, STALE_UPDATING,
 };
@@ -74,7 +79,8 @@ pub async fn serve(
     zone: &Template,
 ) -> Option<Outcome> {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
+    let k = Knobs::of(&loc.s, pass.proto);
+    let cs = k.cache;
     // `proxy_cache $var` that renders empty: upstream without the cache,
     // as NGINX (which still sends the cache's request headers).
     let name = zone.render(ctx);
@@ -95,22 +101,20 @@ pub async fn serve(
         return None;
     }
     let method = ctx.head.method();
-    let purge = s
-        .proxy_cache_purge
-        .as_ref()
-        .filter(|p| p.method == method)
-        .cloned();
+    let purge = cs.purge.as_ref().filter(|p| p.method == method).cloned();
     let cacheable_method =
-        matches!(method, "GET" | "HEAD") || (method == "POST" && s.proxy_cache_methods.post);
+        matches!(method, "GET" | "HEAD") || (method == "POST" && cs.methods.post);
     if purge.is_none() && !cacheable_method {
         return None;
     }
-    let key = match &s.proxy_cache_key {
-        Some(t) => t.render(ctx),
-        None => {
+    let key = match (&cs.key, k.proto) {
+        (Some(t), _) => t.render(ctx),
+        (None, crate::upstream::Protocol::Http) => {
             let host = ctx.upstream.as_ref().map_or("", |u| u.proxy_host.as_str());
             format!("http{host}{}", ctx.head.target())
         }
+        // NGINX warns at load and keys every request with "".
+        (None, _) => String::new(),
     };
     let io = match disk_io::route(ctx, env) {
         Ok(io) => io,
@@ -165,23 +169,22 @@ enum AfterWait {
 /// A request that found the key's fill claimed by another: NGINX 1.22's
 /// rules for `proxy_cache_use_stale updating` and `proxy_cache_lock`.
 async fn wait_for_fill(
-    ctx: &RequestCtx,
+    cs: &CacheSettings,
     w: FillWaiter,
     have_stale: bool,
     waited: bool,
 ) -> AfterWait {
-    let s = &ctx.loc.s;
-    if s.proxy_cache_use_stale & STALE_UPDATING != 0 && have_stale {
+    if cs.use_stale & STALE_UPDATING != 0 && have_stale {
         return AfterWait::Stale;
     }
-    if !s.proxy_cache_lock || waited {
+    if !cs.lock || waited {
         return AfterWait::Upstream;
     }
     // A request that waited `lock_timeout` goes upstream and does not
     // store; once the fill is `lock_age` old (when that comes first) the
     // waiter goes upstream and stores.
-    let age = s.proxy_cache_lock_age.saturating_sub(w.since().elapsed());
-    let timeout = s.proxy_cache_lock_timeout;
+    let age = cs.lock_age.saturating_sub(w.since().elapsed());
+    let timeout = cs.lock_timeout;
     let (limit, take_over) = if age < timeout {
         (age, true)
     } else {
@@ -206,9 +209,9 @@ async fn serve_key(
     base: String,
 ) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
-    let store = !any_set(ctx, &s.proxy_no_cache);
-    if any_set(ctx, &s.proxy_cache_bypass) {
+    let cs = Knobs::of(&loc.s, pass.proto).cache;
+    let store = !any_set(ctx, &cs.no_cache);
+    if any_set(ctx, &cs.bypass) {
         set_status(ctx, CacheStatus::Bypass);
         let guard = match c.zone.claim_fill(&base) {
             Fill::Owner(g) => Some(g),
@@ -228,7 +231,7 @@ async fn serve_key(
                 return hit(ctx, pass, c, *e);
             }
             Found::Hit(e) => Some(e),
-            Found::Miss(uses) if u64::from(uses) < s.proxy_cache_min_uses => {
+            Found::Miss(uses) if u64::from(uses) < cs.min_uses => {
                 set_status(ctx, CacheStatus::Miss);
                 return go_upstream(ctx, env, pass, c, &key, None, None).await;
             }
@@ -236,7 +239,7 @@ async fn serve_key(
         };
         let guard = match c.zone.claim_fill(&key) {
             Fill::Owner(g) => Some(g),
-            Fill::Wait(w) => match wait_for_fill(ctx, w, stale.is_some(), waited).await {
+            Fill::Wait(w) => match wait_for_fill(cs, w, stale.is_some(), waited).await {
                 AfterWait::Stale => {
                     set_status(ctx, CacheStatus::Updating);
                     return hit(ctx, pass, c, *stale.expect("a stale entry"));
@@ -288,15 +291,12 @@ async fn fill_or_stale(
     claim: Claim,
 ) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
+    let cs = Knobs::of(&loc.s, pass.proto).cache;
     let Some(e) = stale else {
         set_status(ctx, CacheStatus::Miss);
         return go_upstream(ctx, env, pass, c, key, None, claim.fill()).await;
     };
-    if s.proxy_cache_background_update
-        && s.proxy_cache_use_stale & STALE_UPDATING != 0
-        && claim.guard.is_some()
-    {
+    if cs.background_update && cs.use_stale & STALE_UPDATING != 0 && claim.guard.is_some() {
         // The stale entry at once; the refresh runs as a task on this
         // worker's loop (NGINX's background subrequest).
         set_status(ctx, CacheStatus::Stale);
@@ -495,18 +495,14 @@ fn failure_bits(code: u16) -> u16 {
 /// What to ask the upstream for a cache request (`filling`: the answer
 /// may be stored), and whether it revalidates `stale` (an entry with a
 /// validator, under `proxy_cache_revalidate`).
-fn fetch_options(
-    s: &crate::config::LocSettings,
-    filling: bool,
-    stale: Option<&Entry>,
-) -> (FetchOptions, bool) {
+fn fetch_options(k: &Knobs, filling: bool, stale: Option<&Entry>) -> (FetchOptions, bool) {
     let mut opts = FetchOptions {
         cache_headers: true,
-        head_as_get: filling && s.proxy_cache_convert_head,
+        head_as_get: filling && k.convert_head,
         ..Default::default()
     };
     let revalidating = match stale {
-        Some(e) if s.proxy_cache_revalidate => {
+        Some(e) if k.cache.revalidate => {
             let m = &e.header.meta;
             opts.if_none_match = m.etag.clone();
             opts.if_modified_since = m.last_modified.map(crate::util::time::http_date);
@@ -532,12 +528,13 @@ async fn go_upstream(
     fill: Option<Option<FillGuard>>,
 ) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
-    let (opts, revalidating) = fetch_options(s, fill.is_some(), stale.as_deref());
+    let k = Knobs::of(&loc.s, pass.proto);
+    let cs = k.cache;
+    let (opts, revalidating) = fetch_options(&k, fill.is_some(), stale.as_deref());
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
         Err(UpstreamError::Status(code)) => {
-            if let Some(e) = stale.filter(|_| s.proxy_cache_use_stale & failure_bits(code) != 0) {
+            if let Some(e) = stale.filter(|_| cs.use_stale & failure_bits(code) != 0) {
                 set_status(ctx, CacheStatus::Stale);
                 return hit(ctx, pass, c, *e);
             }
@@ -550,22 +547,17 @@ async fn go_upstream(
         if revalidating && status == 304 {
             set_status(ctx, CacheStatus::Revalidated);
             if fill.is_some() {
-                refresh(
-                    c,
-                    &e,
-                    &super::fill::policy_headers(s, up.headers()),
-                    &s.proxy_cache_valid,
-                )
-                .await;
+                let headers = policy_headers(k.ignore_headers, up.headers());
+                refresh(c, &e, &headers, &cs.valid).await;
             }
             return hit(ctx, pass, c, *e);
         }
-        if stale_status_bit(status).is_some_and(|b| s.proxy_cache_use_stale & b != 0) {
+        if stale_status_bit(status).is_some_and(|b| cs.use_stale & b != 0) {
             set_status(ctx, CacheStatus::Stale);
             return hit(ctx, pass, c, *e);
         }
     }
-    let ignore = Arc::clone(Knobs::of(s, pass.proto).ignore_headers);
+    let ignore = Arc::clone(k.ignore_headers);
     if let Some(o) = super::accel::redirect(ctx, env, &ignore, up.headers()) {
         return o;
     }
@@ -574,21 +566,49 @@ async fn go_upstream(
     }
     let valid = policy::validity(
         status,
-        &super::fill::policy_headers(s, up.headers()),
-        &s.proxy_cache_valid,
+        &policy_headers(&ignore, up.headers()),
+        &cs.valid,
         crate::util::time::now().0,
     );
     // NGINX caches only what it buffers; a HEAD asked as HEAD
-    // (`proxy_cache_convert_head off`) has no body to store.
-    // A 101 is a tunnel, never stored (NGINX frees the cache entry).
-    let buffering = super::accel::buffering(s.proxy_buffering, &ignore, up.headers());
-    let storable = buffering && (s.proxy_cache_convert_head || !ctx.is_head()) && status != 101;
+    // (`proxy_cache_convert_head off`, and always for FastCGI) has no
+    // body to store. A 101 is a tunnel, never stored (NGINX frees the
+    // cache entry).
+    let buffering = super::accel::buffering(k.buffering, &ignore, up.headers());
+    let storable = buffering && (k.convert_head || !ctx.is_head()) && status != 101;
+    let fill = fill.filter(|_| range_in_reach(ctx.header("range"), cs.max_range_offset));
     match (fill.filter(|_| storable), valid) {
         (Some(guard), Validity::Until(t)) => {
             respond_and_store(ctx, pass, c, key, up, t, guard).await
         }
         (_, valid) => not_stored(ctx, pass, up, storable, valid),
     }
+}
+
+/// `*_cache_max_range_offset` (NGINX's
+/// `ngx_http_upstream_cache_check_range`): a request for a range starting
+/// at or past the offset (a suffix range counts as past it) is answered
+/// without storing.
+fn range_in_reach(range: Option<&str>, max: Option<u64>) -> bool {
+    let (Some(max), Some(h)) = (max, range) else {
+        return true;
+    };
+    if max == 0 {
+        return false;
+    }
+    let Some(spec) = h
+        .get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("bytes="))
+        .and(h.get(6..))
+    else {
+        return true;
+    };
+    let spec = spec.trim_start_matches(' ');
+    if spec.starts_with('-') {
+        return false;
+    }
+    let digits = spec.len() - spec.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    spec[..digits].parse::<u64>().map_or(true, |o| o < max)
 }
 
 /// The client's answer for an upstream response the cache does not store.
@@ -612,4 +632,23 @@ fn not_stored(
         r.body = Body::Empty;
     }
     Outcome::Send(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::range_in_reach;
+
+    #[test]
+    fn max_range_offset_follows_nginx_check_range() {
+        let r = |h: Option<&str>, max: Option<u64>| range_in_reach(h, max);
+        assert!(r(Some("bytes=100-"), None), "no limit");
+        assert!(r(None, Some(0)), "no range");
+        assert!(!r(Some("bytes=0-1"), Some(0)), "0: any range");
+        assert!(r(Some("bytes=9-20"), Some(10)));
+        assert!(!r(Some("bytes=10-20"), Some(10)), "at the offset");
+        assert!(!r(Some("bytes= 11-"), Some(10)));
+        assert!(!r(Some("bytes=-5"), Some(10)), "a suffix");
+        assert!(r(Some("items=50-"), Some(10)), "not bytes");
+        assert!(r(Some("BYTES=5-"), Some(10)));
+    }
 }

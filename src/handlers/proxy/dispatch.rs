@@ -15,10 +15,7 @@ use crate::upstream::ProxyPass;
 
 /// The content handler.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
-    let zone = match pass.proto {
-        crate::upstream::Protocol::Http => ctx.loc.s.proxy_cache.clone(),
-        crate::upstream::Protocol::FastCgi => None,
-    };
+    let zone = Knobs::of(&ctx.loc.s, pass.proto).cache.zone.clone();
     let Some(zone) = zone else {
         return serve_with(ctx, env, pass, &FetchOptions::default()).await;
     };

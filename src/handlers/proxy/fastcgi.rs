@@ -3,12 +3,16 @@
 //! ones left out when empty), then the client's headers as `HTTP_*`
 //! (unless `fastcgi_pass_request_headers off`, and but those a
 //! `fastcgi_param HTTP_*` sets; repeated headers joined as current NGINX
-//! joins them) — and the body as `STDIN` records. The records themselves
-//! are `upstream::fastcgi`'s; the rest of the exchange is the proxy's.
+//! joins them) — and the body as `STDIN` records. With `fastcgi_cache`,
+//! NGINX's `ngx_http_fastcgi_cache_headers` apply: the client's `If-*`,
+//! `Range` and `If-Range` are not passed, and a revalidation sends the
+//! entry's validators as `HTTP_IF_MODIFIED_SINCE` / `HTTP_IF_NONE_MATCH`
+//! (a `fastcgi_param` of those names wins). The records themselves are
+//! `upstream::fastcgi`'s; the rest of the exchange is the proxy's.
 
 use std::cell::RefCell;
 
-use super::request::{request_body, ReqBody, UpstreamError};
+use super::request::{request_body, FetchOptions, ReqBody, UpstreamError, CLEARED_FOR_CACHE};
 use crate::handlers::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
@@ -21,11 +25,12 @@ pub async fn build_request(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     client_body: Option<&RefCell<ClientBody<'_>>>,
+    opts: &FetchOptions,
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
     let body = request_body(ctx, env, client_body, None, true).await?;
     let mut head = Vec::with_capacity(1024);
     fastcgi::begin_request(&mut head, ctx.loc.s.fastcgi.keep_conn);
-    let params = params(ctx);
+    let params = params(ctx, opts);
     fastcgi::params(
         &mut head,
         params.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
@@ -42,7 +47,7 @@ pub async fn build_request(
 }
 
 /// The name-value pairs of `PARAMS`, in NGINX's order.
-fn params(ctx: &RequestCtx) -> Vec<(String, String)> {
+fn params(ctx: &RequestCtx, opts: &FetchOptions) -> Vec<(String, String)> {
     let s = &ctx.loc.s.fastcgi;
     let mut out = Vec::with_capacity(s.params.len() + ctx.head.headers().len());
     for p in s.params.iter() {
@@ -52,11 +57,24 @@ fn params(ctx: &RequestCtx) -> Vec<(String, String)> {
         }
         out.push((p.name.clone(), v));
     }
+    let named = |n: &str| s.params.iter().any(|p| p.name.eq_ignore_ascii_case(n));
+    let validators = [
+        ("HTTP_IF_MODIFIED_SINCE", &opts.if_modified_since),
+        ("HTTP_IF_NONE_MATCH", &opts.if_none_match),
+    ];
+    for (name, v) in validators {
+        if let (Some(v), false) = (v, named(name)) {
+            out.push((name.to_string(), v.clone()));
+        }
+    }
     if !s.pass_request_headers {
         return out;
     }
     let first = out.len();
     for (n, v) in ctx.head.headers() {
+        if opts.cache_headers && CLEARED_FOR_CACHE.iter().any(|c| n.eq_ignore_ascii_case(c)) {
+            continue;
+        }
         let name = header_param(n);
         if s.params.iter().any(|p| p.name.eq_ignore_ascii_case(&name)) {
             continue;

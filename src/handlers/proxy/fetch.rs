@@ -75,7 +75,7 @@ pub async fn fetch_with(
         false => None,
     };
     let (head, body) = match fastcgi {
-        true => super::fastcgi::build_request(ctx, env, client_body).await?,
+        true => super::fastcgi::build_request(ctx, env, client_body, opts).await?,
         false => build_request(ctx, env, client_body, &method, &uri, opts).await?,
     };
     let out = Outgoing {

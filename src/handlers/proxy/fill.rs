@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 
+use super::knobs::Knobs;
 use super::response::{hop_by_hop, into_response};
 use crate::cache::policy::{self, Validity};
 use crate::cache::{CacheWriter, CacheZone, Entry, EntryMeta, FillGuard};
@@ -67,20 +68,17 @@ fn unix_of(v: Option<&str>) -> Option<i64> {
 }
 
 /// The upstream headers the cache policy reads: all but those
-/// `proxy_ignore_headers` names (`Cache-Control`, `Expires`,
-/// `X-Accel-Expires`, `Set-Cookie`, `Vary`...).
+/// `proxy_ignore_headers` (`fastcgi_ignore_headers`...) names
+/// (`Cache-Control`, `Expires`, `X-Accel-Expires`, `Set-Cookie`,
+/// `Vary`...).
 pub fn policy_headers<'h>(
-    s: &crate::config::LocSettings,
+    ignore: &[String],
     headers: &'h [(String, String)],
 ) -> std::borrow::Cow<'h, [(String, String)]> {
-    if s.proxy_ignore_headers.is_empty() {
+    if ignore.is_empty() {
         return std::borrow::Cow::Borrowed(headers);
     }
-    let ignored = |n: &str| {
-        s.proxy_ignore_headers
-            .iter()
-            .any(|i| n.eq_ignore_ascii_case(i))
-    };
+    let ignored = |n: &str| ignore.iter().any(|i| n.eq_ignore_ascii_case(i));
     headers
         .iter()
         .filter(|(n, _)| !ignored(n))
@@ -92,7 +90,13 @@ pub fn policy_headers<'h>(
 /// The entry's metadata for `up`, stored under `key` until
 /// `valid_until`: its headers less the hop-by-hop ones, and the request's
 /// values of the headers its `Vary` names.
-fn entry_meta(ctx: &RequestCtx, key: &str, up: &UpstreamResponse, valid_until: i64) -> EntryMeta {
+fn entry_meta(
+    ctx: &RequestCtx,
+    k: &Knobs,
+    key: &str,
+    up: &UpstreamResponse,
+    valid_until: i64,
+) -> EntryMeta {
     let now = crate::util::time::now().0;
     let headers: Vec<(String, String)> = up
         .headers()
@@ -100,7 +104,7 @@ fn entry_meta(ctx: &RequestCtx, key: &str, up: &UpstreamResponse, valid_until: i
         .filter(|(n, _)| !hop_by_hop(n))
         .cloned()
         .collect();
-    let names = policy::vary_names(&policy_headers(&ctx.loc.s, up.headers()));
+    let names = policy::vary_names(&policy_headers(k.ignore_headers, up.headers()));
     // NGINX keeps the validators (for `proxy_cache_revalidate`) of a 200
     // or 206 only: another status is fetched again whole when stale.
     let validators = matches!(up.status(), 200 | 206);
@@ -143,14 +147,15 @@ pub async fn respond_and_store(
     guard: Option<FillGuard>,
 ) -> Outcome {
     let s = &ctx.loc.s;
-    let meta = entry_meta(ctx, key, &up, valid_until);
+    let k = Knobs::of(s, pass.proto);
+    let meta = entry_meta(ctx, &k, key, &up, valid_until);
     let expect = up.content_length();
     let head_req = ctx.is_head();
     let mut r = into_response(ctx, pass, up);
     ranges_as_cacheable(&mut r);
     let writer = c
         .zone
-        .begin(&c.io, s.proxy_temp_path.as_ref(), meta, c.log.clone())
+        .begin(&c.io, k.cache.temp_path.as_ref(), meta, c.log.clone())
         .await
         .ok();
     let Some(writer) = writer else {

@@ -1,12 +1,14 @@
 //! The settings the proxy's core reads for one request, taken from the
 //! `proxy_*` or the `fastcgi_*` directives by the protocol spoken
 //! (`upstream::Protocol`): the one place that knows which directive
-//! family governs a try, so `fetch`, `connect` and `response` are the same
-//! code for every protocol. Borrowed, built per request at no cost.
+//! family governs a try, so `fetch`, `connect`, `response` and the cache
+//! flow (`cache.rs`, `fill.rs`: the protocol's `*_cache*` group) are the
+//! same code for every protocol. Borrowed, built per request at no cost.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::cache_conf::CacheSettings;
 use crate::config::model::ProxyBind;
 use crate::config::LocSettings;
 use crate::upstream::{NextUpstream, Protocol};
@@ -48,6 +50,13 @@ pub struct Knobs<'a> {
     /// `*_ignore_headers` (lowercase): X-Accel-* and cache headers not
     /// acted on.
     pub ignore_headers: &'a Arc<Vec<String>>,
+    /// `*_buffering`.
+    pub buffering: bool,
+    /// The `*_cache*` directives (`proxy_cache`, `fastcgi_cache`...).
+    pub cache: &'a CacheSettings,
+    /// `proxy_cache_convert_head` (NGINX's FastCGI has none: a HEAD goes
+    /// to the application as a HEAD).
+    pub convert_head: bool,
 }
 
 /// NGINX's `ngx_http_proxy_hide_headers`.
@@ -95,6 +104,9 @@ impl<'a> Knobs<'a> {
                 limit_rate: 0,
                 hidden: PROXY_HIDDEN,
                 ignore_headers: &s.proxy_ignore_headers,
+                buffering: s.proxy_buffering,
+                cache: &s.proxy_cache,
+                convert_head: s.proxy_cache_convert_head,
             },
             Protocol::FastCgi => {
                 let a = &s.fastcgi;
@@ -116,6 +128,9 @@ impl<'a> Knobs<'a> {
                     limit_rate: a.limit_rate,
                     hidden: FASTCGI_HIDDEN,
                     ignore_headers: &a.ignore_headers,
+                    buffering: a.buffering,
+                    cache: &s.fastcgi_cache,
+                    convert_head: false,
                 }
             }
         }

@@ -60,7 +60,7 @@ const SET_BY_PROXY: &[&str] = &[
 
 /// Request headers NGINX's proxy clears when a cache is configured
 /// (`ngx_http_proxy_cache_headers`).
-const CLEARED_FOR_CACHE: &[&str] = &[
+pub(super) const CLEARED_FOR_CACHE: &[&str] = &[
     "if-modified-since",
     "if-unmodified-since",
     "if-none-match",
