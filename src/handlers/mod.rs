@@ -35,6 +35,7 @@ pub mod proxy;
 pub mod realip;
 pub mod rewrite;
 pub mod slice;
+mod ssi;
 pub mod static_file;
 mod stub_status;
 mod sub_filter;
@@ -195,6 +196,9 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
         };
         rewrite::warn_unset(ctx, env);
         if ctx.subrequest {
+            // Of the body filters only SSI's runs for a subrequest here:
+            // an included page's commands run, as in NGINX.
+            ssi::header_filter(ctx, env, &mut resp);
             return Some(resp);
         }
         // The slice filter, first of NGINX's header filters: its errors
@@ -202,7 +206,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
         if slice::header_filter(ctx, env, &mut resp).is_err() {
             return None;
         }
-        match filters::run(ctx, &mut resp, &mut carried) {
+        match filters::run(ctx, env, &mut resp, &mut carried) {
             Ok(()) => match copy::read_small_body(ctx, env, &mut resp).await {
                 Ok(()) => return Some(resp),
                 Err(o) => outcome = o,

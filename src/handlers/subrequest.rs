@@ -62,6 +62,8 @@ pub struct Subrequest {
     body: Option<Rc<Vec<u8>>>,
     /// [`Subrequest::run`] keeps the main request's method.
     keep_method: bool,
+    /// What a body filter shares with the main request (SSI's state).
+    filter_state: Option<Rc<dyn std::any::Any>>,
 }
 
 /// What a subrequest to a URI answered.
@@ -102,6 +104,7 @@ impl Subrequest {
             caches: Arc::clone(env.caches),
             body: None,
             keep_method: false,
+            filter_state: ctx.filter_state.clone(),
         }
     }
 
@@ -128,6 +131,7 @@ impl Subrequest {
         c.internal = true;
         c.subrequest = true;
         c.expect_tested = true;
+        c.filter_state = self.filter_state.clone();
         c
     }
 
