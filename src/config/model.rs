@@ -538,6 +538,9 @@ loc_settings! {
     mirrors: Arc<Vec<Arc<str>>> = Arc::new(Vec::new());
     /// `mirror_request_body`.
     mirror_request_body: bool = true;
+    /// `subrequest_output_buffer_size`: the most of a subrequest's body
+    /// kept in memory (SSI's `include ... set=`), one page by default.
+    subrequest_output_buffer_size: u64 = 4096;
     /// `limit_req` lines.
     limit_req: Arc<Vec<crate::access::limit_req::LimitReq>> = Arc::new(Vec::new());
     /// `limit_req_status`.

@@ -49,10 +49,6 @@ use parse::{Event, Parser};
 /// NGINX's bound on nested subrequests.
 const MAX_DEPTH: u32 = 50;
 
-/// How much of an `include ... set=` body is kept (NGINX's
-/// `subrequest_output_buffer_size` default, one page).
-const SET_BUFFER: usize = 4096;
-
 /// What the main request and its subrequests share.
 #[derive(Default)]
 pub struct Shared {
@@ -134,11 +130,15 @@ enum Include {
     },
     /// Its body (or the stub) is being sent.
     Body(PieceSource),
+    /// A subrequest in memory failed: NGINX ends the main request.
+    Failed,
     /// Its body is being read into `set`'s variable.
     Collect {
         body: PieceSource,
         name: String,
         value: Vec<u8>,
+        /// The subrequest's `subrequest_output_buffer_size`.
+        limit: u64,
     },
 }
 
@@ -288,10 +288,17 @@ impl SsiStream {
         if let Some(name) = set {
             // NGINX keeps the body of a subrequest that did not fail.
             if let Some(r) = response.filter(|r| r.status < 300) {
+                let limit = ctx.loc.s.subrequest_output_buffer_size;
+                if let Some(len) = r.content_length.filter(|&l| l > limit) {
+                    self.log_error(&format!("too big subrequest response: {len}"));
+                    self.include = Some(Include::Failed);
+                    return;
+                }
                 self.include = Some(Include::Collect {
                     body: PieceSource::of(r.body),
                     name,
                     value: Vec::new(),
+                    limit,
                 });
             }
             return;
@@ -299,11 +306,13 @@ impl SsiStream {
         let silent = response.as_ref().is_none_or(|r| {
             r.special || r.content_length == Some(0) || matches!(r.body, Body::Empty)
         });
+        // In place of an error page, NGINX sends the stub with a header of
+        // its own, through the subrequest's filters: its commands run
+        // where SSI is on. After an empty answer's header it goes as is.
+        let special = response.as_ref().is_some_and(|r| r.special);
         let body = match (stub, response) {
             (Some(stub), _) if silent => {
-                // The stub goes through the subrequest's filters, as
-                // NGINX sends it: its commands run where SSI is on.
-                if ctx.loc.s.ssi {
+                if special && ctx.loc.s.ssi {
                     ctx.filter_state = Some(self.shared.clone());
                     self.shared.borrow_mut().depth = self.depth + 1;
                     let env = self.sub.env();
@@ -339,12 +348,15 @@ impl SsiStream {
                 out.extend_from_slice(&piece);
                 Ok(!out.is_empty())
             }
-            Include::Collect { body, value, .. } => {
+            Include::Failed => Err(crate::http::response::logged_error()),
+            Include::Collect {
+                body, value, limit, ..
+            } => {
                 let (piece, last) = body.next().await?;
                 value.extend_from_slice(&piece);
-                if value.len() > SET_BUFFER {
+                if value.len() as u64 > *limit {
                     self.log_error("too big subrequest response");
-                    self.include = None;
+                    self.include = Some(Include::Failed);
                 } else if last {
                     let Some(Include::Collect { name, value, .. }) = self.include.take() else {
                         unreachable!("collecting above");
