@@ -7,7 +7,7 @@
 //! named-location redirects (the same bound, counted by
 //! `count_uri_change`), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
-//! `charset`, ranges), after the slice filter ([`slice`]), which runs
+//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges), after the slice filter ([`slice`]), which runs
 //! first as in NGINX, and the copy step (`copy.rs`: a small file body read
 //! into memory). Handlers produce a [`Response`] description; the
 //! connection loop writes it. What the handlers share ([`Outcome`],

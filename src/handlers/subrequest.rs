@@ -10,10 +10,11 @@
 //! main request's handler. Two ways in:
 //!
 //! - [`Subrequest::run`]: a new URI from the server's rewrite phase on, as
-//!   NGINX's subrequests to a URI (`auth_request`, `mirror`, and later
-//!   `ssi include virtual`). Access checks and header filters are the main
-//!   request's only (`RequestCtx::subrequest`): NGINX skips its access
-//!   phase and the not-modified and range filters for subrequests.
+//!   NGINX's subrequests to a URI (`auth_request`, `mirror`, SSI's
+//!   `include`). Access checks and header filters are the main request's
+//!   only (`RequestCtx::subrequest`) but SSI's, which runs an included
+//!   page's commands: NGINX skips its access phase and the not-modified
+//!   and range filters for subrequests.
 //! - [`Subrequest::clone_ctx`]: the same URI and location at the content
 //!   phase (a slice's subrequest, NGINX's cloned subrequest).
 //!
