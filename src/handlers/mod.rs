@@ -7,8 +7,8 @@
 //! named-location redirects (the same bound, counted by
 //! `count_uri_change`), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
-//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges), after the slice filter ([`slice`]), which runs
-//! first as in NGINX, and the copy step (`copy.rs`: a small file body read
+//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges), after the slice
+//! filter ([`slice`]), which runs first as in NGINX, and the copy step (`copy.rs`: a small file body read
 //! into memory). Handlers produce a [`Response`] description; the
 //! connection loop writes it. What the handlers share ([`Outcome`],
 //! [`Env`], [`redirect`]) is in [`outcome`], below them: a handler imports

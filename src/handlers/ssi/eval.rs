@@ -208,8 +208,7 @@ impl Encoding {
             }
             Encoding::Url => {
                 for &c in value {
-                    let escape = c < 0x20
-                        || c >= 0x7f
+                    let escape = !(0x20..0x7f).contains(&c)
                         || matches!(
                             c,
                             b' ' | b'"'

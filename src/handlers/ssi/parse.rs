@@ -163,6 +163,18 @@ impl Parser {
 
     /// One byte inside `<!--#...-->`; true once the command ended.
     fn command_byte(&mut self, c: u8, out: &mut Vec<Event>) -> bool {
+        match self.state {
+            State::Value(_) | State::Escaped(_) | State::PostParam => self.value_byte(c),
+            State::End0 | State::End1 | State::Error | State::ErrorEnd0 | State::ErrorEnd1 => {
+                return self.end_byte(c, out)
+            }
+            _ => self.name_byte(c),
+        }
+        false
+    }
+
+    /// A byte of the command's or a parameter's name, or between them.
+    fn name_byte(&mut self, c: u8) {
         let ch = c as char;
         match self.state {
             State::PreCommand if space(c) => {}
@@ -226,6 +238,14 @@ impl Parser {
                 );
                 self.fail(why, c == b'-');
             }
+            _ => unreachable!("a name state"),
+        }
+    }
+
+    /// A byte of a quoted value, or just after one.
+    fn value_byte(&mut self, c: u8) {
+        let ch = c as char;
+        match self.state {
             State::Value(q) if c == q => self.state = State::PostParam,
             State::Value(q) | State::Escaped(q) => {
                 if self.param().1.len() == self.value_len {
@@ -255,6 +275,15 @@ impl Parser {
                 );
                 self.fail(why, false);
             }
+            _ => unreachable!("a value state"),
+        }
+    }
+
+    /// A byte of the closing `-->`, or of a command in error; true once
+    /// the command (or the error) ended.
+    fn end_byte(&mut self, c: u8, out: &mut Vec<Event>) -> bool {
+        let ch = c as char;
+        match self.state {
             State::End0 | State::End1 => {
                 let want = if self.state == State::End0 {
                     b'-'
@@ -295,7 +324,7 @@ impl Parser {
                 return true;
             }
             State::ErrorEnd0 | State::ErrorEnd1 => self.state = State::Error,
-            State::Start | State::Tag => unreachable!("handled by feed"),
+            _ => unreachable!("an end state"),
         }
         false
     }
