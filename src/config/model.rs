@@ -324,6 +324,18 @@ loc_settings! {
     sub_filter_once: bool = true;
     /// `sub_filter_last_modified`.
     sub_filter_last_modified: bool = false;
+    /// `ssi`: the SSI filter runs on responses of `ssi_types`.
+    ssi: bool = false;
+    /// `ssi_types` (lowercase, text/html always in; `*` any).
+    ssi_types: Arc<Vec<String>> = Arc::new(vec!["text/html".to_string()]);
+    /// `ssi_silent_errors`: a failed SSI command outputs nothing.
+    ssi_silent_errors: bool = false;
+    /// `ssi_value_length`: the longest parameter value of a command.
+    ssi_value_length: u64 = 255;
+    /// `ssi_min_file_chunk` (accepted; see design.md "SSI").
+    ssi_min_file_chunk: u64 = 1024;
+    /// `ssi_last_modified`: keep `Last-Modified` (and a weak `ETag`).
+    ssi_last_modified: bool = false;
     /// `access_log` targets (empty = off).
     access_log: Arc<Vec<AccessLog>> = Arc::new(Vec::new());
     /// `log_not_found`.
@@ -530,6 +542,9 @@ loc_settings! {
     mirrors: Arc<Vec<Arc<str>>> = Arc::new(Vec::new());
     /// `mirror_request_body`.
     mirror_request_body: bool = true;
+    /// `subrequest_output_buffer_size`: the most of a subrequest's body
+    /// kept in memory (SSI's `include ... set=`), one page by default.
+    subrequest_output_buffer_size: u64 = 4096;
     /// `limit_req` lines.
     limit_req: Arc<Vec<crate::access::limit_req::LimitReq>> = Arc::new(Vec::new());
     /// `limit_req_status`.

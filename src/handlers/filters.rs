@@ -98,7 +98,12 @@ fn etag(resp: &Response) -> Option<&str> {
 /// answer with `code` instead; `carried` then holds what stays with the
 /// request (nothing after a 412: NGINX clears the response's headers
 /// before sending that page).
-pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> Result<(), u16> {
+pub fn run(
+    ctx: &mut RequestCtx,
+    env: &super::Env<'_>,
+    resp: &mut Response,
+    carried: &mut Carried,
+) -> Result<(), u16> {
     if resp.status == 200 && !resp.no_not_modified {
         if let Err(code) = not_modified(ctx, resp) {
             *carried = Carried::default();
@@ -109,6 +114,7 @@ pub fn run(ctx: &mut RequestCtx, resp: &mut Response, carried: &mut Carried) -> 
     headers(ctx, resp);
     super::sub_filter::header_filter(ctx, resp);
     let charset = super::charset::header_filter(ctx, resp, carried.charset.take());
+    super::ssi::header_filter(ctx, env, resp);
     super::gzip::header_filter(ctx, resp);
     if let Err(code) = ranges(ctx, resp) {
         // The error page is not a 200: a proxied Last-Modified line does

@@ -7,8 +7,8 @@
 //! named-location redirects (the same bound, counted by
 //! `count_uri_change`), and the header filter
 //! chain ([`filters`]: conditional requests, `add_header`, `expires`,
-//! `charset`, ranges), after the slice filter ([`slice`]), which runs
-//! first as in NGINX, and the copy step (`copy.rs`: a small file body read
+//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges), after the slice
+//! filter ([`slice`]), which runs first as in NGINX, and the copy step (`copy.rs`: a small file body read
 //! into memory). Handlers produce a [`Response`] description; the
 //! connection loop writes it. What the handlers share ([`Outcome`],
 //! [`Env`], [`redirect`]) is in [`outcome`], below them: a handler imports
@@ -35,6 +35,7 @@ pub mod proxy;
 pub mod realip;
 pub mod rewrite;
 pub mod slice;
+mod ssi;
 pub mod static_file;
 mod status_page;
 mod stub_status;
@@ -196,6 +197,9 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
         };
         rewrite::warn_unset(ctx, env);
         if ctx.subrequest {
+            // Of the body filters only SSI's runs for a subrequest here:
+            // an included page's commands run, as in NGINX.
+            ssi::header_filter(ctx, env, &mut resp);
             return Some(resp);
         }
         // The slice filter, first of NGINX's header filters: its errors
@@ -203,7 +207,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
         if slice::header_filter(ctx, env, &mut resp).is_err() {
             return None;
         }
-        match filters::run(ctx, &mut resp, &mut carried) {
+        match filters::run(ctx, env, &mut resp, &mut carried) {
             Ok(()) => match copy::read_small_body(ctx, env, &mut resp).await {
                 Ok(()) => return Some(resp),
                 Err(o) => outcome = o,

@@ -10,10 +10,11 @@
 //! main request's handler. Two ways in:
 //!
 //! - [`Subrequest::run`]: a new URI from the server's rewrite phase on, as
-//!   NGINX's subrequests to a URI (`auth_request`, `mirror`, and later
-//!   `ssi include virtual`). Access checks and header filters are the main
-//!   request's only (`RequestCtx::subrequest`): NGINX skips its access
-//!   phase and the not-modified and range filters for subrequests.
+//!   NGINX's subrequests to a URI (`auth_request`, `mirror`, SSI's
+//!   `include`). Access checks and header filters are the main request's
+//!   only (`RequestCtx::subrequest`) but SSI's, which runs an included
+//!   page's commands: NGINX skips its access phase and the not-modified
+//!   and range filters for subrequests.
 //! - [`Subrequest::clone_ctx`]: the same URI and location at the content
 //!   phase (a slice's subrequest, NGINX's cloned subrequest).
 //!
@@ -62,6 +63,8 @@ pub struct Subrequest {
     body: Option<Rc<Vec<u8>>>,
     /// [`Subrequest::run`] keeps the main request's method.
     keep_method: bool,
+    /// What a body filter shares with the main request (SSI's state).
+    filter_state: Option<Rc<dyn std::any::Any>>,
 }
 
 /// What a subrequest to a URI answered.
@@ -102,6 +105,7 @@ impl Subrequest {
             caches: Arc::clone(env.caches),
             body: None,
             keep_method: false,
+            filter_state: ctx.filter_state.clone(),
         }
     }
 
@@ -128,6 +132,7 @@ impl Subrequest {
         c.internal = true;
         c.subrequest = true;
         c.expect_tested = true;
+        c.filter_state = self.filter_state.clone();
         c
     }
 

@@ -170,6 +170,10 @@ pub struct RequestCtx {
     /// A subrequest (`auth_request`, `mirror`, a slice): no access phase,
     /// no header filters, as NGINX runs them only for the main request.
     pub subrequest: bool,
+    /// State a body filter shares between a main request and its
+    /// subrequests (SSI's variables and blocks: NGINX keeps them in the
+    /// module's context of `r->main`), handed on by `Subrequest`.
+    pub filter_state: Option<std::rc::Rc<dyn std::any::Any>>,
     /// Background subrequests (`mirror`) still running: the connection
     /// reads its next request once they end, as NGINX's does.
     pub background: Vec<tokio::task::JoinHandle<()>>,
@@ -256,6 +260,7 @@ impl RequestCtx {
             realip_peer: None,
             slice: std::cell::Cell::new(None),
             subrequest: false,
+            filter_state: None,
             background: Vec::new(),
             head,
         }
@@ -377,6 +382,8 @@ impl VarSource for RequestCtx {
             | Var::BodyBytesSent
             | Var::BytesSent
             | Var::Msec
+            | Var::DateLocal
+            | Var::DateGmt
             | Var::RequestCompletion
             | Var::TimeLocal
             | Var::TimeIso8601

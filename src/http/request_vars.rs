@@ -7,6 +7,24 @@ use super::request::Version;
 use crate::vars::template::Var;
 
 impl RequestCtx {
+    /// Whether `var` has a value (NGINX's `not_found` unset): an absent
+    /// argument, header line, cookie, or a `set` variable never set has
+    /// none, which differs from an empty one (SSI's `echo` prints its
+    /// `default` for the first only).
+    pub fn var_found(&self, var: &Var) -> bool {
+        use crate::vars::template::VarSource as _;
+        match var {
+            Var::Arg(n) => self.args.as_deref().and_then(|a| arg(a, n)).is_some(),
+            Var::Http(n) => self.head.headers().any(|(h, _)| http_var_matches(h, n)),
+            Var::Cookie(_) | Var::Indexed(_) | Var::SentHttp(_) | Var::UpstreamHttp(_) => {
+                let mut v = String::new();
+                self.append(var, &mut v);
+                !v.is_empty()
+            }
+            _ => true,
+        }
+    }
+
     /// The request line, URI and what the request resolved to.
     pub(super) fn append_request(&self, var: &Var, out: &mut String) {
         use std::fmt::Write as _;
@@ -106,6 +124,16 @@ impl RequestCtx {
                 let (s, ms) = crate::util::time::now();
                 let _ = write!(out, "{s}.{ms:03}");
             }
+            Var::DateLocal => out.push_str(&crate::util::time::strftime(
+                crate::util::time::SSI_TIMEFMT,
+                crate::util::time::now().0,
+                false,
+            )),
+            Var::DateGmt => out.push_str(&crate::util::time::strftime(
+                crate::util::time::SSI_TIMEFMT,
+                crate::util::time::now().0,
+                true,
+            )),
             Var::RequestCompletion if self.completed => out.push_str("OK"),
             Var::TimeLocal => crate::util::time::time_local(out),
             Var::TimeIso8601 => crate::util::time::time_iso8601(out),

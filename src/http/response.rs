@@ -150,6 +150,10 @@ pub struct Response {
     /// The charset the charset filter labels (and recodes) the response
     /// with whatever its type (an upstream's `X-Accel-Charset`).
     pub override_charset: Option<String>,
+    /// NGINX's own page for an error status ([`Response::special`]): a
+    /// subrequest answering with one sent nothing of its own, so an SSI
+    /// `include ... stub=` takes its place.
+    pub special: bool,
 }
 
 impl Response {
@@ -178,6 +182,7 @@ impl Response {
             limit_rate: None,
             own_type: false,
             override_charset: None,
+            special: false,
         }
     }
 
@@ -205,11 +210,13 @@ impl Response {
                 };
                 let mut r = Response::bytes(code, "text/html", page.into_bytes());
                 r.close = status::forces_close(status);
+                r.special = true;
                 r
             }
             None => {
                 let mut r = Response::new(status);
                 r.close = status::forces_close(status);
+                r.special = true;
                 r
             }
         }

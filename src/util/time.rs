@@ -173,6 +173,36 @@ pub fn with_date_of<R>(secs: i64, f: impl FnOnce(&str) -> R) -> R {
     })
 }
 
+/// The SSI module's default `timefmt` for `$date_local` and `$date_gmt`.
+pub const SSI_TIMEFMT: &str = "%A, %d-%b-%Y %H:%M:%S %Z";
+
+/// `secs` formatted by the C library's `strftime` with `fmt`, in GMT or
+/// local time, as NGINX's SSI date variables (`%s` alone is the epoch
+/// seconds); empty when the result would exceed NGINX's 2048 bytes.
+pub fn strftime(fmt: &str, secs: i64, gmt: bool) -> String {
+    if fmt == "%s" {
+        return secs.to_string();
+    }
+    let Ok(cfmt) = std::ffi::CString::new(fmt) else {
+        return String::new();
+    };
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: gmtime_r/localtime_r write only into the tm given; strftime
+    // writes at most `buf.len()` bytes into buf and reads the C string.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe {
+        if gmt {
+            libc::gmtime_r(&t, &mut tm);
+        } else {
+            libc::localtime_r(&t, &mut tm);
+        }
+    }
+    let mut buf = vec![0u8; 2048];
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), cfmt.as_ptr(), &tm) };
+    buf.truncate(n);
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -124,6 +124,11 @@ pub enum Var {
     SliceRange,
     /// `$msec`.
     Msec,
+    /// `$date_local`: the local time in the SSI `timefmt` (NGINX's SSI
+    /// module's variable; `%A, %d-%b-%Y %H:%M:%S %Z` outside SSI).
+    DateLocal,
+    /// `$date_gmt`: the same in GMT.
+    DateGmt,
     /// `$time_local`.
     TimeLocal,
     /// `$time_iso8601`.
@@ -327,6 +332,8 @@ impl Var {
             "request_id" => Var::RequestId,
             "slice_range" => Var::SliceRange,
             "msec" => Var::Msec,
+            "date_local" => Var::DateLocal,
+            "date_gmt" => Var::DateGmt,
             "time_local" => Var::TimeLocal,
             "time_iso8601" => Var::TimeIso8601,
             "pid" => Var::Pid,

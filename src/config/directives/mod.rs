@@ -189,6 +189,7 @@ mod referer;
 mod resolver;
 mod rewrite;
 mod secure_link;
+mod ssi;
 mod ssl;
 mod static_files;
 mod sub_filter;
@@ -230,6 +231,7 @@ static AREAS: &[&[Spec]] = &[
     map::ROWS,
     content::ROWS,
     sub_filter::ROWS,
+    ssi::ROWS,
     upstream::ROWS,
     access::ROWS,
     realip::ROWS,

@@ -1,7 +1,8 @@
 //! The directives of NGINX's subrequest modules (`handlers::subrequest`):
 //! `auth_request URI|off` and `auth_request_set $var value`
 //! (`handlers::auth_request`), `mirror URI|off` and `mirror_request_body`
-//! (`handlers::mirror`). `auth_request_set` and `mirror` lines add up
+//! (`handlers::mirror`), `subrequest_output_buffer_size` (SSI's
+//! `include ... set=`). `auth_request_set` and `mirror` lines add up
 //! within a level; a level with its own replaces its parent's.
 
 #[allow(unused_imports)]
@@ -23,6 +24,12 @@ pub(super) static ROWS: &[Spec] = &[
         HSL,
         Arity::N(1),
         loc_flag!(mirror_request_body),
+    ),
+    d(
+        "subrequest_output_buffer_size",
+        HSL,
+        Arity::N(1),
+        loc_size!(subrequest_output_buffer_size),
     ),
 ];
 
