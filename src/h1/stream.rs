@@ -68,10 +68,12 @@ pub type PeerFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + 'a>>;
 
 /// The upstream's side of a tunnel.
 pub trait TunnelPeer {
-    /// Appends what arrives next to `buf` (at most `max` bytes), waiting
-    /// for it; `Ok(0)` when the peer closed. Cancel-safe: `buf` only
-    /// grows by bytes actually read.
-    fn read<'a>(&'a self, buf: &'a mut Vec<u8>, max: usize) -> PeerFuture<'a, usize>;
+    /// Appends what is there to `buf` (at most `max` bytes) without
+    /// waiting: `WouldBlock` when nothing is, `Ok(0)` when the peer closed.
+    fn try_read(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize>;
+    /// Waits until a read may give something (the tunnel holds no buffer
+    /// meanwhile).
+    fn readable(&self) -> PeerFuture<'_, ()>;
     /// Writes all of `data`, each wait at most `timeout` (`ETIMEDOUT`).
     fn write<'a>(&'a self, data: &'a [u8], timeout: Duration) -> PeerFuture<'a, ()>;
     /// Ends the sending side (TLS `close_notify`, then the TCP half-close).

@@ -182,7 +182,7 @@ pub(super) fn client_cert_refusal(ctx: &super::context::RequestCtx) -> Option<(u
     use crate::tls::client_auth::VerifyClient;
     let verify = ctx.server.tls.as_ref()?.verify_client;
     let got = &ctx.conn.tls.as_ref()?.client_verify;
-    match (verify, got.as_str()) {
+    match (verify, &**got) {
         (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
         (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
             495,

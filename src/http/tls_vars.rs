@@ -4,11 +4,13 @@
 //! `ngx_ssl_get_*`). The certificate's fields are parsed once, at the
 //! handshake, by `tls::peer`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::tls::peer::PeerCert;
+use crate::tls::session_id::SessionId;
 use crate::vars::template::SslVar;
 
 /// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
@@ -22,14 +24,15 @@ pub struct TlsInfo {
     pub server_name: Option<String>,
     /// `$ssl_session_reused`: `r` when the session was resumed.
     pub reused: bool,
-    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason`.
-    pub client_verify: String,
+    /// `$ssl_client_verify`: `NONE`, `SUCCESS` or `FAILED:reason` (not
+    /// allocated for the first two).
+    pub client_verify: Cow<'static, str>,
     /// The client's certificate, when it sent one.
     pub peer: Option<Arc<PeerCert>>,
     /// `$ssl_curve`: the key-exchange group, as OpenSSL names it.
     pub curve: &'static str,
-    /// `$ssl_session_id`, hex.
-    pub session_id: String,
+    /// `$ssl_session_id` (printed in hex).
+    pub session_id: SessionId,
 }
 
 /// NGINX's `NGX_ESCAPE_URI_COMPONENT`: all but letters, digits and `-._~`.
@@ -45,7 +48,7 @@ const URI_COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 pub fn append(tls: Option<&TlsInfo>, var: SslVar, out: &mut String) {
     let Some(t) = tls else { return };
     match var {
-        SslVar::SessionId => out.push_str(&t.session_id),
+        SslVar::SessionId => t.session_id.append_hex(out),
         SslVar::Curve => out.push_str(t.curve),
         // porter takes no early data (`ssl_early_data` is refused).
         SslVar::EarlyData => {}

@@ -8,7 +8,9 @@
 //! written, and the connection ends with the tunnel.
 //!
 //! Both directions run at once, each a read then a write of one buffer
-//! (`proxy_buffer_size`), so a slow reader slows its writer. Bytes already
+//! (`proxy_buffer_size`), so a slow reader slows its writer; a direction
+//! waiting for bytes holds no buffer (it goes back to the worker's spares,
+//! `buffers.rs`), so an open, quiet tunnel costs its sockets and its task. Bytes already
 //! read on either side (the client's pipelined after the request head,
 //! the upstream's after the response head) go first. When a side's read
 //! ends, what it sent is flushed and the other side's write is shut down
@@ -19,6 +21,7 @@
 //! (upstream) or `send_timeout` (client).
 
 use std::cell::Cell;
+use std::future::Future;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::buffers;
 use super::context::RequestCtx;
 use super::stream::ClientStream;
 pub use crate::h1::stream::{PeerFuture, TunnelPeer};
@@ -116,24 +120,6 @@ impl Idle {
     fn touch(&self) {
         self.deadline.set(Instant::now() + self.timeout);
     }
-
-    /// What a read bounded by the deadline gave: `None` when it was cut
-    /// short by a deadline another read has since pushed on (the reads
-    /// are cancel-safe, so it is simply made again).
-    fn judge(
-        &self,
-        r: Result<io::Result<usize>, tokio::time::error::Elapsed>,
-    ) -> Option<Result<usize, Fault>> {
-        match r {
-            Ok(Ok(n)) => {
-                self.touch();
-                Some(Ok(n))
-            }
-            Ok(Err(_)) => Some(Err(Fault::Failed)),
-            Err(_) if self.deadline.get() <= Instant::now() => Some(Err(Fault::UpstreamTimedOut)),
-            Err(_) => None,
-        }
-    }
 }
 
 /// The counters the two directions add to.
@@ -147,17 +133,48 @@ fn timed_out(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ETIMEDOUT) || e.kind() == io::ErrorKind::TimedOut
 }
 
-/// One read from the client, waiting for it; `Ok(0)` at its end.
-async fn read_client(client: &ClientStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+/// One read of a direction into `buf` (`Ok(0)` at its end). The buffer
+/// is taken from the worker's spares when the direction holds none, and
+/// handed back whenever nothing is there to read: a tunnel that waits
+/// (most WebSockets, most of the time) holds no buffer, as an idle
+/// keep-alive connection holds none. The wait ends at the shared idle
+/// deadline (`proxy_read_timeout`), unless a read of the other direction
+/// pushed it on meanwhile.
+async fn read_next<F: Future<Output = io::Result<()>>>(
+    buf: &mut Vec<u8>,
+    size: usize,
+    idle: &Idle,
+    mut try_read: impl FnMut(&mut Vec<u8>) -> io::Result<usize>,
+    readable: impl Fn() -> F,
+) -> Result<usize, Fault> {
     loop {
-        match client.try_read_buf(buf) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => client.readable().await?,
-            r => return r,
+        if buf.capacity() == 0 {
+            *buf = buffers::take();
+        }
+        buf.reserve(size);
+        match try_read(buf) {
+            Ok(n) => {
+                idle.touch();
+                return Ok(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => return Err(Fault::Failed),
+        }
+        buffers::give(std::mem::take(buf));
+        loop {
+            match tokio::time::timeout_at(idle.deadline.get(), readable()).await {
+                Ok(Ok(())) => break,
+                Ok(Err(_)) => return Err(Fault::Failed),
+                Err(_) if idle.deadline.get() <= Instant::now() => {
+                    return Err(Fault::UpstreamTimedOut)
+                }
+                Err(_) => {}
+            }
         }
     }
 }
 
-/// Client to upstream: `pending` (bytes the client sent after its head)
+/// Client to upstream: `buf` (bytes the client sent after its head)
 /// first, then what it sends, until it ends; then the upstream's write is
 /// shut down.
 async fn client_to_peer(
@@ -169,7 +186,6 @@ async fn client_to_peer(
     idle: &Idle,
     counts: &Counts,
 ) -> Result<(), Fault> {
-    buf.reserve(size.saturating_sub(buf.len()));
     loop {
         if !buf.is_empty() {
             match peer.write(&buf, t.to_peer).await {
@@ -180,21 +196,17 @@ async fn client_to_peer(
             counts.to_peer.set(counts.to_peer.get() + buf.len() as u64);
             buf.clear();
         }
-        let n = loop {
-            let r = tokio::time::timeout_at(idle.deadline.get(), read_client(client, &mut buf));
-            if let Some(r) = idle.judge(r.await) {
-                break r?;
-            }
-        };
-        if n == 0 {
+        let read = |b: &mut Vec<u8>| client.try_read_buf(b);
+        if read_next(&mut buf, size, idle, read, || client.readable()).await? == 0 {
             peer.shutdown_write();
             return Ok(());
         }
     }
 }
 
-/// Upstream to client: `early` first, then what the upstream sends, until
-/// it ends; then the client's write is shut down.
+/// Upstream to client: `buf` (bytes the upstream sent after its head)
+/// first, then what the upstream sends, until it ends; then the client's
+/// write is shut down.
 async fn peer_to_client(
     client: &ClientStream,
     peer: &dyn TunnelPeer,
@@ -216,12 +228,8 @@ async fn peer_to_client(
                 .set(counts.to_client.get() + buf.len() as u64);
             buf.clear();
         }
-        let n = loop {
-            let r = tokio::time::timeout_at(idle.deadline.get(), peer.read(&mut buf, size));
-            if let Some(r) = idle.judge(r.await) {
-                break r?;
-            }
-        };
+        let read = |b: &mut Vec<u8>| peer.try_read(b, size);
+        let n = read_next(&mut buf, size, idle, read, || peer.readable()).await?;
         if let Some(rx) = &counts.received {
             rx.fetch_add(n as u64, Ordering::Relaxed);
         }
@@ -248,11 +256,9 @@ pub async fn run(client: &ClientStream, pending: Vec<u8>, up: Upgrade) -> Tunnel
     };
     let peer = &*up.peer;
     let t = &up.timeouts;
-    // The bytes read with the heads sit in the heads' buffers: a tunnel
-    // open for hours keeps only its own two buffers' worth.
-    let (mut pending, mut early) = (pending, up.early);
-    pending.shrink_to(size);
-    early.shrink_to(size);
+    // The bytes read with the heads go first, from the heads' buffers;
+    // those go back once written.
+    let early = up.early;
     let outcome = tokio::try_join!(
         client_to_peer(client, peer, pending, size, t, &idle, &counts),
         peer_to_client(client, peer, early, size, t, &idle, &counts),
@@ -271,10 +277,10 @@ pub async fn run(client: &ClientStream, pending: Vec<u8>, up: Upgrade) -> Tunnel
 pub async fn serve(
     client: &ClientStream,
     pending: Vec<u8>,
-    up: Upgrade,
-    ctx: &mut RequestCtx,
+    upgraded: Box<(Upgrade, RequestCtx)>,
     log: &ErrorLog,
 ) {
+    let (up, mut ctx) = *upgraded;
     let try_log = up.log.clone();
     let end = run(client, pending, up).await;
     if let Some(text) = end.fault.and_then(Fault::log_text) {

@@ -6,6 +6,7 @@
 //! certificate's key, so the client holds that key — and [`verify`]
 //! checks the chain against the CAs once the handshake is done.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -98,21 +99,21 @@ impl ClientAuth {
     /// the order sent, leaf first, as clients send them) reaches a
     /// trusted CA. OpenSSL stops building at the depth and so fails with
     /// "unable to get local issuer certificate"; so does porter.
-    pub fn verify(&self, chain: Option<&[CertificateDer<'static>]>) -> String {
+    pub fn verify(&self, chain: Option<&[CertificateDer<'static>]>) -> Cow<'static, str> {
         let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
-            return "NONE".into();
+            return Cow::Borrowed("NONE");
         };
         let v = self.full.as_ref().unwrap_or(&self.inner);
         let now = UnixTime::now();
         if let Err(e) = v.verify_client_cert(leaf, rest, now) {
-            return format!("FAILED:{e}");
+            return format!("FAILED:{e}").into();
         }
         if rest.len() > self.depth
             && !(0..=self.depth).any(|k| v.verify_client_cert(leaf, &rest[..k], now).is_ok())
         {
-            return "FAILED:unable to get local issuer certificate".into();
+            return Cow::Borrowed("FAILED:unable to get local issuer certificate");
         }
-        "SUCCESS".into()
+        Cow::Borrowed("SUCCESS")
     }
 }
 

@@ -181,7 +181,7 @@ pub struct TlsConn {
     /// end: rustls holds no byte the kernel would need (kTLS possible).
     clean_cut: bool,
     /// The session's ID, for `$ssl_session_id` (`session_id.rs`).
-    session_id: Vec<u8>,
+    session_id: super::session_id::SessionId,
 }
 
 /// Most plaintext held back for the next write: one full record.
@@ -292,13 +292,13 @@ impl TlsConn {
             conn: RefCell::new(conn),
             corked: RefCell::new(Vec::new()),
             clean_cut: false,
-            session_id: Vec::new(),
+            session_id: Default::default(),
         }
     }
 
     /// Sends the start of the server's first flight, keeping the session
     /// ID its ServerHello carries.
-    async fn send_server_hello(&self, tcp: &TcpStream) -> io::Result<Vec<u8>> {
+    async fn send_server_hello(&self, tcp: &TcpStream) -> io::Result<super::session_id::SessionId> {
         use super::session_id::{self, Tee, HELLO_PREFIX};
         let mut seen = Vec::new();
         loop {
@@ -320,9 +320,9 @@ impl TlsConn {
         Ok(session_id::from_server_hello(&seen))
     }
 
-    /// `$ssl_session_id`: the session's ID in hex.
-    pub fn session_id(&self) -> String {
-        super::session_id::hex(&self.session_id)
+    /// `$ssl_session_id`: the session's ID.
+    pub fn session_id(&self) -> super::session_id::SessionId {
+        self.session_id
     }
 
     async fn finish_handshake(

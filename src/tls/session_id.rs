@@ -41,32 +41,64 @@ impl<W: Write> Write for Tee<'_, W> {
     }
 }
 
+/// A session ID (at most 32 bytes), kept inline: one lives as long as
+/// its connection, and a heap copy of it (or of its hex) cost every TLS
+/// connection two allocations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SessionId {
+    len: u8,
+    bytes: [u8; 32],
+}
+
+impl SessionId {
+    /// The ID's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// No ID.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends it in lower-case hex, as NGINX prints it.
+    pub fn append_hex(&self, out: &mut String) {
+        for b in self.as_bytes() {
+            out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+            out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+        }
+    }
+
+    fn of(id: &[u8]) -> SessionId {
+        let mut s = SessionId::default();
+        let n = id.len().min(32);
+        s.bytes[..n].copy_from_slice(&id[..n]);
+        s.len = n as u8;
+        s
+    }
+}
+
 /// The session ID of the ServerHello at the start of `flight` (empty when
 /// it carries none or `flight` does not start with one).
-pub fn from_server_hello(flight: &[u8]) -> Vec<u8> {
+pub fn from_server_hello(flight: &[u8]) -> SessionId {
     // Handshake record, ServerHello message.
     if flight.len() < 44 || flight[0] != 0x16 || flight[5] != 0x02 {
-        return Vec::new();
+        return SessionId::default();
     }
     let len = usize::from(flight[43]);
     flight
         .get(44..44 + len)
         .filter(|_| len <= 32)
-        .map_or_else(Vec::new, <[u8]>::to_vec)
+        .map_or_else(SessionId::default, SessionId::of)
 }
 
 /// A fresh random 32-byte ID (TLS 1.3).
-pub fn random() -> Vec<u8> {
-    let mut id = vec![0u8; 32];
+pub fn random() -> SessionId {
+    let mut id = [0u8; 32];
     if super::provider().secure_random.fill(&mut id).is_err() {
-        id.clear();
+        return SessionId::default();
     }
-    id
-}
-
-/// Lower-case hex, as NGINX prints it.
-pub fn hex(id: &[u8]) -> String {
-    id.iter().map(|b| format!("{b:02x}")).collect()
+    SessionId::of(&id)
 }
 
 #[cfg(test)]
@@ -79,7 +111,9 @@ mod tests {
         hello.extend_from_slice(&[7; 32]);
         hello.push(4);
         hello.extend_from_slice(&[0xab, 0xcd, 0xef, 0x01]);
-        assert_eq!(hex(&from_server_hello(&hello)), "abcdef01");
+        let mut hex = String::new();
+        from_server_hello(&hello).append_hex(&mut hex);
+        assert_eq!(hex, "abcdef01");
         hello[43] = 0;
         assert!(from_server_hello(&hello).is_empty());
         assert!(from_server_hello(&[0x17; 60]).is_empty());

@@ -88,6 +88,19 @@ impl Socket {
         }
     }
 
+    /// Non-blocking read appended to `buf`, at most `max` bytes, into its
+    /// spare capacity: nothing is zeroed first, and only the pages the
+    /// bytes land on are touched.
+    pub fn try_read_into(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        use bytes::BufMut;
+        buf.reserve(max);
+        let mut room = buf.limit(max);
+        match self {
+            Socket::Tcp(s) => s.try_read_buf(&mut room),
+            Socket::Unix(s) => s.try_read_buf(&mut room),
+        }
+    }
+
     /// Writes all of `data` on the new socket before anything else (the
     /// PROXY header of `proxy_protocol on`), each wait at most `timeout`.
     pub async fn write_first(&self, mut data: &[u8], timeout: Duration) -> io::Result<()> {

@@ -12,6 +12,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
+use std::io;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -196,16 +197,15 @@ pub fn idle_count(group: u64) -> usize {
     POOLS.with(|p| p.borrow().get(&group).map_or(0, VecDeque::len))
 }
 
-/// The bound `read_some` needs for a tunnel's read: the tunnel cuts the
-/// wait itself at its idle deadline (`proxy_read_timeout`), so this only
-/// has to be longer than any such timeout.
-const TUNNEL_READ_WAIT: Duration = Duration::from_secs(365 * 86400);
-
 /// An upgraded connection is the upstream's side of the client's tunnel
 /// (`http::tunnel`); it is never pooled again.
 impl TunnelPeer for UpstreamConn {
-    fn read<'a>(&'a self, buf: &'a mut Vec<u8>, max: usize) -> PeerFuture<'a, usize> {
-        Box::pin(self.stream.read_some(buf, max, TUNNEL_READ_WAIT))
+    fn try_read(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+        self.stream.try_read(buf, max)
+    }
+
+    fn readable(&self) -> PeerFuture<'_, ()> {
+        Box::pin(self.stream.readable())
     }
 
     fn write<'a>(&'a self, data: &'a [u8], timeout: Duration) -> PeerFuture<'a, ()> {

@@ -15,7 +15,9 @@ use crate::tls::conn::TlsConn;
 /// A connection to an upstream peer.
 pub struct UpStream {
     sock: Socket,
-    tls: Option<TlsConn>,
+    /// Boxed: rustls's connection is 1.2 KiB, and a plain connection
+    /// (most of them, pooled or tunnelled for hours) need not carry it.
+    tls: Option<Box<TlsConn>>,
 }
 
 impl std::fmt::Debug for UpStream {
@@ -41,7 +43,7 @@ impl UpStream {
     pub fn tls(tcp: TcpStream, tls: TlsConn) -> UpStream {
         UpStream {
             sock: Socket::Tcp(tcp),
-            tls: Some(tls),
+            tls: Some(Box::new(tls)),
         }
     }
 
@@ -101,8 +103,9 @@ impl UpStream {
         }
     }
 
-    fn try_read(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
-        let start = buf.len();
+    /// One read without waiting: appends at most `max` bytes to `buf`
+    /// (`WouldBlock` when nothing is there).
+    pub fn try_read(&self, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
         if let Some((t, tcp)) = self.tls_parts() {
             // Decrypted bytes go into spare capacity; bound it by `max`.
             let mut part = Vec::with_capacity(max);
@@ -110,10 +113,7 @@ impl UpStream {
             buf.extend_from_slice(&part);
             return Ok(n);
         }
-        buf.resize(start + max, 0);
-        let r = self.sock.try_read(&mut buf[start..]);
-        buf.truncate(start + *r.as_ref().unwrap_or(&0));
-        r
+        self.sock.try_read_into(buf, max)
     }
 
     /// Poll-based read (for `h2`'s `AsyncRead`): appends at most `max`

@@ -183,15 +183,16 @@ async fn send_body(
 /// One read while waiting for a head: a close or an error is a failure
 /// before any byte (`Early`, retried on a fresh connection when the
 /// connection was pooled) unless some arrived; a timeout never is (the
-/// peer is slow, not gone).
+/// peer is slow, not gone). At most `limit` bytes are read.
 async fn read_more(
     k: &Knobs<'_>,
     conn: &UpstreamConn,
     buf: &mut Vec<u8>,
+    limit: usize,
     got_any: &mut bool,
 ) -> Result<(), Step> {
     let wrap = |f: HeadFail, any: bool| if any { Step::Head(f) } else { Step::Early(f) };
-    match upstream::read_some(&conn.stream, buf, k.read_timeout).await {
+    match conn.stream.read_some(buf, limit, k.read_timeout).await {
         Ok(0) => Err(wrap(HeadFail::Closed, *got_any)),
         Ok(_) => {
             *got_any = true;
@@ -228,7 +229,13 @@ async fn read_response_head(k: &Knobs<'_>, conn: UpstreamConn) -> Result<Got, St
             Ok(None) => {}
             Err(e) => return Err(Step::Head(HeadFail::Invalid(e))),
         }
-        read_more(k, &conn, &mut buf, &mut got_any).await?;
+        // Into the head's buffer only, as NGINX reads a head into
+        // `proxy_buffer_size`: a read of READ_CHUNK grew every head's
+        // buffer to 64 KiB, and an upgraded response keeps that buffer
+        // (its bytes after the head) for the tunnel's life. The parse
+        // failed above when the buffer is full, so the bound is never 0.
+        let room = max.saturating_sub(buf.len()).max(1);
+        read_more(k, &conn, &mut buf, room, &mut got_any).await?;
     }
 }
 
@@ -274,6 +281,6 @@ async fn read_fastcgi_head(
             Ok(None) => {}
             Err(e) => return Err(Step::Head(HeadFail::Invalid(e))),
         }
-        read_more(k, &conn, &mut buf, &mut got_any).await?;
+        read_more(k, &conn, &mut buf, upstream::READ_CHUNK, &mut got_any).await?;
     }
 }
