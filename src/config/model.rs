@@ -254,6 +254,10 @@ loc_settings! {
     nested {
         /// `fastcgi_*` (`directives/fastcgi.rs`, `config/app_upstream.rs`).
         fastcgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// `uwsgi_*` (`directives/uwsgi.rs`).
+        uwsgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// `scgi_*` (`directives/scgi.rs`).
+        scgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
     }
     /// `root` / `alias`.
     root: DocRoot = DocRoot::Root(Template::literal("html"));

@@ -14,12 +14,15 @@
 //! puts the connection back into the pool.
 
 pub mod addr;
+pub mod app_head;
 pub mod balance;
 pub mod fastcgi;
 pub mod http2;
 pub mod pool;
 pub mod resolver;
+pub mod scgi;
 pub mod stream;
+pub mod uwsgi;
 pub mod wire;
 
 use std::io;
@@ -149,6 +152,10 @@ pub enum Protocol {
     Http,
     /// FastCGI (`fastcgi_pass`, [`fastcgi`]).
     FastCgi,
+    /// uwsgi (`uwsgi_pass`, [`uwsgi`]).
+    Uwsgi,
+    /// SCGI (`scgi_pass`, [`scgi`]).
+    Scgi,
 }
 
 /// A `proxy_pass` (or `fastcgi_pass`) directive, compiled.
@@ -302,6 +309,23 @@ pub fn split_url(url: &str) -> Result<SplitUrl, String> {
         port,
         uri,
     })
+}
+
+/// An application server's address (`fastcgi_pass`, `uwsgi_pass`,
+/// `scgi_pass`, as written or rendered) made a URL [`split_url`] reads: `uwsgi://` dropped as NGINX's `ngx_http_uwsgi_eval` drops it,
+/// `suwsgi://` refused (porter has no `uwsgi_ssl_*`).
+pub fn app_url(proto: Protocol, url: &mut String) -> Result<(), String> {
+    if proto == Protocol::Uwsgi {
+        let lower = url.get(..9).unwrap_or(url).to_ascii_lowercase();
+        if lower.starts_with("suwsgi://") {
+            return Err(format!("suwsgi is not supported in upstream \"{url}\""));
+        }
+        if lower.starts_with("uwsgi://") {
+            url.drain(..8);
+        }
+    }
+    url.insert_str(0, "http://");
+    Ok(())
 }
 
 /// Writes all of `data` to an upstream, each wait bounded by `timeout`.

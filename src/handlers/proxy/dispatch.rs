@@ -17,7 +17,9 @@ use crate::upstream::ProxyPass;
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
     let zone = match pass.proto {
         crate::upstream::Protocol::Http => ctx.loc.s.proxy_cache.clone(),
-        crate::upstream::Protocol::FastCgi => None,
+        crate::upstream::Protocol::FastCgi
+        | crate::upstream::Protocol::Uwsgi
+        | crate::upstream::Protocol::Scgi => None,
     };
     let Some(zone) = zone else {
         return serve_with(ctx, env, pass, &FetchOptions::default()).await;

@@ -9,6 +9,7 @@
 use std::cell::RefCell;
 
 use super::request::{request_body, ReqBody, UpstreamError};
+use crate::config::app_upstream::AppSettings;
 use crate::handlers::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
@@ -25,7 +26,7 @@ pub async fn build_request(
     let body = request_body(ctx, env, client_body, None, true).await?;
     let mut head = Vec::with_capacity(1024);
     fastcgi::begin_request(&mut head, ctx.loc.s.fastcgi.keep_conn);
-    let params = params(ctx);
+    let params = cgi_params(ctx, &ctx.loc.s.fastcgi);
     fastcgi::params(
         &mut head,
         params.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
@@ -41,9 +42,9 @@ pub async fn build_request(
     Ok((head, body))
 }
 
-/// The name-value pairs of `PARAMS`, in NGINX's order.
-fn params(ctx: &RequestCtx) -> Vec<(String, String)> {
-    let s = &ctx.loc.s.fastcgi;
+/// The name-value pairs of `PARAMS` (and of uwsgi's vars, SCGI's
+/// headers), in NGINX's order.
+pub(super) fn cgi_params(ctx: &RequestCtx, s: &AppSettings) -> Vec<(String, String)> {
     let mut out = Vec::with_capacity(s.params.len() + ctx.head.headers().len());
     for p in s.params.iter() {
         let v = p.value.render(ctx);
