@@ -4,7 +4,7 @@
 //! (uWSGI's default), else CGI headers, the status from `Status:`, a
 //! `Location:` without one a 302, else 200 (the FastCGI module's rules,
 //! [`super::fastcgi::parse_cgi_head`]). A status line that does not parse
-//! is read as a header line, as NGINX falls back.
+//! is skipped as NGINX's header parser skips an `HTTP/` line.
 
 use super::fastcgi::parse_cgi_head;
 use super::wire::{parse_response_head, HeadError, ResponseHead};
@@ -19,11 +19,32 @@ pub fn parse_app_head(buf: &[u8], max: usize) -> Result<Option<ResponseHead>, He
             return Ok(None);
         }
         match parse_response_head(buf, max) {
-            Err(HeadError::NoValidHeader) => {}
+            Err(HeadError::NoValidHeader) => return after_bad_status_line(buf, max),
             r => return r,
         }
     }
     parse_cgi_head(buf, max)
+}
+
+/// A line that starts as a status line but is not one: NGINX reads it as
+/// a header line, which its parser skips (`HTTP/...` lines, kept for IIS),
+/// and the CGI header goes on after it.
+fn after_bad_status_line(buf: &[u8], max: usize) -> Result<Option<ResponseHead>, HeadError> {
+    let Some(eol) = buf.iter().position(|&c| c == b'\n') else {
+        return if buf.len() >= max {
+            Err(HeadError::TooBig)
+        } else {
+            Ok(None)
+        };
+    };
+    let skip = eol + 1;
+    if skip >= max {
+        return Err(HeadError::TooBig);
+    }
+    Ok(parse_cgi_head(&buf[skip..], max - skip)?.map(|mut h| {
+        h.len += skip;
+        h
+    }))
 }
 
 #[cfg(test)]
@@ -57,11 +78,9 @@ mod tests {
         let h = parse_split(b"Content-Type: text/html\r\n\r\n");
         assert_eq!(h.status, 200);
         // Something that starts as a status line but is not one is a
-        // header line (and a bad one).
-        assert_eq!(
-            parse_app_head(b"HTTP/1.1 abc\r\n\r\n", 4096),
-            Err(HeadError::InvalidHeader("HTTP/1.1\\x20...".into()))
-        );
+        // header line NGINX skips.
+        let h = parse_split(b"HTTP/1.1 abc\r\nX-A: 1\r\n\r\nbody");
+        assert_eq!((h.status, h.header("x-a"), h.len), (200, Some("1"), 25));
     }
 
     #[test]
