@@ -71,7 +71,7 @@ mod tests {
             pairs(&[("REQUEST_METHOD", "GET"), ("QS", "")]),
         )
         .unwrap();
-        let mut want = vec![0, 29, 0, 0];
+        let mut want = vec![0, 27, 0, 0];
         want.extend_from_slice(&[14, 0]);
         want.extend_from_slice(b"REQUEST_METHOD");
         want.extend_from_slice(&[3, 0]);
