@@ -1,7 +1,9 @@
 //! Upstreams: the groups `upstream { }` and `proxy_pass` define
 //! ([`balance`]: peers, their shared state and NGINX's balancers), the
 //! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
-//! ([`wire`]), HTTP/2 to peers for gRPC ([`http2`]), the peer's address, TCP or unix socket ([`addr`]), the
+//! ([`wire`]), the application-server codecs ([`fastcgi`], [`uwsgi`],
+//! [`scgi`], and [`app_head`] for the latter two's answers), HTTP/2 to
+//! peers for gRPC ([`http2`]), the peer's address, TCP or unix socket ([`addr`]), the
 //! socket plain or TLS ([`stream`]), names resolved at run time
 //! ([`resolver`]), and the pieces a
 //! proxied exchange is made of: connecting with `proxy_connect_timeout`,
