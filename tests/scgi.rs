@@ -132,6 +132,17 @@ fn wsgi_app_answers_as_nginx_does() {
                 "{method} {target} via {pass}: porter, then nginx"
             );
         }
+        // A chunked body is read whole and goes with its length.
+        let chunked = b"POST /form?c=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+            Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n\
+            5\r\na=1&b\r\n4\r\n=2&c\r\n2\r\n=3\r\n0\r\n\r\n";
+        let (a, b) = (raw(p.port, chunked), raw(n.port, chunked));
+        assert!(a.text().contains("post b=2\npost c=3\n"), "{}", a.text());
+        assert_eq!(
+            essence(&a),
+            essence(&b),
+            "chunked via {pass}: porter, then nginx"
+        );
         let r = request(p.port, "POST", "/params?z=1", "Cookie: k=v\r\n", b"abc");
         for want in [
             "QUERY_STRING=z=1\n",
