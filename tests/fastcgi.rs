@@ -308,3 +308,106 @@ fn tcp_group_with_keepalive_serves_many_requests() {
     }
     let _ = s.read(&mut [0u8; 1]);
 }
+
+/// Asks for `killme.php` (its worker's pid written to a file in `dir`),
+/// waits for the pid and, with `part`, for the part of the body the
+/// script sends, then kills that FPM worker: what the client got, to the
+/// close.
+fn killed_mid_response(port: u16, dir: &TempDir, part: bool) -> Vec<u8> {
+    let pidfile = dir.path().join(format!("pid-{part}"));
+    let _ = std::fs::remove_file(&pidfile);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let q = if part { "part=1&" } else { "" };
+    write!(
+        s,
+        "GET /killme.php?{q}pidfile={} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        pidfile.display()
+    )
+    .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        assert!(Instant::now() < deadline, "no pid from the script");
+        if let Some(p) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.parse::<u32>().ok())
+        {
+            break p;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let want = [b"x".repeat(1000), b"\n".to_vec()].concat();
+    while part && find(&got, &want).is_none() {
+        let mut tmp = [0u8; 4096];
+        match s.read(&mut tmp) {
+            Ok(0) | Err(_) => panic!(
+                "port {port}: cut before the first part: {}",
+                String::from_utf8_lossy(&got)
+            ),
+            Ok(n) => got.extend_from_slice(&tmp[..n]),
+        }
+    }
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+    assert!(killed.unwrap().success());
+    let _ = s.read_to_end(&mut got);
+    got
+}
+
+#[test]
+fn fpm_worker_killed_mid_response_cuts_or_502s_and_serving_goes_on() {
+    let fpm = Fpm::start();
+    let pass = format!("unix:{}", fpm.sock.display());
+    // Unbuffered, nginx passes the part on as it comes (buffered, it
+    // holds it); porter streams either way.
+    let extra = "      fastcgi_buffering off;";
+    let p = porter(&pass, extra);
+    let keep = TempDir::new("fcgi-nginx");
+    let n = nginx(&pass, extra, &keep);
+    let dir = TempDir::new("fpm-kill");
+    set_mode(dir.path(), 0o777);
+    for port in [p.port, n.port] {
+        // Part of the body went out: the client gets it, then the close,
+        // never the chunked body's end.
+        let got = killed_mid_response(port, &dir, true);
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.contains(&"x".repeat(1000)), "{text}");
+        assert!(!text.ends_with("0\r\n\r\n"), "{text}");
+        // Nothing went out yet: 502.
+        let got = killed_mid_response(port, &dir, false);
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 502 Bad Gateway\r\n"), "{text}");
+        // The server goes on (FPM starts another worker).
+        assert_eq!(request(port, "GET", "/form.php?a=1", "", b"").status, 200);
+    }
+    let head = "while reading response header from upstream";
+    let log = p.wait_log("logs/error.log", head, Duration::from_secs(5));
+    // One error line for each request, as nginx's: the worker's socket is
+    // reset (or closed) under the read, in the body or in the header.
+    let errors = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("[error]"))
+            .map(|l| log_message(l).to_string())
+            .collect()
+    };
+    let (pe, ne) = (errors(&log), errors(&n.error_log()));
+    assert_eq!(pe.len(), 2, "{log}");
+    assert_eq!(ne.len(), 2, "{}", n.error_log());
+    for (i, (what, req)) in [("while reading upstream", "part=1&"), (head, "?pidfile=")]
+        .into_iter()
+        .enumerate()
+    {
+        for line in [&pe[i], &ne[i]] {
+            assert!(
+                line.starts_with("recv() failed (104: Connection reset by peer)")
+                    || line.starts_with("upstream prematurely closed connection"),
+                "{line}"
+            );
+            assert!(line.contains(what) && line.contains(req), "{line}");
+        }
+    }
+    assert!(!log.contains("[crit]") && !log.contains("[alert]"), "{log}");
+}

@@ -1,5 +1,6 @@
-//! The settings of an application-server upstream (`fastcgi_*` now; the
-//! same struct serves `uwsgi_*` and `scgi_*`): one level's
+//! The settings of an application-server upstream (`fastcgi_*`; the
+//! same struct serves `uwsgi_*` and `scgi_*`, each field named for the
+//! FastCGI directive): one level's
 //! [`AppBuilder`] (each field set or not) merged field by field into
 //! [`AppSettings`], as the location settings are. The proxy's core reads
 //! the shared ones through `handlers::proxy`'s `Knobs`.
@@ -75,4 +76,8 @@ settings_group! {
     catch_stderr: Arc<Vec<String>> = Arc::new(Vec::new());
     /// `fastcgi_limit_rate` (bytes a second; 0: none).
     limit_rate: u64 = 0;
+    /// `uwsgi_modifier1` (the packet's first byte).
+    modifier1: u8 = 0;
+    /// `uwsgi_modifier2` (the packet's fourth byte).
+    modifier2: u8 = 0;
 }

@@ -263,10 +263,18 @@ loc_settings! {
     nested {
         /// `fastcgi_*` (`directives/fastcgi.rs`, `config/app_upstream.rs`).
         fastcgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// `uwsgi_*` (`directives/uwsgi.rs`).
+        uwsgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// `scgi_*` (`directives/scgi.rs`).
+        scgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
         /// `proxy_cache*` (`directives/cache.rs`, `config/cache_conf.rs`).
         proxy_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
         /// `fastcgi_cache*`, the same group.
         fastcgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
+        /// `uwsgi_cache*`, the same group.
+        uwsgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
+        /// `scgi_cache*`, the same group.
+        scgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
     }
     /// `root` / `alias`.
     root: DocRoot = DocRoot::Root(Template::literal("html"));

@@ -152,6 +152,11 @@ impl RequestCtx {
             Var::ContentLength => {
                 if let Some(v) = self.header("content-length") {
                     out.push_str(v)
+                } else if let Some(b) = &self.request_body {
+                    // A chunked body read whole has its length, as NGINX
+                    // sets `content_length_n` once it has read one (what
+                    // `uwsgi_params` and `fastcgi_params` send).
+                    let _ = write!(out, "{}", b.len());
                 }
             }
             Var::ContentType => {

@@ -1,7 +1,9 @@
 //! Upstreams: the groups `upstream { }` and `proxy_pass` define
 //! ([`balance`]: peers, their shared state and NGINX's balancers), the
 //! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
-//! ([`wire`]), HTTP/2 to peers for gRPC ([`http2`]), the peer's address, TCP or unix socket ([`addr`]), the
+//! ([`wire`]), the application-server codecs ([`fastcgi`], [`uwsgi`],
+//! [`scgi`], and [`app_head`] for the latter two's answers), HTTP/2 to
+//! peers for gRPC ([`http2`]), the peer's address, TCP or unix socket ([`addr`]), the
 //! socket plain or TLS ([`stream`]), names resolved at run time
 //! ([`resolver`]), and the pieces a
 //! proxied exchange is made of: connecting with `proxy_connect_timeout`,
@@ -14,12 +16,15 @@
 //! puts the connection back into the pool.
 
 pub mod addr;
+pub mod app_head;
 pub mod balance;
 pub mod fastcgi;
 pub mod http2;
 pub mod pool;
 pub mod resolver;
+pub mod scgi;
 pub mod stream;
+pub mod uwsgi;
 pub mod wire;
 
 use std::io;
@@ -167,6 +172,10 @@ pub enum Protocol {
     Http,
     /// FastCGI (`fastcgi_pass`, [`fastcgi`]).
     FastCgi,
+    /// uwsgi (`uwsgi_pass`, [`uwsgi`]).
+    Uwsgi,
+    /// SCGI (`scgi_pass`, [`scgi`]).
+    Scgi,
 }
 
 /// A `proxy_pass` (or `fastcgi_pass`) directive, compiled.
@@ -320,6 +329,23 @@ pub fn split_url(url: &str) -> Result<SplitUrl, String> {
         port,
         uri,
     })
+}
+
+/// An application server's address (`fastcgi_pass`, `uwsgi_pass`,
+/// `scgi_pass`, as written or rendered) made a URL [`split_url`] reads: `uwsgi://` dropped as NGINX's `ngx_http_uwsgi_eval` drops it,
+/// `suwsgi://` refused (porter has no `uwsgi_ssl_*`).
+pub fn app_url(proto: Protocol, url: &mut String) -> Result<(), String> {
+    if proto == Protocol::Uwsgi {
+        let lower = url.get(..9).unwrap_or(url).to_ascii_lowercase();
+        if lower.starts_with("suwsgi://") {
+            return Err(format!("suwsgi is not supported in upstream \"{url}\""));
+        }
+        if lower.starts_with("uwsgi://") {
+            url.drain(..8);
+        }
+    }
+    url.insert_str(0, "http://");
+    Ok(())
 }
 
 /// Writes all of `data` to an upstream, each wait bounded by `timeout`.

@@ -162,13 +162,23 @@ pub(super) static PROXY_ROWS: &[Spec] = cache_rows!("proxy", proxy_cache);
 /// `fastcgi_cache*` (ngx_http_fastcgi_module's, the proxy's rules).
 pub(super) static FASTCGI_ROWS: &[Spec] = cache_rows!("fastcgi", fastcgi_cache);
 
+/// `uwsgi_cache*`, `uwsgi_no_cache`, `uwsgi_temp_path`, `uwsgi_cache_path`.
+pub(super) static UWSGI_ROWS: &[Spec] = cache_rows!("uwsgi", uwsgi_cache);
+
+/// `scgi_cache*`, `scgi_no_cache`, `scgi_temp_path`, `scgi_cache_path`.
+pub(super) static SCGI_ROWS: &[Spec] = cache_rows!("scgi", scgi_cache);
+
 /// NGINX's merge-time warning `no "fastcgi_cache_key" for
-/// "fastcgi_cache"` (FastCGI has no default key), once, at the end of the
+/// "fastcgi_cache"` (FastCGI, uwsgi and SCGI have no default key), once, at the end of the
 /// `http` block where nginx 1.22 reports it: a location whose merged
 /// settings turn the cache on without a key.
 pub(super) fn warn_missing_keys(b: &Build, http: &Directive) {
     type Group = fn(&LocBuilder) -> &CacheBuilder;
-    let families: &[(&str, Group)] = &[("fastcgi", |l| &l.fastcgi_cache)];
+    let families: &[(&str, Group)] = &[
+        ("fastcgi", |l| &l.fastcgi_cache),
+        ("uwsgi", |l| &l.uwsgi_cache),
+        ("scgi", |l| &l.scgi_cache),
+    ];
     for (prefix, group) in families {
         let missing = b.servers.iter().any(|sb| {
             sb.locations.iter().any(|lb| {

@@ -23,6 +23,8 @@
 //! | `upstream.rs` | `upstream { }` |
 //! | `access.rs` | `allow`/`deny`, `auth_basic`, `limit_req*`, `limit_conn*` |
 //! | `fastcgi.rs` | `fastcgi_pass`, `fastcgi_param` and `fastcgi_*` |
+//! | `uwsgi.rs`, `scgi.rs` | `uwsgi_pass`, `uwsgi_modifier1/2`, `scgi_pass` |
+//! | `app_rows.rs` | the `uwsgi_*`/`scgi_*` twins of the proxy's settings, `*_param` |
 //! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
@@ -168,6 +170,7 @@ macro_rules! loc_size {
 
 mod access;
 mod aio;
+mod app_rows;
 mod build;
 mod cache;
 mod content;
@@ -188,6 +191,7 @@ mod realip;
 mod referer;
 mod resolver;
 mod rewrite;
+mod scgi;
 mod secure_link;
 mod ssi;
 mod ssl;
@@ -197,6 +201,7 @@ mod subrequests;
 mod trailers;
 mod tuning;
 mod upstream;
+mod uwsgi;
 
 pub use build::Build;
 use build::{ListenB, LocB, ServerB, NESTED};
@@ -222,8 +227,14 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     grpc::ROWS,
     fastcgi::ROWS,
+    uwsgi::ROWS,
+    uwsgi::COMMON,
+    scgi::ROWS,
+    scgi::COMMON,
     cache::PROXY_ROWS,
     cache::FASTCGI_ROWS,
+    cache::UWSGI_ROWS,
+    cache::SCGI_ROWS,
     ssl::ROWS,
     tuning::ROWS,
     internals::ROWS,

@@ -13,8 +13,6 @@ use super::*;
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
     d("client_body_temp_path", HSL, Arity::Range(1, 4), temp_path),
-    d("uwsgi_temp_path", HSL, Arity::Range(1, 4), temp_path),
-    d("scgi_temp_path", HSL, Arity::Range(1, 4), temp_path),
     d("client_body_buffer_size", HSL, Arity::N(1), size_only),
     d(
         "client_body_in_file_only",

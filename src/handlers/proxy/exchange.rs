@@ -2,7 +2,8 @@
 //! depends on the protocol: the request's head and body out (the body
 //! streamed as it arrives: as is, re-framed as chunks, or as FastCGI
 //! `STDIN` records) and the response head in (an HTTP/1 status line and
-//! headers, 1xx skipped; or FastCGI records up to the end of the CGI
+//! headers, 1xx skipped; a uwsgi or SCGI application's status line or
+//! CGI header; or FastCGI records up to the end of the CGI
 //! header, the application's stderr logged on the way). Everything around
 //! it — peers, tries, logs, variables — is `fetch`'s, the same for every
 //! protocol.
@@ -18,7 +19,7 @@ use crate::http::context::RequestCtx;
 use crate::log::RequestLog;
 use crate::upstream::fastcgi::{self, BodyDecoder, HeadReader};
 use crate::upstream::wire::{self, HeadError, ResponseHead};
-use crate::upstream::{self, Protocol, UpstreamConn};
+use crate::upstream::{self, app_head, Protocol, UpstreamConn};
 
 /// The request as it goes to every peer tried.
 pub(super) struct Outgoing {
@@ -46,6 +47,8 @@ impl Outgoing {
     pub fn scheme(&self) -> &'static str {
         match (self.proto, self.tls.is_some()) {
             (Protocol::FastCgi, _) => "fastcgi",
+            (Protocol::Uwsgi, _) => "uwsgi",
+            (Protocol::Scgi, _) => "scgi",
             (Protocol::Http, true) => "https",
             (Protocol::Http, false) => "http",
         }
@@ -95,13 +98,18 @@ pub(super) async fn send_request_read_head(
         let framing = match out.proto {
             Protocol::FastCgi => BodyFraming::FastCgi,
             Protocol::Http if chunked => BodyFraming::Chunked,
-            Protocol::Http => BodyFraming::AsIs,
+            // uwsgi and SCGI bodies follow their head as is (a chunked
+            // one was read whole: they need its length first).
+            Protocol::Http | Protocol::Uwsgi | Protocol::Scgi => BodyFraming::AsIs,
         };
         send_body(ctx, env, k, &conn, framing).await?;
     }
     match out.proto {
-        Protocol::Http => read_response_head(k, conn).await,
+        Protocol::Http => read_response_head(k, conn, wire::parse_response_head).await,
         Protocol::FastCgi => read_fastcgi_head(ctx, k, conn, log).await,
+        Protocol::Uwsgi | Protocol::Scgi => {
+            read_response_head(k, conn, app_head::parse_app_head).await
+        }
     }
 }
 
@@ -205,14 +213,22 @@ async fn read_more(
     }
 }
 
-/// Reads an HTTP/1 response head (at most `*_buffer_size`), skipping 1xx
-/// heads but `101`.
-async fn read_response_head(k: &Knobs<'_>, conn: UpstreamConn) -> Result<Got, Step> {
+/// The parser of a response head: at most `max` bytes from the start of
+/// the buffer, `None` while incomplete.
+type ParseHead = fn(&[u8], usize) -> Result<Option<ResponseHead>, HeadError>;
+
+/// Reads an HTTP/1 response head (or a uwsgi or SCGI application's, by
+/// `parse`; at most `*_buffer_size`), skipping 1xx heads but `101`.
+async fn read_response_head(
+    k: &Knobs<'_>,
+    conn: UpstreamConn,
+    parse: ParseHead,
+) -> Result<Got, Step> {
     let max = k.buffer_size as usize;
     let mut buf = Vec::with_capacity(max.min(upstream::READ_CHUNK));
     let mut got_any = false;
     loop {
-        match wire::parse_response_head(&buf, max) {
+        match parse(&buf, max) {
             Ok(Some(h)) if (100..200).contains(&h.status) && h.status != 101 => {
                 buf.drain(..h.len);
                 continue;

@@ -13,6 +13,7 @@
 use std::cell::RefCell;
 
 use super::request::{request_body, FetchOptions, ReqBody, UpstreamError, CLEARED_FOR_CACHE};
+use crate::config::app_upstream::AppSettings;
 use crate::handlers::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
@@ -30,7 +31,7 @@ pub async fn build_request(
     let body = request_body(ctx, env, client_body, None, true).await?;
     let mut head = Vec::with_capacity(1024);
     fastcgi::begin_request(&mut head, ctx.loc.s.fastcgi.keep_conn);
-    let params = params(ctx, opts);
+    let params = cgi_params(ctx, &ctx.loc.s.fastcgi, opts);
     fastcgi::params(
         &mut head,
         params.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
@@ -46,9 +47,14 @@ pub async fn build_request(
     Ok((head, body))
 }
 
-/// The name-value pairs of `PARAMS`, in NGINX's order.
-fn params(ctx: &RequestCtx, opts: &FetchOptions) -> Vec<(String, String)> {
-    let s = &ctx.loc.s.fastcgi;
+/// The name-value pairs of `PARAMS` (and of uwsgi's vars, SCGI's
+/// headers), in NGINX's order; with a cache, NGINX's
+/// `ngx_http_*_cache_headers` rules (the same in the three modules).
+pub(super) fn cgi_params(
+    ctx: &RequestCtx,
+    s: &AppSettings,
+    opts: &FetchOptions,
+) -> Vec<(String, String)> {
     let mut out = Vec::with_capacity(s.params.len() + ctx.head.headers().len());
     for p in s.params.iter() {
         let v = p.value.render(ctx);

@@ -63,10 +63,10 @@ pub async fn fetch_with(
     let pass_body = Knobs::of(&ctx.loc.s, pass.proto).pass_request_body;
     let target = resolve_target(ctx, env, pass)?;
     let group = resolve_group(ctx, env, target.group).await?;
-    let fastcgi = pass.proto == Protocol::FastCgi;
-    let uri = match fastcgi {
-        true => String::new(),
-        false => upstream_uri(ctx, pass, target.url_uri.as_deref(), target.dynamic),
+    let http = pass.proto == Protocol::Http;
+    let uri = match http {
+        true => upstream_uri(ctx, pass, target.url_uri.as_deref(), target.dynamic),
+        false => String::new(),
     };
     let method = upstream_method(ctx, opts);
     let client_body = env.body.filter(|b| pass_body && !b.borrow().is_done());
@@ -74,9 +74,11 @@ pub async fn fetch_with(
         true => Some(tls::target(ctx, env.log)?),
         false => None,
     };
-    let (head, body) = match fastcgi {
-        true => super::fastcgi::build_request(ctx, env, client_body, opts).await?,
-        false => build_request(ctx, env, client_body, &method, &uri, opts).await?,
+    let (head, body) = match pass.proto {
+        Protocol::Http => build_request(ctx, env, client_body, &method, &uri, opts).await?,
+        Protocol::FastCgi => super::fastcgi::build_request(ctx, env, client_body, opts).await?,
+        Protocol::Uwsgi => super::uwsgi::build_request(ctx, env, client_body, opts).await?,
+        Protocol::Scgi => super::scgi::build_request(ctx, env, client_body, opts).await?,
     };
     let out = Outgoing {
         proto: pass.proto,
@@ -86,7 +88,7 @@ pub async fn fetch_with(
         head_req: method == "HEAD",
         idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
         tls,
-        upgrade: !fastcgi && upgrade_asked(ctx),
+        upgrade: http && upgrade_asked(ctx),
         proxy_header: ctx
             .loc
             .s
@@ -389,7 +391,10 @@ fn upstream_response(
         Some(d) => fastcgi_framing(d, &buf, rh.status, out.head_req, log),
         None => {
             let f = Framing::of(&rh, out.head_req)?;
-            let keeps = rh.keep_alive() && !matches!(f, Framing::Close);
+            // uwsgi and SCGI close after each request (NGINX never keeps
+            // their connections).
+            let keeps =
+                out.proto == Protocol::Http && rh.keep_alive() && !matches!(f, Framing::Close);
             (f, keeps)
         }
     };

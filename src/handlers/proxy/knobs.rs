@@ -1,5 +1,5 @@
 //! The settings the proxy's core reads for one request, taken from the
-//! `proxy_*` or the `fastcgi_*` directives by the protocol spoken
+//! `proxy_*`, `fastcgi_*`, `uwsgi_*` or `scgi_*` directives by the protocol spoken
 //! (`upstream::Protocol`): the one place that knows which directive
 //! family governs a try, so `fetch`, `connect`, `response` and the cache
 //! flow (`cache.rs`, `fill.rs`: the protocol's `*_cache*` group) are the
@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::app_upstream::AppSettings;
 use crate::config::cache_conf::CacheSettings;
 use crate::config::model::ProxyBind;
 use crate::config::LocSettings;
@@ -43,7 +44,7 @@ pub struct Knobs<'a> {
     pub socket_keepalive: bool,
     /// `*_bind`.
     pub bind: Option<&'a ProxyBind>,
-    /// `fastcgi_limit_rate`: bytes a second read from the upstream.
+    /// `fastcgi_limit_rate` (uwsgi, SCGI): bytes a second read from the upstream.
     pub limit_rate: u64,
     /// Response headers never passed unless `*_pass_header` names them.
     pub hidden: &'static [&'static str],
@@ -71,10 +72,21 @@ pub(crate) const PROXY_HIDDEN: &[&str] = &[
     "x-accel-charset",
 ];
 
-/// NGINX's `ngx_http_fastcgi_hide_headers`: the application's `Date` and
-/// `Server` go to the client, its `Status` line does not.
+/// NGINX's `ngx_http_fastcgi_hide_headers` (and `ngx_http_scgi_...`): the
+/// application's `Date` and `Server` go to the client, its `Status` line
+/// does not.
 const FASTCGI_HIDDEN: &[&str] = &[
     "status",
+    "x-accel-expires",
+    "x-accel-redirect",
+    "x-accel-limit-rate",
+    "x-accel-buffering",
+    "x-accel-charset",
+];
+
+/// NGINX's `ngx_http_uwsgi_hide_headers`: as FastCGI's, but a `Status`
+/// header passes (uWSGI answers with a status line).
+const UWSGI_HIDDEN: &[&str] = &[
     "x-accel-expires",
     "x-accel-redirect",
     "x-accel-limit-rate",
@@ -108,31 +120,40 @@ impl<'a> Knobs<'a> {
                 cache: &s.proxy_cache,
                 convert_head: s.proxy_cache_convert_head,
             },
-            Protocol::FastCgi => {
-                let a = &s.fastcgi;
-                Knobs {
-                    proto,
-                    connect_timeout: a.connect_timeout,
-                    send_timeout: a.send_timeout,
-                    read_timeout: a.read_timeout,
-                    next_upstream: a.next_upstream,
-                    next_upstream_tries: a.next_upstream_tries,
-                    next_upstream_timeout: a.next_upstream_timeout,
-                    buffer_size: a.buffer_size,
-                    intercept_errors: a.intercept_errors,
-                    hide_header: &a.hide_header,
-                    pass_header: &a.pass_header,
-                    pass_request_body: a.pass_request_body,
-                    socket_keepalive: a.socket_keepalive,
-                    bind: a.bind.as_ref(),
-                    limit_rate: a.limit_rate,
-                    hidden: FASTCGI_HIDDEN,
-                    ignore_headers: &a.ignore_headers,
-                    buffering: a.buffering,
-                    cache: &s.fastcgi_cache,
-                    convert_head: false,
-                }
-            }
+            Protocol::FastCgi => Knobs::app(proto, &s.fastcgi, &s.fastcgi_cache, FASTCGI_HIDDEN),
+            Protocol::Uwsgi => Knobs::app(proto, &s.uwsgi, &s.uwsgi_cache, UWSGI_HIDDEN),
+            Protocol::Scgi => Knobs::app(proto, &s.scgi, &s.scgi_cache, FASTCGI_HIDDEN),
+        }
+    }
+
+    /// An application server's settings (`fastcgi_*`, `uwsgi_*`, `scgi_*`).
+    fn app(
+        proto: Protocol,
+        a: &'a AppSettings,
+        cache: &'a CacheSettings,
+        hidden: &'static [&'static str],
+    ) -> Knobs<'a> {
+        Knobs {
+            proto,
+            connect_timeout: a.connect_timeout,
+            send_timeout: a.send_timeout,
+            read_timeout: a.read_timeout,
+            next_upstream: a.next_upstream,
+            next_upstream_tries: a.next_upstream_tries,
+            next_upstream_timeout: a.next_upstream_timeout,
+            buffer_size: a.buffer_size,
+            intercept_errors: a.intercept_errors,
+            hide_header: &a.hide_header,
+            pass_header: &a.pass_header,
+            pass_request_body: a.pass_request_body,
+            socket_keepalive: a.socket_keepalive,
+            bind: a.bind.as_ref(),
+            limit_rate: a.limit_rate,
+            hidden,
+            ignore_headers: &a.ignore_headers,
+            buffering: a.buffering,
+            cache,
+            convert_head: false,
         }
     }
 }

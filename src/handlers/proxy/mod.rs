@@ -39,8 +39,10 @@ mod fill;
 mod knobs;
 mod request;
 mod response;
+mod scgi;
 mod target;
 mod tls;
+mod uwsgi;
 
 pub use self::dispatch::{serve, serve_with};
 pub use self::fetch::{fetch, fetch_with};

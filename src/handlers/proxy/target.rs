@@ -73,9 +73,13 @@ pub fn resolve_target(
         }
     };
     let mut url = t.render(ctx);
-    if pass.proto == upstream::Protocol::FastCgi {
-        // `fastcgi_pass $addr`: an address or `upstream` name, no scheme.
-        url.insert_str(0, "http://");
+    if pass.proto != upstream::Protocol::Http {
+        // `fastcgi_pass $addr`: an address or `upstream` name, no scheme
+        // (`uwsgi_pass` may say `uwsgi://`).
+        if let Err(e) = upstream::app_url(pass.proto, &mut url) {
+            ctx.log(env.log).error(format_args!("{e}"));
+            return Err(UpstreamError::Status(500));
+        }
     }
     let split = match upstream::split_url(&url) {
         Ok(s) => s,

@@ -160,8 +160,9 @@ pub async fn handshake(
 }
 
 /// The keep-alive pool a group's connections go to: TLS and plain ones,
-/// HTTP and FastCGI ones, of one group never mix.
+/// HTTP and FastCGI ones, of one group never mix (uwsgi and SCGI ones are
+/// never kept).
 pub fn pool_key(group: u64, tls: bool, proto: crate::upstream::Protocol) -> u64 {
-    let fastcgi = proto == crate::upstream::Protocol::FastCgi;
+    let fastcgi = proto != crate::upstream::Protocol::Http;
     group << 2 | u64::from(fastcgi) << 1 | u64::from(tls)
 }

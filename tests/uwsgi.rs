@@ -1,0 +1,481 @@
+//! `uwsgi_pass` against a real uWSGI: Debian's `uwsgi` with its python3
+//! plugin, started here on a loopback port and a unix socket, serving the
+//! WSGI app in `tests/support/wsgi_app.py`. porter loads Debian's
+//! `uwsgi_params` unchanged from its prefix, and Debian's nginx answers
+//! the same requests beside it: forms, cookies, statuses and headers set
+//! by the app, an app slower than `uwsgi_read_timeout`, an app that is
+//! down; then a 100 MB upload (porter's RSS stays bounded) and a streamed
+//! download. A scripted server written here records the packets both
+//! servers send (compared var by var) and answers them badly on demand.
+
+#[path = "support/apps.rs"]
+mod apps;
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use apps::*;
+use common::*;
+
+/// Debian's uWSGI serving the WSGI app on a TCP port and a unix socket.
+struct Uwsgi {
+    port: u16,
+    sock: PathBuf,
+    _proc: Proc,
+    _dir: TempDir,
+}
+
+impl Uwsgi {
+    fn start() -> Uwsgi {
+        let dir = TempDir::new("uwsgi");
+        set_mode(dir.path(), 0o755);
+        let port = free_port();
+        let sock = dir.path().join("app.sock");
+        let child = Command::new("/usr/bin/uwsgi")
+            .args(["--plugin", "python3", "--master", "--processes", "4"])
+            .args([
+                "--die-on-term",
+                "--chmod-socket=666",
+                "--buffer-size",
+                "32768",
+            ])
+            .arg("--socket")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--socket")
+            .arg(&sock)
+            .arg("--wsgi-file")
+            .arg(support("wsgi_app.py"))
+            .arg("--logto")
+            .arg(dir.path().join("uwsgi.log"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("uWSGI is not installed (apt-get install uwsgi-core uwsgi-plugin-python3)");
+        let u = Uwsgi {
+            port,
+            sock,
+            _proc: Proc(child),
+            _dir: dir,
+        };
+        wait_ready(u.port, Some(&u.sock), "uWSGI");
+        u
+    }
+}
+
+/// The server block both servers run: Debian's `uwsgi_params`, two params
+/// of the test's own, `pass` as the target.
+fn site(params: &str, pass: &str, extra: &str) -> String {
+    let root = support("");
+    format!(
+        "  server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n    \
+         root {root};\n    client_max_body_size 200m;\n    \
+         location / {{\n      include {params};\n      uwsgi_param CUSTOM yes;\n      \
+         uwsgi_param EMPTY $arg_none if_not_empty;\n      uwsgi_pass {pass};\n      \
+         uwsgi_read_timeout 2s;\n{extra}\n    }}\n    \
+         location ~ \\.py$ {{ include {params}; uwsgi_pass {pass}; }}\n  }}",
+        root = root.display()
+    )
+}
+
+/// porter with Debian's `uwsgi_params` in its prefix, included by a
+/// relative name as Debian's sites do.
+fn porter(pass: &str, extra: &str) -> Server {
+    porter_with("", pass, extra)
+}
+
+fn porter_with(http: &str, pass: &str, extra: &str) -> Server {
+    let prefix = TempDir::new("uwsgi-p");
+    prefix.write(
+        "uwsgi_params",
+        std::fs::read(debian_etc("uwsgi_params")).unwrap(),
+    );
+    let conf = one_worker_conf(&format!("{http}\n{}", site("uwsgi_params", pass, extra)));
+    Server::start_in(prefix, &conf, &[])
+}
+
+fn nginx(pass: &str, extra: &str) -> Nginx {
+    nginx_with("", pass, extra)
+}
+
+fn nginx_with(http: &str, pass: &str, extra: &str) -> Nginx {
+    let params = debian_etc("uwsgi_params").display().to_string();
+    Nginx::start(&format!("{http}\n{}", site(&params, pass, extra)))
+        .expect("nginx is not installed")
+}
+
+#[test]
+fn wsgi_app_answers_as_nginx_does() {
+    let app = Uwsgi::start();
+    let form = b"name=J%C3%BCrgen&x=1+2";
+    let cases: Vec<(&str, &str, &str, &[u8])> = vec![
+        ("GET", "/form?a=1&b=2", "Cookie: c=3; d=4\r\n", b""),
+        (
+            "POST",
+            "/form?q=x",
+            "Content-Type: application/x-www-form-urlencoded\r\n",
+            form,
+        ),
+        (
+            "GET",
+            "/params?z=1&none=",
+            "X-Custom: yes\r\nAccept: text/plain\r\nCookie: k=v\r\n",
+            b"",
+        ),
+        ("GET", "/status?code=201", "", b""),
+        ("GET", "/status?code=404&reason=Gone%20Away", "", b""),
+        ("GET", "/status?code=302&location=/form", "", b""),
+        ("GET", "/status?code=204", "", b""),
+        ("HEAD", "/form", "", b""),
+        ("GET", "/nothing/here?x=y", "", b""),
+    ];
+    for pass in [
+        format!("127.0.0.1:{}", app.port),
+        format!("unix:{}", app.sock.display()),
+    ] {
+        let p = porter(&pass, "");
+        let n = nginx(&pass, "");
+        for (method, target, headers, body) in &cases {
+            let a = request(p.port, method, target, headers, body);
+            let b = request(n.port, method, target, headers, body);
+            assert_eq!(
+                essence(&a),
+                essence(&b),
+                "{method} {target} via {pass}: porter, then nginx"
+            );
+        }
+        // A chunked body is read whole and goes with its length.
+        let chunked = b"POST /form?c=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+            Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n\
+            5\r\na=1&b\r\n4\r\n=2&c\r\n2\r\n=3\r\n0\r\n\r\n";
+        let (a, b) = (raw(p.port, chunked), raw(n.port, chunked));
+        assert!(a.text().contains("post b=2\npost c=3\n"), "{}", a.text());
+        assert_eq!(
+            essence(&a),
+            essence(&b),
+            "chunked via {pass}: porter, then nginx"
+        );
+        // The variables the app saw, spelled out once; a repeated header
+        // goes as one, as current NGINX sends it (1.22 sent each line).
+        let r = request(
+            p.port,
+            "GET",
+            "/params?z=1",
+            "Cookie: k=v\r\nCookie: l=w\r\n",
+            b"",
+        );
+        for want in [
+            "QUERY_STRING=z=1\n",
+            "PATH_INFO=/params\n",
+            "CUSTOM=yes\n",
+            "EMPTY=(unset)\n",
+            "HTTP_HOST=localhost\n",
+            "HTTP_COOKIE=k=v; l=w\n",
+            "REQUEST_URI=/params?z=1\n",
+        ] {
+            assert!(r.text().contains(want), "{want:?} in {}", r.text());
+        }
+    }
+}
+
+/// A uwsgi packet's length once its head and body (by `CONTENT_LENGTH`)
+/// are in.
+fn packet_len(b: &[u8]) -> Option<usize> {
+    if b.len() < 4 {
+        return None;
+    }
+    let size = u16::from_le_bytes([b[1], b[2]]) as usize;
+    if b.len() < 4 + size {
+        return None;
+    }
+    let body = vars(b)
+        .iter()
+        .find(|(n, _)| n == "CONTENT_LENGTH")
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    Some(4 + size + body)
+}
+
+/// A packet's vars, in order.
+fn vars(b: &[u8]) -> Vec<(String, String)> {
+    let size = u16::from_le_bytes([b[1], b[2]]) as usize;
+    let mut out = Vec::new();
+    let mut i = 4;
+    let take = |i: &mut usize| {
+        let n = u16::from_le_bytes([b[*i], b[*i + 1]]) as usize;
+        let s = String::from_utf8_lossy(&b[*i + 2..*i + 2 + n]).into_owned();
+        *i += 2 + n;
+        s
+    };
+    while i < 4 + size {
+        let n = take(&mut i);
+        let v = take(&mut i);
+        out.push((n, v));
+    }
+    out
+}
+
+/// What differs between the two servers by nature: their ports.
+fn comparable(v: Vec<(String, String)>) -> Vec<(String, String)> {
+    v.into_iter()
+        .filter(|(n, _)| n != "REMOTE_PORT" && n != "SERVER_PORT")
+        .collect()
+}
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n";
+
+#[test]
+fn packets_are_nginx_s_var_for_var() {
+    let app = Scripted::start(packet_len, vec![], OK.to_vec());
+    let pass = format!("127.0.0.1:{}", app.port);
+    let extra = "      uwsgi_modifier1 5;\n      uwsgi_modifier2 9;";
+    let p = porter(&pass, extra);
+    let n = nginx(&pass, extra);
+    let cases: Vec<(&str, &str, &str, &[u8])> = vec![
+        (
+            "GET",
+            "/a/b?c=d&none=",
+            "X-Custom: 1\r\nCookie: a=1; b=2\r\nAccept: */*\r\n",
+            b"",
+        ),
+        (
+            "POST",
+            "/post",
+            "Content-Type: text/plain\r\n",
+            b"hello body",
+        ),
+        ("GET", "/x?none=set", "X-Forwarded-For: 10.0.0.1\r\n", b""),
+    ];
+    for (method, target, headers, body) in &cases {
+        let a = request(p.port, method, target, headers, body);
+        assert_eq!(a.text(), "ok\n");
+        let from_porter = app.last();
+        let b = request(n.port, method, target, headers, body);
+        assert_eq!(b.text(), "ok\n");
+        let from_nginx = app.last();
+        assert_eq!(&from_porter[..1], &[5]);
+        assert_eq!(from_porter[3], 9);
+        assert_eq!(
+            comparable(vars(&from_porter)),
+            comparable(vars(&from_nginx)),
+            "{method} {target}: porter, then nginx"
+        );
+        let end = 4 + u16::from_le_bytes([from_porter[1], from_porter[2]]) as usize;
+        assert_eq!(&from_porter[end..], *body);
+        assert_eq!(
+            &from_nginx[4 + u16::from_le_bytes([from_nginx[1], from_nginx[2]]) as usize..],
+            *body
+        );
+    }
+    // Without the client's headers, only the params go.
+    let p = porter(&pass, "      uwsgi_pass_request_headers off;");
+    request(p.port, "GET", "/h", "X-Custom: 1\r\n", b"");
+    assert!(vars(&app.last()).iter().all(|(n, _)| n != "HTTP_X_CUSTOM"));
+}
+
+#[test]
+fn bad_answers_are_502_with_nginx_s_log_lines() {
+    let answers: Vec<(&'static str, Vec<u8>)> = vec![
+        (
+            "/bad/header",
+            b"HTTP/1.1 200 OK\r\nBad Header\r\n\r\nx".to_vec(),
+        ),
+        (
+            "/bad/line",
+            b"HTTP/1.1 abc\r\nX-App: skipped\r\n\r\n".to_vec(),
+        ),
+        ("/bad/nothing", b"".to_vec()),
+        (
+            "/bad/too-big",
+            [
+                b"HTTP/1.1 200 OK\r\nX-Big: ".as_slice(),
+                &[b'a'; 10000],
+                b"\r\n\r\n",
+            ]
+            .concat(),
+        ),
+        (
+            "/bad/two-lengths",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab".to_vec(),
+        ),
+        (
+            "/cgi/status",
+            b"Status: 404 Gone\r\nContent-Type: text/plain\r\n\r\ngone\n".to_vec(),
+        ),
+        (
+            "/bad/short",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..".to_vec(),
+        ),
+    ];
+    let app = Scripted::start(packet_len, answers, OK.to_vec());
+    let pass = format!("127.0.0.1:{}", app.port);
+    let p = porter(&pass, "");
+    let n = nginx(&pass, "");
+    for (path, status) in [
+        ("/bad/header", 502),
+        ("/bad/line", 200),
+        ("/bad/nothing", 502),
+        ("/bad/too-big", 502),
+        ("/cgi/status", 404),
+    ] {
+        let a = request(p.port, "GET", path, "", b"");
+        let b = request(n.port, "GET", path, "", b"");
+        assert_eq!(a.status, status, "{path}");
+        assert_eq!(essence(&a), essence(&b), "{path}: porter, then nginx");
+    }
+    // Current NGINX refuses two lengths (1.22 passed the answer on).
+    assert_eq!(
+        request(p.port, "GET", "/bad/two-lengths", "", b"").status,
+        502
+    );
+    // A body cut short: what came goes out, and the client connection
+    // ends there.
+    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+    s.write_all(b"GET /bad/short HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.read_to_end(&mut got);
+    assert!(
+        got.ends_with(b"only ten.."),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+    let log = p.wait_log(
+        "logs/error.log",
+        "while reading upstream",
+        Duration::from_secs(5),
+    );
+    let nlog = n.error_log();
+    for needle in [
+        "upstream sent invalid header: \"Bad\\x20...\" while reading response header from upstream",
+        "upstream prematurely closed connection while reading response header from upstream",
+        "upstream sent too big header while reading response header from upstream",
+        "upstream sent duplicate header line: \"Content-Length: 3\", previous value: \"Content-Length: 2\" while reading response header from upstream",
+    ] {
+        assert_eq!(lines_with(&log, needle).len(), 1, "{needle} in {log}");
+        if !needle.contains("duplicate") {
+            assert!(nlog.contains(needle), "{needle} in nginx's {nlog}");
+        }
+    }
+    assert!(
+        log.contains("upstream prematurely closed connection while reading upstream"),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("upstream: \"uwsgi://127.0.0.1:{}\"", app.port)),
+        "{log}"
+    );
+}
+
+#[test]
+fn connections_are_not_kept_even_with_keepalive() {
+    let app = Scripted::start(packet_len, vec![], OK.to_vec());
+    let group = format!(
+        "  upstream app {{ server 127.0.0.1:{}; keepalive 4; }}",
+        app.port
+    );
+    let p = porter_with(&group, "app", "");
+    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+    let mut buf = Vec::new();
+    for i in 0..5 {
+        write!(s, "GET /k?i={i} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.text(), "ok\n");
+    }
+    // One client connection, a new upstream one each time, as nginx.
+    assert_eq!(app.connections.load(std::sync::atomic::Ordering::SeqCst), 5);
+    let n = nginx_with(&group, "app", "");
+    for _ in 0..5 {
+        assert_eq!(request(n.port, "GET", "/k", "", b"").status, 200);
+    }
+    assert_eq!(
+        app.connections.load(std::sync::atomic::Ordering::SeqCst),
+        10
+    );
+}
+
+#[test]
+fn slow_app_is_504_and_a_down_app_is_502_never_the_source() {
+    let app = Uwsgi::start();
+    let pass = format!("127.0.0.1:{}", app.port);
+    let p = porter(&pass, "");
+    let n = nginx(&pass, "");
+    for port in [p.port, n.port] {
+        assert_eq!(request(port, "GET", "/slow?s=4", "", b"").status, 504);
+    }
+    let log = p.wait_log(
+        "logs/error.log",
+        "upstream timed out",
+        Duration::from_secs(5),
+    );
+    let line = format!("upstream timed out (110: Connection timed out) while reading response header from upstream, client: 127.0.0.1, server: localhost, request: \"GET /slow?s=4 HTTP/1.1\", upstream: \"uwsgi://127.0.0.1:{}\", host: \"localhost\"", app.port);
+    assert!(log.contains(&line), "{log}");
+    assert!(n.error_log().contains(&line), "{}", n.error_log());
+    drop(app);
+    // The app gone: its port refuses; the source is never served.
+    for port in [p.port, n.port] {
+        for path in ["/form", "/wsgi_app.py"] {
+            let r = request(port, "GET", path, "", b"");
+            assert_eq!(r.status, 502, "{path}");
+            assert!(!r.text().contains("def app"), "{}", r.text());
+        }
+    }
+    let line = "connect() failed (111: Connection refused) while connecting to upstream";
+    let log = p.wait_log("logs/error.log", line, Duration::from_secs(5));
+    assert_eq!(lines_with(&log, line).len(), 2, "{log}");
+    assert!(n.error_log().contains(line));
+}
+
+#[test]
+fn large_upload_streams_with_bounded_memory_and_download_arrives_whole() {
+    let app = Uwsgi::start();
+    let p = porter(&format!("unix:{}", app.sock.display()), "");
+    let total = 100 * 1024 * 1024;
+    let mut h = <sha2::Sha256 as sha2::Digest>::new();
+    let block = pattern();
+    for _ in 0..total / block.len() {
+        sha2::Digest::update(&mut h, &block);
+    }
+    let want = format!("bytes={total} sha256={:x}\n", sha2::Digest::finalize(h));
+    let (r, before, peak) = upload(&p, "/upload", total);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), want);
+    assert!(
+        peak < before + 32 * 1024,
+        "RSS grew from {before} KiB to {peak} KiB"
+    );
+    let r = request(p.port, "GET", "/download?mb=64", "", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(r.body.len(), 64 << 20);
+    assert!(r.body.chunks(16).all(|c| c == b"0123456789abcdef"));
+}
+
+#[test]
+fn uwsgi_pass_forms_and_errors() {
+    for (pass, err) in [
+        ("suwsgi://127.0.0.1:1", "suwsgi is not supported"),
+        ("127.0.0.1", "no port in upstream \"127.0.0.1\""),
+    ] {
+        let e = config_error(&bare_conf(&format!("uwsgi_pass {pass};")));
+        assert!(e.contains(err), "{pass}: {e}");
+    }
+    let e = config_error(&bare_conf("uwsgi_modifier1 256;"));
+    assert!(e.contains("invalid value \"256\""), "{e}");
+    // `uwsgi://` leads as in NGINX.
+    let app = Scripted::start(packet_len, vec![], OK.to_vec());
+    let p = porter(&format!("uwsgi://127.0.0.1:{}", app.port), "");
+    assert_eq!(request(p.port, "GET", "/", "", b"").text(), "ok\n");
+}
+
+/// A config with `line` in a location, for `porter -t`.
+fn bare_conf(line: &str) -> String {
+    format!(
+        "error_log {{PREFIX}}/logs/error.log;\nevents {{ }}\nhttp {{ server {{ listen 127.0.0.1:1; \
+         location / {{ {line} }} }} }}\n"
+    )
+}
