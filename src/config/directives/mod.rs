@@ -15,6 +15,7 @@
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path` and `proxy_cache*` |
 //! | `grpc.rs` | `grpc_pass` and `grpc_*` |
+//! | `acme.rs` | `acme_issuer { }`, `acme_shared_zone`, `acme_certificate` (automatic HTTPS) |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
 //! | `rewrite.rs` | `rewrite`, `set`, `if`, `break`, `rewrite_log` |
@@ -166,6 +167,7 @@ macro_rules! loc_size {
 }
 
 mod access;
+mod acme;
 mod aio;
 mod build;
 mod cache;
@@ -234,6 +236,7 @@ static AREAS: &[&[Spec]] = &[
     resolver::ROWS,
     trailers::ROWS,
     subrequests::ROWS,
+    acme::ROWS,
 ];
 
 /// Every directive porter accepts.
