@@ -12,8 +12,8 @@ use bytes::Bytes;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use instant_acme::{
-    Account, AuthorizationStatus, BodyWrapper, ChallengeType, Identifier, NewAccount, NewOrder,
-    OrderStatus, RetryPolicy,
+    Account, AuthorizationStatus, BodyWrapper, CertificateIdentifier, ChallengeType, Identifier,
+    NewAccount, NewOrder, OrderStatus, RetryPolicy,
 };
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -105,13 +105,19 @@ pub async fn account(
 }
 
 /// Orders `cert`'s names, proves each by HTTP-01, finalizes and
-/// downloads: the chain and its key, both PEM.
-pub async fn issue(account: &Account, cert: &Certificate) -> Result<(String, String), AcmeError> {
+/// downloads: the chain and its key, both PEM;
+/// `replaces` names the certificate this one renews (ARI).
+pub async fn issue(
+    account: &Account,
+    cert: &Certificate,
+    replaces: Option<CertificateIdentifier<'static>>,
+) -> Result<(String, String), AcmeError> {
     let ids: Vec<Identifier> = cert.names.iter().cloned().map(Identifier::Dns).collect();
-    let mut order = account
-        .new_order(&NewOrder::new(&ids))
-        .await
-        .map_err(fail("new order"))?;
+    let mut new = NewOrder::new(&ids);
+    if let Some(r) = replaces {
+        new = new.replaces(r);
+    }
+    let mut order = account.new_order(&new).await.map_err(fail("new order"))?;
     let mut tokens = Vec::new();
     let mut authzs = order.authorizations();
     while let Some(a) = authzs.next().await {

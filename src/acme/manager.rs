@@ -2,8 +2,8 @@
 //! current-thread runtime, started by the first configuration that has
 //! an `acme_certificate` and kept for the life of the process. Each
 //! certificate has a task that sleeps until the certificate is due
-//! (now, when none is served; else the issuer's ARI window, or two
-//! thirds of its lifetime), obtains one, installs it and writes it
+//! (now, when none is served; else `renewal::plan`: the issuer's ARI
+//! window, or two thirds of its lifetime), obtains one, installs it and writes it
 //! under the state path. A failure is logged at `error` and retried
 //! after a backoff (10 s doubling to 6 h; an hour at least when the
 //! issuer says `rateLimited`) while the old certificate keeps serving.
@@ -15,13 +15,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
-use instant_acme::Account;
+use instant_acme::{Account, CertificateIdentifier};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::client::{self, AcmeError};
 use super::slot::Installed;
-use super::{state, Certificate, Issuer};
+use super::{renewal, state, Certificate, Issuer};
 use crate::log::{ErrorLog, Level};
 
 /// The first retry after a failure; it doubles up to [`MAX_BACKOFF`].
@@ -153,24 +153,10 @@ async fn keep(cert: Arc<Certificate>, shared: Arc<Shared>) {
     let names = cert.names.join(" ");
     let mut failures = 0u32;
     loop {
-        if let Some(current) = cert.slot.current() {
-            let at = renew_at(&cert, &current, &shared).await;
-            let wait = at
-                .duration_since(SystemTime::now())
-                .unwrap_or(Duration::ZERO);
-            if !wait.is_zero() {
-                shared.log(
-                    Level::Notice,
-                    format_args!(
-                        "acme: certificate for \"{names}\" is valid until {}, renewal in {} s",
-                        httpdate::fmt_http_date(current.not_after),
-                        wait.as_secs()
-                    ),
-                );
-                tokio::time::sleep(wait).await;
-            }
-        }
-        match obtain(&cert, &shared).await {
+        let Some(replaces) = wait_until_due(&cert, &shared, &names).await else {
+            continue;
+        };
+        match obtain(&cert, &shared, replaces).await {
             Ok(new) => {
                 failures = 0;
                 shared.log(
@@ -204,6 +190,42 @@ async fn keep(cert: Arc<Certificate>, shared: Arc<Shared>) {
     }
 }
 
+/// Sleeps until `cert` is due (at once when nothing is served); `None`
+/// when the plan is to be asked again first (ARI's recheck), else the
+/// certificate the new order replaces, if the issuer takes that.
+async fn wait_until_due(
+    cert: &Certificate,
+    shared: &Shared,
+    names: &str,
+) -> Option<Option<CertificateIdentifier<'static>>> {
+    let Some(current) = cert.slot.current() else {
+        return Some(None);
+    };
+    let account = account_for(&cert.issuer, shared).await.ok();
+    let plan = renewal::plan(account.as_ref(), &current).await;
+    let wait = plan
+        .at
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO);
+    if !wait.is_zero() {
+        shared.log(
+            Level::Notice,
+            format_args!(
+                "acme: certificate for \"{names}\" is valid until {}, renewal in {} s (at {})",
+                httpdate::fmt_http_date(current.not_after),
+                wait.as_secs(),
+                plan.source
+            ),
+        );
+        if let Some(r) = plan.recheck.filter(|r| *r < wait) {
+            tokio::time::sleep(r).await;
+            return None;
+        }
+        tokio::time::sleep(wait).await;
+    }
+    Some(plan.replaces)
+}
+
 /// The wait after the `n`th failure in a row.
 fn backoff(n: u32, rate_limited: bool) -> Duration {
     let d = FIRST_BACKOFF.saturating_mul(1 << n.saturating_sub(1).min(16));
@@ -214,15 +236,12 @@ fn backoff(n: u32, rate_limited: bool) -> Duration {
     }
 }
 
-/// When to renew `current`: two thirds into its lifetime (ARI, when the
-/// issuer offers it, is asked in `ari_window`).
-async fn renew_at(cert: &Certificate, current: &Installed, shared: &Shared) -> SystemTime {
-    let _ = (cert, shared);
-    current.renew_at()
-}
-
 /// One attempt: account, order, install, keep on disk.
-async fn obtain(cert: &Arc<Certificate>, shared: &Shared) -> Result<Installed, AcmeError> {
+async fn obtain(
+    cert: &Arc<Certificate>,
+    shared: &Shared,
+    replaces: Option<CertificateIdentifier<'static>>,
+) -> Result<Installed, AcmeError> {
     let account = account_for(&cert.issuer, shared).await?;
     shared.log(
         Level::Notice,
@@ -232,7 +251,7 @@ async fn obtain(cert: &Arc<Certificate>, shared: &Shared) -> Result<Installed, A
             cert.issuer.name
         ),
     );
-    let (chain, key) = client::issue(&account, cert).await?;
+    let (chain, key) = client::issue(&account, cert, replaces).await?;
     let new = Installed::from_pem(&chain, &key).map_err(|reason| AcmeError {
         step: "certificate",
         reason,

@@ -24,11 +24,13 @@
 //! | `challenge.rs` | HTTP-01 tokens, answered by the workers before location matching |
 //! | `state.rs` | the state path: account key, certificates and keys on disk |
 //! | `client.rs` | the protocol: account, order, challenge, finalize, download |
+//! | `renewal.rs` | when to renew: ARI's window where the issuer offers it, else two thirds of the lifetime |
 //! | `manager.rs` | the ACME thread: when to issue and renew, backoff, logging |
 
 pub mod challenge;
 pub mod client;
 pub mod manager;
+pub mod renewal;
 pub mod slot;
 pub mod state;
 
