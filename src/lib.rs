@@ -3,6 +3,7 @@
 //!
 //! Map of the crate (see `docs/design.md`):
 //! - [`access`]: `allow`/`deny`, Basic authentication, `limit_req`/`limit_conn` zones;
+//! - [`acme`]: automatic HTTPS (ACME, RFC 8555): certificates obtained and renewed;
 //! - [`config`]: NGINX-syntax parser, directive table, typed model;
 //! - [`runtime`]: master thread, workers (one event loop each), listeners;
 //! - [`h1`]: HTTP/1.1 framing the server and the upstream client share
@@ -17,6 +18,7 @@
 //! - [`metrics`]: server-wide counters.
 
 pub mod access;
+pub mod acme;
 pub mod cache;
 pub mod config;
 pub mod disk;

@@ -35,6 +35,8 @@ pub struct Config {
     pub files: Vec<PathBuf>,
     /// The prefix (`-p`) relative paths resolved against.
     pub prefix: PathBuf,
+    /// `acme_certificate`s, for the ACME thread to keep valid.
+    pub acme: Vec<Arc<crate::acme::Certificate>>,
 }
 
 /// One distinct listening address and the servers that answer on it.

@@ -41,6 +41,7 @@
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
 //! | `realpath.rs` | [`realpath_now`] (`$realpath_root`): the cached walk first |
+//! | `state_file.rs` | private state files (ACME's `state_path`): read, atomic 0600 replacement |
 //! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
@@ -58,6 +59,7 @@ mod readahead;
 mod realpath;
 mod send;
 pub mod sent;
+pub mod state_file;
 mod types;
 pub mod uring;
 

@@ -121,6 +121,15 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
         let server = Arc::clone(&ctx.server);
         realip::run(ctx, &server.base.s);
     }
+    // ACME's HTTP-01 tokens, before any rewrite or location (as
+    // nginx-acme's post-read handler): one atomic load when none is
+    // pending.
+    if ctx.head.method() == "GET" {
+        if let Some(key_auth) = crate::acme::challenge::answer(&ctx.uri) {
+            let r = Response::bytes(200, "text/plain", key_auth.into_bytes());
+            return finish(ctx, env, Outcome::Send(r)).await;
+        }
+    }
     let first = run_phases(ctx, env, None).await;
     finish(ctx, env, first).await
 }

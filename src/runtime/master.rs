@@ -265,6 +265,7 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
             cfg.main.worker_processes
         ),
     );
+    crate::acme::manager::apply(cfg.acme.clone(), &log);
 
     let mut master = Master {
         opts: &opts,
@@ -480,6 +481,7 @@ impl Master<'_> {
                 old.retire();
                 self.cfg = new_cfg;
                 self.log = new_log;
+                crate::acme::manager::apply(self.cfg.acme.clone(), &self.log);
                 self.log.log(
                     Level::Notice,
                     format_args!("reconfigured, {} workers", self.cfg.main.worker_processes),

@@ -96,6 +96,9 @@ pub struct TlsSettings {
     pub kx_groups: Option<Vec<&'static dyn SupportedKxGroup>>,
     /// `ssl_buffer_size`: the most plaintext in one record.
     pub buffer_size: Option<usize>,
+    /// Where certificates come from instead of `keys` (ACME's slot, whose
+    /// certificate is replaced while the configuration lives).
+    pub resolver: Option<Arc<dyn ResolvesServerCert>>,
 }
 
 /// Reads a PEM certificate chain and its private key (RSA, ECDSA or
@@ -184,7 +187,11 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         Some(a) => builder.with_client_cert_verifier(a),
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder.with_cert_resolver(Arc::new(CertPicker(s.keys)));
+    let resolver: Arc<dyn ResolvesServerCert> = match s.resolver {
+        Some(r) => r,
+        None => Arc::new(CertPicker(s.keys)),
+    };
+    let mut config = builder.with_cert_resolver(resolver);
     config.ignore_client_order = s.prefer_server_ciphers;
     config.session_storage = s.sessions;
     if let Some(t) = s.tickets {

@@ -46,6 +46,8 @@ pub struct Build {
     pub(super) all_upstreams: Arc<crate::upstream::AllGroups>,
     pub(super) cur_upstream: Option<UpstreamB>,
     pub(super) ssl_http: super::ssl::SslB,
+    /// `acme_issuer` blocks by name.
+    pub(super) acme_issuers: HashMap<String, Arc<crate::acme::Issuer>>,
     pub(super) access: super::access::AccessB,
     /// Tuning directives without effect already seen, per block (NGINX's
     /// "is duplicate"): `(servers, location, context, name)`.
@@ -76,6 +78,10 @@ pub(super) struct ServerB {
     pub(super) script: Vec<OpB>,
     pub(super) locations: Vec<LocB>,
     pub(super) ssl: super::ssl::SslB,
+    /// `server_name`'s entries as written (ACME's default names).
+    pub(super) raw_names: Vec<String>,
+    /// `acme_certificate`, resolved when the server's settings merge.
+    pub(super) acme: Option<Directive>,
 }
 
 pub(super) struct LocB {
@@ -126,6 +132,7 @@ impl Build {
             all_upstreams: Default::default(),
             cur_upstream: None,
             ssl_http: Default::default(),
+            acme_issuers: HashMap::new(),
             access: Default::default(),
             tuning_seen: Default::default(),
         }
@@ -266,8 +273,19 @@ impl Build {
         let default_port = if self.is_root { 80 } else { 8000 };
         let mut ssl_shared = super::ssl::SslShared::default();
         let mut client_certs = super::proxy_ssl::ClientCerts::new();
+        let mut acme = Vec::new();
         for mut sb in std::mem::take(&mut self.servers) {
-            let server = self.server_conf(&mut sb, &mut ssl_shared, &mut client_certs)?;
+            let acme_cert = match &sb.acme {
+                Some(d) => Some(super::acme::certificate(
+                    &self.acme_issuers,
+                    d,
+                    &sb.raw_names,
+                )?),
+                None => None,
+            };
+            let slot = acme_cert.as_ref().map(|c| Arc::clone(&c.slot));
+            acme.extend(acme_cert);
+            let server = self.server_conf(&mut sb, &mut ssl_shared, &mut client_certs, slot)?;
             if sb.listens.is_empty() {
                 sb.listens.push(ListenB {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
@@ -297,6 +315,7 @@ impl Build {
             listens: groups.into_iter().map(|(g, _)| g).collect(),
             files,
             prefix: self.prefix,
+            acme,
         })
     }
 
@@ -378,6 +397,7 @@ impl Build {
         sb: &mut ServerB,
         ssl_shared: &mut super::ssl::SslShared,
         client_certs: &mut super::proxy_ssl::ClientCerts,
+        acme: Option<Arc<crate::acme::slot::CertSlot>>,
     ) -> Result<Arc<ServerConf>, ConfError> {
         sb.loc.inherit(&self.http);
         let base_s = sb.loc.finish();
@@ -411,6 +431,7 @@ impl Build {
             limits.header_timeout,
             h2,
             ssl_shared,
+            acme,
         )?;
         super::http3::check_quic_tls(quic_listen, tls.as_deref())?;
         let (locations, named) = build_locations(&mut sb.locations, &sb.loc, client_certs)?;

@@ -197,6 +197,8 @@ fn set_server(b: &mut Build, d: &Directive) -> Res {
         script: Vec::new(),
         locations: Vec::new(),
         ssl: Default::default(),
+        raw_names: Vec::new(),
+        acme: None,
     });
     let saved = b.cur_loc.take();
     let r = b.walk_nested(d, SRV);
@@ -349,6 +351,7 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
 
 fn set_server_name(b: &mut Build, d: &Directive) -> Res {
     let srv = b.server();
+    srv.raw_names.extend(d.args.iter().cloned());
     for raw in &d.args {
         if let Some(re) = raw.strip_prefix('~') {
             let re = crate::vars::regex::Regex::compile(re, false)?;

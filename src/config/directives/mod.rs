@@ -15,6 +15,7 @@
 //! | `proxy.rs` | `proxy_pass` and `proxy_*` |
 //! | `cache.rs` | `proxy_cache_path`, `proxy_cache*` and the `fastcgi_cache*` twins, one macro per prefix |
 //! | `grpc.rs` | `grpc_pass` and `grpc_*` |
+//! | `acme.rs` | `acme_issuer { }`, `acme_shared_zone`, `acme_certificate` (automatic HTTPS) |
 //! | `ssl.rs` | `ssl_*`: certificates, protocols, ciphers, sessions |
 //! | `http2.rs` | `http2`, `http2_*` |
 //! | `http3.rs` | `http3`, `http3_*`, `quic_*` |
@@ -169,6 +170,7 @@ macro_rules! loc_size {
 }
 
 mod access;
+mod acme;
 mod aio;
 mod app_rows;
 mod build;
@@ -251,6 +253,7 @@ static AREAS: &[&[Spec]] = &[
     resolver::ROWS,
     trailers::ROWS,
     subrequests::ROWS,
+    acme::ROWS,
 ];
 
 /// Every directive porter accepts.

@@ -20,11 +20,21 @@ use rustls::sign::CertifiedKey;
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
     d("ssl_certificate", HTTP | SRV, Arity::N(1), |b, d| {
+        if d.args[0] == "$acme_certificate" {
+            let at = named(b, d);
+            b.ssl().acme = Some(at);
+            return Ok(());
+        }
         let p = path_arg(b, d)?;
         b.ssl().certs.push(p);
         Ok(())
     }),
     d("ssl_certificate_key", HTTP | SRV, Arity::N(1), |b, d| {
+        if d.args[0] == "$acme_certificate_key" {
+            let at = named(b, d);
+            b.ssl().acme_key = Some(at);
+            return Ok(());
+        }
         let p = path_arg(b, d)?;
         b.ssl().keys.push(p);
         Ok(())
@@ -185,7 +195,7 @@ pub(super) struct NamedPath {
 }
 
 impl NamedPath {
-    fn error(&self, message: String) -> ConfError {
+    pub(super) fn error(&self, message: String) -> ConfError {
         ConfError {
             message,
             file: Some(self.file.clone()),
@@ -208,8 +218,13 @@ pub(super) enum SessionCache {
 /// The `ssl_*` settings of one level (http or server).
 #[derive(Clone, Default)]
 pub(super) struct SslB {
-    certs: Vec<NamedPath>,
+    pub(super) certs: Vec<NamedPath>,
     keys: Vec<NamedPath>,
+    /// `ssl_certificate $acme_certificate`: the server's
+    /// `acme_certificate` is served.
+    pub(super) acme: Option<NamedPath>,
+    /// `ssl_certificate_key $acme_certificate_key`.
+    pub(super) acme_key: Option<NamedPath>,
     protocols: Option<(bool, bool)>,
     ciphers: Option<Vec<rustls::SupportedCipherSuite>>,
     prefer_server_ciphers: Option<bool>,
@@ -242,9 +257,13 @@ impl SslB {
     /// (certificates as a whole list, as NGINX merges arrays).
     fn merged(&self, up: &SslB) -> SslB {
         let mut m = self.clone();
-        if m.certs.is_empty() {
+        if m.certs.is_empty() && m.acme.is_none() {
             m.certs = up.certs.clone();
             m.keys = up.keys.clone();
+            m.acme = up.acme.clone();
+        }
+        if m.keys.is_empty() && m.acme_key.is_none() {
+            m.acme_key = up.acme_key.clone();
         }
         m.protocols = m.protocols.or(up.protocols);
         m.ciphers = m.ciphers.or_else(|| up.ciphers.clone());
@@ -287,6 +306,14 @@ impl Build {
             HTTP => &mut self.ssl_http,
             _ => &mut self.server().ssl,
         }
+    }
+}
+
+fn named(b: &Build, d: &Directive) -> NamedPath {
+    NamedPath {
+        path: b.full_path(&d.args[0]),
+        file: d.file.clone(),
+        line: d.line,
     }
 }
 
@@ -450,10 +477,17 @@ pub(super) fn server_tls(
     header_timeout: Duration,
     h2: bool,
     shared: &mut SslShared,
+    acme: Option<Arc<crate::acme::slot::CertSlot>>,
 ) -> Result<Option<Arc<ServerTls>>, ConfError> {
     let s = srv.merged(http);
     let reject = s.reject_handshake.unwrap_or(false);
-    if s.certs.is_empty() && !reject {
+    use super::acme::{acme_resolver, AcmeUse};
+    let resolver = match acme_resolver(&s, acme, ssl_listen.is_some())? {
+        AcmeUse::Serve(r) => Some(r),
+        AcmeUse::NotHere => return Ok(None),
+        AcmeUse::No => None,
+    };
+    if s.certs.is_empty() && !reject && resolver.is_none() {
         return match ssl_listen {
             Some((file, line, kind)) => Err(ConfError {
                 message: format!(
@@ -491,6 +525,7 @@ pub(super) fn server_tls(
         ktls: s.ktls.unwrap_or(true),
         kx_groups: s.ecdh_curve.clone(),
         buffer_size: s.buffer_size,
+        resolver,
     };
     let at = |m| match s.certs.first() {
         Some(c) => c.error(m),

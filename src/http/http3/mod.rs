@@ -192,7 +192,7 @@ async fn connection<H: Respond + 'static>(
         client_verify: "NONE".into(),
         peer: None,
         curve: "",
-        session_id: String::new(),
+        session_id: Default::default(),
     }));
     info.http3 = "h3";
     let server = g.find_server(sni.as_deref());

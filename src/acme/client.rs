@@ -1,0 +1,186 @@
+//! The ACME protocol for one certificate, over `instant-acme`: the
+//! account (an existing key, or a new one registered with the issuer's
+//! contacts and terms), then an order for the names, each pending
+//! authorization proven by HTTP-01 (the token is served by the workers
+//! while the issuer validates), finalization with a CSR for a key made
+//! here, and the chain's download. Every wait here is on the ACME
+//! thread's runtime.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use instant_acme::{
+    Account, AuthorizationStatus, BodyWrapper, CertificateIdentifier, ChallengeType, Identifier,
+    NewAccount, NewOrder, OrderStatus, RetryPolicy,
+};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use super::{challenge, Certificate, Issuer, KeyKind};
+
+/// How long the issuer may take to validate or to sign before the
+/// attempt counts as failed (and is retried after the backoff).
+const ORDER_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A failed step: what was being done and the issuer's (or the
+/// network's) reason.
+#[derive(Debug)]
+pub struct AcmeError {
+    /// What porter was doing (`new order`, `finalize`, …).
+    pub step: &'static str,
+    /// Why it failed.
+    pub reason: String,
+    /// The issuer said `rateLimited`: wait longer before the next try.
+    pub rate_limited: bool,
+}
+
+impl std::fmt::Display for AcmeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed ({})", self.step, self.reason)
+    }
+}
+
+fn fail(step: &'static str) -> impl FnOnce(instant_acme::Error) -> AcmeError {
+    move |e| AcmeError {
+        step,
+        rate_limited: matches!(&e, instant_acme::Error::Api(p)
+            if p.r#type.as_deref() == Some("urn:ietf:params:acme:error:rateLimited")),
+        reason: e.to_string(),
+    }
+}
+
+fn other(step: &'static str, reason: impl std::fmt::Display) -> AcmeError {
+    AcmeError {
+        step,
+        reason: reason.to_string(),
+        rate_limited: false,
+    }
+}
+
+/// The HTTPS client for the issuer's directory (its `ssl_*` settings).
+fn http(issuer: &Issuer) -> Box<dyn instant_acme::HttpClient> {
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config((*issuer.tls).clone())
+        .https_only()
+        .enable_http1()
+        .build();
+    Box::new(HyperClient::builder(TokioExecutor::new()).build::<_, BodyWrapper<Bytes>>(connector))
+}
+
+/// The issuer's account: from the kept key (`account_key`, or the state
+/// path's), else a new registration whose key is returned as PEM to be
+/// kept.
+pub async fn account(
+    issuer: &Issuer,
+    key_pem: Option<&[u8]>,
+) -> Result<(Account, Option<String>), AcmeError> {
+    let builder = Account::builder_with_http(http(issuer));
+    if let Some(pem) = key_pem {
+        let der = PrivatePkcs8KeyDer::from_pem_slice(pem)
+            .map_err(|e| other("account key", format!("not a PKCS#8 PEM key: {e:?}")))?;
+        let key =
+            instant_acme::Key::from_pkcs8_der(der.clone_key()).map_err(fail("account key"))?;
+        let (account, _) = builder
+            .create_from_key((key, PrivateKeyDer::Pkcs8(der)), issuer.uri.clone())
+            .await
+            .map_err(fail("account"))?;
+        return Ok((account, None));
+    }
+    let contacts: Vec<&str> = issuer.contacts.iter().map(String::as_str).collect();
+    let new = NewAccount {
+        contact: &contacts,
+        terms_of_service_agreed: issuer.accept_tos,
+        only_return_existing: false,
+    };
+    let (account, creds) = builder
+        .create(&new, issuer.uri.clone(), None)
+        .await
+        .map_err(fail("new account"))?;
+    let pem = rcgen14::KeyPair::try_from(creds.private_key())
+        .map_err(|e| other("new account", e))?
+        .serialize_pem();
+    Ok((account, Some(pem)))
+}
+
+/// Orders `cert`'s names, proves each by HTTP-01, finalizes and
+/// downloads: the chain and its key, both PEM;
+/// `replaces` names the certificate this one renews (ARI).
+pub async fn issue(
+    account: &Account,
+    cert: &Certificate,
+    replaces: Option<CertificateIdentifier<'static>>,
+) -> Result<(String, String), AcmeError> {
+    let ids: Vec<Identifier> = cert.names.iter().cloned().map(Identifier::Dns).collect();
+    let mut new = NewOrder::new(&ids);
+    if let Some(r) = replaces {
+        new = new.replaces(r);
+    }
+    let mut order = account.new_order(&new).await.map_err(fail("new order"))?;
+    let mut tokens = Vec::new();
+    let mut authzs = order.authorizations();
+    while let Some(a) = authzs.next().await {
+        let mut a = a.map_err(fail("authorization"))?;
+        match a.status {
+            AuthorizationStatus::Valid => continue,
+            AuthorizationStatus::Pending => {}
+            s => return Err(other("authorization", format!("status {s:?}"))),
+        }
+        let mut ch = a
+            .challenge(ChallengeType::Http01)
+            .ok_or_else(|| other("authorization", "the issuer offers no http-01 challenge"))?;
+        tokens.push(challenge::register(
+            &ch.token,
+            ch.key_authorization().as_str(),
+        ));
+        ch.set_ready().await.map_err(fail("challenge"))?;
+    }
+    let retries = RetryPolicy::new().timeout(ORDER_TIMEOUT);
+    let status = order
+        .poll_ready(&retries)
+        .await
+        .map_err(fail("validation"))?;
+    drop(tokens);
+    if status != OrderStatus::Ready {
+        return Err(other("validation", invalid_reason(&mut order).await));
+    }
+    let (csr, key_pem) = csr(&cert.names, cert.key).map_err(|e| other("CSR", e))?;
+    order.finalize_csr(&csr).await.map_err(fail("finalize"))?;
+    let chain = order
+        .poll_certificate(&retries)
+        .await
+        .map_err(fail("certificate download"))?;
+    Ok((chain, key_pem))
+}
+
+/// Why an order is invalid: the failed challenges' problems.
+async fn invalid_reason(order: &mut instant_acme::Order) -> String {
+    let mut why = Vec::new();
+    let mut authzs = order.authorizations();
+    while let Some(Ok(a)) = authzs.next().await {
+        for c in &a.challenges {
+            if let Some(p) = &c.error {
+                why.push(format!("{}: {p}", a.identifier()));
+            }
+        }
+    }
+    match why.is_empty() {
+        true => "the order is invalid".into(),
+        false => why.join("; "),
+    }
+}
+
+/// A new key of `kind` and a CSR for `names` signed by it (DER, and the
+/// key as PEM).
+pub fn csr(names: &[String], kind: KeyKind) -> Result<(Vec<u8>, String), rcgen14::Error> {
+    let alg = match kind {
+        KeyKind::EcdsaP256 => &rcgen14::PKCS_ECDSA_P256_SHA256,
+        KeyKind::EcdsaP384 => &rcgen14::PKCS_ECDSA_P384_SHA384,
+    };
+    let key = rcgen14::KeyPair::generate_for(alg)?;
+    let mut params = rcgen14::CertificateParams::new(names.to_vec())?;
+    params.distinguished_name = rcgen14::DistinguishedName::new();
+    let csr = params.serialize_request(&key)?;
+    Ok((csr.der().to_vec(), key.serialize_pem()))
+}

@@ -1,0 +1,322 @@
+//! ACME directives, nginx-acme's names (`ngx_http_acme_module`):
+//! `acme_issuer NAME { uri; contact; account_key; challenge; state_path;
+//! accept_terms_of_service; ssl_trusted_certificate; ssl_verify; }`,
+//! `acme_shared_zone`, and `acme_certificate ISSUER [NAME…] [key=ALG]` in
+//! a server, whose certificate `ssl_certificate $acme_certificate;
+//! ssl_certificate_key $acme_certificate_key;` serve (see `ssl.rs`).
+//! An issuer's block is read here, whole, when the directive is; a
+//! server's certificate is resolved when the server's settings merge
+//! ([`certificate`]: its names default to `server_name`'s), so an error
+//! names the `acme_certificate` line.
+
+#[allow(unused_imports)]
+use super::*;
+use crate::acme::{self, AccountKey, ChallengeKind, Issuer, KeyKind};
+use crate::tls;
+
+/// This area's rows of the directive table.
+pub(super) static ROWS: &[Spec] = &[
+    blk("acme_issuer", HTTP, Arity::N(1), set_issuer),
+    d("acme_shared_zone", HTTP, Arity::N(1), set_shared_zone),
+    d("acme_certificate", SRV, Arity::Min(1), |b, d| {
+        let srv = b.server();
+        if srv.acme.is_some() {
+            return Err(dup(d));
+        }
+        srv.acme = Some(d.clone());
+        Ok(())
+    }),
+];
+
+/// Where porter finds the system's CAs when `ssl_trusted_certificate`
+/// is not given (Debian's bundle, OpenSSL's default file there).
+const SYSTEM_CAS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// An `acme_issuer` block as its lines are read.
+#[derive(Default)]
+struct IssuerB {
+    uri: Option<String>,
+    contacts: Vec<String>,
+    account_key: Option<AccountKey>,
+    state_path: Option<Option<PathBuf>>,
+    accept_tos: bool,
+    trusted: Option<PathBuf>,
+    verify: Option<bool>,
+}
+
+fn set_issuer(b: &mut Build, d: &Directive) -> Res {
+    let name = d.args[0].clone();
+    if b.acme_issuers.contains_key(&name) {
+        return Err(format!("duplicate \"acme_issuer\" \"{name}\""));
+    }
+    let mut i = IssuerB::default();
+    for e in d.block.as_deref().unwrap_or(&[]) {
+        if e.block.is_some() {
+            return http::inner_error(e, format!("unexpected \"{{\" after \"{}\"", e.name));
+        }
+        if let Err(m) = issuer_line(b, &mut i, e) {
+            return http::inner_error(e, m);
+        }
+    }
+    let Some(uri) = i.uri else {
+        return Err(format!("\"uri\" is missing in \"acme_issuer\" \"{name}\""));
+    };
+    let verify = i.verify.unwrap_or(true);
+    let trusted_path = i
+        .trusted
+        .or_else(|| Some(PathBuf::from(SYSTEM_CAS)).filter(|p| p.exists()));
+    let trusted = match &trusted_path {
+        Some(p) => Some(tls::client::load_trusted(p)?),
+        None => None,
+    };
+    let spec = tls::client::ClientSpec {
+        verify,
+        trusted,
+        verify_depth: 9,
+        server_name: true,
+        tls12: true,
+        tls13: true,
+        ciphers: proxy_ssl::default_ciphers(),
+        session_reuse: true,
+        cert: None,
+        alpn_h2: false,
+    };
+    let tls = tls::client::config(&spec)?;
+    let state_path = match i.state_path {
+        Some(p) => p,
+        None => Some(b.full_path(&format!("acme_{name}"))),
+    };
+    let issuer = Issuer {
+        name: name.clone(),
+        uri,
+        contacts: i.contacts,
+        account_key: i.account_key.unwrap_or(AccountKey::Generate),
+        challenge: ChallengeKind::Http01,
+        state_path,
+        accept_tos: i.accept_tos,
+        tls,
+        tls_settings: format!("{trusted_path:?}|{verify}"),
+    };
+    b.acme_issuers.insert(name, Arc::new(issuer));
+    Ok(())
+}
+
+/// One line of an `acme_issuer` block.
+fn issuer_line(b: &Build, i: &mut IssuerB, e: &Directive) -> Res {
+    let one = || match e.args.as_slice() {
+        [v] => Ok(v.as_str()),
+        _ => Err(format!(
+            "invalid number of arguments in \"{}\" directive",
+            e.name
+        )),
+    };
+    match e.name.as_str() {
+        "uri" => {
+            let u = one()?;
+            if !u.starts_with("https://") {
+                return Err(format!("invalid \"uri\" \"{u}\": an ACME directory is an https:// URL"));
+            }
+            i.uri = Some(u.to_string());
+        }
+        "contact" => {
+            let c = one()?;
+            i.contacts.push(match c.contains(':') {
+                true => c.to_string(),
+                false => format!("mailto:{c}"),
+            });
+        }
+        "account_key" => {
+            i.account_key = Some(match one()? {
+                "ecdsa:256" => AccountKey::Generate,
+                v @ ("ecdsa:384" | "ecdsa:521" | "rsa:2048" | "rsa:3072" | "rsa:4096") => {
+                    return Err(format!("unsupported account key \"{v}\": porter's ACME accounts sign with ES256 (\"ecdsa:256\" or a P-256 key file)"))
+                }
+                path => AccountKey::File(b.full_path(path)),
+            })
+        }
+        "challenge" => match one()? {
+            "http" | "http-01" => {}
+            "tls-alpn" | "tls-alpn-01" => {
+                return Err("unsupported challenge: \"tls-alpn-01\" (porter answers \"http-01\")".into())
+            }
+            v => return Err(format!("unsupported challenge: {v}")),
+        },
+        "state_path" => {
+            i.state_path = Some(match one()? {
+                "off" => None,
+                p => Some(b.full_path(p)),
+            })
+        }
+        "accept_terms_of_service" if e.args.is_empty() => i.accept_tos = true,
+        "ssl_trusted_certificate" => i.trusted = Some(b.full_path(one()?)),
+        "ssl_verify" => {
+            let v = one()?;
+            i.verify = Some(parse_flag(v).ok_or_else(|| {
+                format!("invalid value \"{v}\" in \"ssl_verify\" directive, it must be \"on\" or \"off\"")
+            })?)
+        }
+        "accept_terms_of_service" => {
+            return Err("invalid number of arguments in \"accept_terms_of_service\" directive".into())
+        }
+        n @ ("common_name_in_csr" | "external_account_key" | "preferred_chain" | "profile") => {
+            return Err(format!("\"{n}\" in \"acme_issuer\" is not supported by porter"))
+        }
+        n => return Err(format!("unknown directive \"{n}\" in \"acme_issuer\"")),
+    }
+    Ok(())
+}
+
+/// `acme_shared_zone zone=NAME:SIZE`: checked and otherwise without
+/// effect (workers are threads of one process: certificates and
+/// challenges are in its memory already).
+fn set_shared_zone(_: &mut Build, d: &Directive) -> Res {
+    let v = &d.args[0];
+    let ok = v
+        .strip_prefix("zone=")
+        .and_then(|z| z.split_once(':'))
+        .is_some_and(|(n, s)| !n.is_empty() && parse_size(s).is_some());
+    match ok {
+        true => Ok(()),
+        false => Err(format!("invalid \"acme_shared_zone\" value \"{v}\"")),
+    }
+}
+
+/// A server's `acme_certificate`, resolved: its issuer, its names
+/// (`server_name`'s when none are given: exact names, `.example.com` as
+/// `www.example.com` and `example.com`, regular expressions left out
+/// with a `warn`), its key type, and its slot (with the certificate the
+/// state path keeps, on first load).
+pub(super) fn certificate(
+    issuers: &HashMap<String, Arc<Issuer>>,
+    d: &Directive,
+    server_names: &[String],
+) -> Result<Arc<acme::Certificate>, ConfError> {
+    let at = |m: String| d.error(format!("\"acme_certificate\": {m}"));
+    let issuer = issuers
+        .get(&d.args[0])
+        .ok_or_else(|| at(format!("issuer \"{}\" is not defined", d.args[0])))?;
+    let mut key = KeyKind::EcdsaP256;
+    let mut listed = Vec::new();
+    for a in &d.args[1..] {
+        match a.strip_prefix("key=") {
+            Some("ecdsa:256") => key = KeyKind::EcdsaP256,
+            Some("ecdsa:384") => key = KeyKind::EcdsaP384,
+            Some(v) => {
+                return Err(at(format!(
+                    "unsupported key \"{v}\" (porter makes \"ecdsa:256\" or \"ecdsa:384\" keys)"
+                )))
+            }
+            None => listed.push(a.clone()),
+        }
+    }
+    let from_server_name = listed.is_empty();
+    let raw = if from_server_name {
+        server_names
+    } else {
+        &listed[..]
+    };
+    let mut names: Vec<String> = Vec::new();
+    for n in raw {
+        for name in identifiers(n, from_server_name, d).map_err(at)? {
+            if issuer.challenge == ChallengeKind::Http01 && name.starts_with("*.") {
+                return Err(at(format!("wildcard name \"{name}\" cannot be validated with the \"http-01\" challenge of issuer \"{}\"", issuer.name)));
+            }
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() {
+        return Err(at("no identifiers found in \"server_name\"".into()));
+    }
+    let id = acme::certificate_id(&issuer.name, &issuer.uri, &names, key);
+    let (slot, fresh) = acme::slot::slot(&id);
+    let cert = acme::Certificate {
+        issuer: Arc::clone(issuer),
+        names,
+        key,
+        slot,
+        id,
+    };
+    if fresh {
+        match acme::state::read_certificate(&cert) {
+            Ok(Some(kept)) => cert.slot.install(kept),
+            Ok(None) => {}
+            Err(m) => warn(d, &format!("{m}; a new certificate will be ordered")),
+        }
+    }
+    Ok(Arc::new(cert))
+}
+
+/// The certificate names one `server_name` (or listed) entry stands for.
+fn identifiers(raw: &str, from_server_name: bool, d: &Directive) -> Result<Vec<String>, String> {
+    if raw.is_empty() || (from_server_name && raw == "_") {
+        return Ok(Vec::new());
+    }
+    if raw.starts_with('~') {
+        if from_server_name {
+            warn(
+                d,
+                &format!(
+                    "\"acme_certificate\": unsupported regular expression in server_name: {raw}"
+                ),
+            );
+            return Ok(Vec::new());
+        }
+        return Err(format!("invalid name \"{raw}\""));
+    }
+    let n = raw.to_ascii_lowercase();
+    let valid = |s: &str| {
+        let s = s.strip_prefix("*.").unwrap_or(s);
+        !s.is_empty()
+            && s.split('.')
+                .all(|l| !l.is_empty() && l.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-'))
+    };
+    let out = match n.strip_prefix('.') {
+        Some(host) => vec![format!("www.{host}"), host.to_string()],
+        None => vec![n.clone()],
+    };
+    match out.iter().all(|s| valid(s)) {
+        true => Ok(out),
+        false => Err(format!("invalid name \"{raw}\"")),
+    }
+}
+
+/// What `ssl_certificate $acme_certificate` means for one server.
+pub(super) enum AcmeUse {
+    /// Not used.
+    No,
+    /// Inherited by a server that does not listen with `ssl` and has no
+    /// `acme_certificate`: no TLS here.
+    NotHere,
+    /// The server's `acme_certificate` answers handshakes.
+    Serve(Arc<dyn rustls::server::ResolvesServerCert>),
+}
+
+pub(super) fn acme_resolver(
+    s: &super::ssl::SslB,
+    slot: Option<Arc<crate::acme::slot::CertSlot>>,
+    ssl_listen: bool,
+) -> Result<AcmeUse, ConfError> {
+    let Some(at) = &s.acme else {
+        return Ok(AcmeUse::No);
+    };
+    if s.acme_key.is_none() {
+        return Err(at.error(
+            "\"$acme_certificate\" needs \"ssl_certificate_key $acme_certificate_key\"".into(),
+        ));
+    }
+    if !s.certs.is_empty() {
+        return Err(at.error(
+            "\"$acme_certificate\" cannot be combined with certificate files in one server".into(),
+        ));
+    }
+    match slot {
+        Some(slot) => Ok(AcmeUse::Serve(slot)),
+        None if !ssl_listen => Ok(AcmeUse::NotHere),
+        None => {
+            Err(at
+                .error("\"$acme_certificate\" needs an \"acme_certificate\" in the server".into()))
+        }
+    }
+}
