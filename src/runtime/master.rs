@@ -28,6 +28,8 @@ struct Generation {
     config: Arc<Config>,
     pools: Arc<PoolSet>,
     caches: Arc<CacheSet>,
+    /// The workers' user (`None`: the master's own).
+    creds: Option<Credentials>,
     trigger: ShutdownTrigger,
     threads: Vec<JoinHandle<()>>,
 }
@@ -86,6 +88,7 @@ impl Generation {
             config,
             pools,
             caches,
+            creds: creds.clone(),
             trigger,
             threads,
         })
@@ -227,11 +230,7 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
     let embedded = opts.conf_file.is_none();
     let cfg = Arc::new(loaded.config);
     let log = ErrorLog::new(cfg.main.error_log.clone());
-    let logs_to_stderr = cfg
-        .main
-        .error_log
-        .iter()
-        .any(|t| t.file.path() == Path::new("stderr"));
+    let logs_to_stderr = cfg.main.error_log.iter().any(|t| t.file.is_stderr());
     let fail = |log: &ErrorLog, msg: String| {
         log.log(Level::Emerg, format_args!("{msg}"));
         if !logs_to_stderr {
@@ -256,9 +255,14 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
     log.log(
         Level::Notice,
         format_args!(
-            "porter/{} started, {} workers",
+            "porter/{} started, {} workers{}",
             env!("CARGO_PKG_VERSION"),
-            cfg.main.worker_processes
+            cfg.main.worker_processes,
+            if embedded {
+                open_at(&cfg, &opts)
+            } else {
+                String::new()
+            }
         ),
     );
 
@@ -428,15 +432,23 @@ impl Master<'_> {
                         );
                         return Mode::Fast;
                     }
-                    SIGUSR1 => self.log.log(
-                        Level::Notice,
-                        format_args!(
-                            "signal {sig} (SIGUSR1) received, log reopening is not supported yet"
-                        ),
-                    ),
+                    SIGUSR1 => self.reopen_logs(sig),
                     _ => {}
                 }
             }
+        }
+    }
+
+    /// SIGUSR1: every access and error log is opened again under its
+    /// name (after a rotation), owned by the workers' user as NGINX does.
+    fn reopen_logs(&self, sig: i32) {
+        self.log.log(
+            Level::Notice,
+            format_args!("signal {sig} (SIGUSR1) received, reopening logs"),
+        );
+        let owner = self.current.creds.as_ref().map(|c| c.ids().0);
+        for e in log::reopen(owner) {
+            self.log.log(Level::Emerg, format_args!("{e}"));
         }
     }
 
@@ -496,6 +508,25 @@ fn uring_notice(cfg: &Config, log: &ErrorLog) {
     {
         log.log(Level::Notice, format_args!("{m}"));
     }
+}
+
+/// The embedded configuration's start-up line ends with what it serves and
+/// the URL to open (a wildcard address is opened as loopback).
+fn open_at(cfg: &Config, opts: &LoadOptions) -> String {
+    let Some(addr) = cfg.listens.first().map(|l| l.addr) else {
+        return String::new();
+    };
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
+        ip if ip.is_unspecified() => "[::1]".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!(
+        ", serving {} at http://{host}:{}/",
+        config::embedded_root(opts).display(),
+        addr.port()
+    )
 }
 
 fn remove_pid(p: &Option<PathBuf>) {
