@@ -4,6 +4,8 @@
 //! The master owns the sockets and hands each worker generation duplicates.
 //! On reload, addresses that stay keep their sockets (and the connections
 //! queued in them); only new addresses are bound and vanished ones closed.
+//! A binary upgrade hands them to the new binary (`upgrade.rs`), which
+//! starts from them ([`Listeners::inherit`]) instead of binding.
 
 use std::collections::HashMap;
 use std::io;
@@ -76,6 +78,27 @@ fn probe_free(addr: SocketAddr) -> Result<(), String> {
 }
 
 impl Listeners {
+    /// The sockets a binary upgrade passed down, grouped by the address
+    /// each is bound to (in the order given: worker 0's first).
+    pub fn inherit(sockets: Vec<TcpListener>) -> io::Result<Listeners> {
+        let mut by_addr: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
+        for l in sockets {
+            by_addr.entry(l.local_addr()?).or_default().push(l);
+        }
+        Ok(Listeners { by_addr })
+    }
+
+    /// Every listening socket's descriptor, for a binary upgrade.
+    pub fn raw_fds(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        let mut addrs: Vec<_> = self.by_addr.keys().collect();
+        addrs.sort();
+        addrs
+            .into_iter()
+            .flat_map(|a| self.by_addr[a].iter().map(AsRawFd::as_raw_fd))
+            .collect()
+    }
+
     /// Makes the socket set match `cfg`, reusing sockets already open.
     /// On error nothing already serving is closed.
     pub fn update(&mut self, cfg: &Config) -> Result<(), String> {

@@ -9,4 +9,5 @@ pub mod loop_lag;
 pub mod loop_watch;
 pub mod master;
 pub mod privileges;
+pub mod upgrade;
 pub mod worker;
