@@ -333,9 +333,11 @@ fn prepare(
     // below with the master's credentials, can lift them out of it.
     if !crate::disk::priority::probe_boost() {
         log.log(
-            Level::Info,
+            Level::Notice,
             format_args!(
-                "disk threads run 5 nice steps below the workers: no CAP_SYS_NICE for SCHED_IDLE"
+                "disk threads run 5 nice steps below the workers, not SCHED_IDLE: no \
+                 CAP_SYS_NICE; fix: start porter as root or give it CAP_SYS_NICE \
+                 (systemd: AmbientCapabilities=CAP_SYS_NICE)"
             ),
         );
     }
@@ -382,6 +384,7 @@ fn startup_notices(cfg: &Config, log: &ErrorLog) {
         log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
     }
     uring_notice(cfg, log);
+    super::notices::disk_routes(cfg, log);
     if cfg.listens.iter().any(|l| l.ssl) {
         ktls_notice(cfg, log);
     }
