@@ -335,9 +335,9 @@ fn prepare(
         log.log(
             Level::Notice,
             format_args!(
-                "disk threads run 5 nice steps below the workers, not SCHED_IDLE: no \
-                 CAP_SYS_NICE; fix: start porter as root or give it CAP_SYS_NICE \
-                 (systemd: AmbientCapabilities=CAP_SYS_NICE)"
+                "disk threads run 5 nice steps below the workers: no CAP_SYS_NICE for \
+                 SCHED_IDLE; fix: start porter as root or give it CAP_SYS_NICE (systemd: \
+                 AmbientCapabilities=CAP_SYS_NICE)"
             ),
         );
     }
