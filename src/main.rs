@@ -16,7 +16,7 @@ const NGINX_VERSION: &str = "1.22.1";
 fn usage() -> String {
     format!(
         "porter version: porter/{v}
-Usage: porter [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives] [-r dir]
+Usage: porter [-?hvVtTq] [-s signal] [-p prefix] [-e filename] [-c filename] [-g directives] [-r dir] [-l address]
 
 Options:
   -?,-h         : this help
@@ -25,12 +25,14 @@ Options:
   -t            : test configuration and exit
   -T            : test configuration, dump it and exit
   -q            : suppress non-error messages during configuration testing
-  -s signal     : send signal to the running server: stop, quit, reload
+  -s signal     : send signal to the running server: stop, quit, reopen, reload
   -p prefix     : set prefix path (default: the current directory)
   -e filename   : set error log file (default: logs/error.log; \"stderr\" allowed)
   -c filename   : set configuration file (default: the embedded configuration)
   -g directives : set global directives out of configuration file
   -r dir        : directory served by the embedded configuration (default: .)
+  -l address    : where the embedded configuration listens: [addr:]port
+                  (default: 127.0.0.1:8080)
 ",
         v = env!("CARGO_PKG_VERSION")
     )
@@ -88,11 +90,11 @@ fn parse_args() -> Result<Option<Cli>, String> {
                     cli.dump = true;
                 }
                 'q' => cli.quiet = true,
-                's' | 'p' | 'e' | 'c' | 'g' | 'r' => {
+                's' | 'p' | 'e' | 'c' | 'g' | 'r' | 'l' => {
                     let v = value(&c.to_string())?;
                     match c {
                         's' => {
-                            if !matches!(v.as_str(), "stop" | "quit" | "reload") {
+                            if !matches!(v.as_str(), "stop" | "quit" | "reopen" | "reload") {
                                 return Err(format!("invalid option: \"-s {v}\""));
                             }
                             cli.signal = Some(v)
@@ -101,6 +103,7 @@ fn parse_args() -> Result<Option<Cli>, String> {
                         'e' => cli.opts.error_log = Some(v),
                         'c' => cli.opts.conf_file = Some(PathBuf::from(v)),
                         'g' => cli.opts.globals = Some(v),
+                        'l' => cli.opts.listen = Some(parse_listen(&v)?),
                         _ => cli.opts.root = Some(PathBuf::from(v)),
                     }
                     break;
@@ -139,6 +142,15 @@ fn print_version_features() {
     eprintln!("disk I/O: aio off (inline)");
 }
 
+/// `-l`: `PORT` (on 127.0.0.1) or `ADDR:PORT` (`[::1]:PORT` for IPv6).
+fn parse_listen(v: &str) -> Result<std::net::SocketAddr, String> {
+    let bad = || format!("invalid address \"{v}\" of \"-l\"");
+    match v.parse::<u16>() {
+        Ok(port) => Ok((std::net::Ipv4Addr::LOCALHOST, port).into()),
+        Err(_) => v.parse().map_err(|_| bad()),
+    }
+}
+
 fn arg_name(flag: &str) -> &'static str {
     match flag {
         "s" => "signal name",
@@ -146,6 +158,7 @@ fn arg_name(flag: &str) -> &'static str {
         "e" => "file name",
         "c" => "file name",
         "g" => "directives",
+        "l" => "address",
         _ => "directory",
     }
 }
@@ -174,6 +187,7 @@ fn send_signal(opts: &LoadOptions, name: &str) -> Result<(), String> {
     let sig = match name {
         "stop" => rustix::process::Signal::TERM,
         "quit" => rustix::process::Signal::QUIT,
+        "reopen" => rustix::process::Signal::USR1,
         _ => rustix::process::Signal::HUP,
     };
     let p = rustix::process::Pid::from_raw(pid)

@@ -201,9 +201,10 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Fresh at unix time `now`.
+    /// Fresh at unix time `now`: up to and including the second
+    /// `valid_until` names, as NGINX's `c->valid_sec < now` test for stale.
     pub fn fresh(&self, now: i64) -> bool {
-        now < self.header.meta.valid_until
+        now <= self.header.meta.valid_until
     }
 }
 

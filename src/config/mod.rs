@@ -28,11 +28,14 @@ pub use model::*;
 pub use parser::Directive;
 
 /// The configuration used when no `-c FILE` is given: serve one directory on
-/// 127.0.0.1:8080 in the foreground, as the invoking user.
+/// 127.0.0.1:8080 (`-l` changes it) in the foreground, as the invoking
+/// user, listing directories and logging each request to the terminal as
+/// `python3 -m http.server` or `caddy file-server --browse` do. A config
+/// file gets none of this unless it says so.
 pub const EMBEDDED: &str = r#"# porter's embedded default configuration (shown by `porter -T`).
 daemon off;
 worker_processes auto;
-pid /tmp/porter-8080.pid;
+pid /tmp/porter-@PORT@.pid;
 error_log stderr notice;
 
 events {
@@ -42,18 +45,24 @@ events {
 http {
     include mime.types;
     default_type application/octet-stream;
-    access_log off;
+    access_log /dev/stdout combined;
     sendfile on;
 
     server {
-        listen 127.0.0.1:8080;
+        listen @LISTEN@;
         location / {
             root @ROOT@;
             index index.html;
+            autoindex on;
         }
     }
 }
 "#;
+
+/// The embedded configuration's address when `-l` does not give one.
+pub const EMBEDDED_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 8080),
+);
 
 /// Where the configuration comes from and what the command line overrides.
 #[derive(Debug, Clone, Default)]
@@ -66,6 +75,9 @@ pub struct LoadOptions {
     pub globals: Option<String>,
     /// `-r`: the directory the embedded config serves.
     pub root: Option<PathBuf>,
+    /// `-l`: the address the embedded config listens on
+    /// ([`EMBEDDED_LISTEN`] when `None`).
+    pub listen: Option<std::net::SocketAddr>,
     /// `-e`: error log path (`stderr` allowed), replacing `error_log`.
     pub error_log: Option<String>,
 }
@@ -86,6 +98,13 @@ pub fn conf_name(opts: &LoadOptions) -> String {
     }
 }
 
+/// The directory the embedded configuration serves (`-r`, else the
+/// prefix), made absolute.
+pub fn embedded_root(opts: &LoadOptions) -> PathBuf {
+    let root = opts.root.clone().unwrap_or_else(|| opts.prefix.clone());
+    root.canonicalize().unwrap_or(root)
+}
+
 /// Reads, parses and builds the configuration.
 pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfError> {
     let conf_dir = match &opts.conf_file {
@@ -104,8 +123,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfError> {
             (dirs, Vec::new())
         }
         None => {
-            let root = opts.root.clone().unwrap_or_else(|| opts.prefix.clone());
-            let root = root.canonicalize().unwrap_or(root);
+            let root = embedded_root(opts);
             let quoted = format!(
                 "\"{}\"",
                 root.display()
@@ -113,7 +131,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfError> {
                     .replace('\\', "\\\\")
                     .replace('"', "\\\"")
             );
-            let text = EMBEDDED.replace("@ROOT@", &quoted);
+            let listen = opts.listen.unwrap_or(EMBEDDED_LISTEN);
+            let text = EMBEDDED
+                .replace("@ROOT@", &quoted)
+                .replace("@LISTEN@", &listen.to_string())
+                .replace("@PORT@", &listen.port().to_string());
             let name = PathBuf::from("<embedded>/porter.conf");
             let dirs = parser.parse_str(&text, &name)?;
             (dirs, vec![(name.display().to_string(), text)])

@@ -10,20 +10,17 @@
 //! `2026/11/22 08:00:00 [error] PID#TID: *CONN message, client: ...`;
 //! a request's lines go through its [`RequestLog`] (`request.rs`).
 
+pub mod file;
 pub mod format;
 pub mod request;
 
-use std::collections::HashMap;
 use std::fmt;
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+pub use file::{LogFile, LogFiles};
 pub use format::{AccessLog, LogFormat};
 pub use request::{RequestLog, Subject};
 
@@ -82,77 +79,6 @@ impl Level {
 impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// An open log file (or stderr), written only by the writer thread.
-#[derive(Debug)]
-pub struct LogFile {
-    path: PathBuf,
-    file: Option<File>,
-}
-
-impl LogFile {
-    /// Opens `path` for appending (created 0644 as NGINX does).
-    pub fn open(path: &Path) -> io::Result<Arc<LogFile>> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(0o644)
-            .open(path)?;
-        Ok(Arc::new(LogFile {
-            path: path.to_path_buf(),
-            file: Some(file),
-        }))
-    }
-
-    /// The process's standard error.
-    pub fn stderr() -> Arc<LogFile> {
-        Arc::new(LogFile {
-            path: PathBuf::from("stderr"),
-            file: None,
-        })
-    }
-
-    /// The path as configured.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn write_all(&self, buf: &[u8]) -> io::Result<()> {
-        match &self.file {
-            Some(f) => (&*f).write_all(buf),
-            None => io::stderr().lock().write_all(buf),
-        }
-    }
-}
-
-/// Opens log files once per config load, so two directives naming the same
-/// path share one file.
-#[derive(Default)]
-pub struct LogFiles {
-    open: HashMap<PathBuf, Arc<LogFile>>,
-}
-
-impl LogFiles {
-    /// Returns the shared handle for `path` (`stderr` is the standard error).
-    pub fn get(&mut self, path: &Path) -> Result<Arc<LogFile>, String> {
-        if path == Path::new("stderr") {
-            return Ok(LogFile::stderr());
-        }
-        if let Some(f) = self.open.get(path) {
-            return Ok(f.clone());
-        }
-        let f = LogFile::open(path).map_err(|e| {
-            format!(
-                "open() \"{}\" failed ({}: {})",
-                path.display(),
-                e.raw_os_error().unwrap_or(0),
-                crate::util::strerror(&e)
-            )
-        })?;
-        self.open.insert(path.to_path_buf(), f.clone());
-        Ok(f)
     }
 }
 
@@ -231,6 +157,8 @@ impl ErrorLog {
 enum Msg {
     Line(Arc<LogFile>, Vec<u8>),
     Flush(SyncSender<()>),
+    /// Switch to the reopened files after the lines queued before.
+    Reopen(Vec<file::Reopened>, SyncSender<()>),
 }
 
 struct Writer {
@@ -277,6 +205,25 @@ pub fn flush() {
     }
 }
 
+/// Reopens every log file (SIGUSR1, `porter -s reopen`): the files are
+/// opened here, on the caller's thread (the master's, with its
+/// privileges; `owner` as in [`file::open_again`]), and the log thread
+/// switches to them after the lines queued so far. Returns one message
+/// per file that could not be reopened (it keeps its old file).
+pub fn reopen(owner: Option<u32>) -> Vec<String> {
+    let (files, failed) = file::open_again(owner);
+    let (tx, rx) = mpsc::sync_channel(1);
+    match WRITER.get() {
+        Some(w) if STARTED.load(Ordering::Acquire) == 1 => {
+            if w.tx.send(Msg::Reopen(files, tx)).is_ok() {
+                let _ = rx.recv();
+            }
+        }
+        _ => files.into_iter().for_each(|(f, new)| f.replace(new)),
+    }
+    failed
+}
+
 /// Flushes and stops the writer (at exit).
 pub fn shutdown() {
     flush();
@@ -310,6 +257,7 @@ fn writer_loop(rx: Receiver<Msg>) {
     let mut waiters: Vec<SyncSender<()>> = Vec::new();
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
+        let mut reopen = None;
         while let Some(msg) = next {
             match msg {
                 Msg::Line(f, line) => match batch.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &f)) {
@@ -317,6 +265,11 @@ fn writer_loop(rx: Receiver<Msg>) {
                     None => batch.push((f, line)),
                 },
                 Msg::Flush(w) => waiters.push(w),
+                Msg::Reopen(files, w) => {
+                    // The batch so far belongs to the old files.
+                    reopen = Some((files, w));
+                    break;
+                }
             }
             if batch.iter().map(|(_, b)| b.len()).sum::<usize>() > 1 << 20 {
                 break;
@@ -330,6 +283,10 @@ fn writer_loop(rx: Receiver<Msg>) {
                     Ordering::Relaxed,
                 );
             }
+        }
+        if let Some((files, w)) = reopen {
+            files.into_iter().for_each(|(f, new)| f.replace(new));
+            waiters.push(w);
         }
         for w in waiters.drain(..) {
             let _ = w.send(());

@@ -6,6 +6,8 @@
 //! queued in them); only new addresses are bound and vanished ones closed.
 //! A `listen ... quic` address gets UDP sockets the same way, one per
 //! worker, steered by connection ID (`quic_steer.rs`).
+//! A binary upgrade hands them, TCP and UDP, to the new binary (`upgrade.rs`), which
+//! starts from them ([`Listeners::inherit`]) instead of binding.
 
 use std::collections::HashMap;
 use std::io;
@@ -80,6 +82,39 @@ fn probe_free(addr: SocketAddr) -> Result<(), String> {
 }
 
 impl Listeners {
+    /// The sockets a binary upgrade passed down, grouped by the address
+    /// each is bound to (in the order given: worker 0's first).
+    pub fn inherit(sockets: Vec<TcpListener>, udp: Vec<UdpSocket>) -> io::Result<Listeners> {
+        let mut by_addr: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
+        for l in sockets {
+            by_addr.entry(l.local_addr()?).or_default().push(l);
+        }
+        let mut by_udp: HashMap<SocketAddr, Vec<UdpSocket>> = HashMap::new();
+        for u in udp {
+            by_udp.entry(u.local_addr()?).or_default().push(u);
+        }
+        Ok(Listeners {
+            by_addr,
+            udp: by_udp,
+        })
+    }
+
+    /// Every listening socket's descriptor, for a binary upgrade.
+    pub fn raw_fds(&self) -> Vec<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        let mut addrs: Vec<_> = self.by_addr.keys().collect();
+        addrs.sort();
+        let mut udp: Vec<_> = self.udp.keys().collect();
+        udp.sort();
+        let tcp = addrs
+            .into_iter()
+            .flat_map(|a| self.by_addr[a].iter().map(AsRawFd::as_raw_fd));
+        let quic = udp
+            .into_iter()
+            .flat_map(|a| self.udp[a].iter().map(AsRawFd::as_raw_fd));
+        tcp.chain(quic).collect()
+    }
+
     /// Makes the socket set match `cfg`, reusing sockets already open.
     /// On error nothing already serving is closed.
     pub fn update(&mut self, cfg: &Config) -> Result<(), String> {

@@ -2,18 +2,21 @@
 //! writes the pid file, starts a generation of workers and then waits for
 //! signals: SIGHUP reloads (a new generation on the new config, the old one
 //! finishing gracefully; a bad config is logged and the old one keeps
-//! serving), SIGQUIT shuts down gracefully, SIGTERM/SIGINT quickly.
+//! serving), SIGQUIT shuts down gracefully, SIGTERM/SIGINT quickly,
+//! SIGUSR1 reopens the logs; SIGUSR2 and SIGWINCH are the binary upgrade
+//! (`upgrade.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH};
 use signal_hook::iterator::Signals;
 
 use super::listen::Listeners;
 use super::privileges::{self, Credentials};
+use super::upgrade;
 use super::worker::{self, WorkerStart};
 use crate::cache::CacheSet;
 use crate::config::{self, Config, LoadOptions};
@@ -231,11 +234,7 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
     let embedded = opts.conf_file.is_none();
     let cfg = Arc::new(loaded.config);
     let log = ErrorLog::new(cfg.main.error_log.clone());
-    let logs_to_stderr = cfg
-        .main
-        .error_log
-        .iter()
-        .any(|t| t.file.path() == Path::new("stderr"));
+    let logs_to_stderr = cfg.main.error_log.iter().any(|t| t.file.is_stderr());
     let fail = |log: &ErrorLog, msg: String| {
         log.log(Level::Emerg, format_args!("{msg}"));
         if !logs_to_stderr {
@@ -245,11 +244,17 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
         1
     };
 
-    let (listeners, creds, mut signals, pid_path) =
-        match prepare(&cfg, embedded, &log, logs_to_stderr) {
-            Ok(p) => p,
-            Err(e) => return fail(&log, e),
-        };
+    let (prepared, mut signals) = match prepare(&cfg, embedded, &log, logs_to_stderr) {
+        Ok(p) => p,
+        Err(e) => return fail(&log, e),
+    };
+    let Prepared {
+        listeners,
+        creds,
+        pid_path,
+        daemonized,
+        inherited_from,
+    } = prepared;
     let current = match Generation::start(cfg.clone(), &listeners, &creds, &log, None) {
         Ok(g) => g,
         Err(e) => {
@@ -260,9 +265,14 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
     log.log(
         Level::Notice,
         format_args!(
-            "porter/{} started, {} workers",
+            "porter/{} started, {} workers{}",
             env!("CARGO_PKG_VERSION"),
-            cfg.main.worker_processes
+            cfg.main.worker_processes,
+            if embedded {
+                open_at(&cfg, &opts)
+            } else {
+                String::new()
+            }
         ),
     );
     crate::acme::manager::apply(cfg.acme.clone(), &log);
@@ -273,27 +283,29 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
         listeners,
         cfg,
         log,
-        current,
+        creds,
+        current: Some(current),
+        pid_path,
+        daemonized,
+        inherited_from,
+        new_binary: None,
     };
     let exit_mode = master.wait_for_stop(&mut signals);
-    let Master {
-        listeners,
-        log,
-        current,
-        ..
-    } = master;
-    // Close the listening sockets first: new connections are refused while
-    // the workers finish what they have.
-    drop(listeners);
-    if exit_mode == Mode::Graceful {
-        current.stop_and_wait(Mode::Graceful);
-    } else {
-        current.trigger.set(Mode::Fast);
-    }
-    log.log(Level::Notice, format_args!("exit"));
-    remove_pid(&pid_path);
-    log::shutdown();
+    master.exit(exit_mode);
     0
+}
+
+/// What [`prepare`] sets up for the master.
+struct Prepared {
+    listeners: Listeners,
+    creds: Option<Credentials>,
+    pid_path: Option<PathBuf>,
+    /// In the background (`daemon on`, or started by a binary upgrade, as
+    /// NGINX counts it): SIGWINCH is obeyed only then, being the terminal's
+    /// resize signal otherwise.
+    daemonized: bool,
+    /// Started by a binary upgrade from this (old binary's) pid.
+    inherited_from: Option<i32>,
 }
 
 /// Everything before the first generation starts: listening sockets,
@@ -304,8 +316,18 @@ fn prepare(
     embedded: bool,
     log: &ErrorLog,
     logs_to_stderr: bool,
-) -> Result<(Listeners, Option<Credentials>, Signals, Option<PathBuf>), String> {
-    let mut listeners = Listeners::default();
+) -> Result<(Prepared, Signals), String> {
+    let mut inherited = upgrade::take_inherited(log);
+    let mut listeners = match inherited.as_mut() {
+        Some(i) => Listeners::inherit(std::mem::take(&mut i.sockets), std::mem::take(&mut i.udp))
+            .map_err(|e| {
+            format!(
+                "getsockname() of an inherited socket failed {}",
+                errno_text(&e)
+            )
+        })?,
+        None => Listeners::default(),
+    };
     listeners.update(cfg)?;
     let creds = credentials(cfg, embedded, log)?;
     if let Some(n) = cfg.main.worker_rlimit_nofile {
@@ -317,9 +339,11 @@ fn prepare(
     // below with the master's credentials, can lift them out of it.
     if !crate::disk::priority::probe_boost() {
         log.log(
-            Level::Info,
+            Level::Notice,
             format_args!(
-                "disk threads run 5 nice steps below the workers: no CAP_SYS_NICE for SCHED_IDLE"
+                "disk threads run 5 nice steps below the workers: no CAP_SYS_NICE for \
+                 SCHED_IDLE; fix: start porter as root or give it CAP_SYS_NICE (systemd: \
+                 AmbientCapabilities=CAP_SYS_NICE)"
             ),
         );
     }
@@ -333,22 +357,40 @@ fn prepare(
             format_args!("growing the descriptor table failed {}", errno_text(&e)),
         );
     }
-    if cfg.main.daemon {
+    // A new binary stays the old one's child (NGINX's `ngx_inherited`).
+    if cfg.main.daemon && inherited.is_none() {
         daemonize(logs_to_stderr)?;
     }
     // After the fork of `daemon on`, which keeps only this thread.
     super::loop_watch::start();
-    let signals = Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT, SIGUSR1])
-        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let signals = Signals::new([
+        SIGHUP, SIGQUIT, SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD,
+    ])
+    .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     log::start_writer();
     let pid_path: Option<PathBuf> = cfg.main.pid.clone();
     if let Some(p) = &pid_path {
         write_pid(p)?;
     }
+    startup_notices(cfg, log);
+    let prepared = Prepared {
+        listeners,
+        creds,
+        pid_path,
+        daemonized: cfg.main.daemon || inherited.is_some(),
+        inherited_from: inherited.map(|i| i.parent),
+    };
+    Ok((prepared, signals))
+}
+
+/// The start-up lines about the disk and TLS routes, once, and the code
+/// lock.
+fn startup_notices(cfg: &Config, log: &ErrorLog) {
     for m in fastpath::probe() {
         log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
     }
     uring_notice(cfg, log);
+    super::notices::disk_routes(cfg, log);
     if cfg.listens.iter().any(|l| l.ssl) {
         ktls_notice(cfg, log);
     }
@@ -362,7 +404,6 @@ fn prepare(
             ),
         );
     }
-    Ok((listeners, creds, signals, pid_path))
 }
 
 /// The one start-up line about kernel TLS (probed once, `tls::ktls`):
@@ -400,13 +441,20 @@ fn ktls_notice(cfg: &Config, log: &ErrorLog) {
 
 /// The master while it runs: the live generation and what a reload
 /// replaces.
-struct Master<'a> {
+pub(super) struct Master<'a> {
     opts: &'a LoadOptions,
     embedded: bool,
-    listeners: Listeners,
+    pub(super) listeners: Listeners,
     cfg: Arc<Config>,
-    log: ErrorLog,
-    current: Generation,
+    pub(super) log: ErrorLog,
+    creds: Option<Credentials>,
+    /// `None` after SIGWINCH stopped the workers (binary upgrade).
+    current: Option<Generation>,
+    pub(super) pid_path: Option<PathBuf>,
+    pub(super) daemonized: bool,
+    pub(super) inherited_from: Option<i32>,
+    /// The new binary of an upgrade in progress.
+    pub(super) new_binary: Option<upgrade::NewBinary>,
 }
 
 impl Master<'_> {
@@ -433,21 +481,35 @@ impl Master<'_> {
                         );
                         return Mode::Fast;
                     }
-                    SIGUSR1 => self.log.log(
-                        Level::Notice,
-                        format_args!(
-                            "signal {sig} (SIGUSR1) received, log reopening is not supported yet"
-                        ),
-                    ),
+                    SIGUSR1 => self.reopen_logs(sig),
+                    SIGUSR2 => self.change_binary(sig),
+                    SIGWINCH => self.stop_accepting(sig),
+                    SIGCHLD => self.reap_new_binary(),
                     _ => {}
                 }
             }
         }
     }
 
+    /// SIGUSR1: every access and error log is opened again under its
+    /// name (after a rotation), owned by the workers' user as NGINX does.
+    fn reopen_logs(&self, sig: i32) {
+        self.log.log(
+            Level::Notice,
+            format_args!("signal {sig} (SIGUSR1) received, reopening logs"),
+        );
+        let owner = self.creds.as_ref().map(|c| c.ids().0);
+        for e in log::reopen(owner) {
+            self.log.log(Level::Emerg, format_args!("{e}"));
+        }
+    }
+
     /// SIGHUP: the configuration is loaded again and a new generation
     /// replaces the old one; on any error the old one keeps serving.
     fn reload(&mut self, sig: i32) {
+        if self.current.is_none() {
+            return self.start_workers_again(sig);
+        }
         let log = &self.log;
         log.log(
             Level::Notice,
@@ -468,7 +530,7 @@ impl Master<'_> {
                     return;
                 }
             };
-        let previous = Some((&*self.current.pools, &*self.current.caches));
+        let previous = self.current.as_ref().map(|g| (&*g.pools, &*g.caches));
         match Generation::start(
             new_cfg.clone(),
             &self.listeners,
@@ -477,16 +539,72 @@ impl Master<'_> {
             previous,
         ) {
             Ok(next) => {
-                let old = std::mem::replace(&mut self.current, next);
-                old.retire();
+                if let Some(old) = self.current.replace(next) {
+                    old.retire();
+                }
                 self.cfg = new_cfg;
                 self.log = new_log;
                 crate::acme::manager::apply(self.cfg.acme.clone(), &self.log);
+                self.creds = new_creds;
                 self.log.log(
                     Level::Notice,
                     format_args!("reconfigured, {} workers", self.cfg.main.worker_processes),
                 );
             }
+            Err(e) => self.log.log(Level::Emerg, format_args!("{e}")),
+        }
+    }
+}
+
+impl Master<'_> {
+    /// The end: listeners closed first (new connections are refused while
+    /// the workers finish what they have), the workers stopped, the pid
+    /// file removed (`.oldbin` while a new binary runs: that one's pid
+    /// file is the other's).
+    fn exit(self, mode: Mode) {
+        drop(self.listeners);
+        match self.current {
+            Some(g) if mode == Mode::Graceful => g.stop_and_wait(Mode::Graceful),
+            Some(g) => g.trigger.set(Mode::Fast),
+            None => {}
+        }
+        self.log.log(Level::Notice, format_args!("exit"));
+        let mut pid_path = self.pid_path;
+        if self.new_binary.is_some() {
+            pid_path = pid_path.as_deref().map(upgrade::oldbin_path);
+        }
+        remove_pid(&pid_path);
+        log::shutdown();
+    }
+
+    /// SIGWINCH (upgrade): the workers stop gracefully, the master stays.
+    pub(super) fn stop_workers(&mut self) {
+        if let Some(g) = self.current.take() {
+            g.retire();
+        }
+    }
+
+    /// SIGHUP after SIGWINCH (rollback), or the new binary gone: the
+    /// workers start again on the configuration they had.
+    pub(super) fn start_workers_again(&mut self, sig: i32) {
+        if self.current.is_some() {
+            return;
+        }
+        if sig != 0 {
+            self.log.log(
+                Level::Notice,
+                format_args!("signal {sig} (SIGHUP) received, starting worker processes"),
+            );
+        }
+        let g = Generation::start(
+            self.cfg.clone(),
+            &self.listeners,
+            &self.creds,
+            &self.log,
+            None,
+        );
+        match g {
+            Ok(g) => self.current = Some(g),
             Err(e) => self.log.log(Level::Emerg, format_args!("{e}")),
         }
     }
@@ -502,6 +620,25 @@ fn uring_notice(cfg: &Config, log: &ErrorLog) {
     {
         log.log(Level::Notice, format_args!("{m}"));
     }
+}
+
+/// The embedded configuration's start-up line ends with what it serves and
+/// the URL to open (a wildcard address is opened as loopback).
+fn open_at(cfg: &Config, opts: &LoadOptions) -> String {
+    let Some(addr) = cfg.listens.first().map(|l| l.addr) else {
+        return String::new();
+    };
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
+        ip if ip.is_unspecified() => "[::1]".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!(
+        ", serving {} at http://{host}:{}/",
+        config::embedded_root(opts).display(),
+        addr.port()
+    )
 }
 
 fn remove_pid(p: &Option<PathBuf>) {

@@ -8,6 +8,8 @@ pub mod listen;
 pub mod loop_lag;
 pub mod loop_watch;
 pub mod master;
+pub mod notices;
 pub mod privileges;
 pub mod quic_steer;
+pub mod upgrade;
 pub mod worker;
