@@ -14,7 +14,8 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use common::php::*;
 use common::*;

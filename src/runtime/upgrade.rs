@@ -295,6 +295,9 @@ mod tests {
         use std::os::fd::IntoRawFd;
         let fd = l.into_raw_fd();
         let back = listening_socket(fd).expect("a listening socket");
-        assert!(back.local_addr().is_ok());
+        assert!(matches!(back, Passed::Tcp(l) if l.local_addr().is_ok()));
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let back = listening_socket(u.into_raw_fd()).expect("a bound UDP socket");
+        assert!(matches!(back, Passed::Udp(u) if u.local_addr().is_ok()));
     }
 }
