@@ -1,6 +1,7 @@
 """The WSGI app tests/uwsgi.rs serves through Debian's uWSGI and
 tests/scgi.rs through tests/support/scgi_server.py: forms, cookies,
-statuses and headers set by the app, the CGI variables it was given, an
+statuses and headers set by the app, the CGI variables it was given, a
+fresh token per call (for the caches), an
 upload read as a stream, a streamed download, a slow answer. Stdlib only."""
 
 import hashlib
@@ -40,6 +41,12 @@ def app(environ, start_response):
             ('Set-Cookie', 'again=1; Path=/'),
         ])
         return [('\n'.join(out) + '\n').encode()]
+
+    if path == '/token':
+        # A new body on each call: a cached answer repeats an old one.
+        token = ('%d\n' % time.time_ns()).encode()
+        start_response('200 OK', text + [('Content-Length', str(len(token)))])
+        return [token]
 
     if path == '/params':
         out = ['%s=%s' % (k, environ.get(k, '(unset)')) for k in KEYS]
