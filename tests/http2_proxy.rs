@@ -203,7 +203,7 @@ fn stale_purge_metrics_and_stub_status_over_h2() {
         assert_eq!(r.body, b"fresh\n");
         // Expired, and the origin now answers 500: the stale copy.
         broken.store(true, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(1300)).await;
+        tokio::time::sleep(Duration::from_millis(2200)).await;
         let r = c::get(&send, "/k").await;
         assert_eq!((r.status, r.header("x-cache")), (200, Some("STALE")));
         assert_eq!(r.body, b"fresh\n");
