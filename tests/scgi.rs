@@ -409,61 +409,17 @@ fn large_upload_streams_with_bounded_memory_and_download_arrives_whole() {
     assert!(r.body.chunks(16).all(|c| c == b"0123456789abcdef"));
 }
 
-/// `scgi_cache` is `fastcgi_cache`'s engine (the proxy cache's): a MISS is
-/// stored, the next request is a HIT with the same body, another key is
-/// a MISS, a bypass goes to the app, POST is not looked up (no status) — each
-/// `$upstream_cache_status` the same as nginx's on the same app.
+/// `scgi_cache` is `fastcgi_cache`'s engine, as nginx's
+/// (`apps::cache_steps_as_nginx`).
 #[test]
 fn scgi_cache_stores_and_serves_as_nginx() {
     let app = App::start();
     let pass = format!("127.0.0.1:{}", app.port);
-    let sequence = |port: u16| {
-        let mut seen = Vec::new();
-        for (method, target) in [
-            ("GET", "/token"),
-            ("GET", "/token"),
-            ("GET", "/token?other=1"),
-            ("GET", "/token?nocache=1"),
-            ("POST", "/token"),
-            ("GET", "/token"),
-        ] {
-            let r = request(port, method, target, "", b"");
-            assert_eq!(r.status, 200, "{method} {target}");
-            let status = r.header("X-Cache").unwrap_or("-").to_string();
-            seen.push((status, r.text()));
+    let extra = cache_extra("scgi");
+    cache_steps_as_nginx("scgi", &|nginx_side, http| -> Box<dyn Port> {
+        match nginx_side {
+            true => Box::new(nginx(http, &pass, &extra)),
+            false => Box::new(porter(http, &pass, &extra)),
         }
-        seen
-    };
-    let extra = "scgi_cache z; scgi_cache_key $request_method$request_uri; \
-                 scgi_cache_valid 200 1m; scgi_cache_bypass $arg_nocache; \
-                 add_header X-Cache $upstream_cache_status always;";
-    let mut results = Vec::new();
-    for nginx_side in [false, true] {
-        let dir = TempDir::new("scgi-cache");
-        set_mode(dir.path(), 0o777);
-        let http = format!(
-            "scgi_cache_path {} levels=1:2 keys_zone=z:1m;",
-            dir.path().display()
-        );
-        let seen = if nginx_side {
-            let n = nginx(&http, &pass, extra);
-            sequence(n.port)
-        } else {
-            let s = porter(&http, &pass, extra);
-            sequence(s.port)
-        };
-        let statuses: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
-        assert_eq!(
-            statuses,
-            ["MISS", "HIT", "MISS", "BYPASS", "-", "HIT"],
-            "nginx: {nginx_side}"
-        );
-        // The HITs repeat the first MISS's body; the others are new.
-        assert_eq!(seen[1].1, seen[0].1);
-        assert_eq!(seen[5].1, seen[0].1);
-        assert_ne!(seen[2].1, seen[0].1);
-        assert_ne!(seen[3].1, seen[0].1);
-        results.push(statuses.join(","));
-    }
-    assert_eq!(results[0], results[1], "porter, then nginx");
+    });
 }

@@ -2,7 +2,7 @@
 //! by PID on drop, a scripted application server that records the bytes
 //! it is sent and answers canned bytes (to compare what porter and nginx
 //! send, and how they take bad answers), a request helper, the part of a
-//! response both servers must agree on, a large upload.
+//! response both servers must agree on, a large upload, the cache steps.
 
 #![allow(dead_code)]
 
@@ -213,4 +213,77 @@ pub fn lines_with(log: &str, needle: &str) -> Vec<String> {
         .filter(|l| l.contains(needle))
         .map(|l| log_message(l).to_string())
         .collect()
+}
+
+/// The cache steps tests/uwsgi.rs and tests/scgi.rs run against
+/// `PREFIX_cache` (`fastcgi_cache`'s engine, the proxy cache's) on porter
+/// and on nginx: `start(http)` starts one server with `http` (the zone) in
+/// its `http` block and `cache_extra(prefix)` in the location, and gives
+/// its port. A MISS is stored, the next request is a HIT with the same
+/// body, another key is a MISS, a bypass goes to the app, POST is not
+/// looked up (no status); the statuses must be nginx's.
+pub fn cache_steps_as_nginx(prefix: &str, start: &dyn Fn(bool, &str) -> Box<dyn Port>) {
+    let mut results = Vec::new();
+    for nginx_side in [false, true] {
+        let dir = TempDir::new("app-cache");
+        set_mode(dir.path(), 0o777);
+        let http = format!(
+            "{prefix}_cache_path {} levels=1:2 keys_zone=z:1m;",
+            dir.path().display()
+        );
+        let server = start(nginx_side, &http);
+        let mut seen = Vec::new();
+        for (method, target) in [
+            ("GET", "/token"),
+            ("GET", "/token"),
+            ("GET", "/token?other=1"),
+            ("GET", "/token?nocache=1"),
+            ("POST", "/token"),
+            ("GET", "/token"),
+        ] {
+            let r = request(server.port(), method, target, "", b"");
+            assert_eq!(r.status, 200, "{method} {target}");
+            let status = r.header("X-Cache").unwrap_or("-").to_string();
+            seen.push((status, r.text()));
+        }
+        let statuses: Vec<&str> = seen.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            statuses,
+            ["MISS", "HIT", "MISS", "BYPASS", "-", "HIT"],
+            "nginx: {nginx_side}"
+        );
+        // The HITs repeat the first MISS's body; the others are new.
+        assert_eq!(seen[1].1, seen[0].1);
+        assert_eq!(seen[5].1, seen[0].1);
+        assert_ne!(seen[2].1, seen[0].1);
+        assert_ne!(seen[3].1, seen[0].1);
+        results.push(statuses.join(","));
+    }
+    assert_eq!(results[0], results[1], "porter, then nginx");
+}
+
+/// The location lines of [`cache_steps_as_nginx`].
+pub fn cache_extra(prefix: &str) -> String {
+    format!(
+        "{prefix}_cache z; {prefix}_cache_key $request_method$request_uri; \
+         {prefix}_cache_valid 200 1m; {prefix}_cache_bypass $arg_nocache; \
+         add_header X-Cache $upstream_cache_status always;"
+    )
+}
+
+/// A running server's port, porter's or nginx's.
+pub trait Port {
+    fn port(&self) -> u16;
+}
+
+impl Port for Server {
+    fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Port for Nginx {
+    fn port(&self) -> u16 {
+        self.port
+    }
 }
