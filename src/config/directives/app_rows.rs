@@ -1,8 +1,8 @@
 //! The directives every application-server module has, each a twin of a
 //! `proxy_*` setting (`*_param`, `*_connect_timeout`, `*_next_upstream`,
 //! `*_hide_header`, ...): [`app_rows!`] writes their rows for one module
-//! (`uwsgi`, `scgi`) and its `LocSettings` field, an `AppSettings`
-//! (`config/app_upstream.rs`); [`set_pass`] is `uwsgi_pass` and
+//! (`fastcgi`, `uwsgi`, `scgi`) and its `LocSettings` field, an `AppSettings`
+//! (`config/app_upstream.rs`); [`set_pass`] is `fastcgi_pass`, `uwsgi_pass` and
 //! `scgi_pass`. Buffer sizes and temp files are checked and accepted:
 //! porter streams every body in bounded pieces.
 

@@ -229,6 +229,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_ssl::ROWS,
     grpc::ROWS,
     fastcgi::ROWS,
+    fastcgi::COMMON,
     uwsgi::ROWS,
     uwsgi::COMMON,
     scgi::ROWS,
