@@ -160,7 +160,7 @@ fn a_config_file_keeps_its_own_logging_and_no_listing() {
     // Only the embedded default lists and logs to the terminal: the same
     // site through a config file answers 403 at `/` as NGINX does.
     let s = common::Server::start(
-        "events {} http { server { listen 127.0.0.1:{PORT}; root {PREFIX}/site; } }",
+        "daemon off; events {} http { server { listen 127.0.0.1:{PORT}; root {PREFIX}/site; } }",
     );
     std::fs::create_dir_all(s.prefix.path().join("site")).unwrap();
     assert_eq!(get(s.port, "/").status, 403);
