@@ -120,19 +120,11 @@ pub(super) fn check_quic_tls(
 
 #[cfg(test)]
 mod tests {
-    use super::Build;
     use crate::config::error::ConfError;
-    use crate::config::parser::Parser;
     use crate::config::Config;
-    use std::path::{Path, PathBuf};
 
     fn parse(http: &str) -> Result<Config, ConfError> {
-        let text = format!("error_log stderr; http {{ access_log off; {http} }}");
-        let mut p = Parser::new(PathBuf::from("/tmp"));
-        let dirs = p.parse_str(&text, Path::new("t.conf"))?;
-        let mut b = Build::new(PathBuf::from("/tmp"));
-        b.walk(&dirs)?;
-        b.finish(Vec::new())
+        super::super::parse_http_for_test(http)
     }
 
     #[test]

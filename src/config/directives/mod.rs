@@ -334,6 +334,21 @@ fn template(s: &str) -> Result<Template, String> {
     Template::compile(s).map_err(|e| e.0)
 }
 
+/// `http { access_log off; HTTP }` loaded from text, errors to stderr:
+/// what the directive files' unit tests parse (`http2.rs`, `http3.rs`).
+#[cfg(test)]
+pub(super) fn parse_http_for_test(
+    http: &str,
+) -> Result<crate::config::Config, crate::config::error::ConfError> {
+    use std::path::{Path, PathBuf};
+    let text = format!("error_log stderr; http {{ access_log off; {http} }}");
+    let mut p = crate::config::parser::Parser::new(PathBuf::from("/tmp"));
+    let dirs = p.parse_str(&text, Path::new("t.conf"))?;
+    let mut b = Build::new(PathBuf::from("/tmp"));
+    b.walk(&dirs)?;
+    b.finish(Vec::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
