@@ -90,6 +90,16 @@ pub struct EntryHeader {
     pub body_crc: Option<u32>,
 }
 
+/// Why an entry's header could not be read: the disk failed, or the
+/// file is not a valid entry.
+#[derive(Debug)]
+pub(crate) enum HeaderError {
+    /// The read failed.
+    Io(std::io::Error),
+    /// The bytes are not a valid entry.
+    Format(FormatError),
+}
+
 /// Why a file is not a valid entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FormatError {

@@ -10,18 +10,11 @@ use std::io;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::format::{self, EntryHeader, FormatError};
+use super::format::{self, EntryHeader, FormatError, HeaderError};
 use super::index::Node;
 use super::{disk_size, enoent, open_entries, verify, CacheZone, Entry, KeyHash, Lookup};
 use crate::disk::{Io, OpenFile, PathRules};
 use crate::log::{Level, RequestLog};
-
-/// Why an entry's header could not be read.
-#[derive(Debug)]
-pub(crate) enum HeaderError {
-    Io(io::Error),
-    Format(FormatError),
-}
 
 impl CacheZone {
     /// Looks `key` up: the index first, then (for a key it knows has a

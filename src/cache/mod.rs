@@ -81,10 +81,11 @@ use crate::disk::{Io, OpenFile};
 use crate::log::{ErrorLog, Level};
 use crate::util::thread_user::ThreadUser;
 
+pub(crate) use self::format::HeaderError;
 pub use self::format::{EntryHeader, EntryMeta, FormatError};
 pub use self::index::{Evicted, Fill, FillGuard, FillWaiter, Index};
 pub use self::key::{KeyHash, Levels};
-pub(crate) use self::lookup::{read_header, HeaderError};
+pub(crate) use self::lookup::read_header;
 pub use self::writer::CacheWriter;
 pub(crate) use self::writer::{is_own_temp, temp_run};
 

@@ -59,8 +59,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use lru::LruCache;
 
-use super::format::{EntryHeader, FormatError};
-use super::lookup::HeaderError;
+use super::format::{EntryHeader, FormatError, HeaderError};
 use super::{CacheZone, Entry, KeyHash};
 use crate::disk::{FileMeta, Io, OpenFile};
 use crate::log::RequestLog;

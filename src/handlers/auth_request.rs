@@ -12,8 +12,8 @@
 //! into the main request's variables, so they last across its internal
 //! redirects and reach the error page too.
 
+use super::outcome::Env;
 use super::subrequest::Subrequest;
-use super::Env;
 use crate::http::context::RequestCtx;
 use crate::log::Level;
 

@@ -2,16 +2,29 @@
 //! the body filters that rewrite it while it is sent (gzip, charset): a
 //! body in memory, a file range read 64 KiB at a time through the disk
 //! layer, or a streamed (proxied) body's own pieces. Cancel-safe: the
-//! file position moves only once a piece has been read.
+//! file position moves only once a piece has been read. Also the framing
+//! every such filter asks for ([`frame_unknown_length`]).
 
 use std::io;
 use std::rc::Rc;
 
 use crate::disk::OpenFile;
-use crate::http::response::{Body, BodyStream};
+use crate::http::context::RequestCtx;
+use crate::http::response::{Body, BodyStream, Response};
 
 /// How much of a file one piece reads.
 const FILE_PIECE: u64 = 64 * 1024;
+
+/// For a body filter that changes the body's length (gzip, charset to or
+/// from UTF-8, sub_filter): NGINX's chunked filter frames such a body as
+/// chunks on HTTP/1.1 and closes the connection after it on HTTP/1.0.
+pub fn frame_unknown_length(ctx: &RequestCtx, resp: &mut Response) {
+    if ctx.head.version == crate::http::request::Version::Http11 {
+        resp.chunked = true;
+    } else {
+        resp.close = true;
+    }
+}
 
 /// Where a filtered body's bytes come from.
 pub enum PieceSource {

@@ -134,7 +134,7 @@ fn recode(ctx: &RequestCtx, resp: &mut Response, table: Table) {
         resp.content_length = None;
         resp.allow_ranges = false;
         if !ctx.is_head() {
-            super::filters::frame_unknown_length(ctx, resp);
+            super::body_source::frame_unknown_length(ctx, resp);
         }
     }
     if ctx.is_head() {

@@ -1,7 +1,9 @@
 //! A file as content handlers answer with it, below them (the static
-//! handler, `gzip_static`, `try_files`): opened by the location's rules
-//! through `open_file_cache`, and its 200 — type from the URI, length,
-//! validators, and the body that carries the file's path.
+//! handler, `gzip_static`, `try_files`): the URI mapped to a path by
+//! `root` or `alias` ([`locate`], [`map_path`]), opened by the location's
+//! rules through `open_file_cache` ([`open`]), and its 200 — type from the
+//! URI, length, validators, and the body that carries the file's path
+//! ([`file_response`]).
 
 use std::io;
 use std::path::Path;
@@ -10,10 +12,88 @@ use std::sync::Arc;
 
 use super::disk_io;
 use super::outcome::{Env, Outcome};
+use crate::config::{DocRoot, LocationKind};
 use crate::disk::{FileKind, Io, OpenFile};
 use crate::http::conditional;
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, Response};
+
+fn concat(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + b.len());
+    s.push_str(a);
+    s.push_str(b);
+    s
+}
+
+/// The file-system path for the current URI, and the document root.
+pub(super) fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
+    let loc = &ctx.loc;
+    match &loc.s.root {
+        DocRoot::Root(t) => {
+            let mut root = t.render(ctx);
+            root.truncate(root.trim_end_matches('/').len());
+            (concat(&root, uri), root)
+        }
+        DocRoot::Alias(t) => {
+            let alias = t.render(ctx);
+            // A regex location's alias is the whole path (with captures).
+            let rest = if matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
+                ""
+            } else {
+                uri.strip_prefix(loc.path.as_str()).unwrap_or(uri)
+            };
+            (concat(&alias, rest), alias)
+        }
+    }
+}
+
+/// Whether `path` (the root or alias joined with the URI) leaves the
+/// directory configured: it has more `..` segments than the `root` or
+/// `alias` text itself. The URI is normalised, so only the join can make
+/// one: `location /img { alias /srv/img/; }` and `/img../secret` give
+/// `/srv/img/../secret` (NGINX's classic off-by-slash, which NGINX serves;
+/// porter answers 404, as for a file that is not there). A capture that
+/// brings `..` into an alias or root with variables is caught the same way.
+pub(super) fn leaves_root(ctx: &RequestCtx, path: &str) -> bool {
+    // Most paths have no `..`: the root's are not counted then.
+    let up = dot_dots(path);
+    let (DocRoot::Root(t) | DocRoot::Alias(t)) = &ctx.loc.s.root;
+    up > 0 && up > dot_dots(t.raw())
+}
+
+fn dot_dots(p: &str) -> usize {
+    p.as_bytes()
+        .split(|&b| b == b'/')
+        .filter(|s| *s == b"..")
+        .count()
+}
+
+/// The 404 for a path that [`leaves_root`], logged as a missing file is
+/// (an error when `log_not_found` is on) with the reason.
+fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
+    if ctx.loc.s.log_not_found {
+        ctx.log(env.log).error(format_args!(
+            "\"{path}\" is outside of the root or alias directory"
+        ));
+    }
+    Outcome::Status(404)
+}
+
+/// The disk route and the file-system path of the URI, with
+/// `$document_root` and `$request_filename` set to match (the file and the
+/// index handlers both start here); else the answer: the route's failure,
+/// or the 404 for a path that [`leaves_root`].
+pub(super) fn locate(ctx: &mut RequestCtx, env: &Env<'_>) -> Result<(Io, String), Box<Outcome>> {
+    let io = disk_io::route(ctx, env)?;
+    let (path, root) = map_path(ctx, &ctx.uri);
+    ctx.document_root = Some(root);
+    if leaves_root(ctx, &path) {
+        let o = outside_root(ctx, env, &path);
+        ctx.request_filename = Some(path);
+        return Err(Box::new(o));
+    }
+    Ok((io, path))
+}
 
 /// The 200 answer for an open regular file.
 pub fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outcome {

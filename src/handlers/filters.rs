@@ -1,21 +1,17 @@
-//! NGINX's header filter chain, in its order, run on every response before
-//! it is written: the not-modified filter (conditional requests, 200 only,
-//! not on a proxied response the cache does not take, as NGINX), the
-//! headers filter (`expires`, `add_header`), the charset filter
-//! (`super::charset`), the gzip filter (`super::gzip`), the range filter
-//! (200 responses whose handler allows ranges; a sliced body, which the
-//! slice filter `super::slice` made before this chain runs, is narrowed,
-//! not cut again), and the header writer's
-//! rule that only 200, 206 and 304 carry the `Last-Modified` it
-//! writes itself (a proxied one goes out with any status).
+//! The filters of NGINX's core that the chain ([`super::chain`]) runs
+//! around the modules' ones: the not-modified filter ([`not_modified`]:
+//! conditional requests, 200 only, not on a proxied response the cache
+//! does not take, as NGINX), the headers filter ([`headers`]: `expires`,
+//! `add_header`), the range filter ([`ranges`]: 200 responses whose
+//! handler allows ranges; a sliced body, which the slice filter
+//! `super::slice` made first, is narrowed, not cut again), and the header
+//! writer's rules ([`writer_rules`]: only 200, 206 and 304 carry the
+//! `Last-Modified` it writes itself; a proxied one goes out with any
+//! status).
 //!
-//! A filter can turn the response into an error (412 from the not-modified
-//! filter, 416 from the range filter), which the caller answers like any
-//! other error status, `error_page` included. What a pass set stays with
-//! the request through a 416 ([`Carried`]; NGINX keeps it in the request's
-//! `headers_out`): the 416 page carries the 200's `add_header` lines plus
-//! its own pass's `always` ones, so such a header appears twice, and an
-//! error page served for the 416 also keeps the file's ETag and charset.
+//! The not-modified filter can turn the response into a 412 and the range
+//! filter into a 416, which the chain's caller answers like any other error
+//! status, `error_page` included.
 
 use std::rc::Rc;
 
@@ -24,63 +20,6 @@ use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
 use crate::http::range::{self, RangeOutcome};
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
-
-/// What earlier passes through the chain left on the request for the
-/// response that replaces theirs.
-#[derive(Debug, Default)]
-pub struct Carried {
-    /// Header lines, the replaced response's ETag first.
-    headers: Vec<(String, String)>,
-    /// The charset chosen.
-    charset: Option<String>,
-}
-
-impl Carried {
-    /// A header line that stays on every response that answers the
-    /// request from now on (`WWW-Authenticate` of a 401).
-    pub fn add_header(&mut self, name: &str, value: String) {
-        self.headers.push((name.to_string(), value));
-    }
-
-    /// Adds header lines that stay with the request (after the ones
-    /// already carried).
-    pub fn add(&mut self, mut headers: Vec<(String, String)>) {
-        self.headers.append(&mut headers);
-    }
-
-    /// Puts the carried header lines before `resp`'s own. A response NGINX
-    /// builds itself (`special`) drops the carried ETag, as NGINX clears
-    /// the ETag of its special responses; another keeps it, and its own
-    /// ETag follows the carried lines (NGINX sends both, in the order of
-    /// its header list: a carried `WWW-Authenticate` comes first too).
-    pub fn apply(&mut self, resp: &mut Response, special: bool) {
-        let mut own = std::mem::take(&mut resp.headers);
-        resp.headers = std::mem::take(&mut self.headers);
-        // An upstream's type carried over an `X-Accel-Redirect` types the
-        // answer, as NGINX's handlers keep a type already set; NGINX's
-        // own pages are text/html.
-        // The last one stands, as NGINX's copies replace each other.
-        let mut carried_type = None;
-        resp.headers.retain(|(n, v)| {
-            let typed = n == "Content-Type";
-            if typed {
-                carried_type = Some(v.clone());
-            }
-            !typed
-        });
-        if let (Some(ct), false, false) = (carried_type, special, resp.own_type) {
-            resp.content_type = Some(ct.into());
-        }
-        if special {
-            resp.headers.retain(|(n, _)| n != "ETag");
-        } else if !resp.headers.is_empty() {
-            if let Some(e) = resp.etag.take() {
-                resp.headers.push(("ETag".into(), e));
-            }
-        }
-        resp.headers.append(&mut own);
-    }
-}
 
 /// The response's ETag: its own, or the last one among its header lines
 /// (NGINX's `headers_out.etag` is the last one set).
@@ -94,69 +33,9 @@ fn etag(resp: &Response) -> Option<&str> {
     })
 }
 
-/// Runs the chain on `resp`, after [`Carried::apply`]. `Err(code)` means
-/// answer with `code` instead; `carried` then holds what stays with the
-/// request (nothing after a 412: NGINX clears the response's headers
-/// before sending that page).
-pub fn run(
-    ctx: &mut RequestCtx,
-    env: &super::Env<'_>,
-    resp: &mut Response,
-    carried: &mut Carried,
-) -> Result<(), u16> {
-    if resp.status == 200 && !resp.no_not_modified {
-        if let Err(code) = not_modified(ctx, resp) {
-            *carried = Carried::default();
-            return Err(code);
-        }
-    }
-    ctx.status = resp.status;
-    headers(ctx, resp);
-    super::sub_filter::header_filter(ctx, resp);
-    let charset = super::charset::header_filter(ctx, resp, carried.charset.take());
-    super::ssi::header_filter(ctx, env, resp);
-    super::gzip::header_filter(ctx, resp);
-    if let Err(code) = ranges(ctx, resp) {
-        // The error page is not a 200: a proxied Last-Modified line does
-        // not stay with it (the header writer's rule below).
-        if resp.last_modified_inline {
-            resp.headers
-                .retain(|(n, _)| !n.eq_ignore_ascii_case("last-modified"));
-        }
-        carried.headers = resp
-            .etag
-            .take()
-            .map(|e| ("ETag".to_string(), e))
-            .into_iter()
-            .collect();
-        carried.headers.append(&mut resp.headers);
-        carried.charset = charset;
-        return Err(code);
-    }
-    // The header writer's rules, which NGINX applies only to a status
-    // without a status line of its own (an upstream's, as a FastCGI
-    // `Status: 204 No Content`, keeps its Content-Type and length).
-    let own_line = resp.reason.as_ref().is_none_or(|(_, t)| t.is_empty());
-    if resp.status == 204 && own_line {
-        resp.content_type = None;
-        resp.content_length = None;
-        resp.body = Body::Empty;
-    }
-    // NGINX's header filter drops only the Last-Modified it writes itself
-    // (`headers_out.last_modified`); a proxied line stays in the header
-    // list and goes out with any status (a 404 or a 301 keeps its origin's
-    // Last-Modified).
-    if !matches!(resp.status, 200 | 206 | 304) {
-        resp.last_modified = None;
-    }
-    super::trailers::header_filter(ctx, resp);
-    ctx.status = resp.status;
-    Ok(())
-}
-
 /// The not-modified filter: 412 or 304 from the request's preconditions
 /// against the response's validators.
-fn not_modified(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
+pub(super) fn not_modified(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     match conditional::evaluate(
         |n| ctx.header(n),
         etag(resp),
@@ -176,14 +55,23 @@ fn not_modified(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     }
 }
 
-/// For a body filter that changes the body's length (gzip, charset to or
-/// from UTF-8, sub_filter): NGINX's chunked filter frames such a body as
-/// chunks on HTTP/1.1 and closes the connection after it on HTTP/1.0.
-pub fn frame_unknown_length(ctx: &RequestCtx, resp: &mut Response) {
-    if ctx.head.version == crate::http::request::Version::Http11 {
-        resp.chunked = true;
-    } else {
-        resp.close = true;
+/// The header writer's rules, which NGINX applies only to a status
+/// without a status line of its own (an upstream's, as a FastCGI
+/// `Status: 204 No Content`, keeps its Content-Type and length): a 204
+/// has no body; only 200, 206 and 304 keep the `Last-Modified` the
+/// writer writes itself. NGINX's header filter drops only that one
+/// (`headers_out.last_modified`); a proxied line stays in the header list
+/// and goes out with any status (a 404 or a 301 keeps its origin's
+/// Last-Modified).
+pub(super) fn writer_rules(resp: &mut Response) {
+    let own_line = resp.reason.as_ref().is_none_or(|(_, t)| t.is_empty());
+    if resp.status == 204 && own_line {
+        resp.content_type = None;
+        resp.content_length = None;
+        resp.body = Body::Empty;
+    }
+    if !matches!(resp.status, 200 | 206 | 304) {
+        resp.last_modified = None;
     }
 }
 
@@ -200,7 +88,7 @@ fn header_filter_applies(status: u16) -> bool {
 /// `$sent_http_content_type` through maps), so when one does the
 /// response's header lines are lent to the request first, as NGINX's
 /// variables read `headers_out` whenever they are evaluated.
-fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
+pub(super) fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
     let loc = std::sync::Arc::clone(&ctx.loc);
     let s = &loc.s;
     if s.add_headers.is_empty() && s.expires.is_none() {
@@ -312,7 +200,7 @@ fn set_line(resp: &mut Response, name: &str, v: String) {
 /// allows ranges: 206
 /// (one part or `multipart/byteranges`), `Err(416)` with `Content-Range:
 /// bytes */LEN` pushed, or the full body with `Accept-Ranges: bytes`.
-fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
+pub(super) fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
     let s = &ctx.loc.s;
     if resp.status != 200 || !resp.allow_ranges || s.max_ranges == Some(0) {
         return Ok(());

@@ -1,5 +1,5 @@
-//! `gzip`: NGINX's gzip filter, and `gzip_static` (a precompressed
-//! `FILE.gz` served through the disk layer).
+//! `gzip`: NGINX's gzip filter (`gzip_static`, a content step, is
+//! `gzip_static.rs`).
 //!
 //! The header filter ([`header_filter`], in the chain after the charset
 //! filter and before the range filter, as NGINX orders them) decides as
@@ -31,18 +31,14 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 use tokio::sync::oneshot;
 
 use super::body_source::PieceSource;
-use super::file;
-use super::outcome::{Env, Outcome};
 use crate::config::{
-    GzipStatic, GZIP_PROXIED_ANY, GZIP_PROXIED_AUTH, GZIP_PROXIED_EXPIRED, GZIP_PROXIED_NO_CACHE,
+    GZIP_PROXIED_ANY, GZIP_PROXIED_AUTH, GZIP_PROXIED_EXPIRED, GZIP_PROXIED_NO_CACHE,
     GZIP_PROXIED_NO_ETAG, GZIP_PROXIED_NO_LM, GZIP_PROXIED_NO_STORE, GZIP_PROXIED_OFF,
     GZIP_PROXIED_PRIVATE,
 };
-use crate::disk::{FileKind, Io, OpenFile};
-use crate::http::context::{Method, RequestCtx};
+use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
-use crate::log::Level;
 use crate::util::cpu_pool;
 
 /// Bodies of at most this many bytes are compressed on the event loop.
@@ -55,9 +51,14 @@ const INLINE_PIECE: usize = 4 * 1024;
 /// NGINX's gzip header: no name, no mtime, OS "Unix".
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];
 
-/// The gzip header filter: compresses `resp` when NGINX would.
+/// The gzip header filter: compresses `resp` when NGINX would. `Vary`
+/// goes on any response of a request `gzip_static on` marked
+/// (`ctx.gzip_vary`, NGINX's `r->gzip_vary`) when `gzip_vary` is on.
 pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
     let s = &ctx.loc.s;
+    if ctx.gzip_vary && s.gzip_vary {
+        add_vary(resp);
+    }
     let encoded = resp
         .header("content-encoding")
         .is_some_and(|v| !v.is_empty());
@@ -86,7 +87,7 @@ pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
         resp.body = Body::Empty;
         return;
     }
-    super::filters::frame_unknown_length(ctx, resp);
+    super::body_source::frame_unknown_length(ctx, resp);
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     resp.body = Body::Stream(StreamBody::new(Box::new(GzipStream::new(
         body,
@@ -324,97 +325,6 @@ fn is_msie6(ua: &str) -> bool {
         b'4' | b'5' => true,
         b'6' => !ua[i + 8..].contains("SV1"),
         _ => false,
-    }
-}
-
-/// `gzip_static`: for a GET or HEAD of `path` (a file URI), `PATH.gz`
-/// when it exists and the client takes it (`always`: every client), sent
-/// as the file with `Content-Encoding: gzip`. `None`: serve the file
-/// itself; `Some(true)` in `vary` asks for `Vary` on that answer (`on`
-/// found a `.gz` the client does not take).
-pub async fn serve_static(
-    ctx: &mut RequestCtx,
-    env: &Env<'_>,
-    io: &Io,
-    path: &str,
-    vary: &mut bool,
-) -> Option<Outcome> {
-    let s = &ctx.loc.s;
-    if !matches!(ctx.method, Method::Get | Method::Head) {
-        return None;
-    }
-    let ok = match s.gzip_static {
-        GzipStatic::Off => return None,
-        GzipStatic::On => gzip_ok(ctx, None),
-        GzipStatic::Always => true,
-    };
-    if !s.gzip_vary && !ok {
-        return None;
-    }
-    let on = s.gzip_static == GzipStatic::On;
-    let gz = format!("{path}.gz");
-    let file = match file::open(ctx, env, io, &gz).await {
-        Ok(f) => f,
-        Err(e) => {
-            static_gz_failed(ctx, env, &gz, &e);
-            return None;
-        }
-    };
-    if on {
-        *vary = s.gzip_vary;
-        if !ok {
-            return None;
-        }
-    }
-    match file.meta.kind {
-        FileKind::Directory => return None,
-        FileKind::Other => {
-            ctx.log(env.log)
-                .line(Level::Crit, format_args!("\"{gz}\" is not a regular file"));
-            return Some(Outcome::Status(404));
-        }
-        FileKind::Regular => {}
-    }
-    ctx.test_expect();
-    ctx.request_filename = Some(gz);
-    Some(static_gz_response(ctx, file, *vary))
-}
-
-/// The log line for a `.gz` that could not be opened (none when it is
-/// simply not there), as `ngx_http_gzip_static_handler` writes it.
-fn static_gz_failed(ctx: &RequestCtx, env: &Env<'_>, gz: &str, e: &io::Error) {
-    let level = match e.raw_os_error() {
-        Some(libc::ENOENT | libc::ENOTDIR | libc::ENAMETOOLONG) => return,
-        Some(libc::EACCES | libc::EMLINK | libc::ELOOP) => Level::Error,
-        _ => Level::Crit,
-    };
-    ctx.log(env.log).line(
-        level,
-        format_args!("open() \"{gz}\" failed {}", crate::util::errno_text(e)),
-    );
-}
-
-/// The 200 for a `.gz` file, whole (NGINX allows no ranges on it).
-fn static_gz_response(ctx: &RequestCtx, file: OpenFile, vary: bool) -> Outcome {
-    let uri = ctx.uri.clone();
-    let Outcome::Send(mut resp) = file::file_response(ctx, file, &uri) else {
-        return Outcome::Status(500);
-    };
-    // NGINX sends a `.gz` whole: no ranges.
-    resp.allow_ranges = false;
-    resp.headers
-        .push(("Content-Encoding".into(), "gzip".into()));
-    if vary {
-        add_vary(&mut resp);
-    }
-    Outcome::Send(resp)
-}
-
-/// Adds `Vary` to a file's answer when `gzip_static on` found a `.gz` the
-/// client did not take.
-pub fn vary_plain(out: &mut Outcome) {
-    if let Outcome::Send(resp) = out {
-        add_vary(resp);
     }
 }
 

@@ -1,25 +1,26 @@
 //! Request processing after the head is parsed, in NGINX's phases: the
 //! server's rewrite program, location selection (`config::locations`:
 //! `internal`, the body size limit, the automatic 301), the location's
-//! rewrite program (a changed URI selects again, at most 10 times),
-//! the limits and access checks ([`access`]), `try_files`, the content
-//! handler; then `error_page`, internal and
-//! named-location redirects (the same bound, counted by
-//! `count_uri_change`), and the header filter
-//! chain ([`filters`]: conditional requests, `add_header`, `expires`,
-//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges), after the slice
-//! filter ([`slice`]), which runs first as in NGINX, and the copy step (`copy.rs`: a small file body read
-//! into memory). Handlers produce a [`Response`] description; the
-//! connection loop writes it. What the handlers share ([`Outcome`],
-//! [`Env`], [`redirect`]) is in [`outcome`], below them: a handler imports
-//! that, not this dispatcher. The connection reaches them through
-//! [`Handlers`], its implementation of `http`'s [`Respond`], which the
-//! worker builds.
+//! rewrite program (a changed URI selects again, at most 10 times), the
+//! limits and access checks ([`access`]), `try_files`, the content
+//! handler (for files: `gzip_static`, which may decline, then the static
+//! handler); then `error_page`, internal and named-location redirects (the
+//! same bound, counted by `count_uri_change`), and the response filter
+//! chain ([`chain`]: slice, conditional requests, `add_header`/`expires`,
+//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges, trailers, then the copy
+//! step that reads a small file body into memory). Handlers produce a
+//! [`Response`] description and call no filter; the connection loop writes
+//! it. This file is the dispatcher only: what the handlers share
+//! ([`Outcome`], [`Env`], [`redirect`]) is in [`outcome`], below them, and
+//! a handler imports that, not this file. The connection reaches them
+//! through [`Handlers`], its implementation of `http`'s [`Respond`], which
+//! the worker builds.
 
 mod access;
 mod auth_request;
 pub mod autoindex;
 pub mod body_source;
+pub mod chain;
 pub mod charset;
 mod copy;
 pub mod disk_io;
@@ -28,6 +29,7 @@ mod file;
 pub mod filters;
 pub mod grpc;
 pub mod gzip;
+mod gzip_static;
 pub mod metrics;
 mod mirror;
 pub mod outcome;
@@ -49,7 +51,7 @@ use std::sync::Arc;
 
 use crate::cache::CacheSet;
 use crate::config::locations::Found;
-use crate::config::{Handler, LocationConf, Return};
+use crate::config::{Handler, LocationConf};
 use crate::disk::Disk;
 use crate::http::body::ClientBody;
 use crate::http::connection::Respond;
@@ -58,8 +60,7 @@ use crate::http::response::{Body, Response};
 use crate::http::status;
 use crate::log::{ErrorLog, Level};
 
-use outcome::split_args;
-pub use outcome::{absolute_location, redirect, Env, Outcome};
+use outcome::{redirect, split_args, Content, Env, Outcome};
 
 /// The handlers of one worker: what they share across its requests. The
 /// worker builds it and hands it to the connection loop, which calls it
@@ -155,7 +156,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
     // The status an error page's response is sent with (NGINX's err_status).
     let mut page_status: Option<u16> = None;
     // What earlier passes through the filters left on the request.
-    let mut carried = filters::Carried::default();
+    let mut carried = chain::Carried::default();
     loop {
         if !ctx.carried_headers.is_empty() {
             carried.add(std::mem::take(&mut ctx.carried_headers));
@@ -205,23 +206,9 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
             },
         };
         rewrite::warn_unset(ctx, env);
-        if ctx.subrequest {
-            // Of the body filters only SSI's runs for a subrequest here:
-            // an included page's commands run, as in NGINX.
-            ssi::header_filter(ctx, env, &mut resp);
-            return Some(resp);
-        }
-        // The slice filter, first of NGINX's header filters: its errors
-        // come after the head was committed, so the connection closes.
-        if slice::header_filter(ctx, env, &mut resp).is_err() {
-            return None;
-        }
-        match filters::run(ctx, env, &mut resp, &mut carried) {
-            Ok(()) => match copy::read_small_body(ctx, env, &mut resp).await {
-                Ok(()) => return Some(resp),
-                Err(o) => outcome = o,
-            },
-            Err(code) => outcome = Outcome::Status(code),
+        match chain::run(ctx, env, &mut resp, &mut carried).await {
+            Ok(()) => return Some(resp),
+            Err(o) => outcome = o,
         }
     }
 }
@@ -458,7 +445,12 @@ async fn content(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
 pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
     match loc.handler {
-        Handler::Static => static_file::serve(ctx, env).await,
+        // NGINX's content phase for files: `gzip_static`, which may
+        // decline, then the static and index handlers.
+        Handler::Static => match gzip_static::serve(ctx, env).await {
+            Content::Answered(o) => o,
+            Content::Declined => static_file::serve(ctx, env).await,
+        },
         Handler::StubStatus => stub_status::serve(ctx),
         Handler::Metrics(ref groups) => metrics::serve(ctx, env, groups),
         Handler::Status(ref groups) => status_page::serve(ctx, env, groups),
@@ -468,28 +460,5 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         // request should not carry the proxy's size.
         Handler::Proxy(ref pass) => Box::pin(proxy::serve(ctx, env, pass)).await,
         Handler::Grpc(ref pass) => Box::pin(grpc::serve(ctx, env, pass)).await,
-    }
-}
-
-pub(crate) fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
-    if r.code == 444 {
-        return Outcome::Close;
-    }
-    let text = r.text.as_ref().map(|t| t.render(ctx));
-    // NGINX's send_response discards the body first.
-    if r.code < 400 || text.is_some() {
-        ctx.test_expect();
-    }
-    match (r.code, text) {
-        (301 | 302 | 303 | 307 | 308, Some(url)) => Outcome::Special(redirect(ctx, r.code, &url)),
-        (301 | 302 | 303 | 307 | 308 | 400.., None) => Outcome::Status(r.code),
-        // A body (possibly empty), typed by the URI's extension as NGINX's
-        // send_response does.
-        (code, body) => {
-            let s = &ctx.loc.s;
-            let ct = file::content_type(&s.types, &s.default_type, &ctx.uri);
-            let body = body.unwrap_or_default().into_bytes();
-            Outcome::Send(Response::bytes(code, &ct, body))
-        }
     }
 }

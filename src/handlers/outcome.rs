@@ -1,5 +1,6 @@
 //! What every handler shares, below them all: the [`Outcome`] of a pass
-//! through a location, the [`Env`] a handler runs in, and the redirect
+//! through a location (and a content step's [`Content`]), the [`Env`] a
+//! handler runs in, and the redirect
 //! NGINX builds ([`redirect`], [`absolute_location`]). `handlers/mod.rs`
 //! (the dispatcher) re-exports them; the handlers import them from here,
 //! so no handler imports its dispatcher.
@@ -31,6 +32,16 @@ pub enum Outcome {
     Named(String),
     /// Close the connection without a response (`return 444`).
     Close,
+}
+
+/// What a content step did: NGINX's content-phase handlers answer or
+/// return `NGX_DECLINED` so the next one runs (`gzip_static` before the
+/// static handler).
+pub enum Content {
+    /// The step answered.
+    Answered(Outcome),
+    /// The step has nothing to send; the next one runs.
+    Declined,
 }
 
 /// Everything a handler needs besides the request.

@@ -13,10 +13,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::disk_io;
-use super::outcome::{Env, Outcome};
+use super::file;
+use super::outcome::{redirect, Env, Outcome};
 use crate::config::rewrite::{Cond, FileTest, Op, Rewrite, RewriteFlag};
+use crate::config::Return;
 use crate::disk::FileKind;
 use crate::http::context::RequestCtx;
+use crate::http::response::Response;
 use crate::log::Level;
 use crate::vars::regex::{Captures, Regex};
 
@@ -64,7 +67,7 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
                 ctx.uri_changed = false;
                 return None;
             }
-            Op::Return(r) => return Some(super::do_return(ctx, r)),
+            Op::Return(r) => return Some(do_return(ctx, r)),
             Op::Rewrite(rw) => match rewrite(ctx, env, rw) {
                 Flow::Next => {}
                 Flow::Stop => return None,
@@ -217,5 +220,30 @@ async fn file_test(ctx: &RequestCtx, env: &Env<'_>, path: &str, t: FileTest) -> 
         FileTest::Dir => meta.kind == FileKind::Directory,
         FileTest::Exists => true,
         FileTest::Exec => meta.exec,
+    }
+}
+
+/// The `return` directive's answer: 444 closes, a redirect with a URL,
+/// an error status for its page, or a body typed by the URI.
+fn do_return(ctx: &mut RequestCtx, r: &Return) -> Outcome {
+    if r.code == 444 {
+        return Outcome::Close;
+    }
+    let text = r.text.as_ref().map(|t| t.render(ctx));
+    // NGINX's send_response discards the body first.
+    if r.code < 400 || text.is_some() {
+        ctx.test_expect();
+    }
+    match (r.code, text) {
+        (301 | 302 | 303 | 307 | 308, Some(url)) => Outcome::Special(redirect(ctx, r.code, &url)),
+        (301 | 302 | 303 | 307 | 308 | 400.., None) => Outcome::Status(r.code),
+        // A body (possibly empty), typed by the URI's extension as NGINX's
+        // send_response does.
+        (code, body) => {
+            let s = &ctx.loc.s;
+            let ct = file::content_type(&s.types, &s.default_type, &ctx.uri);
+            let body = body.unwrap_or_default().into_bytes();
+            Outcome::Send(Response::bytes(code, &ct, body))
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! Files from `root` / `alias`: NGINX's static, index and try_files
 //! modules. A file's response carries its validators and allows ranges;
 //! conditional requests and ranges are the filter chain's work
-//! ([`super::filters`]), so they apply to error pages sent with 200 too.
+//! ([`super::chain`]), so they apply to error pages sent with 200 too.
+//! `gzip_static` (`gzip_static.rs`) runs before this handler and declines
+//! when it has no `.gz` to send.
 //!
 //! Every file-system call goes through [`crate::disk::Disk`].
 
@@ -10,75 +12,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::disk_io::{self, failed};
-use super::file::{file_response, open};
+use super::file::{file_response, leaves_root, locate, map_path, open};
 use super::outcome::{redirect, split_args, Env, Outcome};
-use crate::config::{DocRoot, LocationKind, TryFallback, TryFiles};
+use crate::config::{TryFallback, TryFiles};
 use crate::disk::{Failure, FileKind, Io};
 use crate::http::context::{Method, RequestCtx};
 use crate::log::Level;
 use crate::util::errno_text;
 use crate::vars::template::Template;
-
-fn concat(a: &str, b: &str) -> String {
-    let mut s = String::with_capacity(a.len() + b.len());
-    s.push_str(a);
-    s.push_str(b);
-    s
-}
-
-/// The file-system path for the current URI, and the document root.
-fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
-    let loc = &ctx.loc;
-    match &loc.s.root {
-        DocRoot::Root(t) => {
-            let mut root = t.render(ctx);
-            root.truncate(root.trim_end_matches('/').len());
-            (concat(&root, uri), root)
-        }
-        DocRoot::Alias(t) => {
-            let alias = t.render(ctx);
-            // A regex location's alias is the whole path (with captures).
-            let rest = if matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
-                ""
-            } else {
-                uri.strip_prefix(loc.path.as_str()).unwrap_or(uri)
-            };
-            (concat(&alias, rest), alias)
-        }
-    }
-}
-
-/// Whether `path` (the root or alias joined with the URI) leaves the
-/// directory configured: it has more `..` segments than the `root` or
-/// `alias` text itself. The URI is normalised, so only the join can make
-/// one: `location /img { alias /srv/img/; }` and `/img../secret` give
-/// `/srv/img/../secret` (NGINX's classic off-by-slash, which NGINX serves;
-/// porter answers 404, as for a file that is not there). A capture that
-/// brings `..` into an alias or root with variables is caught the same way.
-fn leaves_root(ctx: &RequestCtx, path: &str) -> bool {
-    // Most paths have no `..`: the root's are not counted then.
-    let up = dot_dots(path);
-    let (DocRoot::Root(t) | DocRoot::Alias(t)) = &ctx.loc.s.root;
-    up > 0 && up > dot_dots(t.raw())
-}
-
-fn dot_dots(p: &str) -> usize {
-    p.as_bytes()
-        .split(|&b| b == b'/')
-        .filter(|s| *s == b"..")
-        .count()
-}
-
-/// The 404 for a path that [`leaves_root`], logged as a missing file is
-/// (an error when `log_not_found` is on) with the reason.
-fn outside_root(ctx: &RequestCtx, env: &Env<'_>, path: &str) -> Outcome {
-    if ctx.loc.s.log_not_found {
-        ctx.log(env.log).error(format_args!(
-            "\"{path}\" is outside of the root or alias directory"
-        ));
-    }
-    Outcome::Status(404)
-}
 
 fn is_not_found(e: &io::Error) -> bool {
     matches!(
@@ -108,22 +49,6 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
     }
 }
 
-/// The disk route and the file-system path of the URI, with
-/// `$document_root` and `$request_filename` set to match (the file and the
-/// index handlers both start here); else the answer: the route's failure,
-/// or the 404 for a path that [`leaves_root`].
-fn locate(ctx: &mut RequestCtx, env: &Env<'_>) -> Result<(Io, String), Box<Outcome>> {
-    let io = disk_io::route(ctx, env)?;
-    let (path, root) = map_path(ctx, &ctx.uri);
-    ctx.document_root = Some(root);
-    if leaves_root(ctx, &path) {
-        let o = outside_root(ctx, env, &path);
-        ctx.request_filename = Some(path);
-        return Err(Box::new(o));
-    }
-    Ok((io, path))
-}
-
 /// The content handler for `root`/`alias` locations.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     if ctx.method == Method::Other {
@@ -148,10 +73,6 @@ pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
 
 /// [`serve`] for the file-system `path` of the URI.
 async fn serve_path(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, path: &str) -> Outcome {
-    let mut vary = false;
-    if let Some(o) = super::gzip::serve_static(ctx, env, io, path, &mut vary).await {
-        return o;
-    }
     let file = match open(ctx, env, io, path).await {
         Ok(f) => f,
         Err(e) => return open_failed(ctx, env, path, &e),
@@ -178,11 +99,7 @@ async fn serve_path(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io, path: &str) ->
         return Outcome::Status(405);
     }
     ctx.test_expect();
-    let mut out = file_response(ctx, file, &ctx.uri);
-    if vary {
-        super::gzip::vary_plain(&mut out);
-    }
-    out
+    file_response(ctx, file, &ctx.uri)
 }
 
 fn escape_uri(uri: &str) -> String {

@@ -70,7 +70,7 @@ pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
     if ctx.is_head() || matches!(resp.body, Body::Empty) {
         return;
     }
-    super::filters::frame_unknown_length(ctx, resp);
+    super::body_source::frame_unknown_length(ctx, resp);
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     resp.body = Body::Stream(StreamBody::new(Box::new(SubStream::new(
         PieceSource::of(body),

@@ -28,7 +28,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::Env;
+use super::outcome::Env;
 use crate::cache::CacheSet;
 use crate::config::{LocationConf, ServerConf};
 use crate::disk::Disk;

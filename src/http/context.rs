@@ -118,6 +118,9 @@ pub struct RequestCtx {
     /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
     /// copies it into `headers_out`).
     pub carried_headers: Vec<(String, String)>,
+    /// `gzip_static on` found a `.gz`: the response gets `Vary:
+    /// Accept-Encoding` when `gzip_vary` is on (NGINX's `r->gzip_vary`).
+    pub gzip_vary: bool,
     /// The request body when a handler read it whole into memory (the
     /// proxy's small or re-framed bodies), for `$request_body`.
     pub request_body: Option<Vec<u8>>,
@@ -238,6 +241,7 @@ impl RequestCtx {
             error_page: false,
             expect_tested: false,
             carried_headers: Vec::new(),
+            gzip_vary: false,
             request_body: None,
             send_continue: false,
             // The loop's clock reading of this turn (`metrics::timed::now`).

@@ -271,6 +271,22 @@ impl RequestHead {
             .map(|(_, v)| v)
     }
 
+    /// Every header line named `name` (case-insensitive), joined with
+    /// `, ` as a proxy cache compares them for `Vary`.
+    pub fn header_joined(&self, name: &str) -> Option<String> {
+        let mut out: Option<String> = None;
+        for (_, v) in self.headers().filter(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            match &mut out {
+                Some(o) => {
+                    o.push_str(", ");
+                    o.push_str(v);
+                }
+                None => out = Some(v.to_string()),
+            }
+        }
+        out
+    }
+
     /// A head refused before it was parsed: nothing known but the request
     /// line as received, its method if that much is valid, and the host,
     /// if one came before the fault.

@@ -15,10 +15,10 @@ use super::request::{Pump, RelayEnd, RelayLimits};
 use super::response::{self, Exchange};
 use super::Outgoing;
 use crate::config::LocSettings;
+use crate::handlers::outcome::Env;
 use crate::handlers::proxy::{
     connect_failed, connect_options_with, fail, handshake, Failure, UpstreamError,
 };
-use crate::handlers::Env;
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 use crate::http::upstream_vars::TryRecord;

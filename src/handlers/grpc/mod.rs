@@ -31,10 +31,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use self::request::{BodySource, UpRequest};
+use crate::handlers::outcome::{Env, Outcome};
 use crate::handlers::proxy::{
     intercepted_if, resolve_group, resolve_target, selection, target_with, TlsTarget, UpstreamError,
 };
-use crate::handlers::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 use crate::http::upstream_vars::TryRecord;

@@ -26,8 +26,8 @@ use http::header::{HeaderName, HeaderValue};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use crate::handlers::outcome::Env;
 use crate::handlers::proxy::UpstreamError;
-use crate::handlers::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
 use crate::http::http2::send::Out;

@@ -24,7 +24,7 @@
 //!
 //! All of them are hidden from the client (`knobs::PROXY_HIDDEN`).
 
-use crate::handlers::{Env, Outcome};
+use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
 use crate::log::Level;

@@ -33,8 +33,7 @@ use std::sync::Arc;
 
 use super::fetch::fetch_with;
 use super::fill::{
-    drain, policy_headers, ranges_as_cacheable, refresh, request_header, respond_and_store,
-    CacheReq,
+    drain, policy_headers, ranges_as_cacheable, refresh, respond_and_store, CacheReq,
 };
 use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
@@ -371,7 +370,7 @@ async fn find(
     c: &CacheReq,
     key: &str,
 ) -> Result<(String, Found), Outcome> {
-    let req = |n: &str| request_header(ctx, n);
+    let req = |n: &str| ctx.head.header_joined(n);
     match lookup(ctx, env, c, key).await? {
         Found::Hit(e) if !policy::variant_matches(&e.header.meta.vary, req) => {
             let names: Vec<String> = e.header.meta.vary.iter().map(|(n, _)| n.clone()).collect();

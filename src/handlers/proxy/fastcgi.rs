@@ -14,7 +14,7 @@ use std::cell::RefCell;
 
 use super::request::{request_body, FetchOptions, ReqBody, UpstreamError, CLEARED_FOR_CACHE};
 use crate::config::app_upstream::AppSettings;
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
 use crate::upstream::fastcgi;

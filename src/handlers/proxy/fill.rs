@@ -43,23 +43,6 @@ pub struct CacheReq {
     pub log: RequestLog,
 }
 
-/// A request header's value for `Vary`: every line, joined with `, `.
-pub fn request_header(ctx: &RequestCtx, name: &str) -> Option<String> {
-    let mut out: Option<String> = None;
-    for (n, v) in ctx.head.headers() {
-        if n.eq_ignore_ascii_case(name) {
-            match &mut out {
-                Some(o) => {
-                    o.push_str(", ");
-                    o.push_str(v);
-                }
-                None => out = Some(v.to_string()),
-            }
-        }
-    }
-    out
-}
-
 fn unix_of(v: Option<&str>) -> Option<i64> {
     let t = httpdate::parse_http_date(v?.trim()).ok()?;
     t.duration_since(std::time::UNIX_EPOCH)
@@ -116,7 +99,7 @@ fn entry_meta(
         last_modified: unix_of(up.last_modified()).filter(|_| validators),
         stored: now,
         etag: up.etag().map(str::to_string).filter(|_| validators),
-        vary: policy::vary_values(&names, |n| request_header(ctx, n)),
+        vary: policy::vary_values(&names, |n| ctx.head.header_joined(n)),
         headers,
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::fastcgi::cgi_params;
 use super::request::{request_body, FetchOptions, ReqBody, UpstreamError};
-use crate::handlers::Env;
+use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::RequestCtx;
 use crate::upstream::scgi;

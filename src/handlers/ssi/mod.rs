@@ -38,8 +38,8 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use super::body_source::PieceSource;
+use super::outcome::Env;
 use super::subrequest::{Answer, Subrequest};
-use super::Env;
 use crate::http::context::RequestCtx;
 use crate::http::response::{Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::vars::template::{Var, VarSource};
@@ -112,7 +112,7 @@ pub fn header_filter(ctx: &mut RequestCtx, env: &Env<'_>, resp: &mut Response) {
         return;
     }
     if !ctx.subrequest {
-        super::filters::frame_unknown_length(ctx, resp);
+        super::body_source::frame_unknown_length(ctx, resp);
     }
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     let stream = SsiStream::new(ctx, env, PieceSource::of(body));
