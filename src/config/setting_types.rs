@@ -10,11 +10,22 @@ use crate::vars::template::Template;
 pub struct ErrorPage {
     /// Status codes it applies to.
     pub codes: Vec<u16>,
-    /// `=` handling: `None` keeps the original status, `Some(None)` takes the
-    /// status of the page's own response (`=` alone), `Some(Some(c))` sends `c`.
-    pub status: Option<Option<u16>>,
+    /// The status the page is sent with.
+    pub status: PageStatus,
     /// Target URI (internal redirect) or URL (redirect).
     pub target: Template,
+}
+
+/// The status an `error_page` sends its page with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageStatus {
+    /// `error_page 404 /page`: the error's own status.
+    Error,
+    /// `error_page 404 = /page`: the status of the page's own response.
+    Page,
+    /// `error_page 404 =200 /page`: this status (for a URL, the
+    /// redirect's, when 301–308).
+    Set(u16),
 }
 
 /// `expires`: how the headers filter sets `Expires` and `Cache-Control`

@@ -51,7 +51,7 @@ use std::sync::Arc;
 
 use crate::cache::CacheSet;
 use crate::config::locations::Found;
-use crate::config::{Handler, LocationConf};
+use crate::config::{Handler, LocationConf, PageStatus};
 use crate::disk::Disk;
 use crate::http::body::ClientBody;
 use crate::http::connection::Respond;
@@ -110,7 +110,7 @@ impl Respond for Handlers {
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // NGINX refuses TRACE once the head is read, before any rewrite or
     // location runs.
-    if ctx.head.method() == "TRACE" {
+    if ctx.method == Method::Trace {
         ctx.log(env.log).line(
             Level::Info,
             format_args!("client sent TRACE method while reading client request headers"),
@@ -125,7 +125,7 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // ACME's HTTP-01 tokens, before any rewrite or location (as
     // nginx-acme's post-read handler): one atomic load when none is
     // pending.
-    if ctx.head.method() == "GET" {
+    if ctx.method == Method::Get {
         if let Some(key_auth) = crate::acme::challenge::answer(&ctx.uri) {
             let r = Response::bytes(200, "text/plain", key_auth.into_bytes());
             return finish(ctx, env, Outcome::Send(r)).await;
@@ -231,9 +231,9 @@ fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) ->
     let target = page.target.render(ctx);
     if target.starts_with('/') || target.starts_with('@') {
         *page_status = match page.status {
-            None => Some(code),
-            Some(None) => None,
-            Some(Some(c)) => Some(c),
+            PageStatus::Error => Some(code),
+            PageStatus::Page => None,
+            PageStatus::Set(c) => Some(c),
         };
         // A page sent with an error status does not ask for the body.
         if page_status.is_some_and(|c| c != 200) {
@@ -250,7 +250,7 @@ fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) ->
     } else {
         ctx.expect_tested = true;
         let status = match page.status {
-            Some(Some(c)) if (301..=308).contains(&c) => c,
+            PageStatus::Set(c) if (301..=308).contains(&c) => c,
             _ => 302,
         };
         Some(Outcome::Special(redirect(ctx, status, &target)))

@@ -51,7 +51,8 @@ fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Ou
 
 /// The content handler for `root`/`alias` locations.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
-    if ctx.method == Method::Other {
+    // The static module answers GET, HEAD and (with 405) POST only.
+    if !matches!(ctx.method, Method::Get | Method::Head | Method::Post) {
         return Outcome::Status(405);
     }
     if ctx.uri.ends_with('/') {

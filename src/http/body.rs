@@ -89,26 +89,43 @@ pub enum DiscardError {
     Failed,
 }
 
+/// The body an HTTP/1.1 request head announced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyKind {
+    /// No body (no Content-Length, or 0).
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+impl BodyKind {
+    /// The kind a parsed head announces.
+    pub fn of(chunked: bool, content_length: Option<u64>) -> BodyKind {
+        match (chunked, content_length) {
+            (true, _) => BodyKind::Chunked,
+            (false, Some(n)) if n > 0 => BodyKind::Length(n),
+            (false, _) => BodyKind::None,
+        }
+    }
+}
+
 impl<'a> ClientBody<'a> {
-    /// The body of a request whose head announced `kind`: `None` for no
-    /// body, `Some(Some(n))` for Content-Length, `Some(None)` for chunked.
-    /// `buf` holds what followed the head.
-    pub fn new(
-        stream: &'a ClientStream,
-        buf: Vec<u8>,
-        kind: Option<Option<u64>>,
-    ) -> ClientBody<'a> {
+    /// The body of a request whose head announced `kind`; `buf` holds
+    /// what followed the head.
+    pub fn new(stream: &'a ClientStream, buf: Vec<u8>, kind: BodyKind) -> ClientBody<'a> {
         let state = match kind {
-            None | Some(Some(0)) => State::Done,
-            Some(Some(n)) => State::Length(n),
-            Some(None) => State::Chunked(ChunkedDecoder::new()),
+            BodyKind::None | BodyKind::Length(0) => State::Done,
+            BodyKind::Length(n) => State::Length(n),
+            BodyKind::Chunked => State::Chunked(ChunkedDecoder::new()),
         };
         ClientBody {
             source: Source::Socket(stream),
             buf,
             state,
             read: 0,
-            chunked: kind == Some(None),
+            chunked: kind == BodyKind::Chunked,
             timeout: BODY_TIMEOUT,
         }
     }

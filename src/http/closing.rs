@@ -55,11 +55,31 @@ pub async fn lingering_close(mut stream: ClientStream, l: Linger) {
     }
 }
 
-/// Closes a connection a timeout ended; with `reset`
-/// (`reset_timedout_connection`) as a reset, so the kernel frees the
-/// socket and its unsent data at once instead of keeping it in FIN_WAIT.
-pub fn close_timed_out(stream: ClientStream, reset: bool) {
-    if reset {
+/// How a connection a timeout ended closes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimedOutClose {
+    /// With a reset (`reset_timedout_connection on`), so the kernel frees
+    /// the socket and its unsent data at once instead of keeping it in
+    /// FIN_WAIT.
+    Reset,
+    /// With a FIN, as any close.
+    Fin,
+}
+
+impl TimedOutClose {
+    /// A reset when `reset` (`reset_timedout_connection` applies).
+    pub fn reset_if(reset: bool) -> TimedOutClose {
+        if reset {
+            TimedOutClose::Reset
+        } else {
+            TimedOutClose::Fin
+        }
+    }
+}
+
+/// Closes a connection a timeout ended, as `how` says.
+pub fn close_timed_out(stream: ClientStream, how: TimedOutClose) {
+    if how == TimedOutClose::Reset {
         let _ = socket2::SockRef::from(stream.tcp()).set_linger(Some(Duration::ZERO));
     }
 }

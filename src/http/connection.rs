@@ -40,9 +40,9 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
-use super::body::{ClientBody, DiscardError, Leftover};
+use super::body::{BodyKind, ClientBody, DiscardError, Leftover};
 use super::buffers;
-use super::closing::{self, Linger};
+use super::closing::{self, Linger, TimedOutClose};
 use super::context::{strip_port, ConnInfo, RequestCtx};
 use super::http2;
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead};
@@ -170,9 +170,9 @@ enum Next {
     Close,
     /// Close after draining what the client still sends.
     Linger(Linger),
-    /// Close at once, with a reset when `reset_timedout_connection` is on
-    /// (a timeout fired).
-    TimedOut(bool),
+    /// Close at once, after a timeout fired (with a reset when
+    /// `reset_timedout_connection` is on).
+    TimedOut(TimedOutClose),
     /// Run the tunnel of an upgraded response whose head is out, then
     /// close: run after the request's future is dropped, so an open
     /// WebSocket does not keep the handlers' finished state.
@@ -282,7 +282,7 @@ impl<H: Respond + 'static> Connection<H> {
                     // request, and closes a silent connection with a FIN.
                     let reset = self.default_server.base.s.reset_timedout_connection
                         && !self.buf.is_empty();
-                    closing::close_timed_out(self.stream, reset);
+                    closing::close_timed_out(self.stream, TimedOutClose::reset_if(reset));
                     return;
                 }
                 ReadHead::Error(bad) => {
@@ -298,10 +298,7 @@ impl<H: Respond + 'static> Connection<H> {
             // One request, boxed: its state (request context, response,
             // handler futures) exists only while a request is in flight, so
             // an idle keep-alive connection stays small.
-            let next = match Box::pin(self.serve_request(head)).await {
-                Ok(n) | Err(n) => n,
-            };
-            match next {
+            match Box::pin(self.serve_request(head)).await {
                 Next::KeepAlive(t) => self.keepalive_timeout = t,
                 Next::Close => return,
                 Next::Tunnel(t) => {
@@ -320,8 +317,8 @@ impl<H: Respond + 'static> Connection<H> {
                     Box::pin(closing::lingering_close(self.stream, l)).await;
                     return;
                 }
-                Next::TimedOut(reset) => {
-                    closing::close_timed_out(self.stream, reset);
+                Next::TimedOut(how) => {
+                    closing::close_timed_out(self.stream, how);
                     return;
                 }
             }
@@ -476,20 +473,19 @@ impl<H: Respond + 'static> Connection<H> {
     }
 
     /// Answers one request whose head has been read: what the connection
-    /// does next (`Err` when it closes before the end of the request).
-    async fn serve_request(&mut self, head: RequestHead) -> Result<Next, Next> {
+    /// does next.
+    async fn serve_request(&mut self, head: RequestHead) -> Next {
         metrics::inc(&metrics::REQUESTS);
         let _writing = Gauge::new(&metrics::WRITING);
         let consumed = head.head_len;
         let (mut ctx, uri_ok) = self.start_request(head);
         ctx.pipelined = self.pipelined;
-        let body_kind = if ctx.head.chunked {
-            Some(None)
-        } else {
-            ctx.head.content_length.filter(|&n| n > 0).map(Some)
-        };
+        let body_kind = BodyKind::of(ctx.head.chunked, ctx.head.content_length);
         self.buf.drain(..consumed);
-        let (mut resp, left) = self.call_handlers(&mut ctx, uri_ok, body_kind).await?;
+        let (mut resp, left) = match self.call_handlers(&mut ctx, uri_ok, body_kind).await {
+            Ok(answer) => answer,
+            Err(next) => return next,
+        };
 
         let s = &ctx.loc.s;
         let keepalive_timeout = s.keepalive_timeout;
@@ -514,11 +510,12 @@ impl<H: Respond + 'static> Connection<H> {
         {
             log_send_error(&self.worker.log, &ctx, &e);
             ctx.write_access_log();
-            return Err(Next::TimedOut(reset && e.kind() == io::ErrorKind::TimedOut));
+            let timed_out = e.kind() == io::ErrorKind::TimedOut;
+            return Next::TimedOut(TimedOutClose::reset_if(reset && timed_out));
         }
         ctx.completed = true;
         if let Some(up) = resp.upgrade.take() {
-            return Err(Next::Tunnel(Box::new((*up, ctx))));
+            return Next::Tunnel(Box::new((*up, ctx)));
         }
         // The request is over once its mirrors are: its `limit_conn`
         // slots go back at once.
@@ -533,21 +530,23 @@ impl<H: Respond + 'static> Connection<H> {
             self.buf = std::mem::take(&mut body.buf);
             match drained {
                 Ok(()) => {}
-                Err(DiscardError::TimedOut) => return Err(Next::TimedOut(reset)),
-                Err(DiscardError::Failed) => return Err(Next::Close),
+                Err(DiscardError::TimedOut) => {
+                    return Next::TimedOut(TimedOutClose::reset_if(reset))
+                }
+                Err(DiscardError::Failed) => return Next::Close,
             }
         } else if !keep_alive {
             let clean = self.buf.is_empty() && body_ok && resp.status < 400;
-            return Err(match linger.mode {
+            return match linger.mode {
                 LingeringClose::Off => Next::Close,
                 LingeringClose::On if clean => {
                     self.stream.shutdown_write();
                     Next::Close
                 }
                 _ => Next::Linger(linger),
-            });
+            };
         }
-        Ok(Next::KeepAlive(keepalive_timeout))
+        Next::KeepAlive(keepalive_timeout)
     }
 
     /// The context of a request whose head was read, and whether its URI
@@ -568,7 +567,7 @@ impl<H: Respond + 'static> Connection<H> {
         &mut self,
         ctx: &mut RequestCtx,
         uri_ok: bool,
-        body_kind: Option<Option<u64>>,
+        body_kind: BodyKind,
     ) -> Result<(Response, BodyLeft), Next> {
         // The body stays unread unless a handler reads it (the proxy); what
         // is left is discarded after the response is sent.
@@ -602,7 +601,7 @@ impl<H: Respond + 'static> Connection<H> {
         // lives as long as the body's own lifetime): take it out.
         let body = std::mem::replace(
             &mut *body.borrow_mut(),
-            ClientBody::new(&self.stream, Vec::new(), None),
+            ClientBody::new(&self.stream, Vec::new(), BodyKind::None),
         );
         let Some(resp) = resp else {
             // `return 444`: close without a response.

@@ -67,7 +67,10 @@ pub fn next_conn_id() -> u64 {
 
 pub use super::tls_vars::TlsInfo;
 
-/// Request method, as far as the static handler cares.
+/// A request method, as the handlers tell them apart (NGINX's
+/// `NGX_HTTP_*` method bits): the request's own (`RequestCtx::method`,
+/// which an `error_page` redirect turns into GET) or a token's
+/// ([`Method::from_token`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// GET.
@@ -76,19 +79,44 @@ pub enum Method {
     Head,
     /// POST.
     Post,
-    /// Anything else.
+    /// PUT.
+    Put,
+    /// DELETE.
+    Delete,
+    /// OPTIONS.
+    Options,
+    /// TRACE (refused once the head is read, as NGINX).
+    Trace,
+    /// PATCH (not idempotent: never retried on another upstream).
+    Patch,
+    /// LOCK (WebDAV; not idempotent either).
+    Lock,
+    /// Any other token.
     Other,
 }
 
 impl Method {
-    /// Classifies a method token.
+    /// Classifies a method token (case matters, as in HTTP).
     pub fn from_token(m: &str) -> Method {
         match m {
             "GET" => Method::Get,
             "HEAD" => Method::Head,
             "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "DELETE" => Method::Delete,
+            "OPTIONS" => Method::Options,
+            "TRACE" => Method::Trace,
+            "PATCH" => Method::Patch,
+            "LOCK" => Method::Lock,
             _ => Method::Other,
         }
+    }
+
+    /// Whether NGINX counts the method idempotent (not POST, LOCK or
+    /// PATCH): only such a request goes to the next upstream after a
+    /// failure unless `proxy_next_upstream non_idempotent`.
+    pub fn idempotent(self) -> bool {
+        !matches!(self, Method::Post | Method::Lock | Method::Patch)
     }
 }
 

@@ -577,14 +577,14 @@ fn set_return(b: &mut Build, d: &Directive) -> Res {
 fn set_error_page(b: &mut Build, d: &Directive) -> Res {
     let target = d.args.last().unwrap();
     let mut codes = Vec::new();
-    let mut status = None;
+    let mut status = PageStatus::Error;
     for a in &d.args[..d.args.len() - 1] {
         if let Some(rest) = a.strip_prefix('=') {
             if rest.is_empty() {
-                status = Some(None);
+                status = PageStatus::Page;
             } else {
                 let c: u16 = rest.parse().map_err(|_| format!("invalid value \"{a}\""))?;
-                status = Some(Some(c));
+                status = PageStatus::Set(c);
             }
             continue;
         }

@@ -48,7 +48,7 @@ use crate::config::model::{
 };
 use crate::handlers::disk_io::{self, failed};
 use crate::handlers::outcome::{Env, Outcome};
-use crate::http::context::RequestCtx;
+use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::upstream::ProxyPass;
 use crate::vars::template::Template;
@@ -101,8 +101,11 @@ pub async fn serve(
     }
     let method = ctx.head.method();
     let purge = cs.purge.as_ref().filter(|p| p.method == method).cloned();
-    let cacheable_method =
-        matches!(method, "GET" | "HEAD") || (method == "POST" && cs.methods.post);
+    let cacheable_method = match Method::from_token(method) {
+        Method::Get | Method::Head => true,
+        Method::Post => cs.methods.post,
+        _ => false,
+    };
     if purge.is_none() && !cacheable_method {
         return None;
     }
@@ -216,7 +219,8 @@ async fn serve_key(
             Fill::Owner(g) => Some(g),
             Fill::Wait(_) => None,
         };
-        return go_upstream(ctx, env, pass, c, &base, None, store.then_some(guard)).await;
+        let fill = Store::of(store, guard);
+        return go_upstream(ctx, env, pass, c, &base, None, fill).await;
     }
     let (mut key, mut found) = match find(ctx, env, c, &base).await {
         Ok(x) => x,
@@ -232,7 +236,7 @@ async fn serve_key(
             Found::Hit(e) => Some(e),
             Found::Miss(uses) if u64::from(uses) < cs.min_uses => {
                 set_status(ctx, CacheStatus::Miss);
-                return go_upstream(ctx, env, pass, c, &key, None, None).await;
+                return go_upstream(ctx, env, pass, c, &key, None, Store::Skip).await;
             }
             Found::Miss(_) => None,
         };
@@ -253,7 +257,7 @@ async fn serve_key(
                 }
                 AfterWait::UpstreamNoStore => {
                     set_status(ctx, CacheStatus::Miss);
-                    return go_upstream(ctx, env, pass, c, &key, None, None).await;
+                    return go_upstream(ctx, env, pass, c, &key, None, Store::Skip).await;
                 }
                 AfterWait::Upstream => None,
             },
@@ -271,9 +275,33 @@ struct Claim {
 }
 
 impl Claim {
-    /// What [`go_upstream`] is given: `Some(guard)` when storing.
-    fn fill(self) -> Option<Option<FillGuard>> {
-        self.store.then_some(self.guard)
+    /// What [`go_upstream`] is given.
+    fn fill(self) -> Store {
+        Store::of(self.store, self.guard)
+    }
+}
+
+/// What a request does with the answer it fetches.
+enum Store {
+    /// Nothing: the answer is not stored.
+    Skip,
+    /// Stored, this request holding the key's fill lock
+    /// (`proxy_cache_lock`), released when the fill ends.
+    Locked(FillGuard),
+    /// Stored without the lock (another request holds it, past
+    /// `proxy_cache_lock_age` or `_timeout`).
+    Unlocked,
+}
+
+impl Store {
+    /// Stores when `store` (`proxy_no_cache` unset), with the lock when
+    /// `guard` holds it.
+    fn of(store: bool, guard: Option<FillGuard>) -> Store {
+        match (store, guard) {
+            (false, _) => Store::Skip,
+            (true, Some(g)) => Store::Locked(g),
+            (true, None) => Store::Unlocked,
+        }
     }
 }
 
@@ -315,7 +343,7 @@ fn background_update(
     c: &CacheReq,
     key: &str,
     e: &Entry,
-    fill: Option<Option<FillGuard>>,
+    fill: Store,
 ) {
     let mut bg = RequestCtx::new(&ctx.conn, ctx.conn_requests, ctx.head.clone(), &ctx.server);
     bg.method = ctx.method;
@@ -514,9 +542,8 @@ fn fetch_options(k: &Knobs, filling: bool, stale: Option<&Entry>) -> (FetchOptio
 
 /// Asks the upstream (conditionally, when revalidating `stale`), then
 /// answers: the stale entry (use_stale, 304), or the new response, stored
-/// through a [`CacheFill`] when `fill` is given (`Some(guard)`: the lock
-/// this request holds, released when the fill ends) and the response may
-/// be cached.
+/// through a [`CacheFill`] when `fill` stores and the response may be
+/// cached.
 async fn go_upstream(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
@@ -524,12 +551,13 @@ async fn go_upstream(
     c: &CacheReq,
     key: &str,
     stale: Option<Box<Entry>>,
-    fill: Option<Option<FillGuard>>,
+    fill: Store,
 ) -> Outcome {
     let loc = Arc::clone(&ctx.loc);
     let k = Knobs::of(&loc.s, pass.proto);
     let cs = k.cache;
-    let (opts, revalidating) = fetch_options(&k, fill.is_some(), stale.as_deref());
+    let stores = !matches!(fill, Store::Skip);
+    let (opts, revalidating) = fetch_options(&k, stores, stale.as_deref());
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
         Err(UpstreamError::Status(code)) => {
@@ -545,7 +573,7 @@ async fn go_upstream(
     if let Some(e) = stale {
         if revalidating && status == 304 {
             set_status(ctx, CacheStatus::Revalidated);
-            if fill.is_some() {
+            if stores {
                 let headers = policy_headers(k.ignore_headers, up.headers());
                 refresh(c, &e, &headers, &cs.valid).await;
             }
@@ -575,12 +603,15 @@ async fn go_upstream(
     // cache entry).
     let buffering = super::accel::buffering(k.buffering, &ignore, up.headers());
     let storable = buffering && (k.convert_head || !ctx.is_head()) && status != 101;
-    let fill = fill.filter(|_| range_in_reach(ctx.header("range"), cs.max_range_offset));
-    match (fill.filter(|_| storable), valid) {
-        (Some(guard), Validity::Until(t)) => {
-            respond_and_store(ctx, pass, c, key, up, t, guard).await
-        }
-        (_, valid) => not_stored(ctx, pass, up, storable, valid),
+    let in_reach = range_in_reach(ctx.header("range"), cs.max_range_offset);
+    let guard = match (fill, in_reach && storable) {
+        (Store::Locked(g), true) => Some(g),
+        (Store::Unlocked, true) => None,
+        _ => return not_stored(ctx, pass, up, storable, valid),
+    };
+    match valid {
+        Validity::Until(t) => respond_and_store(ctx, pass, c, key, up, t, guard).await,
+        valid => not_stored(ctx, pass, up, storable, valid),
     }
 }
 

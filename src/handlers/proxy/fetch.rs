@@ -21,7 +21,7 @@ use super::target::{resolve_group, resolve_target};
 use super::tls;
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
-use crate::http::context::RequestCtx;
+use crate::http::context::{Method, RequestCtx};
 use crate::http::upstream_vars::TryRecord;
 use crate::log::{Level, RequestLog};
 use crate::upstream::wire::{Framing, HeadError};
@@ -85,8 +85,8 @@ pub async fn fetch_with(
         head,
         body,
         uri,
-        head_req: method == "HEAD",
-        idempotent: !matches!(method.as_str(), "POST" | "LOCK" | "PATCH"),
+        head_req: Method::from_token(&method) == Method::Head,
+        idempotent: Method::from_token(&method).idempotent(),
         tls,
         upgrade: http && upgrade_asked(ctx),
         proxy_header: ctx

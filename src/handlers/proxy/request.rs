@@ -142,7 +142,7 @@ pub fn upstream_method(ctx: &RequestCtx, opts: &FetchOptions) -> String {
         }
     }
     let redirected_to_get =
-        ctx.method == Method::Get && ctx.head.method() != "GET" && !ctx.is_head();
+        ctx.method == Method::Get && Method::from_token(ctx.head.method()) != Method::Get;
     if redirected_to_get {
         "GET".to_string()
     } else {
