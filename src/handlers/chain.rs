@@ -275,6 +275,15 @@ fn trailers_filter(
     Ok(())
 }
 
+/// Who built a response, for what of [`Carried`] it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Built {
+    /// A handler (a file, `return` text, a proxied answer).
+    Handler,
+    /// NGINX's special response builder (a redirect, an error page).
+    Special,
+}
+
 /// What earlier passes through the chain left on the request for the
 /// response that replaces theirs.
 #[derive(Debug, Default)]
@@ -299,11 +308,12 @@ impl Carried {
     }
 
     /// Puts the carried header lines before `resp`'s own. A response NGINX
-    /// builds itself (`special`) drops the carried ETag, as NGINX clears
+    /// builds itself ([`Built::Special`]) drops the carried ETag, as NGINX clears
     /// the ETag of its special responses; another keeps it, and its own
     /// ETag follows the carried lines (NGINX sends both, in the order of
     /// its header list: a carried `WWW-Authenticate` comes first too).
-    pub fn apply(&mut self, resp: &mut Response, special: bool) {
+    pub fn apply(&mut self, resp: &mut Response, built: Built) {
+        let special = built == Built::Special;
         let mut own = std::mem::take(&mut resp.headers);
         resp.headers = std::mem::take(&mut self.headers);
         // An upstream's type carried over an `X-Accel-Redirect` types the

@@ -337,6 +337,30 @@ struct Encoder {
     header_sent: bool,
 }
 
+/// Where a piece stands in the body it compresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// More follows; deflate may keep bytes back.
+    More,
+    /// More follows, but what came goes out now (a proxied piece goes out
+    /// as it came: deflate's buffer is emptied).
+    Flushed,
+    /// The body's last piece: the stream and the gzip trailer end here.
+    Last,
+}
+
+impl Piece {
+    /// The kind of a piece that is `last` or not, from a source that is a
+    /// `stream` (flushed) or not.
+    fn of(last: bool, stream: bool) -> Piece {
+        match (last, stream) {
+            (true, _) => Piece::Last,
+            (false, true) => Piece::Flushed,
+            (false, false) => Piece::More,
+        }
+    }
+}
+
 impl Encoder {
     fn new(level: u32) -> Box<Encoder> {
         Box::new(Encoder {
@@ -348,30 +372,21 @@ impl Encoder {
     }
 
     /// Compresses `input` onto `out`: the header first, the trailer after
-    /// the `last` piece; `flush` empties deflate's buffer (a proxied
-    /// piece goes out as it came).
-    fn encode(
-        &mut self,
-        input: &[u8],
-        last: bool,
-        flush: bool,
-        out: &mut Vec<u8>,
-    ) -> io::Result<()> {
+    /// the [`Piece::Last`].
+    fn encode(&mut self, input: &[u8], piece: Piece, out: &mut Vec<u8>) -> io::Result<()> {
         if !self.header_sent {
             out.extend_from_slice(&GZIP_HEADER);
             self.header_sent = true;
         }
         self.crc.update(input);
         self.len = self.len.wrapping_add(input.len() as u32);
-        let mode = if last {
-            FlushCompress::Finish
-        } else if flush {
-            FlushCompress::Sync
-        } else {
-            FlushCompress::None
+        let mode = match piece {
+            Piece::Last => FlushCompress::Finish,
+            Piece::Flushed => FlushCompress::Sync,
+            Piece::More => FlushCompress::None,
         };
         deflate(&mut self.deflate, input, mode, out)?;
-        if last {
+        if piece == Piece::Last {
             out.extend_from_slice(&self.crc.clone().finalize().to_le_bytes());
             out.extend_from_slice(&self.len.to_le_bytes());
         }
@@ -458,12 +473,12 @@ impl BodyStream for GzipStream {
                     return Ok(false);
                 }
                 let (input, last) = self.source.next().await?;
-                let flush = self.source.is_stream();
+                let kind = Piece::of(last, self.source.is_stream());
                 let Some(mut enc) = self.enc.take() else {
                     return Err(io::Error::other("gzip stream reused"));
                 };
                 if self.inline || input.len() <= INLINE_PIECE {
-                    let r = enc.encode(&input, last, flush, out);
+                    let r = enc.encode(&input, kind, out);
                     self.enc = Some(enc);
                     r?;
                     self.done = last;
@@ -474,7 +489,7 @@ impl BodyStream for GzipStream {
                 }
                 let rx = cpu_pool::submit(move || {
                     let mut piece = Vec::with_capacity(input.len() / 3 + 64);
-                    let r = enc.encode(&input, last, flush, &mut piece);
+                    let r = enc.encode(&input, kind, &mut piece);
                     (enc, r.map(|()| piece))
                 });
                 self.pending = Some((rx, last));
@@ -502,9 +517,9 @@ mod tests {
         let mut out = Vec::new();
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         let (a, b) = data.split_at(70_000);
-        enc.encode(a, false, false, &mut out).unwrap();
-        enc.encode(b, false, true, &mut out).unwrap();
-        enc.encode(&[], true, false, &mut out).unwrap();
+        enc.encode(a, Piece::More, &mut out).unwrap();
+        enc.encode(b, Piece::Flushed, &mut out).unwrap();
+        enc.encode(&[], Piece::Last, &mut out).unwrap();
         assert_eq!(&out[..10], &GZIP_HEADER);
         assert_eq!(gunzip(&out), data);
     }

@@ -60,6 +60,7 @@ use crate::http::response::{Body, Response};
 use crate::http::status;
 use crate::log::{ErrorLog, Level};
 
+use chain::Built;
 use outcome::{redirect, split_args, Content, Env, Outcome};
 
 /// The handlers of one worker: what they share across its requests. The
@@ -167,11 +168,11 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 if let Some(code) = page_status {
                     resp.status = code;
                 }
-                carried.apply(&mut resp, false);
+                carried.apply(&mut resp, Built::Handler);
                 resp
             }
             Outcome::Special(mut resp) => {
-                carried.apply(&mut resp, true);
+                carried.apply(&mut resp, Built::Special);
                 resp
             }
             Outcome::Internal(uri, args) => {
@@ -200,7 +201,7 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 None => {
                     ctx.expect_tested = true;
                     let mut resp = special_page(ctx, code);
-                    carried.apply(&mut resp, true);
+                    carried.apply(&mut resp, Built::Special);
                     resp
                 }
             },

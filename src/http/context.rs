@@ -120,6 +120,15 @@ impl Method {
     }
 }
 
+/// What [`RequestCtx::map_uri`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mapped {
+    /// `$request_filename`: the root with the URI.
+    File,
+    /// `$document_root`: the root alone.
+    Root,
+}
+
 /// One request in flight.
 pub struct RequestCtx {
     /// The connection.
@@ -504,7 +513,8 @@ impl RequestCtx {
     /// `$request_filename` (`file`) or `$document_root` before a handler
     /// set them (`if (-f $request_filename)` in the rewrite phase): the
     /// location's `root` or `alias` with the URI, as NGINX maps it.
-    pub(super) fn map_uri(&self, out: &mut String, file: bool) {
+    pub(super) fn map_uri(&self, out: &mut String, what: Mapped) {
+        let file = what == Mapped::File;
         use crate::config::{DocRoot, LocationKind};
         let loc = &self.loc;
         match &loc.s.root {

@@ -2,7 +2,7 @@
 //! `$request_time`, `$http_NAME`, `$cookie_NAME`…) that
 //! `RequestCtx`'s `VarSource` (context.rs) hands out by kind.
 
-use super::context::{arg, RequestCtx};
+use super::context::{arg, Mapped, RequestCtx};
 use super::request::Version;
 use crate::vars::template::Var;
 
@@ -85,11 +85,11 @@ impl RequestCtx {
             }
             Var::RequestFilename => match &self.request_filename {
                 Some(f) => out.push_str(f),
-                None => self.map_uri(out, true),
+                None => self.map_uri(out, Mapped::File),
             },
             Var::DocumentRoot => match &self.document_root {
                 Some(r) => out.push_str(r),
-                None => self.map_uri(out, false),
+                None => self.map_uri(out, Mapped::Root),
             },
             Var::RealpathRoot => {
                 let mut root = String::new();

@@ -64,7 +64,7 @@ pub fn redirect(
     let target = header(headers, "x-accel-redirect")?.to_string();
     for (n, v) in headers {
         if n.eq_ignore_ascii_case("content-type") {
-            // In its slot on the answer (`filters::Carried::apply`).
+            // In its slot on the answer (`chain::Carried::apply`).
             ctx.carried_headers.push(("Content-Type".into(), v.clone()));
         } else if KEPT_ON_REDIRECT.iter().any(|k| n.eq_ignore_ascii_case(k)) {
             ctx.carried_headers.push((n.clone(), v.clone()));

@@ -173,10 +173,10 @@ enum AfterWait {
 async fn wait_for_fill(
     cs: &CacheSettings,
     w: FillWaiter,
-    have_stale: bool,
+    stale: Option<&Entry>,
     waited: bool,
 ) -> AfterWait {
-    if cs.use_stale & STALE_UPDATING != 0 && have_stale {
+    if cs.use_stale & STALE_UPDATING != 0 && stale.is_some() {
         return AfterWait::Stale;
     }
     if !cs.lock || waited {
@@ -242,7 +242,7 @@ async fn serve_key(
         };
         let guard = match c.zone.claim_fill(&key) {
             Fill::Owner(g) => Some(g),
-            Fill::Wait(w) => match wait_for_fill(cs, w, stale.is_some(), waited).await {
+            Fill::Wait(w) => match wait_for_fill(cs, w, stale.as_deref(), waited).await {
                 AfterWait::Stale => {
                     set_status(ctx, CacheStatus::Updating);
                     return hit(ctx, pass, c, *stale.expect("a stale entry"));
@@ -302,6 +302,11 @@ impl Store {
             (true, Some(g)) => Store::Locked(g),
             (true, None) => Store::Unlocked,
         }
+    }
+
+    /// Whether the answer is stored.
+    fn stores(&self) -> bool {
+        !matches!(self, Store::Skip)
     }
 }
 
@@ -519,13 +524,13 @@ fn failure_bits(code: u16) -> u16 {
     }
 }
 
-/// What to ask the upstream for a cache request (`filling`: the answer
-/// may be stored), and whether it revalidates `stale` (an entry with a
-/// validator, under `proxy_cache_revalidate`).
-fn fetch_options(k: &Knobs, filling: bool, stale: Option<&Entry>) -> (FetchOptions, bool) {
+/// What to ask the upstream for a cache request (`fill`: whether the
+/// answer may be stored), and whether it revalidates `stale` (an entry
+/// with a validator, under `proxy_cache_revalidate`).
+fn fetch_options(k: &Knobs, fill: &Store, stale: Option<&Entry>) -> (FetchOptions, bool) {
     let mut opts = FetchOptions {
         cache_headers: true,
-        head_as_get: filling && k.convert_head,
+        head_as_get: fill.stores() && k.convert_head,
         ..Default::default()
     };
     let revalidating = match stale {
@@ -556,8 +561,7 @@ async fn go_upstream(
     let loc = Arc::clone(&ctx.loc);
     let k = Knobs::of(&loc.s, pass.proto);
     let cs = k.cache;
-    let stores = !matches!(fill, Store::Skip);
-    let (opts, revalidating) = fetch_options(&k, stores, stale.as_deref());
+    let (opts, revalidating) = fetch_options(&k, &fill, stale.as_deref());
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
         Err(UpstreamError::Status(code)) => {
@@ -573,7 +577,7 @@ async fn go_upstream(
     if let Some(e) = stale {
         if revalidating && status == 304 {
             set_status(ctx, CacheStatus::Revalidated);
-            if stores {
+            if fill.stores() {
                 let headers = policy_headers(k.ignore_headers, up.headers());
                 refresh(c, &e, &headers, &cs.valid).await;
             }

@@ -17,6 +17,14 @@ const MAX_PARAMS: usize = 16;
 const COND_IF: u8 = 1;
 const COND_ELSE: u8 = 2;
 
+/// Which command opens a branch: `if` (not inside another `if`) or
+/// `elif`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Branch {
+    If,
+    Elif,
+}
+
 /// One row of the command table.
 struct Spec {
     name: &'static str,
@@ -176,7 +184,8 @@ impl SsiStream {
                 self.shared.borrow_mut().set_var(var, value);
                 Ok(())
             }
-            "if" | "elif" => self.if_command(name == "if", p.get(0).unwrap_or("")),
+            "if" => self.if_command(Branch::If, p.get(0).unwrap_or("")),
+            "elif" => self.if_command(Branch::Elif, p.get(0).unwrap_or("")),
             "else" => {
                 self.local.output = !self.local.output_chosen;
                 self.local.conditional = COND_ELSE;
@@ -230,8 +239,8 @@ impl SsiStream {
         self.local.encoding.apply(value.as_bytes(), out);
     }
 
-    fn if_command(&mut self, is_if: bool, expr: &str) -> Result<(), String> {
-        if is_if && self.local.conditional != 0 {
+    fn if_command(&mut self, branch: Branch, expr: &str) -> Result<(), String> {
+        if branch == Branch::If && self.local.conditional != 0 {
             return Err("the \"if\" command inside the \"if\" command".into());
         }
         if self.local.output_chosen {
