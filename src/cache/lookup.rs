@@ -7,6 +7,7 @@
 //! once, and is a miss.
 
 use std::io;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -72,7 +73,7 @@ impl CacheZone {
         Some(Lookup::Hit(Box::new(Entry {
             file: OpenFile::new(k.file, k.meta, io.clone()),
             header: k.header,
-            path: self.entry_path(hash),
+            path: k.path,
             updating: node.updating(),
         })))
     }
@@ -82,10 +83,17 @@ impl CacheZone {
     /// open for the next hits.
     fn opened(&self, hash: &KeyHash, node: &Node, file: OpenFile, header: EntryHeader) -> Lookup {
         let valid = header.meta.valid_until;
+        let header = Arc::new(header);
+        let path: Rc<str> = Rc::from(self.entry_path(hash).to_string_lossy());
         if node.exists {
             self.index.set_valid(hash, valid);
-            let kept =
-                open_entries::Kept::new(node.gen, file.file.clone(), file.meta, header.clone());
+            let kept = open_entries::Kept::new(
+                node.gen,
+                file.file.clone(),
+                file.meta,
+                Arc::clone(&header),
+                Rc::clone(&path),
+            );
             open_entries::put(Arc::as_ptr(&self.index) as usize, hash, kept);
         } else {
             let mut ev = Vec::new();
@@ -97,7 +105,7 @@ impl CacheZone {
         Lookup::Hit(Box::new(Entry {
             file,
             header,
-            path: self.entry_path(hash),
+            path,
             updating: self.index.updating(hash),
         }))
     }

@@ -73,6 +73,7 @@ mod writer;
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -193,10 +194,11 @@ pub struct Entry {
     /// The open file (the descriptor stays valid if the entry is replaced
     /// or removed meanwhile).
     pub file: OpenFile,
-    /// Its decoded header.
-    pub header: EntryHeader,
-    /// Its path.
-    pub path: PathBuf,
+    /// Its decoded header, shared with the worker's kept entry
+    /// (`open_entries`): a hit copies no header line.
+    pub header: Arc<EntryHeader>,
+    /// Its path, as the lines that name it show it (shared likewise).
+    pub path: Rc<str>,
     /// A fill of this key is under way (`proxy_cache_use_stale updating`).
     pub updating: bool,
 }

@@ -30,6 +30,7 @@
 use std::cell::RefCell;
 use std::fs::File;
 use std::num::NonZeroUsize;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,19 +76,28 @@ pub struct Kept {
     /// `fstat` at open time.
     pub meta: FileMeta,
     /// The decoded header.
-    pub header: EntryHeader,
+    pub header: Arc<EntryHeader>,
+    /// The entry file's path, as shown in log lines.
+    pub path: Rc<str>,
     used: Instant,
     opened: Instant,
 }
 
 impl Kept {
     /// An entry opened under generation `gen`.
-    pub fn new(gen: u64, file: Arc<File>, meta: FileMeta, header: EntryHeader) -> Kept {
+    pub fn new(
+        gen: u64,
+        file: Arc<File>,
+        meta: FileMeta,
+        header: Arc<EntryHeader>,
+        path: Rc<str>,
+    ) -> Kept {
         Kept {
             gen,
             file,
             meta,
             header,
+            path,
             used: Instant::now(),
             opened: Instant::now(),
         }
@@ -181,7 +191,8 @@ mod tests {
             gen,
             Arc::new(File::open("/dev/null").unwrap()),
             meta,
-            header,
+            Arc::new(header),
+            Rc::from("/dev/null"),
         )
     }
 

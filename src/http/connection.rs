@@ -57,6 +57,7 @@ use crate::log::{ErrorLog, Level};
 use crate::metrics::{self, Gauge, WorkerMetrics};
 use crate::util::shutdown::{Mode, ShutdownSignal};
 
+mod life;
 mod refuse;
 
 /// What the connection asks of the layer above it: the response to a
@@ -104,12 +105,23 @@ pub struct WorkerEnv<H> {
 }
 
 /// Serves one client connection until it closes.
-pub async fn serve<H: Respond + 'static>(
+pub fn serve<H: Respond + 'static>(
+    stream: TcpStream,
+    conn: ConnInfo,
+    group: usize,
+    w: Rc<WorkerEnv<H>>,
+) -> impl Future<Output = ()> {
+    life::Life::new(accept(stream, conn, group, w), Connection::run) // see `life`
+}
+
+/// Before the first request: the PROXY header, the TLS handshake (HTTP/2
+/// is served here whole); the connection to run, unless it ended.
+async fn accept<H: Respond + 'static>(
     mut stream: TcpStream,
     mut conn: ConnInfo,
     group: usize,
     w: Rc<WorkerEnv<H>>,
-) {
+) -> Option<Connection<H>> {
     let listen = &w.config.listens[group];
     let mut plain_on_tls = false;
     if listen.proxy_protocol {
@@ -117,7 +129,7 @@ pub async fn serve<H: Respond + 'static>(
         let timeout = listen.servers[listen.default].limits.header_timeout;
         let pp = super::proxy_protocol::accept(&mut stream, timeout, &w.log, &mut conn);
         if !Box::pin(pp).await {
-            return;
+            return None;
         }
     }
     let stream = if listen.ssl {
@@ -129,7 +141,8 @@ pub async fn serve<H: Respond + 'static>(
             Accepted::Tls(s, facts) => {
                 conn.tls = Some(facts);
                 if s.tls_conn().is_some_and(|t| t.alpn_h2()) {
-                    return Box::pin(http2::serve(s, Vec::new(), conn, group, w)).await;
+                    Box::pin(http2::serve(s, Vec::new(), conn, group, w)).await;
+                    return None;
                 }
                 s
             }
@@ -137,14 +150,14 @@ pub async fn serve<H: Respond + 'static>(
                 plain_on_tls = true;
                 s
             }
-            Accepted::Closed => return,
+            Accepted::Closed => return None,
         }
     } else {
         ClientStream::plain(stream)
     };
     let mut c = Connection::new(stream, conn, group, w);
     c.plain_on_tls = plain_on_tls;
-    c.run().await
+    Some(c)
 }
 
 /// What `read_head` found. The head is large (its header spans inline)

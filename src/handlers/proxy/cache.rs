@@ -362,8 +362,8 @@ fn background_update(
     bg.head.content_length = None;
     let entry = Box::new(Entry {
         file: e.file.clone(),
-        header: e.header.clone(),
-        path: e.path.clone(),
+        header: Arc::clone(&e.header),
+        path: Rc::clone(&e.path),
         updating: true,
     });
     let (pass, c, key, log) = (
@@ -464,7 +464,7 @@ fn hit(ctx: &RequestCtx, pass: &ProxyPass, c: &CacheReq, e: Entry) -> Outcome {
             start: h.body_offset,
             len: h.body_len,
             file: Rc::new(e.file),
-            path: e.path.to_string_lossy().into(),
+            path: Rc::clone(&e.path),
         }
     };
     Outcome::Send(r)

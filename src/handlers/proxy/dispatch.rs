@@ -15,11 +15,13 @@ use crate::upstream::ProxyPass;
 
 /// The content handler.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
-    let zone = Knobs::of(&ctx.loc.s, pass.proto).cache.zone.clone();
-    let Some(zone) = zone else {
+    // The location is held here so the zone's template is borrowed, not
+    // copied per request.
+    let loc = Arc::clone(&ctx.loc);
+    let Some(zone) = Knobs::of(&loc.s, pass.proto).cache.zone.as_ref() else {
         return serve_with(ctx, env, pass, &FetchOptions::default()).await;
     };
-    match cache::serve(ctx, env, pass, &zone).await {
+    match cache::serve(ctx, env, pass, zone).await {
         Some(o) => o,
         // A method the cache does not take, or a `proxy_cache $var` that
         // renders empty: upstream, with the cache's header rules.

@@ -522,7 +522,7 @@ mod tests {
             panic!("the entry is stored")
         };
         assert_eq!(e.header.body_len, whole.len() as u64);
-        let stored = std::fs::read(&e.path).unwrap();
+        let stored = std::fs::read(&*e.path).unwrap();
         assert_eq!(&stored[e.header.body_offset as usize..], &whole[..]);
         let _ = std::fs::remove_dir_all(&dir);
     }

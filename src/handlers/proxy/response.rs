@@ -6,6 +6,8 @@
 //! the length is unknown). A cached entry's head goes through the same
 //! [`head_response`].
 
+use std::borrow::Cow;
+
 use super::knobs::Knobs;
 use crate::handlers::outcome::Outcome;
 use crate::http::context::RequestCtx;
@@ -133,16 +135,17 @@ pub fn head_response(
         (k.hidden.contains(&n) && !k.pass_header.iter().any(|p| p == n))
             || k.hide_header.iter().any(|p| p == n)
     };
+    let mut buf = [0u8; 64];
     for (n, v) in headers {
-        let lower = n.to_ascii_lowercase();
+        let lower = lowercase(n, &mut buf);
         // `Upgrade` goes to an HTTP/1.x client (with a 101, and as the
         // offer of one in any other response: NGINX's
         // `ngx_http_upstream_copy_upgrade`); HTTP/2 has no such header.
         let upgrade_offer = lower == "upgrade" && !ctx.conn.multiplexed();
-        if (HOP_BY_HOP.contains(&lower.as_str()) && !upgrade_offer) || hidden(&lower) {
+        if (HOP_BY_HOP.contains(&&*lower) && !upgrade_offer) || hidden(&lower) {
             continue;
         }
-        match lower.as_str() {
+        match &*lower {
             "server" => {
                 r.own_server = false;
                 r.headers.push((n.clone(), v.clone()));
@@ -192,6 +195,20 @@ pub fn head_response(
     super::accel::apply(k.ignore_headers, headers, &mut r);
     r.own_type = true;
     r
+}
+
+/// `name` in lowercase, in `buf` when it fits (a header name nearly
+/// always does): checking a header line of a cached response allocates
+/// nothing.
+fn lowercase<'a>(name: &str, buf: &'a mut [u8; 64]) -> Cow<'a, str> {
+    match buf.get_mut(..name.len()) {
+        Some(b) => {
+            b.copy_from_slice(name.as_bytes());
+            b.make_ascii_lowercase();
+            Cow::Borrowed(std::str::from_utf8(b).expect("ASCII lowercasing keeps UTF-8"))
+        }
+        None => Cow::Owned(name.to_ascii_lowercase()),
+    }
 }
 
 /// `proxy_cookie_domain` / `proxy_cookie_path` on one `Set-Cookie` value:
