@@ -55,6 +55,21 @@ impl Ring {
             // Another range of the file: the caller moved on.
             self.give_back(u.buf);
         }
+        // A window read ahead (`readahead`): its bytes, once read.
+        if let Some(ahead) = readahead::take_ahead(f, *offset) {
+            if let Some((start, buf, n)) = ahead.done().await {
+                if *offset < start + n as u64 {
+                    let u = Unsent {
+                        offset: *offset,
+                        buf,
+                        start: (*offset - start) as usize,
+                        end: n,
+                    };
+                    return self.send_kept(stream, f, u, offset, count);
+                }
+                self.give_back(buf);
+            }
+        }
         let left = f.meta.size.saturating_sub(*offset);
         let len = (count as u64).min(left).min(SEND_MAX as u64) as usize;
         if len == 0 {
@@ -123,6 +138,31 @@ impl Ring {
             end: got,
         };
         self.send_kept(stream, f, u, offset, count)
+    }
+
+    /// Reads the window after `f`'s last ahead of its client, now at
+    /// `offset` (see `readahead::next_window`): a local task that waits for
+    /// a place in the ring's gate, as the stream's own cold reads do, and
+    /// reads the window into a buffer for the send that reaches it.
+    pub(in crate::disk) fn read_ahead(self: &Rc<Self>, f: &OpenFile, hot: &HotHoles, offset: u64) {
+        let Some((start, len)) = readahead::next_window(f, hot, offset) else {
+            return;
+        };
+        let (ring, file) = (self.clone(), f.file.clone());
+        let task = tokio::task::spawn_local(async move {
+            let _permit = ring.cold_permit().await;
+            let buf = ring.buffer(len as usize);
+            // Punted to io-wq, as every cold read (see `send_file`).
+            let (r, buf) = ring.read(&file, buf, 0..len as usize, start, true).await;
+            match r {
+                Ok(n) => Ok((buf, n)),
+                Err(e) => {
+                    ring.give_back(buf);
+                    Err(e)
+                }
+            }
+        });
+        readahead::asked(f, hot, start, len, readahead::AheadRead::Ring(task));
     }
 
     /// `send`s up to `count` bytes of `u`; keeps what the socket does not
