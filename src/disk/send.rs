@@ -126,7 +126,7 @@ impl Disk {
             counted(Route::Sendfile, r)
         };
         if let Some(ring) = &f.io.ring {
-            return ring.send_file(stream, f, &self.hot, offset, count).await;
+            return ring.send_file(stream, f, self, offset, count).await;
         }
         let Some(pool) = &f.io.pool else {
             return inline_sendfile(offset);
@@ -355,7 +355,7 @@ impl Disk {
     /// one: read once on this worker with direct I/O on the pool's short
     /// lane (`hot_hole::read_hole`), and kept for the requests that meet
     /// it until the page cache has it again.
-    async fn read_hole_once(
+    pub(super) async fn read_hole_once(
         &self,
         pool: &ThreadPool,
         f: &OpenFile,

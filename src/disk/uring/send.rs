@@ -19,6 +19,7 @@ use crate::disk::readahead;
 use crate::disk::send::{send_now, SHORT_MISS};
 use crate::disk::sent::{self, Route};
 use crate::disk::types::file_error;
+use crate::disk::Disk;
 
 /// Largest read per send (the caller also bounds it by
 /// `sendfile_max_chunk`), as the copy fast path's.
@@ -34,6 +35,36 @@ pub struct Unsent {
     end: usize,
 }
 
+/// A miss at `*offset` of a file hot on this worker that is a hole larger
+/// than a small one: read once with direct I/O on the pool's short lane
+/// and sent from the kept bytes, as under `aio threads` (`hot_hole`), not
+/// through the ring's gate as a cold range. `None`: not such a hole (a
+/// small one, a cold range, a cold stream's window), for the ring.
+async fn hot_hole(
+    stream: &TcpStream,
+    f: &OpenFile,
+    disk: &Disk,
+    offset: &mut u64,
+    len: usize,
+) -> Option<io::Result<usize>> {
+    let (hot, len) = (&disk.hot, len as u64);
+    if let Some(r) = hot.send_kept(stream, f, offset, len) {
+        return Some(r);
+    }
+    let pool = f.io.pool.as_ref()?;
+    if !hot.is_hot(f)
+        || readahead::cold_stream(f, hot)
+        || fastpath::small_hole(&f.file, *offset, len, SHORT_MISS).is_some()
+    {
+        return None;
+    }
+    let hole = hot.hole(f, *offset, len)?;
+    if let Err(e) = disk.read_hole_once(pool, f, *offset, hole).await {
+        return Some(Err(e));
+    }
+    hot.send_kept(stream, f, offset, len)
+}
+
 impl Ring {
     /// Sends at most `count` bytes of `f` from `*offset` and advances it:
     /// bytes kept from the last call first, else a read (page cache
@@ -43,10 +74,11 @@ impl Ring {
         self: &Rc<Self>,
         stream: &TcpStream,
         f: &OpenFile,
-        hot: &HotHoles,
+        disk: &Disk,
         offset: &mut u64,
         count: usize,
     ) -> io::Result<usize> {
+        let hot = &disk.hot;
         let kept = f.unsent.borrow_mut().take();
         if let Some(u) = kept {
             if u.offset == *offset {
@@ -97,6 +129,12 @@ impl Ring {
                 fastpath::note_offloaded(f.meta.id);
             } else {
                 hot.saw_cached(f, *offset, got as u64);
+            }
+        }
+        if got == 0 && f.io.fast {
+            if let Some(r) = hot_hole(stream, f, disk, offset, len).await {
+                self.give_back(buf);
+                return r;
             }
         }
         if got == 0 {
