@@ -1,10 +1,12 @@
 //! Sending a file range under `aio on` without plain `sendfile`, which has
 //! no non-blocking form and can sleep on a page evicted after any check:
 //! what the page cache holds is copied with `preadv2(RWF_NOWAIT)` (the
-//! fast path), anything else is read through the ring, and the bytes are
-//! `send`t on the non-blocking socket. Bytes the full socket did not take
-//! stay with the [`OpenFile`] ([`Unsent`], keyed by file offset) and go
-//! first on the next call: nothing is read twice or lost.
+//! fast path), anything else is read through the ring (a hot file's hole
+//! larger than a small one: with direct I/O on the pool, `hot_hole`), and
+//! the bytes are `send`t on the non-blocking socket. Bytes the full
+//! socket did not take stay with the [`OpenFile`] ([`Unsent`], keyed by
+//! file offset) and go first on the next call: nothing is read twice or
+//! lost.
 
 use std::io;
 use std::rc::Rc;
