@@ -30,11 +30,13 @@ struct Upstream {
 }
 
 impl Upstream {
-    fn start(addr: String, tls: Option<(&Path, &Path)>) -> Upstream {
+    /// `tls`: nothing, or the certificate and key, and the CA a client
+    /// certificate must be signed by when one is required.
+    fn start(addr: String, tls: &[&Path]) -> Upstream {
         let mut cmd = Command::new(PYTHON);
         cmd.arg(support("grpc_server.py")).arg(&addr);
-        if let Some((c, k)) = tls {
-            cmd.arg("--tls").arg(c).arg(k);
+        if !tls.is_empty() {
+            cmd.arg("--tls").args(tls);
         }
         let mut child = cmd.stdout(Stdio::piped()).spawn().expect("python3 runs");
         let mut line = String::new();
@@ -50,7 +52,7 @@ impl Upstream {
     }
 
     fn tcp() -> Upstream {
-        Upstream::start(format!("127.0.0.1:{}", common::free_port()), None)
+        Upstream::start(format!("127.0.0.1:{}", common::free_port()), &[])
     }
 }
 
@@ -307,10 +309,7 @@ fn grpcs_to_a_tls_upstream_and_tls_with_alpn_to_the_client() {
         .leaf(&["localhost", "127.0.0.1"], common::tls::Alg::Ecdsa)
         .write(dir.path(), "leaf");
     let ca_file = dir.write("ca.pem", ca.pem());
-    let up = Upstream::start(
-        format!("127.0.0.1:{}", common::free_port()),
-        Some((&crt, &key)),
-    );
+    let up = Upstream::start(format!("127.0.0.1:{}", common::free_port()), &[&crt, &key]);
     let body = format!(
         "      grpc_pass grpcs://{};\n      grpc_ssl_verify on;\n      \
          grpc_ssl_trusted_certificate {};\n      grpc_ssl_name localhost;\n      \
@@ -365,7 +364,7 @@ fn grpcs_to_a_tls_upstream_and_tls_with_alpn_to_the_client() {
 fn unix_socket_upstream_group_with_keepalive_and_next_upstream() {
     let dir = TempDir::new("grpcunix");
     let sock = dir.path().join("g.sock");
-    let up = Upstream::start(format!("unix:{}", sock.display()), None);
+    let up = Upstream::start(format!("unix:{}", sock.display()), &[]);
     // porter's workers run as nobody.
     common::set_mode(dir.path(), 0o755);
     common::set_mode(&sock, 0o777);
@@ -579,4 +578,127 @@ fn set_hide_pass_header_and_intercept_errors_as_nginx() {
             assert_eq!(ph.lines().next(), nh.lines().next(), "{path}");
         }
     }
+}
+
+/// A unary call over TLS trusting `ca_file`, to porter or nginx.
+fn tls_call(port: u16, ca_file: &Path) -> Call {
+    let ca = ca_file.to_str().unwrap();
+    call(port, &["unary", "10", "--tls", ca, "localhost"])
+}
+
+#[test]
+fn grpc_ssl_certificate_answers_an_upstream_that_requires_one_as_nginx() {
+    let dir = TempDir::new("grpcmtls");
+    let ca = common::tls::Ca::new();
+    let (crt, key) = ca
+        .leaf(&["localhost", "127.0.0.1"], common::tls::Alg::Ecdsa)
+        .write(dir.path(), "leaf");
+    let (client_crt, client_key) = ca
+        .leaf(&["porter client"], common::tls::Alg::Ecdsa)
+        .write(dir.path(), "client");
+    let ca_file = dir.write("ca.pem", ca.pem());
+    let up = Upstream::start(
+        format!("127.0.0.1:{}", common::free_port()),
+        &[&crt, &key, &ca_file],
+    );
+    let listen = format!(
+        "listen 127.0.0.1:{{PORT}} ssl;\n    ssl_certificate {};\n    ssl_certificate_key {};",
+        crt.display(),
+        key.display()
+    );
+    let site = |extra: &str| {
+        let body = format!(
+            "      grpc_pass grpcs://{};\n      grpc_ssl_verify on;\n      \
+             grpc_ssl_trusted_certificate {};\n      grpc_ssl_name localhost;\n{extra}",
+            up.addr,
+            ca_file.display()
+        );
+        grpc_server("", &body).replace("listen 127.0.0.1:{PORT};", &listen)
+    };
+    // Inherited from the server level, as NGINX's settings are.
+    let with_cert = site("").replace(
+        "  server {\n",
+        &format!(
+            "  server {{\n    grpc_ssl_certificate {};\n    grpc_ssl_certificate_key {};\n",
+            client_crt.display(),
+            client_key.display()
+        ),
+    );
+    let p = porter(&with_cert);
+    let got = tls_call(p.port, &ca_file);
+    assert_eq!(got.code, "OK", "{got:?}");
+    assert_eq!(got.result, "true", "the echo came back whole");
+    if let Some(n) = nginx(&with_cert) {
+        assert_eq!(tls_call(n.port, &ca_file), got);
+    }
+    // Without one the upstream ends the handshake: 502, UNAVAILABLE.
+    let without = site("");
+    let p = porter(&without);
+    let got = tls_call(p.port, &ca_file);
+    assert_eq!(got.code, "UNAVAILABLE", "{got:?}");
+    if let Some(n) = nginx(&without) {
+        assert_eq!(tls_call(n.port, &ca_file).code, got.code);
+    }
+    // A certificate without its key is NGINX's error, at its line.
+    let err = common::config_error(&one_worker_conf(&format!(
+        "  server {{ listen 127.0.0.1:1; location / {{ grpc_pass grpcs://127.0.0.1:1;\n grpc_ssl_certificate {}; }} }}",
+        client_crt.display()
+    )));
+    let want = format!(
+        "no \"grpc_ssl_certificate_key\" is defined for certificate \"{}\"",
+        client_crt.display()
+    );
+    assert!(err.contains(&want), "{err}");
+}
+
+#[test]
+fn grpc_ssl_crl_refuses_a_revoked_upstream_certificate_as_nginx() {
+    let dir = TempDir::new("grpccrl");
+    let ca = common::tls::Ca::new();
+    let mut params =
+        rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .unwrap();
+    params.serial_number = Some(rcgen::SerialNumber::from(4242u64));
+    let (crt, key) = ca.leaf_from(params).write(dir.path(), "leaf");
+    let ca_file = dir.write("ca.pem", ca.pem());
+    let up = Upstream::start(format!("127.0.0.1:{}", common::free_port()), &[&crt, &key]);
+    let site = |crl: &Path| {
+        let body = format!(
+            "      grpc_pass grpcs://{};\n      grpc_ssl_verify on;\n      \
+             grpc_ssl_trusted_certificate {};\n      grpc_ssl_name localhost;\n      \
+             grpc_ssl_crl {};",
+            up.addr,
+            ca_file.display(),
+            crl.display()
+        );
+        grpc_server("", &body)
+    };
+    // A list that revokes another certificate: the call passes.
+    let other = site(&dir.write("other.crl", ca.crl(&[7])));
+    let p = porter(&other);
+    let got = call(p.port, &["unary", "10"]);
+    assert_eq!(got.code, "OK", "{got:?}");
+    if let Some(n) = nginx(&other) {
+        assert_eq!(call(n.port, &["unary", "10"]), got);
+    }
+    // The upstream's own revoked: the handshake fails, 502 with NGINX's line.
+    let revoked = site(&dir.write("revoked.crl", ca.crl(&[7, 4242])));
+    let p = porter(&revoked);
+    let got = call(p.port, &["unary", "10"]);
+    assert_eq!(got.code, "UNAVAILABLE", "{got:?}");
+    let line = "upstream SSL certificate verify error: (23:certificate revoked) while SSL handshaking to upstream";
+    assert!(p
+        .wait_log("logs/error.log", line, Duration::from_secs(5))
+        .contains(line));
+    if let Some(n) = nginx(&revoked) {
+        assert_eq!(call(n.port, &["unary", "10"]).code, got.code);
+        let log = n.error_log();
+        assert!(log.contains(line), "{log}");
+    }
+    // A file with no list in it is refused at load.
+    let err = common::config_error(&one_worker_conf(&format!(
+        "  server {{ listen 127.0.0.1:1; location / {{ grpc_pass grpcs://127.0.0.1:1;\n grpc_ssl_crl {}; }} }}",
+        ca_file.display()
+    )));
+    assert!(err.contains("X509_LOOKUP_load_file("), "{err}");
 }

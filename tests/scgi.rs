@@ -13,8 +13,6 @@
 mod apps;
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -92,57 +90,25 @@ fn nginx(http: &str, pass: &str, extra: &str) -> Nginx {
         .expect("nginx is not installed")
 }
 
+/// Starts porter or nginx (`true`) with `http` and `pass`.
+fn start(nginx_side: bool, http: &str, pass: &str) -> Box<dyn Port> {
+    match nginx_side {
+        true => Box::new(nginx(http, pass, "")),
+        false => Box::new(porter(http, pass, "")),
+    }
+}
+
 #[test]
 fn wsgi_app_answers_as_nginx_does() {
     let app = App::start();
-    let form = b"name=J%C3%BCrgen&x=1+2";
-    let cases: Vec<(&str, &str, &str, &[u8])> = vec![
-        ("GET", "/form?a=1&b=2", "Cookie: c=3; d=4\r\n", b""),
-        (
-            "POST",
-            "/form?q=x",
-            "Content-Type: application/x-www-form-urlencoded\r\n",
-            form,
-        ),
-        (
-            "GET",
-            "/params?z=1&none=",
-            "X-Custom: yes\r\nAccept: text/plain\r\nCookie: k=v\r\n",
-            b"",
-        ),
-        ("GET", "/status?code=201", "", b""),
-        ("GET", "/status?code=404&reason=Gone%20Away", "", b""),
-        ("GET", "/status?code=302&location=/form", "", b""),
-        ("GET", "/status?code=204", "", b""),
-        ("HEAD", "/form", "", b""),
-        ("GET", "/nothing/here?x=y", "", b""),
-    ];
-    for pass in [
+    let passes = [
         format!("127.0.0.1:{}", app.port),
         format!("unix:{}", app.sock.display()),
-    ] {
-        let p = porter("", &pass, "");
-        let n = nginx("", &pass, "");
-        for (method, target, headers, body) in &cases {
-            let a = request(p.port, method, target, headers, body);
-            let b = request(n.port, method, target, headers, body);
-            assert_eq!(
-                essence(&a),
-                essence(&b),
-                "{method} {target} via {pass}: porter, then nginx"
-            );
-        }
-        // A chunked body is read whole and goes with its length.
-        let chunked = b"POST /form?c=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
-            Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n\
-            5\r\na=1&b\r\n4\r\n=2&c\r\n2\r\n=3\r\n0\r\n\r\n";
-        let (a, b) = (raw(p.port, chunked), raw(n.port, chunked));
-        assert!(a.text().contains("post b=2\npost c=3\n"), "{}", a.text());
-        assert_eq!(
-            essence(&a),
-            essence(&b),
-            "chunked via {pass}: porter, then nginx"
-        );
+    ];
+    wsgi_answers_as_nginx(&passes, &start);
+    for pass in &passes {
+        let p = porter("", pass, "");
+        // The variables the app saw, spelled out once.
         let r = request(p.port, "POST", "/params?z=1", "Cookie: k=v\r\n", b"abc");
         for want in [
             "QUERY_STRING=z=1\n",
@@ -278,100 +244,36 @@ fn bad_answers_are_502_with_nginx_s_log_lines() {
         assert_eq!(a.status, 502, "{path}");
         assert_eq!(essence(&a), essence(&b), "{path}: porter, then nginx");
     }
-    // A body cut short: what came goes out, and the client connection
-    // ends there.
-    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
-    s.write_all(b"GET /bad/short HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut got = Vec::new();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let _ = s.read_to_end(&mut got);
-    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
-    assert!(
-        got.ends_with(b"only ten.."),
-        "{}",
-        String::from_utf8_lossy(&got)
-    );
-    let log = p.wait_log(
-        "logs/error.log",
-        "while reading upstream",
-        Duration::from_secs(5),
-    );
-    let nlog = n.error_log();
-    for (needle, times) in [
-        ("upstream sent invalid header: \"Bad\\x20...\" while reading response header from upstream", 1),
-        ("upstream sent invalid status \"abc\" while reading response header from upstream", 1),
-        ("upstream prematurely closed connection while reading response header from upstream", 2),
-        ("upstream sent too big header while reading response header from upstream", 1),
-    ] {
-        assert_eq!(lines_with(&log, needle).len(), times, "{needle} in {log}");
-        assert!(nlog.contains(needle), "{needle} in nginx's {nlog}");
-    }
-    assert!(
-        log.contains("upstream prematurely closed connection while reading upstream"),
-        "{log}"
-    );
-    assert!(
-        log.contains(&format!("upstream: \"scgi://127.0.0.1:{}\"", app.port)),
-        "{log}"
+    cut_short_body_ends_the_connection(p.port);
+    bad_answer_lines_as_nginx(
+        &p,
+        &n.error_log(),
+        &[
+            ("upstream sent invalid header: \"Bad\\x20...\" while reading response header from upstream", 1, true),
+            ("upstream sent invalid status \"abc\" while reading response header from upstream", 1, true),
+            ("upstream prematurely closed connection while reading response header from upstream", 2, true),
+            ("upstream sent too big header while reading response header from upstream", 1, true),
+        ],
+        ("scgi", app.port),
     );
 }
 
 #[test]
 fn connections_are_not_kept_even_with_keepalive() {
     let app = Scripted::start(request_len, vec![], OK.to_vec());
-    let group = format!(
-        "  upstream app {{ server 127.0.0.1:{}; keepalive 4; }}",
-        app.port
-    );
-    let p = porter(&group, "app", "");
-    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
-    let mut buf = Vec::new();
-    for i in 0..5 {
-        write!(s, "GET /k?i={i} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
-        let r = read_response(&mut s, &mut buf, false).unwrap();
-        assert_eq!(r.text(), "ok\n");
-    }
-    // One client connection, a new upstream one each time, as nginx.
-    use std::sync::atomic::Ordering::SeqCst;
-    assert_eq!(app.connections.load(SeqCst), 5);
-    let n = nginx(&group, "app", "");
-    for _ in 0..5 {
-        assert_eq!(request(n.port, "GET", "/k", "", b"").status, 200);
-    }
-    assert_eq!(app.connections.load(SeqCst), 10);
+    not_kept_even_with_keepalive(&app, &start);
 }
 
 #[test]
 fn slow_app_is_504_and_a_down_app_is_502_never_the_source() {
     let app = App::start();
-    let pass = format!("127.0.0.1:{}", app.port);
-    let p = porter("", &pass, "");
-    let n = nginx("", &pass, "");
-    for port in [p.port, n.port] {
-        assert_eq!(request(port, "GET", "/slow?s=4", "", b"").status, 504);
-    }
-    let log = p.wait_log(
-        "logs/error.log",
-        "upstream timed out",
-        Duration::from_secs(5),
+    let (pass, port, sock) = (
+        format!("127.0.0.1:{}", app.port),
+        app.port,
+        app.sock.clone(),
     );
-    let line = format!("upstream timed out (110: Connection timed out) while reading response header from upstream, client: 127.0.0.1, server: localhost, request: \"GET /slow?s=4 HTTP/1.1\", upstream: \"scgi://127.0.0.1:{}\", host: \"localhost\"", app.port);
-    assert!(log.contains(&line), "{log}");
-    assert!(n.error_log().contains(&line), "{}", n.error_log());
-    let sock = app.sock.clone();
-    drop(app);
-    for port in [p.port, n.port] {
-        for path in ["/form", "/scgi_server.py"] {
-            let r = request(port, "GET", path, "", b"");
-            assert_eq!(r.status, 502, "{path}");
-            assert!(!r.text().contains("import"), "{}", r.text());
-        }
-    }
-    let line = "connect() failed (111: Connection refused) while connecting to upstream";
-    let log = p.wait_log("logs/error.log", line, Duration::from_secs(5));
-    assert_eq!(lines_with(&log, line).len(), 2, "{log}");
-    assert!(n.error_log().contains(line));
+    let (p, n) = (porter("", &pass, ""), nginx("", &pass, ""));
+    slow_then_down_as_nginx((&p, &n), app, ("scgi", port), ("/scgi_server.py", "import"));
     // A unix socket that is gone.
     let p = porter("", &format!("unix:{}", sock.display()), "");
     assert_eq!(request(p.port, "GET", "/form", "", b"").status, 502);
@@ -387,26 +289,7 @@ fn slow_app_is_504_and_a_down_app_is_502_never_the_source() {
 #[test]
 fn large_upload_streams_with_bounded_memory_and_download_arrives_whole() {
     let app = App::start();
-    let p = porter("", &format!("unix:{}", app.sock.display()), "");
-    let total = 100 * 1024 * 1024;
-    let mut h = <sha2::Sha256 as sha2::Digest>::new();
-    let block = pattern();
-    for _ in 0..total / block.len() {
-        sha2::Digest::update(&mut h, &block);
-    }
-    let want = format!("bytes={total} sha256={:x}\n", sha2::Digest::finalize(h));
-    let (r, before, peak) = upload(&p, "/upload", total);
-    assert_eq!(r.status, 200, "{}", r.text());
-    assert_eq!(r.text(), want);
-    assert!(
-        peak < before + 32 * 1024,
-        "RSS grew from {before} KiB to {peak} KiB"
-    );
-    let r = request(p.port, "GET", "/download?mb=64", "", b"");
-    assert_eq!(r.status, 200);
-    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
-    assert_eq!(r.body.len(), 64 << 20);
-    assert!(r.body.chunks(16).all(|c| c == b"0123456789abcdef"));
+    upload_and_download_whole(&porter("", &format!("unix:{}", app.sock.display()), ""));
 }
 
 /// `scgi_cache` is `fastcgi_cache`'s engine, as nginx's

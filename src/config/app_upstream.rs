@@ -1,6 +1,7 @@
 //! The settings of an application-server upstream (`fastcgi_*`; the
-//! same struct serves `uwsgi_*` and `scgi_*`, each field named for the
-//! FastCGI directive): one level's
+//! same struct serves `uwsgi_*`, `scgi_*` and `grpc_*`, each field named
+//! for the directive without its prefix; a protocol leaves alone the
+//! fields it has no directive for): one level's
 //! [`AppBuilder`] (each field set or not) merged field by field into
 //! [`AppSettings`], as the location settings are. The proxy's core reads
 //! the shared ones through `handlers::proxy`'s `Knobs`.
@@ -9,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::group::settings_group;
-use super::setting_types::ProxyBind;
+use super::setting_types::{FileAt, ProxyBind};
+use crate::tls::client::{Crls, TrustedCerts};
 use crate::upstream::NextUpstream;
 use crate::vars::regex::Regex;
 use crate::vars::template::Template;
@@ -80,4 +82,32 @@ settings_group! {
     modifier1: u8 = 0;
     /// `uwsgi_modifier2` (the packet's fourth byte).
     modifier2: u8 = 0;
+    /// `grpc_set_header` lines, in order.
+    set_header: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+    /// `grpc_ssl_verify`.
+    ssl_verify: bool = false;
+    /// `grpc_ssl_trusted_certificate`, read.
+    ssl_trusted_certificate: Option<Arc<TrustedCerts>> = None;
+    /// `grpc_ssl_crl`, read.
+    ssl_crl: Option<Arc<Crls>> = None;
+    /// `grpc_ssl_server_name`.
+    ssl_server_name: bool = false;
+    /// `grpc_ssl_name` (None: the `grpc_pass` host).
+    ssl_name: Option<Template> = None;
+    /// `grpc_ssl_protocols`: (TLSv1.2, TLSv1.3).
+    ssl_protocols: (bool, bool) = (true, true);
+    /// `grpc_ssl_ciphers`: the string and the TLS 1.2 suites it selects.
+    ssl_ciphers: Arc<(String, Vec<rustls::SupportedCipherSuite>)> = super::directives::default_proxy_ciphers();
+    /// `grpc_ssl_session_reuse`.
+    ssl_session_reuse: bool = true;
+    /// `grpc_ssl_verify_depth`.
+    ssl_verify_depth: u64 = 1;
+    /// `grpc_ssl_certificate`.
+    ssl_certificate: Option<Arc<FileAt>> = None;
+    /// `grpc_ssl_certificate_key`.
+    ssl_certificate_key: Option<Arc<FileAt>> = None;
+    /// `grpc_ssl_password_file`'s lines.
+    ssl_password_file: Arc<Vec<String>> = Arc::new(Vec::new());
+    /// The client certificate pair, loaded once the settings merged.
+    ssl_client_cert: Option<Arc<rustls::sign::CertifiedKey>> = None;
 }

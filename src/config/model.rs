@@ -269,6 +269,8 @@ loc_settings! {
         uwsgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
         /// `scgi_*` (`directives/scgi.rs`).
         scgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// `grpc_*` (`directives/grpc.rs`; src/handlers/grpc).
+        grpc: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
         /// `proxy_cache*` (`directives/cache.rs`, `config/cache_conf.rs`).
         proxy_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
         /// `fastcgi_cache*`, the same group.
@@ -454,49 +456,6 @@ loc_settings! {
     proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
 
-    // gRPC (`grpc_pass`; src/handlers/grpc, src/upstream/h2.rs).
-    /// `grpc_set_header` lines, in order.
-    grpc_set_header: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
-    /// `grpc_hide_header` names (lowercase), besides NGINX's defaults.
-    grpc_hide_header: Arc<Vec<String>> = Arc::new(Vec::new());
-    /// `grpc_pass_header` names (lowercase), taken off the hidden list.
-    grpc_pass_header: Arc<Vec<String>> = Arc::new(Vec::new());
-    /// `grpc_connect_timeout`.
-    grpc_connect_timeout: Duration = Duration::from_secs(60);
-    /// `grpc_read_timeout`.
-    grpc_read_timeout: Duration = Duration::from_secs(60);
-    /// `grpc_send_timeout`.
-    grpc_send_timeout: Duration = Duration::from_secs(60);
-    /// `grpc_next_upstream` conditions.
-    grpc_next_upstream: crate::upstream::NextUpstream = crate::upstream::NextUpstream::DEFAULT;
-    /// `grpc_next_upstream_tries` (0: as many as there are peers).
-    grpc_next_upstream_tries: u64 = 0;
-    /// `grpc_next_upstream_timeout` (zero: unlimited).
-    grpc_next_upstream_timeout: Duration = Duration::ZERO;
-    /// `grpc_buffer_size`: the largest upstream response head.
-    grpc_buffer_size: u64 = 4096;
-    /// `grpc_intercept_errors`.
-    grpc_intercept_errors: bool = false;
-    /// `grpc_socket_keepalive`.
-    grpc_socket_keepalive: bool = false;
-    /// `grpc_bind` (None: off).
-    grpc_bind: Option<ProxyBind> = None;
-    /// `grpc_ssl_verify`.
-    grpc_ssl_verify: bool = false;
-    /// `grpc_ssl_trusted_certificate`, read.
-    grpc_ssl_trusted_certificate: Option<Arc<crate::tls::client::TrustedCerts>> = None;
-    /// `grpc_ssl_server_name`.
-    grpc_ssl_server_name: bool = false;
-    /// `grpc_ssl_name` (None: the `grpc_pass` host).
-    grpc_ssl_name: Option<Template> = None;
-    /// `grpc_ssl_protocols`: (TLSv1.2, TLSv1.3).
-    grpc_ssl_protocols: (bool, bool) = (true, true);
-    /// `grpc_ssl_ciphers`: the string and the TLS 1.2 suites it selects.
-    grpc_ssl_ciphers: Arc<(String, Vec<rustls::SupportedCipherSuite>)> = super::directives::default_proxy_ciphers();
-    /// `grpc_ssl_session_reuse`.
-    grpc_ssl_session_reuse: bool = true;
-    /// `grpc_ssl_verify_depth`.
-    grpc_ssl_verify_depth: u64 = 1;
 
     // HTTP/2 (issue 15; src/http/http2/). All but `http2_chunk_size` are
     // read at server level, as NGINX's server-level directives.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{ResolvesClientCert, Resumption, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, WebPkiSupportedAlgorithms};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
 use rustls::{
     ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme, SupportedCipherSuite,
@@ -62,6 +62,37 @@ pub fn load_trusted(path: &Path) -> Result<Arc<TrustedCerts>, String> {
     }))
 }
 
+/// `grpc_ssl_crl`, read when the configuration loads: certificates the
+/// upstream's chain must not hold (checked with `*_ssl_verify on`).
+#[derive(Debug)]
+pub struct Crls {
+    /// The file, for messages.
+    pub path: String,
+    /// The lists it holds.
+    pub lists: Vec<CertificateRevocationListDer<'static>>,
+}
+
+/// Reads a PEM file of revocation lists; the error is NGINX's wording.
+pub fn load_crls(path: &Path) -> Result<Arc<Crls>, String> {
+    let fail = |why: String| {
+        format!(
+            "X509_LOOKUP_load_file(\"{}\") failed ({why})",
+            path.display()
+        )
+    };
+    let lists: Vec<CertificateRevocationListDer<'static>> =
+        CertificateRevocationListDer::pem_file_iter(path)
+            .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| fail(super::pem_error(&e)))?;
+    if lists.is_empty() {
+        return Err(fail("no certificate or crl found".into()));
+    }
+    Ok(Arc::new(Crls {
+        path: path.display().to_string(),
+        lists,
+    }))
+}
+
 /// The merged `proxy_ssl_*` settings of one location.
 #[derive(Debug, Clone)]
 pub struct ClientSpec {
@@ -69,6 +100,8 @@ pub struct ClientSpec {
     pub verify: bool,
     /// `proxy_ssl_trusted_certificate`.
     pub trusted: Option<Arc<TrustedCerts>>,
+    /// `grpc_ssl_crl`: revoked certificates.
+    pub crls: Option<Arc<Crls>>,
     /// `proxy_ssl_verify_depth`: the most intermediate CAs between the
     /// upstream's certificate and a trusted one.
     pub verify_depth: usize,
@@ -93,10 +126,11 @@ pub struct ClientSpec {
 impl ClientSpec {
     fn key(&self) -> String {
         format!(
-            "{}|{}|{:?}|{:?}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{:?}|{:?}|{:?}|{}|{}|{}|{}|{}|{}",
             self.verify,
             self.verify_depth,
             self.trusted.as_ref().map(|t| Arc::as_ptr(t) as usize),
+            self.crls.as_ref().map(|c| Arc::as_ptr(c) as usize),
             self.cert.as_ref().map(|c| Arc::as_ptr(c) as usize),
             self.server_name,
             self.tls12,
@@ -150,10 +184,15 @@ fn build(spec: &ClientSpec) -> Result<Arc<ClientConfig>, String> {
     let builder = if spec.verify {
         match &spec.trusted {
             Some(t) => {
+                let crls = spec
+                    .crls
+                    .as_ref()
+                    .map_or_else(Vec::new, |c| c.lists.clone());
                 let inner = WebPkiServerVerifier::builder_with_provider(
                     Arc::clone(&t.roots),
                     Arc::clone(builder.crypto_provider()),
                 )
+                .with_crls(crls)
                 .build()
                 .map_err(|e| {
                     format!("SSL_CTX_load_verify_locations(\"{}\") failed ({e})", t.path)
@@ -394,6 +433,7 @@ mod tests {
         ClientSpec {
             verify,
             trusted: None,
+            crls: None,
             verify_depth: 1,
             server_name: false,
             tls12: true,

@@ -21,6 +21,7 @@ pub mod balance;
 pub mod fastcgi;
 pub mod http2;
 pub mod pool;
+mod protocol;
 pub mod resolver;
 pub mod scgi;
 pub mod stream;
@@ -35,6 +36,7 @@ use std::time::Duration;
 pub use addr::{connect, connect_with, ConnectOptions, PeerAddr, Socket};
 pub use balance::{PeerRef, PeerSpec, UpstreamGroup};
 pub use pool::UpstreamConn;
+pub use protocol::{app_url, Protocol};
 pub use stream::UpStream;
 use wire::{Framing, ResponseHead};
 
@@ -160,22 +162,6 @@ pub enum RedirectRule {
     Default,
     /// `proxy_redirect redirect replacement`: a prefix and what replaces it.
     Replace(Template, Template),
-}
-
-/// The protocol spoken to a peer: the one difference between
-/// `proxy_pass` and `fastcgi_pass` the proxy's core knows of (how the
-/// request is encoded, how the response head and body are decoded, which
-/// settings apply).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// HTTP/1.x (`proxy_pass`).
-    Http,
-    /// FastCGI (`fastcgi_pass`, [`fastcgi`]).
-    FastCgi,
-    /// uwsgi (`uwsgi_pass`, [`uwsgi`]).
-    Uwsgi,
-    /// SCGI (`scgi_pass`, [`scgi`]).
-    Scgi,
 }
 
 /// A `proxy_pass` (or `fastcgi_pass`) directive, compiled.
@@ -329,23 +315,6 @@ pub fn split_url(url: &str) -> Result<SplitUrl, String> {
         port,
         uri,
     })
-}
-
-/// An application server's address (`fastcgi_pass`, `uwsgi_pass`,
-/// `scgi_pass`, as written or rendered) made a URL [`split_url`] reads: `uwsgi://` dropped as NGINX's `ngx_http_uwsgi_eval` drops it,
-/// `suwsgi://` refused (porter has no `uwsgi_ssl_*`).
-pub fn app_url(proto: Protocol, url: &mut String) -> Result<(), String> {
-    if proto == Protocol::Uwsgi {
-        let lower = url.get(..9).unwrap_or(url).to_ascii_lowercase();
-        if lower.starts_with("suwsgi://") {
-            return Err(format!("suwsgi is not supported in upstream \"{url}\""));
-        }
-        if lower.starts_with("uwsgi://") {
-            url.drain(..8);
-        }
-    }
-    url.insert_str(0, "http://");
-    Ok(())
 }
 
 /// Writes all of `data` to an upstream, each wait bounded by `timeout`.

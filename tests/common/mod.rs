@@ -343,6 +343,7 @@ impl Nginx {
             "worker_processes 1;\npid {p}/nginx.pid;\nerror_log {p}/logs/error.log info;\n\
              events {{ worker_connections 256; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {p}/cb;\n  proxy_temp_path {p}/pt;\n\
+             \x20 fastcgi_temp_path {p}/ft;\n  uwsgi_temp_path {p}/ut;\n  scgi_temp_path {p}/st;\n\
              {}\n}}\n",
             config_text(http_body, port, prefix.path())
         );

@@ -100,6 +100,29 @@ impl Ca {
 }
 
 impl Ca {
+    /// A revocation list (PEM) of this CA revoking the certificates with
+    /// these serial numbers.
+    pub fn crl(&self, serials: &[u64]) -> String {
+        let revoked = serials
+            .iter()
+            .map(|n| rcgen::RevokedCertParams {
+                serial_number: rcgen::SerialNumber::from(*n),
+                revocation_time: rcgen::date_time_ymd(2024, 1, 1),
+                reason_code: Some(rcgen::RevocationReason::KeyCompromise),
+                invalidity_date: None,
+            })
+            .collect();
+        let p = rcgen::CertificateRevocationListParams {
+            this_update: rcgen::date_time_ymd(2024, 1, 1),
+            next_update: rcgen::date_time_ymd(2099, 1, 1),
+            crl_number: rcgen::SerialNumber::from(1u64),
+            issuing_distribution_point: None,
+            revoked_certs: revoked,
+            key_identifier_method: rcgen::KeyIdMethod::Sha256,
+        };
+        p.signed_by(&self.cert, &self.key).unwrap().pem().unwrap()
+    }
+
     /// An intermediate CA signed by this one.
     pub fn intermediate(&self, name: &str) -> Ca {
         let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();

@@ -287,3 +287,188 @@ impl Port for Nginx {
         self.port
     }
 }
+
+/// How a test file starts one side with `http` in the `http` block and
+/// `pass` as its `*_pass` (`true`: nginx).
+pub type Start<'a> = &'a dyn Fn(bool, &str, &str) -> Box<dyn Port>;
+
+/// The WSGI app's answers through porter and nginx, for each of `passes`
+/// (a TCP address and a unix socket): forms, cookies, statuses and
+/// headers set by the app, HEAD, a missing page, and a chunked body (read
+/// whole, sent with its length); the essence of each must be nginx's.
+pub fn wsgi_answers_as_nginx(passes: &[String], start: Start<'_>) {
+    let form = b"name=J%C3%BCrgen&x=1+2";
+    let cases: Vec<(&str, &str, &str, &[u8])> = vec![
+        ("GET", "/form?a=1&b=2", "Cookie: c=3; d=4\r\n", b""),
+        (
+            "POST",
+            "/form?q=x",
+            "Content-Type: application/x-www-form-urlencoded\r\n",
+            form,
+        ),
+        (
+            "GET",
+            "/params?z=1&none=",
+            "X-Custom: yes\r\nAccept: text/plain\r\nCookie: k=v\r\n",
+            b"",
+        ),
+        ("GET", "/status?code=201", "", b""),
+        ("GET", "/status?code=404&reason=Gone%20Away", "", b""),
+        ("GET", "/status?code=302&location=/form", "", b""),
+        ("GET", "/status?code=204", "", b""),
+        ("HEAD", "/form", "", b""),
+        ("GET", "/nothing/here?x=y", "", b""),
+    ];
+    for pass in passes {
+        let p = start(false, "", pass);
+        let n = start(true, "", pass);
+        for (method, target, headers, body) in &cases {
+            let a = request(p.port(), method, target, headers, body);
+            let b = request(n.port(), method, target, headers, body);
+            assert_eq!(
+                essence(&a),
+                essence(&b),
+                "{method} {target} via {pass}: porter, then nginx"
+            );
+        }
+        // A chunked body is read whole and goes with its length.
+        let chunked = b"POST /form?c=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+            Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n\
+            5\r\na=1&b\r\n4\r\n=2&c\r\n2\r\n=3\r\n0\r\n\r\n";
+        let (a, b) = (raw(p.port(), chunked), raw(n.port(), chunked));
+        assert!(a.text().contains("post b=2\npost c=3\n"), "{}", a.text());
+        assert_eq!(
+            essence(&a),
+            essence(&b),
+            "chunked via {pass}: porter, then nginx"
+        );
+    }
+}
+
+/// A body cut short by the app (`/bad/short`: 100 bytes announced, ten
+/// sent): the ten go out and the client connection ends there.
+pub fn cut_short_body_ends_the_connection(port: u16) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /bad/short HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.read_to_end(&mut got);
+    assert!(got.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(
+        got.ends_with(b"only ten.."),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+/// The bad answers' log lines: each `(needle, times)` in porter's log
+/// that many times and, where `in_nginx`, in nginx's too; then the cut
+/// body's line and the `upstream: "SCHEME://127.0.0.1:PORT"` part.
+pub fn bad_answer_lines_as_nginx(
+    p: &Server,
+    nlog: &str,
+    lines: &[(&str, usize, bool)],
+    (scheme, port): (&str, u16),
+) {
+    let log = p.wait_log(
+        "logs/error.log",
+        "while reading upstream",
+        Duration::from_secs(5),
+    );
+    for (needle, times, in_nginx) in lines {
+        assert_eq!(lines_with(&log, needle).len(), *times, "{needle} in {log}");
+        if *in_nginx {
+            assert!(nlog.contains(needle), "{needle} in nginx's {nlog}");
+        }
+    }
+    assert!(
+        log.contains("upstream prematurely closed connection while reading upstream"),
+        "{log}"
+    );
+    let upstream = format!("upstream: \"{scheme}://127.0.0.1:{port}\"");
+    assert!(log.contains(&upstream), "{log}");
+}
+
+/// uwsgi and SCGI connections are never kept, `keepalive` or not: five
+/// requests on one client connection are five upstream connections, on
+/// porter as on nginx (`app` counts them; `start` gets the group).
+pub fn not_kept_even_with_keepalive(app: &Scripted, start: Start<'_>) {
+    let group = format!(
+        "  upstream app {{ server 127.0.0.1:{}; keepalive 4; }}",
+        app.port
+    );
+    let p = start(false, &group, "app");
+    let mut s = TcpStream::connect(("127.0.0.1", p.port())).unwrap();
+    let mut buf = Vec::new();
+    for i in 0..5 {
+        write!(s, "GET /k?i={i} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.text(), "ok\n");
+    }
+    assert_eq!(app.connections.load(Ordering::SeqCst), 5);
+    let n = start(true, &group, "app");
+    for _ in 0..5 {
+        assert_eq!(request(n.port(), "GET", "/k", "", b"").status, 200);
+    }
+    assert_eq!(app.connections.load(Ordering::SeqCst), 10);
+}
+
+/// An app slower than `*_read_timeout 2s` is 504 with NGINX's line on
+/// both servers (`SCHEME://127.0.0.1:PORT`); then, `app` dropped, its
+/// port refuses: 502 with NGINX's line, and `source` (the app's file
+/// under the root, and a text only it holds) is never served.
+pub fn slow_then_down_as_nginx<A>(
+    (p, n): (&Server, &Nginx),
+    app: A,
+    (scheme, port): (&str, u16),
+    source: (&str, &str),
+) {
+    for port in [p.port, n.port] {
+        assert_eq!(request(port, "GET", "/slow?s=4", "", b"").status, 504);
+    }
+    let log = p.wait_log(
+        "logs/error.log",
+        "upstream timed out",
+        Duration::from_secs(5),
+    );
+    let line = format!("upstream timed out (110: Connection timed out) while reading response header from upstream, client: 127.0.0.1, server: localhost, request: \"GET /slow?s=4 HTTP/1.1\", upstream: \"{scheme}://127.0.0.1:{port}\", host: \"localhost\"");
+    assert!(log.contains(&line), "{log}");
+    assert!(n.error_log().contains(&line), "{}", n.error_log());
+    drop(app);
+    for port in [p.port, n.port] {
+        for path in ["/form", source.0] {
+            let r = request(port, "GET", path, "", b"");
+            assert_eq!(r.status, 502, "{path}");
+            assert!(!r.text().contains(source.1), "{}", r.text());
+        }
+    }
+    let line = "connect() failed (111: Connection refused) while connecting to upstream";
+    let log = p.wait_log("logs/error.log", line, Duration::from_secs(5));
+    assert_eq!(lines_with(&log, line).len(), 2, "{log}");
+    assert!(n.error_log().contains(line));
+}
+
+/// A 100 MB upload the app hashes arrives whole while porter's RSS grows
+/// by less than 32 MiB; a 64 MB streamed download arrives whole, chunked.
+pub fn upload_and_download_whole(p: &Server) {
+    let total = 100 * 1024 * 1024;
+    let mut h = <sha2::Sha256 as sha2::Digest>::new();
+    let block = pattern();
+    for _ in 0..total / block.len() {
+        sha2::Digest::update(&mut h, &block);
+    }
+    let want = format!("bytes={total} sha256={:x}\n", sha2::Digest::finalize(h));
+    let (r, before, peak) = upload(p, "/upload", total);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.text(), want);
+    assert!(
+        peak < before + 32 * 1024,
+        "RSS grew from {before} KiB to {peak} KiB"
+    );
+    let r = request(p.port, "GET", "/download?mb=64", "", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(r.body.len(), 64 << 20);
+    assert!(r.body.chunks(16).all(|c| c == b"0123456789abcdef"));
+}

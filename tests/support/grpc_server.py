@@ -1,7 +1,7 @@
 """A gRPC server for tests/grpc.rs, without generated code: generic
 handlers with raw-bytes (de)serializers, so no protoc is needed.
 
-    grpc_server.py ADDR [--tls CERT KEY]
+    grpc_server.py ADDR [--tls CERT KEY [CLIENT_CA]]
 
 ADDR is host:port or unix:/path. Prints "ready" once serving. Methods of
 service test.T:
@@ -83,7 +83,12 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] == "--tls":
         cert = open(sys.argv[3], "rb").read()
         key = open(sys.argv[4], "rb").read()
-        server.add_secure_port(addr, grpc.ssl_server_credentials(((key, cert),)))
+        # With CLIENT_CA, a client certificate signed by it is required.
+        ca = open(sys.argv[5], "rb").read() if len(sys.argv) > 5 else None
+        creds = grpc.ssl_server_credentials(
+            ((key, cert),), root_certificates=ca, require_client_auth=ca is not None
+        )
+        server.add_secure_port(addr, creds)
     else:
         server.add_insecure_port(addr)
     server.start()

@@ -72,6 +72,7 @@ fn set_issuer(b: &mut Build, d: &Directive) -> Res {
     let spec = tls::client::ClientSpec {
         verify,
         trusted,
+        crls: None,
         verify_depth: 9,
         server_name: true,
         tls12: true,

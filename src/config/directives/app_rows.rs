@@ -1,24 +1,24 @@
-//! The directives every application-server module has, each a twin of a
-//! `proxy_*` setting (`*_param`, `*_connect_timeout`, `*_next_upstream`,
-//! `*_hide_header`, ...): [`app_rows!`] writes their rows for one module
-//! (`fastcgi`, `uwsgi`, `scgi`) and its `LocSettings` field, an `AppSettings`
-//! (`config/app_upstream.rs`); [`set_pass`] is `fastcgi_pass`, `uwsgi_pass` and
-//! `scgi_pass`. Buffer sizes and temp files are checked and accepted:
+//! The directives every upstream module has, each a twin of a `proxy_*`
+//! setting (`*_connect_timeout`, `*_next_upstream`, `*_hide_header`,
+//! ...): [`upstream_rows!`] writes their rows for one module (`fastcgi`,
+//! `uwsgi`, `scgi`, `grpc`) and its `LocSettings` field, an `AppSettings`
+//! (`config/app_upstream.rs`); [`app_rows!`] those of the CGI-like three
+//! alone (`*_param`, `*_buffering`, ...), [`upstream_ssl_rows!`] the
+//! `*_ssl_*` ones (gRPC's); [`set_pass`] is `fastcgi_pass`, `uwsgi_pass`
+//! and `scgi_pass`. Buffer sizes and temp files are checked and accepted:
 //! porter streams every body in bounded pieces.
 
 use super::*;
 use crate::config::app_upstream::{AppBuilder, AppParam};
 use crate::upstream::Protocol;
 
-/// The rows of `PREFIX_param`, the timeouts, `PREFIX_next_upstream*`, the
-/// buffers, the header lists and the socket settings, kept in
-/// `b.loc().FIELD`.
-macro_rules! app_rows {
+/// The rows every upstream module has, `proxy_*`'s twins (FastCGI,
+/// uwsgi, SCGI and gRPC alike): the timeouts, `PREFIX_next_upstream*`,
+/// `PREFIX_buffer_size`, the header lists and the socket settings, kept
+/// in `b.loc().FIELD`.
+macro_rules! upstream_rows {
     ($field:ident, $p:literal) => {
         [
-            d(concat!($p, "_param"), HSL, Arity::Range(2, 3), |b, d| {
-                super::app_rows::add_param(&mut b.loc().$field, d)
-            }),
             d(concat!($p, "_connect_timeout"), HSL, Arity::N(1), |b, d| {
                 let v = time(d, &d.args[0])?;
                 set_once(&mut b.loc().$field.connect_timeout, v, d)
@@ -57,19 +57,6 @@ macro_rules! app_rows {
                 let v = size(d, &d.args[0])?;
                 set_once(&mut b.loc().$field.buffer_size, v, d)
             }),
-            d(concat!($p, "_buffering"), HSL, Arity::N(1), |b, d| {
-                let v = flag(d)?;
-                set_once(&mut b.loc().$field.buffering, v, d)
-            }),
-            d(
-                concat!($p, "_request_buffering"),
-                HSL,
-                Arity::N(1),
-                |b, d| {
-                    let v = flag(d)?;
-                    set_once(&mut b.loc().$field.request_buffering, v, d)
-                },
-            ),
             d(
                 concat!($p, "_intercept_errors"),
                 HSL,
@@ -77,24 +64,6 @@ macro_rules! app_rows {
                 |b, d| {
                     let v = flag(d)?;
                     set_once(&mut b.loc().$field.intercept_errors, v, d)
-                },
-            ),
-            d(
-                concat!($p, "_pass_request_headers"),
-                HSL,
-                Arity::N(1),
-                |b, d| {
-                    let v = flag(d)?;
-                    set_once(&mut b.loc().$field.pass_request_headers, v, d)
-                },
-            ),
-            d(
-                concat!($p, "_pass_request_body"),
-                HSL,
-                Arity::N(1),
-                |b, d| {
-                    let v = flag(d)?;
-                    set_once(&mut b.loc().$field.pass_request_body, v, d)
                 },
             ),
             d(
@@ -125,6 +94,51 @@ macro_rules! app_rows {
                 let v = super::proxy_socket::bind_value(d)?;
                 set_once(&mut b.loc().$field.bind, v, d)
             }),
+        ]
+    };
+}
+pub(super) use upstream_rows;
+
+/// The rows of the CGI-like modules alone (FastCGI, uwsgi, SCGI; gRPC has
+/// none of them): `PREFIX_param`, buffering, what of the request is
+/// passed, `PREFIX_limit_rate`, kept in `b.loc().FIELD`.
+macro_rules! app_rows {
+    ($field:ident, $p:literal) => {
+        [
+            d(concat!($p, "_param"), HSL, Arity::Range(2, 3), |b, d| {
+                super::app_rows::add_param(&mut b.loc().$field, d)
+            }),
+            d(concat!($p, "_buffering"), HSL, Arity::N(1), |b, d| {
+                let v = flag(d)?;
+                set_once(&mut b.loc().$field.buffering, v, d)
+            }),
+            d(
+                concat!($p, "_request_buffering"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = flag(d)?;
+                    set_once(&mut b.loc().$field.request_buffering, v, d)
+                },
+            ),
+            d(
+                concat!($p, "_pass_request_headers"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = flag(d)?;
+                    set_once(&mut b.loc().$field.pass_request_headers, v, d)
+                },
+            ),
+            d(
+                concat!($p, "_pass_request_body"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = flag(d)?;
+                    set_once(&mut b.loc().$field.pass_request_body, v, d)
+                },
+            ),
             d(concat!($p, "_limit_rate"), HSL, Arity::N(1), |b, d| {
                 let v = size(d, &d.args[0])?;
                 set_once(&mut b.loc().$field.limit_rate, v, d)
@@ -171,6 +185,95 @@ macro_rules! app_rows {
     };
 }
 pub(super) use app_rows;
+
+/// `PREFIX_ssl_*` (gRPC's `grpcs://`): TLS to the upstream as
+/// `proxy_ssl_*` configures it, kept in `b.loc().FIELD.ssl_*`; the client
+/// certificate pair is loaded once the settings merged
+/// (`proxy_ssl::load_client_certs`).
+macro_rules! upstream_ssl_rows {
+    ($field:ident, $p:literal) => {
+        [
+            d(concat!($p, "_ssl_verify"), HSL, Arity::N(1), |b, d| {
+                let v = flag(d)?;
+                set_once(&mut b.loc().$field.ssl_verify, v, d)
+            }),
+            d(
+                concat!($p, "_ssl_trusted_certificate"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let f = super::proxy_ssl::file_at(b, d)?;
+                    let certs = crate::tls::client::load_trusted(&f.path)?;
+                    set_once(&mut b.loc().$field.ssl_trusted_certificate, Some(certs), d)
+                },
+            ),
+            d(concat!($p, "_ssl_crl"), HSL, Arity::N(1), |b, d| {
+                let f = super::proxy_ssl::file_at(b, d)?;
+                let crls = crate::tls::client::load_crls(&f.path)?;
+                set_once(&mut b.loc().$field.ssl_crl, Some(crls), d)
+            }),
+            d(concat!($p, "_ssl_server_name"), HSL, Arity::N(1), |b, d| {
+                let v = flag(d)?;
+                set_once(&mut b.loc().$field.ssl_server_name, v, d)
+            }),
+            d(concat!($p, "_ssl_name"), HSL, Arity::N(1), |b, d| {
+                let v = template(&d.args[0])?;
+                set_once(&mut b.loc().$field.ssl_name, Some(v), d)
+            }),
+            d(concat!($p, "_ssl_protocols"), HSL, Arity::Min(1), |b, d| {
+                let v = super::proxy_ssl::protocols(d)?;
+                set_once(&mut b.loc().$field.ssl_protocols, v, d)
+            }),
+            d(concat!($p, "_ssl_ciphers"), HSL, Arity::N(1), |b, d| {
+                let v = super::proxy_ssl::select_ciphers(d)?;
+                set_once(&mut b.loc().$field.ssl_ciphers, v, d)
+            }),
+            d(
+                concat!($p, "_ssl_session_reuse"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let v = flag(d)?;
+                    set_once(&mut b.loc().$field.ssl_session_reuse, v, d)
+                },
+            ),
+            // Enforced after webpki's verdict (`tls::client`'s `Depth`).
+            d(
+                concat!($p, "_ssl_verify_depth"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let n = number(d, &d.args[0])?;
+                    set_once(&mut b.loc().$field.ssl_verify_depth, n, d)
+                },
+            ),
+            d(concat!($p, "_ssl_certificate"), HSL, Arity::N(1), |b, d| {
+                let f = super::proxy_ssl::file_at(b, d)?;
+                set_once(&mut b.loc().$field.ssl_certificate, Some(f), d)
+            }),
+            d(
+                concat!($p, "_ssl_certificate_key"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let f = super::proxy_ssl::file_at(b, d)?;
+                    set_once(&mut b.loc().$field.ssl_certificate_key, Some(f), d)
+                },
+            ),
+            d(
+                concat!($p, "_ssl_password_file"),
+                HSL,
+                Arity::N(1),
+                |b, d| {
+                    let f = super::proxy_ssl::file_at(b, d)?;
+                    let lines = super::ssl::read_passwords(&f.path)?;
+                    set_once(&mut b.loc().$field.ssl_password_file, Arc::new(lines), d)
+                },
+            ),
+        ]
+    };
+}
+pub(super) use upstream_ssl_rows;
 
 /// `*_param NAME VALUE [if_not_empty]`: lines add up within a level; a
 /// level with any replaces the outer level's list (NGINX's merge of

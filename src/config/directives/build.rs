@@ -479,8 +479,7 @@ fn build_locations(
             Some(p) => b.inherit(&merged[p]),
             None => b.inherit(server),
         }
-        let proxies = matches!(lb.handler, Handler::Proxy(_));
-        super::proxy_ssl::load_client_certs(&mut b, proxies, client_certs)?;
+        super::proxy_ssl::load_client_certs(&mut b, &lb.handler, client_certs)?;
         merged.push(b);
     }
     let mut built: Vec<Option<Arc<LocationConf>>> = vec![None; list.len()];

@@ -18,7 +18,13 @@ macro_rules! cache_rows {
             d(concat!($prefix, "_cache"), HSL, Arity::N(1), |b, d| {
                 let v = match d.args[0].as_str() {
                     "off" => None,
-                    name => Some(template(name)?),
+                    name => {
+                        let t = template(name)?;
+                        if t.is_literal() {
+                            b.cache.claim(name, $prefix)?;
+                        }
+                        Some(t)
+                    }
                 };
                 set_once(&mut b.loc().$group.zone, v, d)
             }),
@@ -300,9 +306,28 @@ pub(super) struct CacheBuild {
     zones: Vec<ZoneSpec>,
     /// (path, levels, is a cache path, "file:line").
     paths: Vec<(PathBuf, Levels, bool, String)>,
+    /// Zone names and the module (`proxy`, `fastcgi`, ...) that declared
+    /// or named them first: NGINX's shared memory zone tag.
+    owners: Vec<(String, &'static str)>,
 }
 
 impl CacheBuild {
+    /// `name` as `module`'s zone (`*_cache_path` declaring it, `*_cache`
+    /// naming it): one declared by another module's `*_cache_path` is
+    /// NGINX's error, wherever it comes first.
+    pub(super) fn claim(&mut self, name: &str, module: &'static str) -> Res {
+        match self.owners.iter().find(|(n, _)| n == name) {
+            Some((_, m)) if *m != module => Err(format!(
+                "the shared memory zone \"{name}\" is already declared for a different use"
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.owners.push((name.to_string(), module));
+                Ok(())
+            }
+        }
+    }
+
     /// NGINX's path check, made after the whole file as NGINX does (so
     /// its message carries both places and no trailing location).
     pub(super) fn finish(&mut self) -> Result<Vec<ZoneSpec>, String> {
@@ -398,6 +423,11 @@ fn set_cache_path(b: &mut Build, d: &Directive) -> Res {
     if spec.name.is_empty() {
         return Err(format!("\"{}\" must have \"keys_zone\" parameter", d.name));
     }
+    let module = ["proxy", "fastcgi", "uwsgi", "scgi"]
+        .into_iter()
+        .find(|m| d.name.strip_suffix("_cache_path") == Some(m))
+        .unwrap_or("proxy");
+    b.cache.claim(&spec.name, module)?;
     if b.cache.zones.iter().any(|z| z.name == spec.name) {
         return Err(format!("duplicate zone \"{}\"", spec.name));
     }

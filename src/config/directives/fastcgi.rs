@@ -6,7 +6,7 @@
 //! `fastcgi_pass` makes the location's handler the proxy's, speaking
 //! FastCGI (`upstream::Protocol::FastCgi`).
 
-use super::app_rows::app_rows;
+use super::app_rows::{app_rows, upstream_rows};
 #[allow(unused_imports)]
 use super::*;
 use crate::upstream::Protocol;
@@ -48,4 +48,7 @@ pub(super) static ROWS: &[Spec] = &[
 ];
 
 /// The `fastcgi_*` twins of the proxy's settings.
-pub(super) static COMMON: &[Spec] = &app_rows!(fastcgi, "fastcgi");
+pub(super) static COMMON: &[Spec] = &upstream_rows!(fastcgi, "fastcgi");
+
+/// The `fastcgi_*` rows FastCGI, uwsgi and SCGI share.
+pub(super) static CGI: &[Spec] = &app_rows!(fastcgi, "fastcgi");

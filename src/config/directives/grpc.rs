@@ -1,138 +1,34 @@
 //! `ngx_http_grpc_module`'s directives: `grpc_pass` (the target kept as
 //! `proxy_pass` keeps one, so the upstream groups, their balancing and
-//! `resolver` are the proxy's) and the `grpc_*` settings of a gRPC
-//! request (src/handlers/grpc, src/upstream/h2.rs). Each is its own
-//! location setting, inherited one by one like NGINX's: a server may set
+//! `resolver` are the proxy's), `grpc_set_header`, and the `grpc_*`
+//! settings every upstream module has (`app_rows::upstream_rows!`,
+//! `upstream_ssl_rows!`), kept in `LocSettings::grpc`, an `AppSettings`
+//! inherited field by field like NGINX's: a server may set
 //! `proxy_read_timeout` and `grpc_read_timeout` apart.
 
+use super::app_rows::{upstream_rows, upstream_ssl_rows};
 #[allow(unused_imports)]
 use super::*;
-
-/// Adds a name (lowercase) to a list setting (`grpc_hide_header`, ...).
-fn push_name(slot: &mut Option<Arc<Vec<String>>>, name: &str) {
-    let mut list = slot.as_deref().cloned().unwrap_or_default();
-    list.push(name.to_ascii_lowercase());
-    *slot = Some(Arc::new(list));
-}
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
     d("grpc_pass", LOC, Arity::N(1), set_grpc_pass),
     d("grpc_set_header", HSL, Arity::N(2), |b, d| {
         let v = template(&d.args[1])?;
-        let slot = &mut b.loc().grpc_set_header;
+        let slot = &mut b.loc().grpc.set_header;
         let mut list = slot.as_deref().cloned().unwrap_or_default();
         list.push((d.args[0].clone(), v));
         *slot = Some(Arc::new(list));
         Ok(())
     }),
-    d("grpc_hide_header", HSL, Arity::N(1), |b, d| {
-        push_name(&mut b.loc().grpc_hide_header, &d.args[0]);
-        Ok(())
-    }),
-    d("grpc_pass_header", HSL, Arity::N(1), |b, d| {
-        push_name(&mut b.loc().grpc_pass_header, &d.args[0]);
-        Ok(())
-    }),
-    d(
-        "grpc_connect_timeout",
-        HSL,
-        Arity::N(1),
-        loc_time!(grpc_connect_timeout),
-    ),
-    d(
-        "grpc_read_timeout",
-        HSL,
-        Arity::N(1),
-        loc_time!(grpc_read_timeout),
-    ),
-    d(
-        "grpc_send_timeout",
-        HSL,
-        Arity::N(1),
-        loc_time!(grpc_send_timeout),
-    ),
-    d("grpc_next_upstream", HSL, Arity::Min(1), |b, d| {
-        let v = crate::upstream::NextUpstream::parse(&d.args)?;
-        set_once(&mut b.loc().grpc_next_upstream, v, d)
-    }),
-    d("grpc_next_upstream_tries", HSL, Arity::N(1), |b, d| {
-        let n = number(d, &d.args[0])?;
-        set_once(&mut b.loc().grpc_next_upstream_tries, n, d)
-    }),
-    d(
-        "grpc_next_upstream_timeout",
-        HSL,
-        Arity::N(1),
-        loc_time!(grpc_next_upstream_timeout),
-    ),
-    d(
-        "grpc_buffer_size",
-        HSL,
-        Arity::N(1),
-        loc_size!(grpc_buffer_size),
-    ),
-    d(
-        "grpc_intercept_errors",
-        HSL,
-        Arity::N(1),
-        loc_flag!(grpc_intercept_errors),
-    ),
-    d(
-        "grpc_socket_keepalive",
-        HSL,
-        Arity::N(1),
-        loc_flag!(grpc_socket_keepalive),
-    ),
-    d("grpc_bind", HSL, Arity::Range(1, 2), |b, d| {
-        let v = super::proxy_socket::bind_value(d)?;
-        set_once(&mut b.loc().grpc_bind, v, d)
-    }),
-    d(
-        "grpc_ssl_verify",
-        HSL,
-        Arity::N(1),
-        loc_flag!(grpc_ssl_verify),
-    ),
-    d("grpc_ssl_trusted_certificate", HSL, Arity::N(1), |b, d| {
-        if d.args[0].contains('$') {
-            return Err(format!(
-                "variables in \"{}\" are not supported by porter",
-                d.name
-            ));
-        }
-        let certs = crate::tls::client::load_trusted(&b.full_path(&d.args[0]))?;
-        set_once(&mut b.loc().grpc_ssl_trusted_certificate, Some(certs), d)
-    }),
-    d(
-        "grpc_ssl_server_name",
-        HSL,
-        Arity::N(1),
-        loc_flag!(grpc_ssl_server_name),
-    ),
-    d("grpc_ssl_name", HSL, Arity::N(1), |b, d| {
-        let v = template(&d.args[0])?;
-        set_once(&mut b.loc().grpc_ssl_name, Some(v), d)
-    }),
-    d("grpc_ssl_protocols", HSL, Arity::Min(1), |b, d| {
-        let v = super::proxy_ssl::protocols(d)?;
-        set_once(&mut b.loc().grpc_ssl_protocols, v, d)
-    }),
-    d("grpc_ssl_ciphers", HSL, Arity::N(1), |b, d| {
-        let v = super::proxy_ssl::select_ciphers(d)?;
-        set_once(&mut b.loc().grpc_ssl_ciphers, v, d)
-    }),
-    d(
-        "grpc_ssl_session_reuse",
-        HSL,
-        Arity::N(1),
-        loc_flag!(grpc_ssl_session_reuse),
-    ),
-    d("grpc_ssl_verify_depth", HSL, Arity::N(1), |b, d| {
-        let n = number(d, &d.args[0])?;
-        set_once(&mut b.loc().grpc_ssl_verify_depth, n, d)
-    }),
 ];
+
+/// The `grpc_*` twins of the proxy's settings, shared with FastCGI,
+/// uwsgi and SCGI.
+pub(super) static COMMON: &[Spec] = &upstream_rows!(grpc, "grpc");
+
+/// `grpc_ssl_*`.
+pub(super) static SSL: &[Spec] = &upstream_ssl_rows!(grpc, "grpc");
 
 /// The `proxy_pass` form of a `grpc_pass` address: `grpc://` is
 /// `http://`, `grpcs://` `https://`, and an address without a scheme is
@@ -174,9 +70,7 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             location,
             groups,
             redirect_default: None,
-            // gRPC has its own relay (handlers/grpc); the proxy core's
-            // request encoder is never used for it.
-            proto: crate::upstream::Protocol::Http,
+            proto: crate::upstream::Protocol::Grpc,
         }
     } else {
         let split = split_url(&url)?;
@@ -203,7 +97,7 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             location,
             groups,
             redirect_default: None,
-            proto: crate::upstream::Protocol::Http,
+            proto: crate::upstream::Protocol::Grpc,
         }
     };
     b.location().handler = Handler::Grpc(Arc::new(pass));

@@ -119,7 +119,7 @@ pub(super) fn protocols(d: &Directive) -> Result<(bool, bool), String> {
     Ok((v12, v13))
 }
 
-fn file_at(b: &Build, d: &Directive) -> Result<Arc<FileAt>, String> {
+pub(super) fn file_at(b: &Build, d: &Directive) -> Result<Arc<FileAt>, String> {
     if d.args[0].contains('$') {
         return Err(format!(
             "variables in \"{}\" are not supported by porter",
@@ -138,32 +138,70 @@ fn file_at(b: &Build, d: &Directive) -> Result<Arc<FileAt>, String> {
 pub(super) type ClientCerts = HashMap<(PathBuf, PathBuf, Arc<Vec<String>>), Arc<CertifiedKey>>;
 
 /// Loads the merged `proxy_ssl_certificate` pair of a location that
-/// proxies into `proxy_ssl_client_cert` (NGINX's errors: a certificate
-/// without a key; the pair's own, at the certificate's line).
+/// proxies into `proxy_ssl_client_cert`, and `grpc_ssl_certificate`'s of
+/// one that passes to gRPC into `grpc.ssl_client_cert` (NGINX's errors: a
+/// certificate without a key; the pair's own, at the certificate's line).
 pub(super) fn load_client_certs(
     loc: &mut LocBuilder,
-    proxies: bool,
+    handler: &Handler,
     loaded: &mut ClientCerts,
 ) -> Result<(), ConfError> {
-    let Some(Some(cert)) = loc.proxy_ssl_certificate.clone() else {
-        return Ok(());
-    };
-    if !proxies {
-        return Ok(());
+    if matches!(handler, Handler::Proxy(_)) {
+        let pair = client_pair(
+            (
+                "proxy_ssl_certificate_key",
+                loc.proxy_ssl_certificate.clone(),
+            ),
+            loc.proxy_ssl_certificate_key.clone(),
+            loc.proxy_ssl_password_file.clone(),
+            loaded,
+        )?;
+        if pair.is_some() {
+            loc.proxy_ssl_client_cert = Some(pair);
+        }
     }
+    if matches!(handler, Handler::Grpc(_)) {
+        let g = &mut loc.grpc;
+        let pair = client_pair(
+            ("grpc_ssl_certificate_key", g.ssl_certificate.clone()),
+            g.ssl_certificate_key.clone(),
+            g.ssl_password_file.clone(),
+            loaded,
+        )?;
+        if pair.is_some() {
+            g.ssl_client_cert = Some(pair);
+        }
+    }
+    Ok(())
+}
+
+/// One merged certificate pair, loaded (once per distinct files and
+/// passwords); `None` when no certificate is set.
+fn client_pair(
+    (key_name, cert): (&str, Option<Option<Arc<FileAt>>>),
+    key: Option<Option<Arc<FileAt>>>,
+    passwords: Option<Arc<Vec<String>>>,
+    loaded: &mut ClientCerts,
+) -> Result<Option<Arc<CertifiedKey>>, ConfError> {
+    let Some(Some(cert)) = cert else {
+        return Ok(None);
+    };
     let at = |m: String| ConfError {
         message: m,
         file: Some(cert.file.clone()),
         line: cert.line,
     };
-    let Some(Some(key)) = loc.proxy_ssl_certificate_key.clone() else {
+    let Some(Some(key)) = key else {
         return Err(at(format!(
-            "no \"proxy_ssl_certificate_key\" is defined for certificate \"{}\"",
+            "no \"{key_name}\" is defined for certificate \"{}\"",
             cert.path.display()
         )));
     };
-    let passwords = loc.proxy_ssl_password_file.clone().unwrap_or_default();
-    let id = (cert.path.clone(), key.path.clone(), passwords);
+    let id = (
+        cert.path.clone(),
+        key.path.clone(),
+        passwords.unwrap_or_default(),
+    );
     let pair = match loaded.get(&id) {
         Some(p) => Arc::clone(p),
         None => {
@@ -172,6 +210,5 @@ pub(super) fn load_client_certs(
             p
         }
     };
-    loc.proxy_ssl_client_cert = Some(Some(pair));
-    Ok(())
+    Ok(Some(pair))
 }

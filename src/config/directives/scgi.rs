@@ -3,7 +3,7 @@
 //! `scgi_pass` makes the location's handler the proxy's, speaking SCGI
 //! (`upstream::Protocol::Scgi`).
 
-use super::app_rows::app_rows;
+use super::app_rows::{app_rows, upstream_rows};
 #[allow(unused_imports)]
 use super::*;
 use crate::upstream::Protocol;
@@ -14,4 +14,7 @@ pub(super) static ROWS: &[Spec] = &[d("scgi_pass", LOC, Arity::N(1), |b, d| {
 })];
 
 /// The `scgi_*` twins of the proxy's settings.
-pub(super) static COMMON: &[Spec] = &app_rows!(scgi, "scgi");
+pub(super) static COMMON: &[Spec] = &upstream_rows!(scgi, "scgi");
+
+/// The `scgi_*` rows FastCGI, uwsgi and SCGI share.
+pub(super) static CGI: &[Spec] = &app_rows!(scgi, "scgi");

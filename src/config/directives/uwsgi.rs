@@ -3,7 +3,7 @@
 //! in `LocSettings::uwsgi`. `uwsgi_pass` makes the location's handler the
 //! proxy's, speaking uwsgi (`upstream::Protocol::Uwsgi`).
 
-use super::app_rows::app_rows;
+use super::app_rows::{app_rows, upstream_rows};
 #[allow(unused_imports)]
 use super::*;
 use crate::upstream::Protocol;
@@ -24,7 +24,10 @@ pub(super) static ROWS: &[Spec] = &[
 ];
 
 /// The `uwsgi_*` twins of the proxy's settings.
-pub(super) static COMMON: &[Spec] = &app_rows!(uwsgi, "uwsgi");
+pub(super) static COMMON: &[Spec] = &upstream_rows!(uwsgi, "uwsgi");
+
+/// The `uwsgi_*` rows FastCGI, uwsgi and SCGI share.
+pub(super) static CGI: &[Spec] = &app_rows!(uwsgi, "uwsgi");
 
 /// A modifier: a number that fits the packet's byte.
 fn modifier(d: &Directive) -> Result<u8, String> {

@@ -17,18 +17,20 @@ use super::Outgoing;
 use crate::config::LocSettings;
 use crate::handlers::outcome::Env;
 use crate::handlers::proxy::{
-    connect_failed, connect_options_with, fail, handshake, Failure, UpstreamError,
+    connect_failed, connect_options, fail, handshake, Failure, Knobs, UpstreamError,
 };
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 use crate::http::upstream_vars::TryRecord;
 use crate::log::RequestLog;
 use crate::upstream::http2::{self, H2Conn, H2Settings};
-use crate::upstream::{self, NextUpstream, PeerAddr, PeerRef, Socket, UpStream, UpstreamGroup};
+use crate::upstream::{
+    self, NextUpstream, PeerAddr, PeerRef, Protocol, Socket, UpStream, UpstreamGroup,
+};
 
 /// A try's outcome: `Err(Ok(_))` is the peer's failure (logged),
 /// `Err(Err(_))` one that ends the request.
-type TryResult = Result<Response, Result<Failure, UpstreamError>>;
+type TryResult = crate::handlers::proxy::TryResult<Response>;
 
 const SENDING: &str = "sending request to upstream";
 const READING: &str = "reading response header from upstream";
@@ -48,6 +50,7 @@ pub(super) async fn run(
 ) -> TryResult {
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s;
+    let k = Knobs::of(s, Protocol::Grpc);
     let addr = group.peer(peer).addr.clone();
     let t0 = Instant::now();
     let sep = if addr.is_unix() { ":" } else { "" };
@@ -62,7 +65,7 @@ pub(super) async fn run(
     // request goes again on a new one, if its body can.
     let mut allow_pooled = group.keepalive > 0;
     let result = loop {
-        let conn = match connection(ctx, s, group, &addr, allow_pooled, out).await {
+        let conn = match connection(ctx, &k, group, &addr, allow_pooled, out).await {
             Ok(c) => c,
             Err(Fail::Connect(e)) => break Err(Ok(connect_failed(&log, &addr, &e, &mut rec))),
             Err(Fail::Handshake(e)) => {
@@ -77,7 +80,7 @@ pub(super) async fn run(
         };
         rec.connect = Some(t0.elapsed());
         let reused = conn.reused;
-        match exchange(s, conn, out, &log).await {
+        match exchange((s, &k), conn, out, &log).await {
             Ok(x) => {
                 rec.header = Some(t0.elapsed());
                 rec.status = Some(x.head.status.as_u16());
@@ -115,7 +118,7 @@ enum Fail {
 /// An idle pooled connection to `addr`, else a new one.
 async fn connection(
     ctx: &RequestCtx,
-    s: &LocSettings,
+    k: &Knobs<'_>,
     group: &UpstreamGroup,
     addr: &PeerAddr,
     allow_pooled: bool,
@@ -128,9 +131,8 @@ async fn connection(
         }
     }
     let started = Instant::now();
-    let limit = s.grpc_connect_timeout;
-    let opts = connect_options_with(ctx, s.grpc_bind.as_ref(), s.grpc_socket_keepalive)
-        .map_err(Fail::Local)?;
+    let limit = k.connect_timeout;
+    let opts = connect_options(ctx, k).map_err(Fail::Local)?;
     let sock = upstream::connect_with(addr, limit, &opts)
         .await
         .map_err(Fail::Connect)?;
@@ -146,7 +148,7 @@ async fn connection(
             .map_err(Fail::Handshake)?,
     };
     let settings = H2Settings {
-        max_header_list: u32::try_from(s.grpc_buffer_size).unwrap_or(u32::MAX),
+        max_header_list: u32::try_from(k.buffer_size).unwrap_or(u32::MAX),
     };
     let left = limit.saturating_sub(started.elapsed());
     match tokio::time::timeout(left, http2::handshake(stream, addr.clone(), settings)).await {
@@ -178,12 +180,12 @@ enum HeadFail {
 /// Sends the request on `conn`, starts the body relay and waits for the
 /// response head.
 async fn exchange(
-    s: &LocSettings,
+    (s, k): (&LocSettings, &Knobs<'_>),
     mut conn: H2Conn,
     out: &Outgoing,
     log: &RequestLog,
 ) -> Result<Exchange, HeadFail> {
-    let ready = tokio::time::timeout(s.grpc_send_timeout, conn.send.clone().ready()).await;
+    let ready = tokio::time::timeout(k.send_timeout, conn.send.clone().ready()).await;
     let mut send = match ready {
         Err(_) => return Err(HeadFail::TimedOut(SENDING)),
         Ok(Err(e)) => return Err(HeadFail::Early(e)),
@@ -195,12 +197,12 @@ async fn exchange(
         .map_err(HeadFail::Early)?;
     conn.requests += 1;
     let limits = RelayLimits {
-        send_timeout: s.grpc_send_timeout,
+        send_timeout: k.send_timeout,
         max: s.client_max_body_size,
         linger: (s.lingering_timeout, s.lingering_time),
     };
     let mut pump = body.map(|b| Pump::start(b, stream, limits, log.clone()));
-    let head = tokio::time::timeout(s.grpc_read_timeout, async {
+    let head = tokio::time::timeout(k.read_timeout, async {
         let mut response = std::pin::pin!(response);
         if let Some(p) = pump.as_mut() {
             tokio::select! {
@@ -228,7 +230,7 @@ async fn exchange(
         recv,
         conn,
         pump,
-        read_timeout: s.grpc_read_timeout,
+        read_timeout: k.read_timeout,
     })
 }
 

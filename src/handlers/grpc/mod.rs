@@ -5,15 +5,17 @@
 //!
 //! A thin protocol module on the proxy's upstream core: the target and
 //! its group (`upstream` blocks, implicit groups, `resolver`), peer
-//! selection and `max_fails` (`upstream::balance`), connecting with
-//! `grpc_bind`/`grpc_socket_keepalive`, the TLS of `grpcs://`
-//! (`proxy::target_with`, `proxy::handshake`), the `$upstream_*`
-//! records and the error-log lines are the proxy's; what is gRPC's own is
-//! the HTTP/2 exchange:
+//! selection and `max_fails` (`upstream::balance`), the loop over peers
+//! with `grpc_next_upstream` (`proxy::try_peers`), the settings
+//! (`LocSettings::grpc`, an `AppSettings`, read through `proxy::Knobs`),
+//! connecting with `grpc_bind`/`grpc_socket_keepalive`, the TLS of
+//! `grpcs://` (`proxy::target_with`, `proxy::handshake`), the
+//! `$upstream_*` records and the error-log lines are the proxy's; what is
+//! gRPC's own is the HTTP/2 exchange:
 //!
 //! | File | Holds |
 //! |---|---|
-//! | `mod.rs` | [`serve`]: the tries over the group's peers, `grpc_next_upstream` |
+//! | `mod.rs` | [`serve`]: the call as the proxy's tries see it (`proxy::PeerTry`: `grpc_next_upstream` by the proxy's loop) |
 //! | `attempt.rs` | one try: a connection (pooled or new), the request, the response head |
 //! | `request.rs` | the request's head (`grpc_set_header`) and the body relay |
 //! | `response.rs` | the client's response: head, the body as a stream, trailers |
@@ -28,24 +30,22 @@ mod response;
 
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::time::Instant;
 
 use self::request::{BodySource, UpRequest};
 use crate::handlers::outcome::{Env, Outcome};
 use crate::handlers::proxy::{
-    intercepted_if, resolve_group, resolve_target, selection, target_with, TlsTarget, UpstreamError,
+    app_spec, intercepted_if, resolve_group, resolve_target, target_with, try_peers, Knobs,
+    PeerTry, TlsTarget, TryResult, UpstreamError,
 };
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
-use crate::http::upstream_vars::TryRecord;
-use crate::tls::client::ClientSpec;
-use crate::upstream::{NextUpstream, ProxyPass, UpstreamGroup};
+use crate::upstream::{PeerRef, Protocol, ProxyPass, UpstreamGroup};
 
 /// The content handler.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>, pass: &Arc<ProxyPass>) -> Outcome {
     match fetch(ctx, env, pass).await {
         Ok(resp) => {
-            let on = ctx.loc.s.grpc_intercept_errors;
+            let on = Knobs::of(&ctx.loc.s, Protocol::Grpc).intercept_errors;
             match intercepted_if(on, ctx, resp.status, &resp.headers) {
                 Some(o) => o,
                 None => Outcome::Send(resp),
@@ -93,15 +93,16 @@ async fn fetch(
     pass: &ProxyPass,
 ) -> Result<Response, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
+    let g = &loc.s.grpc;
     let target = resolve_target(ctx, env, pass)?;
     let group = resolve_group(ctx, env, target.group).await?;
     let tls = match target.tls {
+        // `h2` offered by ALPN.
         true => Some(target_with(
             ctx,
             env.log,
-            &ssl_spec(s),
-            s.grpc_ssl_name.as_ref(),
+            &app_spec(g, true),
+            g.ssl_name.as_ref(),
         )?),
         false => None,
     };
@@ -115,92 +116,43 @@ async fn fetch(
     try_peers(ctx, env, &group, &out).await
 }
 
-/// The location's `grpc_ssl_*` settings; `h2` offered by ALPN.
-fn ssl_spec(s: &crate::config::LocSettings) -> ClientSpec {
-    ClientSpec {
-        verify: s.grpc_ssl_verify,
-        trusted: s.grpc_ssl_trusted_certificate.clone(),
-        verify_depth: usize::try_from(s.grpc_ssl_verify_depth).unwrap_or(usize::MAX),
-        server_name: s.grpc_ssl_server_name,
-        tls12: s.grpc_ssl_protocols.0,
-        tls13: s.grpc_ssl_protocols.1,
-        ciphers: Arc::clone(&s.grpc_ssl_ciphers),
-        session_reuse: s.grpc_ssl_session_reuse,
-        cert: None,
-        alpn_h2: true,
-    }
-}
+/// A gRPC call is a POST: once sent it goes again only with
+/// `grpc_next_upstream non_idempotent`, and only when its body can be
+/// sent again.
+impl PeerTry for Outgoing {
+    type Response = Response;
 
-/// Tries the group's peers in balancing order until one answers or
-/// `grpc_next_upstream` says stop (as the proxy's `try_peers`).
-async fn try_peers(
-    ctx: &mut RequestCtx,
-    env: &Env<'_>,
-    group: &UpstreamGroup,
-    out: &Outgoing,
-) -> Result<Response, UpstreamError> {
-    let loc = Arc::clone(&ctx.loc);
-    let s = &loc.s;
-    let (mut sel, max_tries) = selection(ctx, group, s.grpc_next_upstream_tries);
-    let started = Instant::now();
-    let mut tries = 0;
-    loop {
-        let Some(peer) = group.select(&mut sel) else {
-            return Err(no_live_upstreams(ctx, env, group));
-        };
-        tries += 1;
-        let outcome = attempt::run(ctx, env, group, peer, out).await;
-        // gRPC calls are POSTs: once sent they go again only with
-        // `non_idempotent`, and only when the body can be sent again.
-        let may_retry = |cond: u16, sent: bool| {
-            s.grpc_next_upstream.has(cond)
-                && tries < max_tries
-                && (s.grpc_next_upstream_timeout.is_zero()
-                    || started.elapsed() < s.grpc_next_upstream_timeout)
-                && (!sent || s.grpc_next_upstream.has(NextUpstream::NON_IDEMPOTENT))
-                && out.replayable()
-        };
-        match outcome {
-            Ok(resp) => {
-                let status = resp.status;
-                if NextUpstream::status_bit(status).is_some_and(|b| may_retry(b, true)) {
-                    group.release(peer, !matches!(status, 403 | 404));
-                    continue;
-                }
-                group.release(peer, false);
-                if let Some(u) = ctx.upstream.as_mut() {
-                    u.headers = resp.headers.clone();
-                }
-                return Ok(resp);
-            }
-            Err(Ok(f)) => {
-                group.release(peer, f.peer_failed);
-                if may_retry(f.cond, f.sent) {
-                    continue;
-                }
-                return Err(UpstreamError::Status(f.status));
-            }
-            Err(Err(e)) => {
-                group.release(peer, false);
-                return Err(e);
-            }
-        }
+    fn proto(&self) -> Protocol {
+        Protocol::Grpc
     }
-}
 
-/// Every peer is down or tried: NGINX's line, 502.
-fn no_live_upstreams(ctx: &mut RequestCtx, env: &Env<'_>, group: &UpstreamGroup) -> UpstreamError {
-    ctx.log(env.log)
-        .with_upstream(&format!("grpc://{}", group.name))
-        .error(format_args!(
-            "no live upstreams while connecting to upstream"
-        ));
-    if let Some(u) = ctx.upstream.as_mut() {
-        u.tries.push(TryRecord {
-            addr: group.name.clone(),
-            status: Some(502),
-            ..Default::default()
-        });
+    async fn attempt(
+        &self,
+        ctx: &mut RequestCtx,
+        env: &Env<'_>,
+        group: &UpstreamGroup,
+        peer: PeerRef,
+    ) -> TryResult<Response> {
+        attempt::run(ctx, env, group, peer, self).await
     }
-    UpstreamError::Status(502)
+
+    fn idempotent(&self) -> bool {
+        false
+    }
+
+    fn resendable(&self, _: &RequestCtx) -> bool {
+        self.replayable()
+    }
+
+    fn status(r: &Response) -> u16 {
+        r.status
+    }
+
+    fn headers(r: &Response) -> &[(String, String)] {
+        &r.headers
+    }
+
+    fn no_peer_url(&self, group: &UpstreamGroup) -> String {
+        format!("grpc://{}", group.name)
+    }
 }

@@ -82,7 +82,7 @@ impl UpRequest {
 /// The request's head: `tls` is `grpcs://`.
 pub(super) fn head(ctx: &RequestCtx, tls: bool, body: Option<&BodySource>) -> UpRequest {
     let s = &ctx.loc.s;
-    let set = &s.grpc_set_header;
+    let set = &s.grpc.set_header;
     let governed = |n: &str| set.iter().any(|(name, _)| name.eq_ignore_ascii_case(n));
     let mut headers = http::HeaderMap::new();
     for (n, v) in ctx.head.headers() {

@@ -49,8 +49,8 @@ pub(super) fn build(
     let mut r = Response::new(x.head.status.as_u16());
     r.content_length = None;
     let hidden = |n: &str| {
-        (HIDDEN.contains(&n) && !s.grpc_pass_header.iter().any(|p| p == n))
-            || s.grpc_hide_header.iter().any(|p| p == n)
+        (HIDDEN.contains(&n) && !s.grpc.pass_header.iter().any(|p| p == n))
+            || s.grpc.hide_header.iter().any(|p| p == n)
     };
     for (n, v) in x.head.headers.iter() {
         let n = n.as_str();

@@ -72,25 +72,15 @@ pub(super) async fn connection(
     })
 }
 
-/// How this request's connections to peers are made: `proxy_bind` (its
+/// How this request's connections to peers are made: `*_bind` (its
 /// address rendered for the request; an empty value binds nothing, as
 /// NGINX; `Err(value)` when it is no address: NGINX's 500) and
-/// `proxy_socket_keepalive`.
-pub(super) fn connect_options(
+/// `*_socket_keepalive`.
+pub(crate) fn connect_options(
     ctx: &RequestCtx,
     k: &Knobs<'_>,
 ) -> Result<upstream::ConnectOptions, String> {
-    connect_options_with(ctx, k.bind, k.socket_keepalive)
-}
-
-/// [`connect_options`] of another module's settings (`grpc_bind`,
-/// `grpc_socket_keepalive`).
-pub fn connect_options_with(
-    ctx: &RequestCtx,
-    bind: Option<&ProxyBind>,
-    keepalive: bool,
-) -> Result<upstream::ConnectOptions, String> {
-    let bind = match bind {
+    let bind = match k.bind {
         None => None,
         Some(b) => {
             let v = b.addr.render(ctx);
@@ -101,5 +91,8 @@ pub fn connect_options_with(
             }
         }
     };
-    Ok(upstream::ConnectOptions { bind, keepalive })
+    Ok(upstream::ConnectOptions {
+        bind,
+        keepalive: k.socket_keepalive,
+    })
 }

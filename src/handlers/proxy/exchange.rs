@@ -49,6 +49,7 @@ impl Outgoing {
             (Protocol::FastCgi, _) => "fastcgi",
             (Protocol::Uwsgi, _) => "uwsgi",
             (Protocol::Scgi, _) => "scgi",
+            (Protocol::Grpc, _) => "grpc",
             (Protocol::Http, true) => "https",
             (Protocol::Http, false) => "http",
         }
@@ -80,6 +81,10 @@ pub(super) enum Step {
     Client(UpstreamError),
 }
 
+/// gRPC's exchange is `handlers::grpc`'s (HTTP/2); only its tries are the
+/// proxy's.
+pub(super) const GRPC: &str = "grpc_pass exchanges over HTTP/2 in handlers::grpc";
+
 const SENDING: &str = "sending request to upstream";
 const READING: &str = "reading response header from upstream";
 
@@ -101,6 +106,7 @@ pub(super) async fn send_request_read_head(
             // uwsgi and SCGI bodies follow their head as is (a chunked
             // one was read whole: they need its length first).
             Protocol::Http | Protocol::Uwsgi | Protocol::Scgi => BodyFraming::AsIs,
+            Protocol::Grpc => unreachable!("{GRPC}"),
         };
         send_body(ctx, env, k, &conn, framing).await?;
     }
@@ -110,6 +116,7 @@ pub(super) async fn send_request_read_head(
         Protocol::Uwsgi | Protocol::Scgi => {
             read_response_head(k, conn, app_head::parse_app_head).await
         }
+        Protocol::Grpc => unreachable!("{GRPC}"),
     }
 }
 

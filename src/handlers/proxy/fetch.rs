@@ -19,6 +19,7 @@ use super::request::{
 };
 use super::target::{resolve_group, resolve_target};
 use super::tls;
+use super::tries::{try_peers, PeerTry, TryResult};
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::{Method, RequestCtx};
@@ -79,6 +80,7 @@ pub async fn fetch_with(
         Protocol::FastCgi => super::fastcgi::build_request(ctx, env, client_body, opts).await?,
         Protocol::Uwsgi => super::uwsgi::build_request(ctx, env, client_body, opts).await?,
         Protocol::Scgi => super::scgi::build_request(ctx, env, client_body, opts).await?,
+        Protocol::Grpc => unreachable!("{}", super::exchange::GRPC),
     };
     let out = Outgoing {
         proto: pass.proto,
@@ -95,109 +97,68 @@ pub async fn fetch_with(
             .proxy_protocol
             .then(|| crate::http::proxy_protocol::v1_line(ctx.conn.peer, ctx.conn.local)),
     };
-    try_peers(ctx, env, &group, &out, client_body).await
+    let t = ProxyTry {
+        out: &out,
+        client_body,
+    };
+    try_peers(ctx, env, &group, &t).await
 }
 
-/// Tries the group's peers in balancing order until one answers or
-/// `proxy_next_upstream` says stop.
-// The connection loop waits while the handler runs: no one else borrows
-// the request body meanwhile.
-#[allow(clippy::await_holding_refcell_ref)]
-async fn try_peers(
-    ctx: &mut RequestCtx,
-    env: &Env<'_>,
-    group: &UpstreamGroup,
-    out: &Outgoing,
-    client_body: Option<&RefCell<ClientBody<'_>>>,
-) -> Result<UpstreamResponse, UpstreamError> {
-    let loc = Arc::clone(&ctx.loc);
-    let k = Knobs::of(&loc.s, out.proto);
-    let (mut sel, max_tries) = selection(ctx, group, k.next_upstream_tries);
-    let started = Instant::now();
-    let mut tries = 0;
-    loop {
-        let Some(peer) = group.select(&mut sel) else {
-            return Err(no_live_upstreams(ctx, env, group, out));
-        };
-        tries += 1;
-        let outcome = attempt(ctx, env, group, peer, out).await;
-        let body_spent = match (&out.body, client_body) {
-            (ReqBody::Stream { .. }, Some(b)) => b.borrow().read > 0,
-            _ => false,
-        };
-        // A request that never reached the peer (connect failed) may go
-        // to the next one whatever its method, as in NGINX.
-        let may_retry = |cond: u16, sent: bool| {
-            k.next_upstream.has(cond)
-                && tries < max_tries
-                && (k.next_upstream_timeout.is_zero()
-                    || started.elapsed() < k.next_upstream_timeout)
-                && (out.idempotent || !sent || k.next_upstream.has(NextUpstream::NON_IDEMPOTENT))
-                && !body_spent
-        };
-        match outcome {
-            Ok(resp) => {
-                let status = resp.status();
-                // A status listed in proxy_next_upstream passes the request
-                // on: a failure of the peer, except 403 and 404, which are
-                // answers. Otherwise the response stands and the peer did
-                // its job (NGINX frees it as a success).
-                if NextUpstream::status_bit(status).is_some_and(|b| may_retry(b, true)) {
-                    group.release(peer, !matches!(status, 403 | 404));
-                    continue;
-                }
-                group.release(peer, false);
-                if let Some(u) = ctx.upstream.as_mut() {
-                    u.headers = resp.head.headers.clone();
-                }
-                return Ok(resp);
-            }
-            Err(Ok(f)) => {
-                group.release(peer, f.peer_failed);
-                if may_retry(f.cond, f.sent) {
-                    continue;
-                }
-                return Err(UpstreamError::Status(f.status));
-            }
-            Err(Err(e)) => {
-                group.release(peer, false);
-                return Err(e);
-            }
+/// A proxied request (HTTP/1, FastCGI, uwsgi, SCGI) as the tries see it.
+struct ProxyTry<'a, 'b> {
+    out: &'a Outgoing,
+    client_body: Option<&'a RefCell<ClientBody<'b>>>,
+}
+
+impl PeerTry for ProxyTry<'_, '_> {
+    type Response = UpstreamResponse;
+
+    fn proto(&self) -> Protocol {
+        self.out.proto
+    }
+
+    async fn attempt(
+        &self,
+        ctx: &mut RequestCtx,
+        env: &Env<'_>,
+        group: &UpstreamGroup,
+        peer: PeerRef,
+    ) -> TryResult<UpstreamResponse> {
+        attempt(ctx, env, group, peer, self.out).await
+    }
+
+    fn idempotent(&self) -> bool {
+        self.out.idempotent
+    }
+
+    fn resendable(&self, _: &RequestCtx) -> bool {
+        match (&self.out.body, self.client_body) {
+            (ReqBody::Stream { .. }, Some(b)) => b.borrow().read == 0,
+            _ => true,
         }
     }
-}
 
-/// Every peer is down or tried: NGINX's line, 502.
-fn no_live_upstreams(
-    ctx: &mut RequestCtx,
-    env: &Env<'_>,
-    group: &UpstreamGroup,
-    out: &Outgoing,
-) -> UpstreamError {
-    ctx.log(env.log)
-        .with_upstream(&format!("{}://{}{}", out.scheme(), group.name, out.uri))
-        .error(format_args!(
-            "no live upstreams while connecting to upstream"
-        ));
-    if let Some(u) = ctx.upstream.as_mut() {
-        u.tries.push(TryRecord {
-            addr: group.name.clone(),
-            status: Some(502),
-            ..Default::default()
-        });
+    fn status(r: &UpstreamResponse) -> u16 {
+        r.status()
     }
-    UpstreamError::Status(502)
+
+    fn headers(r: &UpstreamResponse) -> &[(String, String)] {
+        &r.head.headers
+    }
+
+    fn no_peer_url(&self, group: &UpstreamGroup) -> String {
+        format!("{}://{}{}", self.out.scheme(), group.name, self.out.uri)
+    }
 }
 
-/// One try at `peer`: `Err(Ok(_))` is the peer's failure (logged),
-/// `Err(Err(_))` one that ends the request.
+/// One try at `peer`.
 async fn attempt(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     group: &UpstreamGroup,
     peer: PeerRef,
     out: &Outgoing,
-) -> Result<UpstreamResponse, Result<Failure, UpstreamError>> {
+) -> TryResult<UpstreamResponse> {
     let loc = Arc::clone(&ctx.loc);
     let k = Knobs::of(&loc.s, out.proto);
     let addr = &group.peer(peer).addr;
@@ -292,26 +253,6 @@ fn head_arrived(
             Err(Ok(invalid_header(rec)))
         }
     }
-}
-
-/// A request's walk over `group`'s peers: the balancer's key (`hash
-/// KEY`, `ip_hash`) and the tries `*_next_upstream_tries` allows (0: one
-/// per peer). Shared by every protocol's try loop (proxy, FastCGI, gRPC).
-pub(crate) fn selection(
-    ctx: &RequestCtx,
-    group: &UpstreamGroup,
-    tries: u64,
-) -> (crate::upstream::balance::Selection, usize) {
-    let key = match (&group.hash, group.method) {
-        (Some(h), _) => Some(h.key.render(ctx)),
-        (None, crate::upstream::balance::Method::IpHash) => Some(ctx.conn.peer.ip().to_string()),
-        _ => None,
-    };
-    let max_tries = match tries {
-        0 => group.peer_count(),
-        n => (n as usize).min(group.peer_count()),
-    };
-    (group.selection(key), max_tries)
 }
 
 /// The error-log context of one try at `addr` (NGINX's `upstream:` part).

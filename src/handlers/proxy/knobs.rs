@@ -1,15 +1,15 @@
 //! The settings the proxy's core reads for one request, taken from the
-//! `proxy_*`, `fastcgi_*`, `uwsgi_*` or `scgi_*` directives by the protocol spoken
+//! `proxy_*`, `fastcgi_*`, `uwsgi_*`, `scgi_*` or `grpc_*` directives by the protocol spoken
 //! (`upstream::Protocol`): the one place that knows which directive
 //! family governs a try, so `fetch`, `connect`, `response` and the cache
 //! flow (`cache.rs`, `fill.rs`: the protocol's `*_cache*` group) are the
 //! same code for every protocol. Borrowed, built per request at no cost.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::config::app_upstream::AppSettings;
-use crate::config::cache_conf::CacheSettings;
+use crate::config::cache_conf::{CacheBuilder, CacheSettings};
 use crate::config::model::ProxyBind;
 use crate::config::LocSettings;
 use crate::upstream::{NextUpstream, Protocol};
@@ -59,6 +59,9 @@ pub struct Knobs<'a> {
     /// to the application as a HEAD).
     pub convert_head: bool,
 }
+
+/// The cache settings of a protocol without a cache (gRPC): no zone.
+static NO_CACHE: LazyLock<CacheSettings> = LazyLock::new(|| CacheBuilder::default().finish());
 
 /// NGINX's `ngx_http_proxy_hide_headers`.
 pub(crate) const PROXY_HIDDEN: &[&str] = &[
@@ -123,10 +126,13 @@ impl<'a> Knobs<'a> {
             Protocol::FastCgi => Knobs::app(proto, &s.fastcgi, &s.fastcgi_cache, FASTCGI_HIDDEN),
             Protocol::Uwsgi => Knobs::app(proto, &s.uwsgi, &s.uwsgi_cache, UWSGI_HIDDEN),
             Protocol::Scgi => Knobs::app(proto, &s.scgi, &s.scgi_cache, FASTCGI_HIDDEN),
+            // NGINX's gRPC module has no cache.
+            Protocol::Grpc => Knobs::app(proto, &s.grpc, &NO_CACHE, PROXY_HIDDEN),
         }
     }
 
-    /// An application server's settings (`fastcgi_*`, `uwsgi_*`, `scgi_*`).
+    /// An application server's settings (`fastcgi_*`, `uwsgi_*`, `scgi_*`,
+    /// `grpc_*`).
     fn app(
         proto: Protocol,
         a: &'a AppSettings,

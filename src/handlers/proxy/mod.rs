@@ -15,6 +15,7 @@
 //! | `knobs.rs` | the settings a request reads, `proxy_*` or `fastcgi_*` by protocol |
 //! | `target.rs` | where the request goes: the `upstream` group, `$proxy_host` |
 //! | `tls.rs` | `proxy_pass https://`: the `proxy_ssl_*` configuration, the handshake, its log lines |
+//! | `tries.rs` | the loop over a group's peers every protocol shares (gRPC's too): `*_next_upstream` |
 //! | `request.rs` | what goes upstream: URI, method, head, body |
 //! | `response.rs` | step two, [`into_response`]: the client's response for an upstream's |
 //!
@@ -42,6 +43,7 @@ mod response;
 mod scgi;
 mod target;
 mod tls;
+mod tries;
 mod uwsgi;
 
 pub use self::dispatch::{serve, serve_with};
@@ -51,10 +53,13 @@ pub use self::response::{head_response, hop_by_hop, intercepted, into_response};
 pub use self::target::prepare;
 
 // The upstream core other protocol modules share (`handlers::grpc`):
-// where a request goes, connecting, TLS, the tries' log lines.
-pub(crate) use self::connect::connect_options_with;
-pub(crate) use self::fetch::{connect_failed, fail, selection, Failure};
+// where a request goes, the settings, connecting, TLS, the tries and
+// their log lines.
+pub(crate) use self::connect::connect_options;
+pub(crate) use self::fetch::{connect_failed, fail, Failure};
+pub(crate) use self::knobs::Knobs;
 pub(crate) use self::knobs::PROXY_HIDDEN as HIDDEN;
 pub(crate) use self::response::intercepted_if;
 pub(crate) use self::target::{resolve_group, resolve_target};
-pub(crate) use self::tls::{handshake, target_with, HandshakeFail, TlsTarget};
+pub(crate) use self::tls::{app_spec, handshake, target_with, HandshakeFail, TlsTarget};
+pub(crate) use self::tries::{try_peers, PeerTry, TryResult};

@@ -73,7 +73,7 @@ pub fn resolve_target(
         }
     };
     let mut url = t.render(ctx);
-    if pass.proto != upstream::Protocol::Http {
+    if pass.proto.is_app() {
         // `fastcgi_pass $addr`: an address or `upstream` name, no scheme
         // (`uwsgi_pass` may say `uwsgi://`).
         if let Err(e) = upstream::app_url(pass.proto, &mut url) {

@@ -11,6 +11,7 @@ use rustls::{CertificateError, ClientConfig};
 use tokio::net::TcpStream;
 
 use super::request::UpstreamError;
+use crate::config::app_upstream::AppSettings;
 use crate::config::LocSettings;
 use crate::http::context::RequestCtx;
 use crate::log::ErrorLog;
@@ -67,6 +68,7 @@ fn spec(s: &LocSettings) -> ClientSpec {
     ClientSpec {
         verify: s.proxy_ssl_verify,
         trusted: s.proxy_ssl_trusted_certificate.clone(),
+        crls: None,
         verify_depth: usize::try_from(s.proxy_ssl_verify_depth).unwrap_or(usize::MAX),
         server_name: s.proxy_ssl_server_name,
         tls12: s.proxy_ssl_protocols.0,
@@ -75,6 +77,24 @@ fn spec(s: &LocSettings) -> ClientSpec {
         session_reuse: s.proxy_ssl_session_reuse,
         cert: s.proxy_ssl_client_cert.clone(),
         alpn_h2: false,
+    }
+}
+
+/// An upstream module's `*_ssl_*` settings (`grpc_ssl_*`); `alpn_h2`:
+/// offer `h2` (gRPC's upstreams speak HTTP/2).
+pub fn app_spec(a: &AppSettings, alpn_h2: bool) -> ClientSpec {
+    ClientSpec {
+        verify: a.ssl_verify,
+        trusted: a.ssl_trusted_certificate.clone(),
+        crls: a.ssl_crl.clone(),
+        verify_depth: usize::try_from(a.ssl_verify_depth).unwrap_or(usize::MAX),
+        server_name: a.ssl_server_name,
+        tls12: a.ssl_protocols.0,
+        tls13: a.ssl_protocols.1,
+        ciphers: Arc::clone(&a.ssl_ciphers),
+        session_reuse: a.ssl_session_reuse,
+        cert: a.ssl_client_cert.clone(),
+        alpn_h2,
     }
 }
 
