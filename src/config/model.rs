@@ -360,6 +360,9 @@ loc_settings! {
     server_tokens: bool = true;
     /// `msie_padding`: pad error pages for MSIE and Chrome.
     msie_padding: bool = true;
+    /// `chunked_transfer_encoding`: off closes the connection after a
+    /// body of unknown length instead of chunking it.
+    chunked_transfer_encoding: bool = true;
     /// `absolute_redirect`.
     absolute_redirect: bool = true;
     /// `port_in_redirect`.

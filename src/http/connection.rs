@@ -490,6 +490,11 @@ impl<H: Respond + 'static> Connection<H> {
         };
         self.buf.drain(..consumed);
         let (mut resp, left) = self.call_handlers(&mut ctx, uri_ok, body_kind).await?;
+        // NGINX's chunked filter: with `chunked_transfer_encoding off` a body
+        // of unknown length ends with the connection (and no trailers).
+        if resp.chunked && !ctx.loc.s.chunked_transfer_encoding {
+            (resp.chunked, resp.trailers, resp.close) = (false, false, true);
+        }
 
         let s = &ctx.loc.s;
         let keepalive_timeout = s.keepalive_timeout;
