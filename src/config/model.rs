@@ -441,6 +441,9 @@ loc_settings! {
     /// `proxy_buffering` (bodies always stream in bounded pieces; off: the
     /// cache stores nothing, as in NGINX).
     proxy_buffering: bool = true;
+    /// `proxy_force_ranges`: serve ranges of a proxied 200 whatever its
+    /// `Accept-Ranges`.
+    proxy_force_ranges: bool = false;
     /// `proxy_pass_request_headers`.
     proxy_pass_request_headers: bool = true;
     /// `proxy_pass_request_body`.
