@@ -9,8 +9,11 @@ mod common;
 use common::origin::*;
 use common::*;
 
-/// Status, the range fields and the body of each request.
-fn answers(port: u16) -> Vec<(u16, Option<String>, Option<String>, Option<String>, Vec<u8>)> {
+/// Status, Content-Range, Accept-Ranges, Content-Length and body.
+type Answer = (u16, Option<String>, Option<String>, Option<String>, Vec<u8>);
+
+/// The answer to each request.
+fn answers(port: u16) -> Vec<Answer> {
     [
         ("/forced", "Range: bytes=10-19\r\n"),
         ("/forced", "Range: bytes=990-\r\n"),
@@ -63,7 +66,7 @@ fn forced_ranges_are_cut_from_a_whole_proxied_200() {
     };
     let want = answers(nginx.port);
     // The 416 pages name their server.
-    let strip = |v: &mut Vec<(u16, Option<String>, Option<String>, Option<String>, Vec<u8>)>| {
+    let strip = |v: &mut Vec<Answer>| {
         v[2].3 = None;
         v[2].4.clear();
     };
