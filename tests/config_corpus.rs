@@ -14,10 +14,12 @@
 //! Rewrites (only paths and ports; applied to every file of `etc/`, once for
 //! porter's copy and once for nginx's, each in its own prefix `P`; `W` is
 //! the one `www/` both serve):
-//! - `/etc/nginx/` -> `P/etc/`; `/var/log/nginx/` -> `P/log/`;
-//!   `/run/nginx.pid` and `/var/run/nginx.pid` -> `P/run/nginx.pid`;
-//!   `/var/cache/nginx/` -> `P/cache/`; `/var/www/` -> `W/`;
-//!   `/path/to/` (the Mozilla generator's placeholders) -> `P/certs/`.
+//! - `/etc/nginx/` -> `P/etc/`; `/etc/letsencrypt/` -> `P/letsencrypt/`;
+//!   `/var/log/nginx/` -> `P/log/`; `/run/nginx.pid` and
+//!   `/var/run/nginx.pid` -> `P/run/nginx.pid`; `/var/run/php/` ->
+//!   `P/php/`; `/var/cache/nginx` -> `P/cache`; `/var/www/` -> `W/`;
+//!   `/path/to/` (the Mozilla generator's placeholders) -> `P/certs/`;
+//!   and each `path FROM TO` of `setup.txt`.
 //! - `listen PORT` and `listen *:PORT` / `0.0.0.0:PORT` -> `listen
 //!   127.0.0.1:NEW`, `listen [::]:PORT` -> `listen [::1]:NEW`: each port
 //!   number gets a free port of its own per server (both families the same).
@@ -25,8 +27,12 @@
 //!   (shared by both servers); `127.0.0.1:99NN` -> a port nothing listens on.
 //!
 //! `setup.txt` lines: `link PATH TARGET` (a symlink in the prefix; `{WWW}`
-//! in TARGET is `W`), `cert CRT KEY` (a test CA's leaf for every host the
-//! requests name, written at those prefix-relative paths).
+//! in TARGET is `W`, `{FPM}` the php-fpm socket), `cert CRT KEY` (a test
+//! CA's leaf for every host the requests name, written at those
+//! prefix-relative paths), `path FROM TO` (a path rewrite; `{PREFIX}` and
+//! `{WWW}` in TO are `P` and `W`), `backend PORT` (`127.0.0.1:PORT` is a
+//! backend the test starts, as `90NN` are), `fpm` (start Debian's php-fpm,
+//! `tests/common/php.rs`, shared by both servers).
 //!
 //! `requests.txt` lines: `[tls|tls12|ws] METHOD TARGET | Header: value |
 //! ...`; `tls` speaks TLS (SNI = Host), `tls12` offers only TLS 1.2, `ws`
@@ -129,23 +135,28 @@ fn rewrite_listen(line: &str, ports: &mut BTreeMap<u16, u16>) -> String {
 
 fn rewrite_text(
     text: &str,
-    p: &Path,
-    www: &Path,
+    t: &(PathBuf, PathBuf, BTreeMap<u16, u16>),
     tree_ports: &mut BTreeMap<u16, u16>,
     shared: &Shared,
+    paths: &[(String, String)],
 ) -> String {
-    let p = p.display().to_string();
-    let w = www.display().to_string();
+    let p = t.0.display().to_string();
+    let w = t.1.display().to_string();
     let mut out = String::new();
     for line in text.split_inclusive('\n') {
         let mut l = line
             .replace("/etc/nginx/", &format!("{p}/etc/"))
+            .replace("/etc/letsencrypt/", &format!("{p}/letsencrypt/"))
             .replace("/var/log/nginx/", &format!("{p}/log/"))
             .replace("/var/run/nginx.pid", &format!("{p}/run/nginx.pid"))
             .replace(" /run/nginx.pid", &format!(" {p}/run/nginx.pid"))
-            .replace("/var/cache/nginx/", &format!("{p}/cache/"))
+            .replace("/var/run/php/", &format!("{p}/php/"))
+            .replace("/var/cache/nginx", &format!("{p}/cache"))
             .replace("/var/www/", &format!("{w}/"))
             .replace("/path/to/", &format!("{p}/certs/"));
+        for (from, to) in paths {
+            l = l.replace(from, &to.replace("{PREFIX}", &p).replace("{WWW}", &w));
+        }
         if l.trim_start().starts_with("listen ") || l.trim_start().starts_with("listen\t") {
             let nl = l.ends_with('\n');
             l = rewrite_listen(l.trim_end_matches('\n'), tree_ports) + if nl { "\n" } else { "" };
@@ -164,6 +175,7 @@ fn copy_rewritten(
     dst: &Path,
     t: &mut (PathBuf, PathBuf, BTreeMap<u16, u16>),
     shared: &Shared,
+    paths: &[(String, String)],
 ) {
     std::fs::create_dir_all(dst).unwrap();
     let mut entries: Vec<_> = std::fs::read_dir(src).unwrap().flatten().collect();
@@ -171,12 +183,29 @@ fn copy_rewritten(
     for e in entries {
         let to = dst.join(e.file_name());
         if e.file_type().unwrap().is_dir() {
-            copy_rewritten(&e.path(), &to, t, shared);
+            copy_rewritten(&e.path(), &to, t, shared, paths);
         } else {
             let text = String::from_utf8(std::fs::read(e.path()).unwrap()).unwrap();
-            std::fs::write(&to, rewrite_text(&text, &t.0, &t.1, &mut t.2, shared)).unwrap();
+            let mut ports = std::mem::take(&mut t.2);
+            let out = rewrite_text(&text, t, &mut ports, shared, paths);
+            t.2 = ports;
+            std::fs::write(&to, out).unwrap();
         }
     }
+}
+
+/// The `path FROM TO` lines of `setup.txt`.
+fn setup_paths(name: &str) -> Vec<(String, String)> {
+    lines_of(name, "setup.txt")
+        .iter()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w[..] {
+                ["path", from, to] => Some((from.to_string(), to.to_string())),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// The backend ports (`90NN`) and dead ports (`99NN`) a config names.
@@ -195,12 +224,23 @@ fn shared_ports(name: &str) -> Shared {
             }
         }
     }
+    for l in lines_of(name, "setup.txt") {
+        if let Some(port) = l.strip_prefix("backend ") {
+            m.insert(port.trim().parse().unwrap(), 0);
+        }
+    }
     m
 }
 
 /// A prefix with the rewritten tree, `setup.txt` applied and the dirs the
 /// configs write to.
-fn make_tree(name: &str, www: &Path, shared: &Shared, leaf: &common::tls::Leaf) -> Tree {
+fn make_tree(
+    name: &str,
+    www: &Path,
+    shared: &Shared,
+    leaf: &common::tls::Leaf,
+    fpm: Option<&common::php::Fpm>,
+) -> Tree {
     let prefix = TempDir::new(&format!("corpus-{name}"));
     let p = prefix.path().to_path_buf();
     for d in ["run", "log", "logs", "cache", "certs"] {
@@ -212,16 +252,23 @@ fn make_tree(name: &str, www: &Path, shared: &Shared, leaf: &common::tls::Leaf) 
         &p.join("etc"),
         &mut t,
         shared,
+        &setup_paths(name),
     );
+    let fpm_sock = fpm
+        .map(|f| f.sock.display().to_string())
+        .unwrap_or_default();
     for l in lines_of(name, "setup.txt") {
         let w: Vec<&str> = l.split_whitespace().collect();
         match w[..] {
             ["link", path, target] => {
                 let at = p.join(path);
                 std::fs::create_dir_all(at.parent().unwrap()).unwrap();
-                std::os::unix::fs::symlink(target.replace("{WWW}", www.to_str().unwrap()), at)
-                    .unwrap();
+                let target = target
+                    .replace("{WWW}", www.to_str().unwrap())
+                    .replace("{FPM}", &fpm_sock);
+                std::os::unix::fs::symlink(target, at).unwrap();
             }
+            ["path", ..] | ["backend", _] | ["fpm"] => {}
             ["cert", crt, key] => {
                 std::fs::create_dir_all(p.join(crt).parent().unwrap()).unwrap();
                 std::fs::write(p.join(crt), &leaf.cert_pem).unwrap();
@@ -454,6 +501,9 @@ fn backend_conn(mut s: TcpStream, id: u16, big: &[u8]) {
                 "x-real-ip",
                 "x-forwarded-for",
                 "x-forwarded-proto",
+                "x-forwarded-host",
+                "x-forwarded-port",
+                "forwarded",
                 "upgrade",
                 "connection",
                 "range",
@@ -676,7 +726,8 @@ fn normalise(r: &Resp, ports: &BTreeMap<u16, u16>) -> BTreeMap<String, String> {
             .replace("<center>nginx</center>", "<center><SERVER></center>")
             .replace("<center>porter</center>", "<center><SERVER></center>");
         for (from, to) in ports {
-            s = s.replace(&format!(":{to}"), &format!(":<PORT {from}>"));
+            let re = regex::Regex::new(&format!(r"\b{to}\b")).unwrap();
+            s = re.replace_all(&s, format!("<PORT {from}>")).into_owned();
         }
         s
     };
@@ -700,10 +751,14 @@ fn normalise(r: &Resp, ports: &BTreeMap<u16, u16>) -> BTreeMap<String, String> {
     }
     // Compressors differ byte for byte: compare what a gzip'd body decodes to.
     let gzip = common::header_in(&r.headers, "content-encoding") == Some("gzip");
-    let mut body = r.body.clone();
+    let chunked = common::header_in(&r.headers, "transfer-encoding") == Some("chunked");
+    let mut body = match chunked {
+        true => dechunk(&r.body).unwrap_or_else(|| r.body.clone()),
+        false => r.body.clone(),
+    };
     if gzip {
         let mut d = Vec::new();
-        if std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&r.body[..]), &mut d)
+        if std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&body[..]), &mut d)
             .is_ok()
         {
             body = d;
@@ -721,6 +776,23 @@ fn normalise(r: &Resp, ports: &BTreeMap<u16, u16>) -> BTreeMap<String, String> {
     m
 }
 
+/// The payload of a chunked body (the TLS client reads bodies raw), or
+/// `None` when it is not well framed.
+fn dechunk(mut b: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let eol = common::find(b, b"\r\n")?;
+        let size = std::str::from_utf8(&b[..eol]).ok()?.split(';').next()?;
+        let n = usize::from_str_radix(size.trim(), 16).ok()?;
+        b = &b[eol + 2..];
+        if n == 0 {
+            return Some(out);
+        }
+        out.extend_from_slice(b.get(..n)?);
+        b = b.get(n + 2..)?;
+    }
+}
+
 /// One difference: request line, what, nginx's and porter's values.
 struct Diff {
     req: String,
@@ -731,7 +803,7 @@ struct Diff {
 
 fn short(s: &str) -> String {
     let s = s.escape_debug().to_string();
-    if s.chars().count() > 160 {
+    if s.chars().count() > if survey() { 600 } else { 160 } {
         format!(
             "{}... ({} bytes)",
             s.chars().take(160).collect::<String>(),
@@ -768,6 +840,7 @@ fn leaf(ca: &Ca) -> common::tls::Leaf {
     let names = [
         "localhost",
         "example.com",
+        "www.example.com",
         "spa.example.com",
         "secure.server.localhost",
         "www.secure.server.localhost",
@@ -827,7 +900,11 @@ fn run_config(name: &str) {
     copy_www(&corpus_dir(name).join("www"), www_dir.path());
     let mut shared = shared_ports(name);
     start_backends(&mut shared);
-    let porter_tree = make_tree(name, www_dir.path(), &shared, &leaf);
+    let fpm = lines_of(name, "setup.txt")
+        .iter()
+        .any(|l| l == "fpm")
+        .then(common::php::Fpm::start);
+    let porter_tree = make_tree(name, www_dir.path(), &shared, &leaf, fpm.as_ref());
     let have_nginx = Path::new(NGINX).exists();
     let porter_t = test_config(BIN, &porter_tree);
     if survey {
@@ -836,7 +913,7 @@ fn run_config(name: &str) {
         }
     } else if check_blocked(name, &porter_t) {
         if have_nginx {
-            let nginx_tree = make_tree(name, www_dir.path(), &shared, &leaf);
+            let nginx_tree = make_tree(name, www_dir.path(), &shared, &leaf, fpm.as_ref());
             assert_eq!(test_config(NGINX, &nginx_tree), Ok(()), "{name}: nginx -t");
         }
         eprintln!(
@@ -848,8 +925,14 @@ fn run_config(name: &str) {
         eprintln!("{name}: {NGINX} not installed; comparison with nginx skipped");
         return;
     }
-    let nginx_tree = make_tree(name, www_dir.path(), &shared, &leaf);
+    let nginx_tree = make_tree(name, www_dir.path(), &shared, &leaf, fpm.as_ref());
     assert_eq!(test_config(NGINX, &nginx_tree), Ok(()), "{name}: nginx -t");
+    // Debian's nginx keeps its temp files under /var/lib/nginx, which its
+    // package gives to www-data; nginx runs as root in other tests leave
+    // root-owned directories there that a www-data worker cannot write.
+    let _ = Command::new("chown")
+        .args(["-R", "www-data", "/var/lib/nginx"])
+        .status();
     let nginx = start(NGINX, &nginx_tree);
     let porter = start(BIN, &porter_tree);
     let mut diffs = Vec::new();
@@ -861,6 +944,17 @@ fn run_config(name: &str) {
     }
     drop((nginx, porter));
     if survey {
+        for (who, t) in [("nginx", &nginx_tree), ("porter", &porter_tree)] {
+            let log = std::fs::read_to_string(t.prefix.path().join("log/error.log"));
+            for l in log
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| !l.contains("[notice]"))
+                .take(10)
+            {
+                println!("SURVEY {name}: {who} error.log: {l}");
+            }
+        }
         for d in &diffs {
             println!(
                 "SURVEY {name}: differs {} :: {}\n    nginx:  {}\n    porter: {}",
@@ -910,6 +1004,21 @@ fn own_load_balancer() {
 #[test]
 fn own_slice_cache() {
     run_config("own-slice-cache");
+}
+
+#[test]
+fn nginxconfig_wordpress() {
+    run_config("nginxconfig-wordpress");
+}
+
+#[test]
+fn nginxconfig_django() {
+    run_config("nginxconfig-django");
+}
+
+#[test]
+fn nginxconfig_nodejs() {
+    run_config("nginxconfig-nodejs");
 }
 
 /// Every directory of the corpus has a test above, a licence and requests.

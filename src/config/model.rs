@@ -362,6 +362,9 @@ loc_settings! {
     server_tokens: bool = true;
     /// `msie_padding`: pad error pages for MSIE and Chrome.
     msie_padding: bool = true;
+    /// `chunked_transfer_encoding`: off closes the connection after a
+    /// body of unknown length instead of chunking it.
+    chunked_transfer_encoding: bool = true;
     /// `absolute_redirect`.
     absolute_redirect: bool = true;
     /// `port_in_redirect`.
@@ -440,6 +443,9 @@ loc_settings! {
     /// `proxy_buffering` (bodies always stream in bounded pieces; off: the
     /// cache stores nothing, as in NGINX).
     proxy_buffering: bool = true;
+    /// `proxy_force_ranges`: serve ranges of a proxied 200 whatever its
+    /// `Accept-Ranges`.
+    proxy_force_ranges: bool = false;
     /// `proxy_pass_request_headers`.
     proxy_pass_request_headers: bool = true;
     /// `proxy_pass_request_body`.

@@ -499,6 +499,7 @@ impl<H: Respond + 'static> Connection<H> {
             Ok(answer) => answer,
             Err(next) => return next,
         };
+        resp.unchunk_unless(ctx.loc.s.chunked_transfer_encoding);
 
         let s = &ctx.loc.s;
         let keepalive_timeout = s.keepalive_timeout;

@@ -323,6 +323,14 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
 }
 
 impl Response {
+    /// NGINX's chunked filter: with `chunked_transfer_encoding off` a body
+    /// of unknown length ends with the connection (and no trailers).
+    pub fn unchunk_unless(&mut self, chunked_transfer_encoding: bool) {
+        if self.chunked && !chunked_transfer_encoding {
+            (self.chunked, self.trailers, self.close) = (false, false, true);
+        }
+    }
+
     /// The header lines as sent, for `$sent_http_NAME`: the handler's
     /// own and the fields the head writes from their slots.
     pub fn sent_headers(&self) -> Vec<(String, String)> {

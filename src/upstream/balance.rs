@@ -55,6 +55,8 @@ pub struct PeerSpec {
     pub fail_timeout: Duration,
     /// `down`.
     pub down: bool,
+    /// `max_conns=N`: requests in flight at most (0: no limit).
+    pub max_conns: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -133,7 +135,7 @@ impl PeerSet {
             .zip(st.iter())
             .map(|(p, s)| PeerView {
                 down: p.down,
-                unavailable: !p.down && !Self::usable(p, s, now),
+                unavailable: !p.down && !Self::alive(p, s, now),
                 active: s.conns,
                 fails: s.fails,
                 tries: s.tries,
@@ -143,6 +145,10 @@ impl PeerSet {
     }
 
     fn usable(p: &PeerSpec, s: &PeerState, now: Instant) -> bool {
+        Self::alive(p, s, now) && (p.max_conns == 0 || s.conns < p.max_conns)
+    }
+
+    fn alive(p: &PeerSpec, s: &PeerState, now: Instant) -> bool {
         !(p.down
             || p.max_fails > 0
                 && s.fails >= p.max_fails
@@ -156,7 +162,9 @@ impl PeerSet {
         let now = Instant::now();
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if single && self.peers.len() == 1 && only.is_none() {
-            return (!self.peers[0].down && !tried[0]).then_some(0);
+            let p = &self.peers[0];
+            let full = p.max_conns > 0 && st[0].conns >= p.max_conns;
+            return (!p.down && !tried[0] && !full).then_some(0);
         }
         let mut best: Option<(usize, i64)> = None;
         let mut total: i64 = 0;
@@ -399,6 +407,7 @@ impl UpstreamGroup {
                 max_fails: 1,
                 fail_timeout: Duration::from_secs(10),
                 down: false,
+                max_conns: 0,
             })
             .collect();
         UpstreamGroup {
@@ -694,6 +703,7 @@ mod tests {
             addr: PeerAddr::Inet(server.parse().unwrap()),
             weight,
             max_fails: 1,
+            max_conns: 0,
             fail_timeout: Duration::from_secs(10),
             down: false,
         }

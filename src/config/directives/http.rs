@@ -127,6 +127,12 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("msie_padding", HSL, Arity::N(1), loc_flag!(msie_padding)),
     d(
+        "chunked_transfer_encoding",
+        HSL,
+        Arity::N(1),
+        loc_flag!(chunked_transfer_encoding),
+    ),
+    d(
         "absolute_redirect",
         HSL,
         Arity::N(1),

@@ -50,15 +50,61 @@ pub(super) static ROWS: &[Spec] = &[
     d("http2_max_requests", HTTP | SRV, Arity::N(1), obsolete),
     d("http2_max_field_size", HTTP | SRV, Arity::N(1), obsolete),
     d("http2_max_header_size", HTTP | SRV, Arity::N(1), obsolete),
+    d(
+        "http2_max_concurrent_pushes",
+        HTTP | SRV,
+        Arity::N(1),
+        obsolete,
+    ),
+    d("http2_push_preload", HSL, Arity::N(1), obsolete),
+    d("http2_push", HSL, Arity::N(1), obsolete),
+    d(
+        "http2_streams_index_size",
+        HTTP | SRV,
+        Arity::N(1),
+        |b, d| {
+            let n = number(d, &d.args[0])?;
+            if n == 0 || n & (n - 1) != 0 {
+                return Err(format!("\"{}\" must be a power of two", d.name));
+            }
+            let _ = b;
+            super::internals::notice(d, "has no effect: the h2 crate keeps its own stream index");
+            Ok(())
+        },
+    ),
+    d("http2_pool_size", HTTP | SRV, Arity::N(1), |b, d| {
+        super::tuning::size_only(b, d)?;
+        super::internals::notice(
+            d,
+            "has no effect: porter allocates per stream, not from pools",
+        );
+        Ok(())
+    }),
+    d("http2_recv_buffer_size", HTTP, Arity::N(1), |b, d| {
+        super::tuning::size_only(b, d)?;
+        super::internals::notice(
+            d,
+            "has no effect: the h2 crate reads into each connection's own buffer",
+        );
+        Ok(())
+    }),
 ];
 
-/// NGINX 1.25.1's warning for an HTTP/2 directive it replaced.
+/// NGINX 1.25.1's warning for an HTTP/2 directive it replaced, or, for
+/// server push (which it removed), ignores.
 fn obsolete(_: &mut Build, d: &Directive) -> Res {
     let instead = match d.name.as_str() {
         "http2_idle_timeout" => "keepalive_timeout",
         "http2_recv_timeout" => "client_header_timeout",
         "http2_max_requests" => "keepalive_requests",
-        _ => "large_client_header_buffers",
+        "http2_max_field_size" | "http2_max_header_size" => "large_client_header_buffers",
+        _ => {
+            warn(
+                d,
+                &format!("the \"{}\" directive is obsolete, ignored", d.name),
+            );
+            return Ok(());
+        }
     };
     warn(
         d,

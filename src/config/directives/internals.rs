@@ -61,6 +61,27 @@ pub(super) static ROWS: &[Spec] = &[
         Ok(())
     }),
     d("load_module", MAIN, Arity::N(1), load_module),
+    d("lock_file", MAIN, Arity::N(1), |_, d| {
+        notice(
+            d,
+            "has no effect: porter's workers are threads and share no lock file",
+        );
+        Ok(())
+    }),
+    d("worker_aio_requests", EVENTS, Arity::N(1), |b, d| {
+        super::tuning::number_only(b, d)?;
+        notice(
+            d,
+            "has no effect: porter's disk reads go to its thread pool (\"The disk layer\")",
+        );
+        Ok(())
+    }),
+    d("send_lowat", HSL, Arity::N(1), |b, d| {
+        super::tuning::size_only(b, d)?;
+        // NGINX on Linux, where SO_SNDLOWAT cannot be set, says the same.
+        super::warn(d, "\"send_lowat\" is not supported, ignored");
+        Ok(())
+    }),
     d("worker_cpu_affinity", MAIN, Arity::Min(1), set_cpu_affinity),
 ];
 
@@ -126,7 +147,10 @@ fn set_open_log_file_cache(_: &mut Build, d: &Directive) -> Res {
 }
 
 /// The dynamic modules whose work porter does itself: loading one is a
-/// notice; any other module is an error naming what porter lacks.
+/// notice. Any other module is skipped with a warning: Debian's and
+/// Ubuntu's stock `nginx.conf` loads every module of `modules-enabled/`
+/// (geoip, image_filter, xslt, mail, stream), used or not; a directive of
+/// a module porter lacks is still an unknown-directive error at its line.
 const BUILT_IN: &[&str] = &["ngx_http_realip_module", "ngx_http_split_clients_module"];
 
 fn load_module(_: &mut Build, d: &Directive) -> Res {
@@ -139,10 +163,14 @@ fn load_module(_: &mut Build, d: &Directive) -> Res {
         notice(d, "has no effect: the module is built into porter");
         return Ok(());
     }
-    Err(format!(
-        "porter has no \"{stem}\" module and loads none (\"{}\")",
-        d.args[0]
-    ))
+    super::warn(
+        d,
+        &format!(
+            "porter has no \"{stem}\" module and loads none (\"{}\"): its directives are unknown to porter",
+            d.args[0]
+        ),
+    );
+    Ok(())
 }
 
 /// `worker_cpu_affinity auto [MASK] | MASK ...`: one bit mask per worker

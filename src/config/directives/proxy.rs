@@ -62,6 +62,12 @@ pub(super) static ROWS: &[Spec] = &[
         loc_flag!(proxy_buffering),
     ),
     d(
+        "proxy_force_ranges",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_force_ranges),
+    ),
+    d(
         "proxy_pass_request_headers",
         HSL,
         Arity::N(1),

@@ -450,7 +450,7 @@ fn hit(ctx: &RequestCtx, pass: &ProxyPass, c: &CacheReq, e: Entry) -> Outcome {
     let n = r.headers.len();
     r.headers
         .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
-    r.allow_ranges = r.headers.len() != n;
+    r.allow_ranges = r.headers.len() != n || super::response::forces_ranges(ctx, pass);
     r.content_length = Some(h.body_len);
     // A range of a large body is sent unchecked (see `cache::verify`).
     let whole = !(r.allow_ranges && ctx.header("range").is_some());

@@ -115,7 +115,7 @@ pub fn ranges_as_cacheable(r: &mut Response) {
     let n = r.headers.len();
     r.headers
         .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
-    r.allow_ranges = r.status == 200 && r.headers.len() != n;
+    r.allow_ranges = r.status == 200 && (r.headers.len() != n || r.allow_ranges);
 }
 
 /// Sends `up` to the client and stores it under `key`, valid until

@@ -91,7 +91,20 @@ pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -
         }
         r.body = Body::Stream(StreamBody::new(Box::new(up.body)));
     }
+    if forces_ranges(ctx, pass) {
+        // The upstream's `Accept-Ranges` is not copied: the range filter
+        // sends its own (NGINX's `ngx_http_upstream_copy_allow_ranges`).
+        r.headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
+        r.allow_ranges = r.status == 200;
+    }
     r
+}
+
+/// `proxy_force_ranges on` for an HTTP upstream: its 200s (fresh or from
+/// the cache) are served in ranges whatever its `Accept-Ranges` says.
+pub fn forces_ranges(ctx: &RequestCtx, pass: &ProxyPass) -> bool {
+    ctx.loc.s.proxy_force_ranges && matches!(pass.proto, Protocol::Http)
 }
 
 /// A `101` the client asked for (`fetch` refuses any other): no body, no
