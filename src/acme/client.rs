@@ -1,8 +1,9 @@
 //! The ACME protocol for one certificate, over `instant-acme`: the
 //! account (an existing key, or a new one registered with the issuer's
 //! contacts and terms), then an order for the names, each pending
-//! authorization proven by HTTP-01 (the token is served by the workers
-//! while the issuer validates), finalization with a CSR for a key made
+//! authorization proven by HTTP-01 or TLS-ALPN-01 (the token or the
+//! validation certificate is served by the workers while the issuer
+//! validates), finalization with a CSR for a key made
 //! here, and the chain's download. Every wait here is on the ACME
 //! thread's runtime.
 
@@ -18,7 +19,7 @@ use instant_acme::{
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::{challenge, Certificate, Issuer, KeyKind};
+use super::{challenge, tls_alpn, Certificate, ChallengeKind, Issuer, KeyKind};
 
 /// How long the issuer may take to validate or to sign before the
 /// attempt counts as failed (and is retried after the backoff).
@@ -104,7 +105,7 @@ pub async fn account(
     Ok((account, Some(pem)))
 }
 
-/// Orders `cert`'s names, proves each by HTTP-01, finalizes and
+/// Orders `cert`'s names, proves each by the issuer's challenge, finalizes and
 /// downloads: the chain and its key, both PEM;
 /// `replaces` names the certificate this one renews (ARI).
 pub async fn issue(
@@ -127,13 +128,34 @@ pub async fn issue(
             AuthorizationStatus::Pending => {}
             s => return Err(other("authorization", format!("status {s:?}"))),
         }
-        let mut ch = a
-            .challenge(ChallengeType::Http01)
-            .ok_or_else(|| other("authorization", "the issuer offers no http-01 challenge"))?;
-        tokens.push(challenge::register(
-            &ch.token,
-            ch.key_authorization().as_str(),
-        ));
+        let name = match &a.identifier().identifier {
+            Identifier::Dns(n) => n.clone(),
+            i => {
+                return Err(other(
+                    "authorization",
+                    format!("unexpected identifier {i:?}"),
+                ))
+            }
+        };
+        let kind = cert.issuer.challenge;
+        let wanted = match kind {
+            ChallengeKind::Http01 => ChallengeType::Http01,
+            ChallengeKind::TlsAlpn01 => ChallengeType::TlsAlpn01,
+        };
+        let mut ch = a.challenge(wanted).ok_or_else(|| {
+            other(
+                "authorization",
+                format!("the issuer offers no {} challenge", kind.name()),
+            )
+        })?;
+        let key_authorization = ch.key_authorization();
+        tokens.push(match kind {
+            ChallengeKind::Http01 => challenge::register(&ch.token, key_authorization.as_str()),
+            ChallengeKind::TlsAlpn01 => {
+                tls_alpn::register(&name, key_authorization.digest().as_ref())
+                    .map_err(|e| other("validation certificate", e))?
+            }
+        });
         ch.set_ready().await.map_err(fail("challenge"))?;
     }
     let retries = RetryPolicy::new().timeout(ORDER_TIMEOUT);

@@ -5,7 +5,7 @@
 //! master hands the live set to [`manager::apply`] after each start or
 //! reload. One dedicated thread runs a tokio current-thread runtime (the
 //! event loop every ACME network wait is on): it keeps each certificate
-//! valid — order, HTTP-01 challenge, finalize, download, install into
+//! valid — order, HTTP-01 or TLS-ALPN-01 challenge, finalize, download, install into
 //! the certificate's [`slot::CertSlot`] (the server's rustls resolver,
 //! swapped without a restart or a dropped connection), renewal ahead of
 //! expiry, backoff on errors. State files go through the disk layer
@@ -21,7 +21,8 @@
 //! | File | What it holds |
 //! |---|---|
 //! | `slot.rs` | [`slot::CertSlot`]: what one certificate serves now; the registry that keeps it across reloads |
-//! | `challenge.rs` | HTTP-01 tokens, answered by the workers before location matching |
+//! | `challenge.rs` | challenges being validated; HTTP-01 tokens, answered by the workers before location matching |
+//! | `tls_alpn.rs` | TLS-ALPN-01: validation certificates, answered in the handshake of any TLS listener |
 //! | `state.rs` | the state path: account key, certificates and keys on disk |
 //! | `client.rs` | the protocol: account, order, challenge, finalize, download |
 //! | `renewal.rs` | when to renew: ARI's window where the issuer offers it, else two thirds of the lifetime |
@@ -33,6 +34,7 @@ pub mod manager;
 pub mod renewal;
 pub mod slot;
 pub mod state;
+pub mod tls_alpn;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,6 +44,19 @@ use std::sync::Arc;
 pub enum ChallengeKind {
     /// `http-01`: a token served at `/.well-known/acme-challenge/` on port 80.
     Http01,
+    /// `tls-alpn-01` (RFC 8737): a validation certificate served to a
+    /// handshake offering ALPN `acme-tls/1` on port 443.
+    TlsAlpn01,
+}
+
+impl ChallengeKind {
+    /// As written in `challenge`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChallengeKind::Http01 => "http-01",
+            ChallengeKind::TlsAlpn01 => "tls-alpn-01",
+        }
+    }
 }
 
 /// Where the account key comes from (`account_key`).

@@ -3,7 +3,9 @@
 //! starts a handshake; anything else is plain HTTP, answered with NGINX's
 //! 400 "The plain HTTP request was sent to HTTPS port" once its head is
 //! read), then the handshake, bounded by `ssl_handshake_timeout`, with
-//! the server block chosen by SNI as `Host` chooses it. An HTTP/1.x
+//! the server block chosen by SNI as `Host` chooses it (or, for an ACME
+//! issuer's TLS-ALPN-01 validation, the validation certificate:
+//! `acme::tls_alpn`). An HTTP/1.x
 //! connection whose server has `ssl_ktls on` (the default) then moves to
 //! kernel TLS when the start-up probe found it ([`crate::tls::ktls`]);
 //! HTTP/2 connections stay in user space.
@@ -15,6 +17,7 @@ use tokio::net::TcpStream;
 
 use super::context::{ConnInfo, TlsInfo};
 use super::stream::ClientStream;
+use crate::acme;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
 use crate::metrics;
@@ -59,6 +62,9 @@ pub async fn accept(
     }
     let mut answered: Option<Arc<ServerTls>> = None;
     let pick = |hello: &Hello<'_>| {
+        if let Some(c) = acme::tls_alpn::answer(hello.server_name, hello.acme_tls) {
+            return Ok(c);
+        }
         let tls = server_for(listen, hello)?;
         let config = Arc::clone(&tls.config);
         answered = Some(tls);
@@ -71,6 +77,18 @@ pub async fn accept(
             .iter()
             .any(|s| s.tls.as_ref().is_some_and(|t| t.ktls));
     match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick, whole_records)).await {
+        Ok(Ok(tls)) if tls.alpn_acme_tls() => {
+            // The issuer has seen the validation certificate; it sends
+            // nothing more (RFC 8737 §3).
+            tls.close_notify(&tcp);
+            log.log_conn(
+                Level::Info,
+                Some(info.id),
+                format_args!("acme: tls-alpn-01 validation certificate sent"),
+                &format!(", client: {}, server: {}", info.peer.ip(), info.local),
+            );
+            Accepted::Closed
+        }
         Ok(Ok(tls)) => {
             metrics::inc(&metrics::tls::HANDSHAKES);
             if tls.resumed() {

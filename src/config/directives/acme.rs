@@ -38,6 +38,7 @@ struct IssuerB {
     uri: Option<String>,
     contacts: Vec<String>,
     account_key: Option<AccountKey>,
+    challenge: Option<ChallengeKind>,
     state_path: Option<Option<PathBuf>>,
     accept_tos: bool,
     trusted: Option<PathBuf>,
@@ -91,7 +92,7 @@ fn set_issuer(b: &mut Build, d: &Directive) -> Res {
         uri,
         contacts: i.contacts,
         account_key: i.account_key.unwrap_or(AccountKey::Generate),
-        challenge: ChallengeKind::Http01,
+        challenge: i.challenge.unwrap_or(ChallengeKind::Http01),
         state_path,
         accept_tos: i.accept_tos,
         tls,
@@ -134,13 +135,13 @@ fn issuer_line(b: &Build, i: &mut IssuerB, e: &Directive) -> Res {
                 path => AccountKey::File(b.full_path(path)),
             })
         }
-        "challenge" => match one()? {
-            "http" | "http-01" => {}
-            "tls-alpn" | "tls-alpn-01" => {
-                return Err("unsupported challenge: \"tls-alpn-01\" (porter answers \"http-01\")".into())
-            }
-            v => return Err(format!("unsupported challenge: {v}")),
-        },
+        "challenge" => {
+            i.challenge = Some(match one()? {
+                "http" | "http-01" => ChallengeKind::Http01,
+                "tls-alpn" | "tls-alpn-01" => ChallengeKind::TlsAlpn01,
+                v => return Err(format!("unsupported challenge: {v}")),
+            })
+        }
         "state_path" => {
             i.state_path = Some(match one()? {
                 "off" => None,
@@ -218,8 +219,10 @@ pub(super) fn certificate(
     let mut names: Vec<String> = Vec::new();
     for n in raw {
         for name in identifiers(n, from_server_name, d).map_err(at)? {
-            if issuer.challenge == ChallengeKind::Http01 && name.starts_with("*.") {
-                return Err(at(format!("wildcard name \"{name}\" cannot be validated with the \"http-01\" challenge of issuer \"{}\"", issuer.name)));
+            // Neither HTTP-01 nor TLS-ALPN-01 (RFC 8737 §3) can prove a
+            // wildcard; the issuer would refuse the order.
+            if name.starts_with("*.") {
+                return Err(at(format!("wildcard name \"{name}\" cannot be validated with the \"{}\" challenge of issuer \"{}\"", issuer.challenge.name(), issuer.name)));
             }
             if !names.contains(&name) {
                 names.push(name);
