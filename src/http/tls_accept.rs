@@ -77,46 +77,7 @@ pub async fn accept(
             .iter()
             .any(|s| s.tls.as_ref().is_some_and(|t| t.ktls));
     match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick, whole_records)).await {
-        Ok(Ok(tls)) if tls.alpn_acme_tls() => {
-            // The issuer has seen the validation certificate; it sends
-            // nothing more (RFC 8737 §3).
-            tls.close_notify(&tcp);
-            log.log_conn(
-                Level::Info,
-                Some(info.id),
-                format_args!("acme: tls-alpn-01 validation certificate sent"),
-                &format!(", client: {}, server: {}", info.peer.ip(), info.local),
-            );
-            Accepted::Closed
-        }
-        Ok(Ok(tls)) => {
-            metrics::inc(&metrics::tls::HANDSHAKES);
-            if tls.resumed() {
-                metrics::inc(&metrics::tls::RESUMED);
-            }
-            let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
-                Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
-                None => "NONE".into(),
-            };
-            let facts = TlsInfo {
-                protocol: tls.protocol(),
-                cipher: tls.cipher(),
-                server_name: tls.server_name(),
-                reused: tls.resumed(),
-                client_verify,
-                peer: peer_cert(&tls),
-                curve: tls.curve(),
-                session_id: tls.session_id(),
-            };
-            let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
-            match into_stream(tcp, tls, whole_records && ktls_on) {
-                Ok(s) => Accepted::Tls(s, Arc::new(facts)),
-                Err(e) => {
-                    handshake_failed(log, info, &format!("kTLS setup failed ({e})"));
-                    Accepted::Closed
-                }
-            }
-        }
+        Ok(Ok(tls)) => established(tcp, tls, answered, whole_records, log, info),
         Ok(Err(HandshakeError::Closed)) => {
             handshake_failed(log, info, "peer closed connection in SSL handshake");
             Accepted::Closed
@@ -127,6 +88,57 @@ pub async fn accept(
         }
         Err(_) => {
             handshake_failed(log, info, "client timed out (110: Connection timed out)");
+            Accepted::Closed
+        }
+    }
+}
+
+/// A finished handshake: a TLS-ALPN-01 validation (closed: the issuer
+/// sends nothing more, RFC 8737 §3), else the connection's stream and
+/// its TLS facts.
+fn established(
+    tcp: TcpStream,
+    tls: TlsConn,
+    answered: Option<Arc<ServerTls>>,
+    whole_records: bool,
+    log: &ErrorLog,
+    info: &ConnInfo,
+) -> Accepted {
+    if tls.alpn_acme_tls() {
+        // The issuer has seen the validation certificate; it sends
+        // nothing more (RFC 8737 §3).
+        tls.close_notify(&tcp);
+        log.log_conn(
+            Level::Info,
+            Some(info.id),
+            format_args!("acme: tls-alpn-01 validation certificate sent"),
+            &format!(", client: {}, server: {}", info.peer.ip(), info.local),
+        );
+        return Accepted::Closed;
+    }
+    metrics::inc(&metrics::tls::HANDSHAKES);
+    if tls.resumed() {
+        metrics::inc(&metrics::tls::RESUMED);
+    }
+    let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
+        Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
+        None => "NONE".into(),
+    };
+    let facts = TlsInfo {
+        protocol: tls.protocol(),
+        cipher: tls.cipher(),
+        server_name: tls.server_name(),
+        reused: tls.resumed(),
+        client_verify,
+        peer: peer_cert(&tls),
+        curve: tls.curve(),
+        session_id: tls.session_id(),
+    };
+    let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
+    match into_stream(tcp, tls, whole_records && ktls_on) {
+        Ok(s) => Accepted::Tls(s, Arc::new(facts)),
+        Err(e) => {
+            handshake_failed(log, info, &format!("kTLS setup failed ({e})"));
             Accepted::Closed
         }
     }
