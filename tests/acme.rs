@@ -617,3 +617,25 @@ fn tls_alpn_01_is_answered_in_the_handshake_of_the_https_listener() {
         "{err}"
     );
 }
+
+#[test]
+fn an_rsa_certificate_is_issued_and_served() {
+    let ca = Arc::new(Ca::new());
+    let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
+    let pebble = Pebble::start(&PebbleSetup::new(&ca, pebble_port, http_port));
+    let c = conf(pebble_port, http_port, tls_port, "porter.test").replace(
+        "acme_certificate pebble;",
+        "acme_certificate pebble key=rsa:2048;",
+    );
+    let srv = Server::start_in(prefix_for(&ca), &c, &[]);
+    let log = pebble.wait_issued(&srv);
+    let cfg = client_trusting(&pebble.root_pem());
+    let conn = Conn::open(tls_port, &cfg, "porter.test").expect("the issued certificate");
+    let der = conn.peer_cert();
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+    match cert.public_key().parsed().unwrap() {
+        x509_parser::public_key::PublicKey::RSA(k) => assert_eq!(k.key_size(), 2048),
+        k => panic!("not an RSA certificate: {k:?}"),
+    }
+    assert!(!log.contains("[error]"), "{log}");
+}

@@ -167,7 +167,11 @@ pub async fn issue(
     if status != OrderStatus::Ready {
         return Err(other("validation", invalid_reason(&mut order).await));
     }
-    let (csr, key_pem) = csr(&cert.names, cert.key).map_err(|e| other("CSR", e))?;
+    let (names, kind) = (cert.names.clone(), cert.key);
+    let (csr, key_pem) = tokio::task::spawn_blocking(move || csr(&names, kind))
+        .await
+        .map_err(|e| other("CSR", e))?
+        .map_err(|e| other("CSR", e))?;
     order.finalize_csr(&csr).await.map_err(fail("finalize"))?;
     let chain = order
         .poll_certificate(&retries)
@@ -194,15 +198,62 @@ async fn invalid_reason(order: &mut instant_acme::Order) -> String {
 }
 
 /// A new key of `kind` and a CSR for `names` signed by it (DER, and the
-/// key as PEM).
-pub fn csr(names: &[String], kind: KeyKind) -> Result<(Vec<u8>, String), rcgen14::Error> {
-    let alg = match kind {
-        KeyKind::EcdsaP256 => &rcgen14::PKCS_ECDSA_P256_SHA256,
-        KeyKind::EcdsaP384 => &rcgen14::PKCS_ECDSA_P384_SHA384,
-    };
-    let key = rcgen14::KeyPair::generate_for(alg)?;
-    let mut params = rcgen14::CertificateParams::new(names.to_vec())?;
+/// key as PEM). RSA keys take seconds to make: the caller runs this on a
+/// blocking thread.
+pub fn csr(names: &[String], kind: KeyKind) -> Result<(Vec<u8>, String), String> {
+    let key = new_key(kind)?;
+    let mut params = rcgen14::CertificateParams::new(names.to_vec()).map_err(|e| e.to_string())?;
     params.distinguished_name = rcgen14::DistinguishedName::new();
-    let csr = params.serialize_request(&key)?;
+    let csr = params.serialize_request(&key).map_err(|e| e.to_string())?;
     Ok((csr.der().to_vec(), key.serialize_pem()))
+}
+
+/// A new private key of `kind`: ECDSA by ring (through rcgen), RSA by
+/// the `rsa` crate (ring cannot generate RSA keys; it signs with them).
+fn new_key(kind: KeyKind) -> Result<rcgen14::KeyPair, String> {
+    let bits = match kind {
+        KeyKind::EcdsaP256 => {
+            return rcgen14::KeyPair::generate_for(&rcgen14::PKCS_ECDSA_P256_SHA256)
+                .map_err(|e| e.to_string())
+        }
+        KeyKind::EcdsaP384 => {
+            return rcgen14::KeyPair::generate_for(&rcgen14::PKCS_ECDSA_P384_SHA384)
+                .map_err(|e| e.to_string())
+        }
+        KeyKind::Rsa2048 => 2048,
+        KeyKind::Rsa3072 => 3072,
+        KeyKind::Rsa4096 => 4096,
+    };
+    use rsa::pkcs8::EncodePrivateKey;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits)
+        .map_err(|e| format!("RSA key generation failed ({e})"))?;
+    let der = key
+        .to_pkcs8_der()
+        .map_err(|e| format!("RSA key encoding failed ({e})"))?;
+    let der = rustls_pki_types::PrivatePkcs8KeyDer::from(der.as_bytes());
+    rcgen14::KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen14::PKCS_RSA_SHA256)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_rsa_key_of_the_size_asked_signs_the_csr() {
+        let (csr, key_pem) = csr(&["a.test".into()], KeyKind::Rsa2048).unwrap();
+        assert!(key_pem.contains("BEGIN PRIVATE KEY"), "{key_pem}");
+        let (_, req) =
+            x509_parser::certification_request::X509CertificationRequest::from_der(&csr).unwrap();
+        let spki = &req.certification_request_info.subject_pki;
+        assert_eq!(
+            spki.algorithm.algorithm.to_id_string(),
+            "1.2.840.113549.1.1.1"
+        );
+        match spki.parsed().unwrap() {
+            x509_parser::public_key::PublicKey::RSA(k) => assert_eq!(k.key_size(), 2048),
+            k => panic!("{k:?}"),
+        }
+        req.verify_signature().unwrap();
+    }
 }

@@ -16,7 +16,10 @@
 //! signing, nonces, the order state machine and problem documents are
 //! what it is made for, and writing them again over porter's upstream
 //! client (built for proxying, per worker) would be a second HTTP client
-//! with nothing gained. Keys and CSRs are `rcgen`'s.
+//! with nothing gained. Keys and CSRs are `rcgen`'s, but for RSA keys
+//! (`key=rsa:N`), which ring cannot generate: those are made by the
+//! `rsa` crate (RustCrypto's, maintained; used for generation only, every
+//! signature stays ring's) and handed to `rcgen` as PKCS#8.
 //!
 //! | File | What it holds |
 //! |---|---|
@@ -75,6 +78,12 @@ pub enum KeyKind {
     EcdsaP256,
     /// `ecdsa:384`.
     EcdsaP384,
+    /// `rsa:2048` (also `rsa`).
+    Rsa2048,
+    /// `rsa:3072`.
+    Rsa3072,
+    /// `rsa:4096`.
+    Rsa4096,
 }
 
 impl KeyKind {
@@ -83,6 +92,9 @@ impl KeyKind {
         match self {
             KeyKind::EcdsaP256 => "ecdsa:256",
             KeyKind::EcdsaP384 => "ecdsa:384",
+            KeyKind::Rsa2048 => "rsa:2048",
+            KeyKind::Rsa3072 => "rsa:3072",
+            KeyKind::Rsa4096 => "rsa:4096",
         }
     }
 }

@@ -200,11 +200,14 @@ pub(super) fn certificate(
     let mut listed = Vec::new();
     for a in &d.args[1..] {
         match a.strip_prefix("key=") {
-            Some("ecdsa:256") => key = KeyKind::EcdsaP256,
+            Some("ecdsa" | "ecdsa:256") => key = KeyKind::EcdsaP256,
             Some("ecdsa:384") => key = KeyKind::EcdsaP384,
+            Some("rsa" | "rsa:2048") => key = KeyKind::Rsa2048,
+            Some("rsa:3072") => key = KeyKind::Rsa3072,
+            Some("rsa:4096") => key = KeyKind::Rsa4096,
             Some(v) => {
                 return Err(at(format!(
-                    "unsupported key \"{v}\" (porter makes \"ecdsa:256\" or \"ecdsa:384\" keys)"
+                    "unsupported key \"{v}\" (porter makes \"ecdsa:256\", \"ecdsa:384\", \"rsa:2048\", \"rsa:3072\" or \"rsa:4096\" keys)"
                 )))
             }
             None => listed.push(a.clone()),
