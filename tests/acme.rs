@@ -37,8 +37,28 @@ struct PebbleSetup {
     port: u16,
     /// porter's plain port, where HTTP-01 is validated.
     http_port: u16,
+    /// porter's TLS port, where TLS-ALPN-01 is validated (else a port
+    /// nothing listens on).
+    tls_port: Option<u16>,
+    /// External account binding required, with this key ID and
+    /// base64url MAC key.
+    eab: Option<(&'static str, &'static str)>,
     /// Extra environment (`PEBBLE_VA_SLEEPTIME`).
     env: Vec<(&'static str, String)>,
+}
+
+impl PebbleSetup {
+    /// Pebble on `port`, validating HTTP-01 on porter's `http_port`.
+    fn new(ca: &Arc<Ca>, port: u16, http_port: u16) -> PebbleSetup {
+        PebbleSetup {
+            ca: Arc::clone(ca),
+            port,
+            http_port,
+            tls_port: None,
+            eab: None,
+            env: Vec::new(),
+        }
+    }
 }
 
 fn require_pebble() {
@@ -56,15 +76,21 @@ impl Pebble {
         let (cert, key) = leaf.write(dir.path(), "wfe");
         let mgmt = free_port();
         let dns_port = free_port();
+        let eab = match s.eab {
+            Some((kid, mac)) => format!(
+                r#""externalAccountBindingRequired": true, "externalAccountMACKeys": {{"{kid}": "{mac}"}}"#
+            ),
+            None => r#""externalAccountBindingRequired": false"#.to_string(),
+        };
         let config = format!(
             r#"{{"pebble": {{"listenAddress": "127.0.0.1:{}", "managementListenAddress": "127.0.0.1:{mgmt}",
               "certificate": "{}", "privateKey": "{}", "httpPort": {}, "tlsPort": {},
-              "ocspResponderURL": "", "externalAccountBindingRequired": false}}}}"#,
+              "ocspResponderURL": "", {eab}}}}}"#,
             s.port,
             cert.display(),
             key.display(),
             s.http_port,
-            free_port()
+            s.tls_port.unwrap_or_else(free_port)
         );
         let conf = dir.write("pebble.json", config);
         let dns = Command::new(CHALLTESTSRV)
@@ -108,6 +134,14 @@ impl Pebble {
             "pebble's management port"
         );
         p
+    }
+
+    /// Waits until porter's error log says a certificate was issued and
+    /// returns the log (the test fails with both logs otherwise).
+    fn wait_issued(&self, srv: &Server) -> String {
+        let log = srv.wait_log("logs/error.log", "issued by", Duration::from_secs(60));
+        assert!(log.contains("issued by"), "{log}\n{}", self.log());
+        log
     }
 
     fn log(&self) -> String {
@@ -260,12 +294,7 @@ fn mode(p: &Path) -> u32 {
 fn first_issuance_serves_pebble_s_certificate_for_both_names_with_private_state() {
     let ca = Arc::new(Ca::new());
     let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
-    let pebble = Pebble::start(&PebbleSetup {
-        ca: Arc::clone(&ca),
-        port: pebble_port,
-        http_port,
-        env: Vec::new(),
-    });
+    let pebble = Pebble::start(&PebbleSetup::new(&ca, pebble_port, http_port));
     let prefix = prefix_for(&ca);
     let state = prefix.path().join("acme");
     let srv = Server::start_in(
@@ -278,16 +307,8 @@ fn first_issuance_serves_pebble_s_certificate_for_both_names_with_private_state(
         ),
         &[],
     );
-    let log = srv.wait_log(
-        "logs/error.log",
-        "issued by \"pebble\"",
-        Duration::from_secs(60),
-    );
-    assert!(
-        log.contains("issued by \"pebble\""),
-        "no issuance: {log}\n{}",
-        pebble.log()
-    );
+    let log = pebble.wait_issued(&srv);
+    assert!(log.contains("issued by \"pebble\""), "{log}");
     assert!(
         log.contains("acme: account registered with \"pebble\""),
         "{log}"
@@ -397,12 +418,7 @@ fn count(log: &str, needle: &str) -> usize {
 fn a_restart_serves_the_kept_certificate_and_a_short_lived_one_is_renewed_while_serving() {
     let ca = Arc::new(Ca::new());
     let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
-    let pebble = Pebble::start(&PebbleSetup {
-        ca: Arc::clone(&ca),
-        port: pebble_port,
-        http_port,
-        env: Vec::new(),
-    });
+    let pebble = Pebble::start(&PebbleSetup::new(&ca, pebble_port, http_port));
     let state_dir = TempDir::new("acme-state");
     let state = state_dir.path().join("state");
     let c = conf_with_state(
@@ -414,8 +430,7 @@ fn a_restart_serves_the_kept_certificate_and_a_short_lived_one_is_renewed_while_
     );
     let first = {
         let srv = Server::start_in(prefix_for(&ca), &c, &[]);
-        let log = srv.wait_log("logs/error.log", "issued by", Duration::from_secs(60));
-        assert!(log.contains("issued by"), "{log}\n{}", pebble.log());
+        pebble.wait_issued(&srv);
         served(tls_port, "porter.test").unwrap()
     };
     // A restart: the kept certificate is served and nothing is ordered.
@@ -431,8 +446,7 @@ fn a_restart_serves_the_kept_certificate_and_a_short_lived_one_is_renewed_while_
     let short = seed_short_lived(&state, pebble_port, &["porter.test"], 4);
     let srv = Server::start_in(prefix_for(&ca), &c, &[]);
     assert_eq!(served(tls_port, "porter.test").unwrap(), short);
-    let log = srv.wait_log("logs/error.log", "issued by", Duration::from_secs(60));
-    assert!(log.contains("issued by"), "{log}\n{}", pebble.log());
+    let log = pebble.wait_issued(&srv);
     assert!(log.contains("renewal in"), "{log}");
     let cfg = client_trusting(&pebble.root_pem());
     let conn = Conn::open(tls_port, &cfg, "porter.test").expect("the renewed certificate");
@@ -483,14 +497,8 @@ fn an_issuer_outage_during_renewal_keeps_the_old_certificate_serving_and_retries
         "the old certificate keeps serving"
     );
     // The issuer is back: the next attempt renews.
-    let pebble = Pebble::start(&PebbleSetup {
-        ca: Arc::clone(&ca),
-        port: pebble_port,
-        http_port,
-        env: Vec::new(),
-    });
-    let log = srv.wait_log("logs/error.log", "issued by", Duration::from_secs(60));
-    assert!(log.contains("issued by"), "{log}\n{}", pebble.log());
+    let pebble = Pebble::start(&PebbleSetup::new(&ca, pebble_port, http_port));
+    pebble.wait_issued(&srv);
     let cfg = client_trusting(&pebble.root_pem());
     assert!(Conn::open(tls_port, &cfg, "porter.test").is_ok());
 }
@@ -521,10 +529,8 @@ fn a_reload_in_the_middle_of_an_order_lets_it_finish_once() {
     // Pebble's validation waits up to 5 s per name: the reload below
     // lands while the order is pending (unless both waits are 0 s).
     let pebble = Pebble::start(&PebbleSetup {
-        ca: Arc::clone(&ca),
-        port: pebble_port,
-        http_port,
         env: vec![("PEBBLE_VA_SLEEPTIME", "6".into())],
+        ..PebbleSetup::new(&ca, pebble_port, http_port)
     });
     let c = conf(
         pebble_port,
@@ -542,8 +548,7 @@ fn a_reload_in_the_middle_of_an_order_lets_it_finish_once() {
     srv.signal(1);
     let log = srv.wait_log("logs/error.log", "reconfigured", Duration::from_secs(30));
     assert!(log.contains("reconfigured"), "{log}");
-    let log = srv.wait_log("logs/error.log", "issued by", Duration::from_secs(60));
-    assert!(log.contains("issued by"), "{log}\n{}", pebble.log());
+    let log = pebble.wait_issued(&srv);
     assert_eq!(count(&log, "ordering a certificate"), 1, "{log}");
     assert_eq!(count(&log, "issued by"), 1, "{log}");
     let cfg = client_trusting(&pebble.root_pem());
@@ -553,5 +558,84 @@ fn a_reload_in_the_middle_of_an_order_lets_it_finish_once() {
         "www.porter.test"
     )
     .is_ok()));
+    assert!(!log.contains("[error]"), "{log}");
+}
+
+#[test]
+fn tls_alpn_01_is_answered_in_the_handshake_of_the_https_listener() {
+    let ca = Arc::new(Ca::new());
+    let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
+    // Pebble validates TLS-ALPN-01 on porter's TLS port; its HTTP-01
+    // port has nothing behind it, so only the TLS-ALPN-01 answer can
+    // prove the names.
+    let pebble = Pebble::start(&PebbleSetup {
+        tls_port: Some(tls_port),
+        ..PebbleSetup::new(&ca, pebble_port, free_port())
+    });
+    let c = conf(
+        pebble_port,
+        http_port,
+        tls_port,
+        "porter.test www.porter.test",
+    )
+    .replace(
+        "accept_terms_of_service;",
+        "accept_terms_of_service;\n    challenge tls-alpn-01;",
+    );
+    let srv = Server::start_in(prefix_for(&ca), &c, &[]);
+    let log = pebble.wait_issued(&srv);
+    // Pebble validates each name from several perspectives.
+    assert!(
+        count(&log, "acme: tls-alpn-01 validation certificate sent") >= 2,
+        "{log}"
+    );
+    let cfg = client_trusting(&pebble.root_pem());
+    for name in ["porter.test", "www.porter.test"] {
+        let mut c = Conn::open(tls_port, &cfg, name).expect("the issued certificate");
+        let r = c
+            .request(
+                &format!("GET / HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n"),
+                false,
+            )
+            .unwrap();
+        assert_eq!(r.text(), format!("tls {name}\n"));
+    }
+    assert!(!log.contains("[error]"), "{log}");
+    // A wildcard cannot be proven this way either.
+    let wild = c
+        .replace(
+            "acme_certificate pebble;",
+            "acme_certificate pebble *.porter.test;",
+        )
+        .replace(
+            "ssl_trusted_certificate {PREFIX}/pebble-ca.pem;",
+            "ssl_verify off;",
+        );
+    let err = common::config_error(&wild.replace("{PORT}", "4"));
+    assert!(
+        err.contains("wildcard name \"*.porter.test\" cannot be validated with the \"tls-alpn-01\" challenge"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_rsa_certificate_is_issued_and_served() {
+    let ca = Arc::new(Ca::new());
+    let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
+    let pebble = Pebble::start(&PebbleSetup::new(&ca, pebble_port, http_port));
+    let c = conf(pebble_port, http_port, tls_port, "porter.test").replace(
+        "acme_certificate pebble;",
+        "acme_certificate pebble key=rsa:2048;",
+    );
+    let srv = Server::start_in(prefix_for(&ca), &c, &[]);
+    let log = pebble.wait_issued(&srv);
+    let cfg = client_trusting(&pebble.root_pem());
+    let conn = Conn::open(tls_port, &cfg, "porter.test").expect("the issued certificate");
+    let der = conn.peer_cert();
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+    match cert.public_key().parsed().unwrap() {
+        x509_parser::public_key::PublicKey::RSA(k) => assert_eq!(k.key_size(), 2048),
+        k => panic!("not an RSA certificate: {k:?}"),
+    }
     assert!(!log.contains("[error]"), "{log}");
 }

@@ -1,8 +1,9 @@
 //! The ACME protocol for one certificate, over `instant-acme`: the
 //! account (an existing key, or a new one registered with the issuer's
 //! contacts and terms), then an order for the names, each pending
-//! authorization proven by HTTP-01 (the token is served by the workers
-//! while the issuer validates), finalization with a CSR for a key made
+//! authorization proven by HTTP-01 or TLS-ALPN-01 (the token or the
+//! validation certificate is served by the workers while the issuer
+//! validates), finalization with a CSR for a key made
 //! here, and the chain's download. Every wait here is on the ACME
 //! thread's runtime.
 
@@ -18,7 +19,7 @@ use instant_acme::{
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::{challenge, Certificate, Issuer, KeyKind};
+use super::{challenge, tls_alpn, Certificate, ChallengeKind, Issuer, KeyKind};
 
 /// How long the issuer may take to validate or to sign before the
 /// attempt counts as failed (and is retried after the backoff).
@@ -104,7 +105,7 @@ pub async fn account(
     Ok((account, Some(pem)))
 }
 
-/// Orders `cert`'s names, proves each by HTTP-01, finalizes and
+/// Orders `cert`'s names, proves each by the issuer's challenge, finalizes and
 /// downloads: the chain and its key, both PEM;
 /// `replaces` names the certificate this one renews (ARI).
 pub async fn issue(
@@ -127,13 +128,34 @@ pub async fn issue(
             AuthorizationStatus::Pending => {}
             s => return Err(other("authorization", format!("status {s:?}"))),
         }
-        let mut ch = a
-            .challenge(ChallengeType::Http01)
-            .ok_or_else(|| other("authorization", "the issuer offers no http-01 challenge"))?;
-        tokens.push(challenge::register(
-            &ch.token,
-            ch.key_authorization().as_str(),
-        ));
+        let name = match &a.identifier().identifier {
+            Identifier::Dns(n) => n.clone(),
+            i => {
+                return Err(other(
+                    "authorization",
+                    format!("unexpected identifier {i:?}"),
+                ))
+            }
+        };
+        let kind = cert.issuer.challenge;
+        let wanted = match kind {
+            ChallengeKind::Http01 => ChallengeType::Http01,
+            ChallengeKind::TlsAlpn01 => ChallengeType::TlsAlpn01,
+        };
+        let mut ch = a.challenge(wanted).ok_or_else(|| {
+            other(
+                "authorization",
+                format!("the issuer offers no {} challenge", kind.name()),
+            )
+        })?;
+        let key_authorization = ch.key_authorization();
+        tokens.push(match kind {
+            ChallengeKind::Http01 => challenge::register(&ch.token, key_authorization.as_str()),
+            ChallengeKind::TlsAlpn01 => {
+                tls_alpn::register(&name, key_authorization.digest().as_ref())
+                    .map_err(|e| other("validation certificate", e))?
+            }
+        });
         ch.set_ready().await.map_err(fail("challenge"))?;
     }
     let retries = RetryPolicy::new().timeout(ORDER_TIMEOUT);
@@ -145,7 +167,11 @@ pub async fn issue(
     if status != OrderStatus::Ready {
         return Err(other("validation", invalid_reason(&mut order).await));
     }
-    let (csr, key_pem) = csr(&cert.names, cert.key).map_err(|e| other("CSR", e))?;
+    let (names, kind) = (cert.names.clone(), cert.key);
+    let (csr, key_pem) = tokio::task::spawn_blocking(move || csr(&names, kind))
+        .await
+        .map_err(|e| other("CSR", e))?
+        .map_err(|e| other("CSR", e))?;
     order.finalize_csr(&csr).await.map_err(fail("finalize"))?;
     let chain = order
         .poll_certificate(&retries)
@@ -172,15 +198,68 @@ async fn invalid_reason(order: &mut instant_acme::Order) -> String {
 }
 
 /// A new key of `kind` and a CSR for `names` signed by it (DER, and the
-/// key as PEM).
-pub fn csr(names: &[String], kind: KeyKind) -> Result<(Vec<u8>, String), rcgen14::Error> {
-    let alg = match kind {
-        KeyKind::EcdsaP256 => &rcgen14::PKCS_ECDSA_P256_SHA256,
-        KeyKind::EcdsaP384 => &rcgen14::PKCS_ECDSA_P384_SHA384,
-    };
-    let key = rcgen14::KeyPair::generate_for(alg)?;
-    let mut params = rcgen14::CertificateParams::new(names.to_vec())?;
+/// key as PEM). RSA keys take seconds to make: the caller runs this on a
+/// blocking thread.
+pub fn csr(names: &[String], kind: KeyKind) -> Result<(Vec<u8>, String), String> {
+    let key = new_key(kind)?;
+    let mut params = rcgen14::CertificateParams::new(names.to_vec()).map_err(|e| e.to_string())?;
     params.distinguished_name = rcgen14::DistinguishedName::new();
-    let csr = params.serialize_request(&key)?;
+    let csr = params.serialize_request(&key).map_err(|e| e.to_string())?;
     Ok((csr.der().to_vec(), key.serialize_pem()))
+}
+
+/// A new private key of `kind`: ECDSA by ring (through rcgen), RSA by
+/// the `rsa` crate (ring cannot generate RSA keys; it signs with them).
+fn new_key(kind: KeyKind) -> Result<rcgen14::KeyPair, String> {
+    let bits = match kind {
+        KeyKind::EcdsaP256 => {
+            return rcgen14::KeyPair::generate_for(&rcgen14::PKCS_ECDSA_P256_SHA256)
+                .map_err(|e| e.to_string())
+        }
+        KeyKind::EcdsaP384 => {
+            return rcgen14::KeyPair::generate_for(&rcgen14::PKCS_ECDSA_P384_SHA384)
+                .map_err(|e| e.to_string())
+        }
+        KeyKind::Rsa2048 => 2048,
+        KeyKind::Rsa3072 => 3072,
+        KeyKind::Rsa4096 => 4096,
+    };
+    use rsa::pkcs8::EncodePrivateKey;
+    let key = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits)
+        .map_err(|e| format!("RSA key generation failed ({e})"))?;
+    let der = key
+        .to_pkcs8_der()
+        .map_err(|e| format!("RSA key encoding failed ({e})"))?;
+    let der = rustls_pki_types::PrivatePkcs8KeyDer::from(der.as_bytes());
+    rcgen14::KeyPair::from_pkcs8_der_and_sign_algo(&der, &rcgen14::PKCS_RSA_SHA256)
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use x509_parser::prelude::FromDer;
+
+    #[test]
+    fn an_rsa_key_of_the_size_asked_signs_the_csr() {
+        let (csr, key_pem) = csr(&["a.test".into()], KeyKind::Rsa2048).unwrap();
+        assert!(key_pem.contains("BEGIN PRIVATE KEY"), "{key_pem}");
+        let (_, req) =
+            x509_parser::certification_request::X509CertificationRequest::from_der(&csr).unwrap();
+        let spki = &req.certification_request_info.subject_pki;
+        assert_eq!(
+            spki.algorithm.algorithm.to_id_string(),
+            "1.2.840.113549.1.1.1"
+        );
+        match spki.parsed().unwrap() {
+            x509_parser::public_key::PublicKey::RSA(k) => assert_eq!(k.key_size(), 2048),
+            k => panic!("{k:?}"),
+        }
+        // sha256WithRSAEncryption: signed by the RSA key (ring signs).
+        assert_eq!(
+            req.signature_algorithm.algorithm.to_id_string(),
+            "1.2.840.113549.1.1.11"
+        );
+    }
 }

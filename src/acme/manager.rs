@@ -135,9 +135,10 @@ async fn supervise(mut rx: watch::Receiver<Arc<Plan>>) {
 /// account (or another way to reach it).
 fn settings_of(i: &Issuer) -> String {
     format!(
-        "{}|{}|{:?}|{:?}|{:?}|{}|{}",
+        "{}|{}|{:?}|{:?}|{:?}|{:?}|{}|{}",
         i.name,
         i.uri,
+        i.challenge,
         i.contacts,
         i.account_key,
         i.state_path,

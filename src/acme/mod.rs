@@ -5,7 +5,7 @@
 //! master hands the live set to [`manager::apply`] after each start or
 //! reload. One dedicated thread runs a tokio current-thread runtime (the
 //! event loop every ACME network wait is on): it keeps each certificate
-//! valid — order, HTTP-01 challenge, finalize, download, install into
+//! valid — order, HTTP-01 or TLS-ALPN-01 challenge, finalize, download, install into
 //! the certificate's [`slot::CertSlot`] (the server's rustls resolver,
 //! swapped without a restart or a dropped connection), renewal ahead of
 //! expiry, backoff on errors. State files go through the disk layer
@@ -16,12 +16,16 @@
 //! signing, nonces, the order state machine and problem documents are
 //! what it is made for, and writing them again over porter's upstream
 //! client (built for proxying, per worker) would be a second HTTP client
-//! with nothing gained. Keys and CSRs are `rcgen`'s.
+//! with nothing gained. Keys and CSRs are `rcgen`'s, but for RSA keys
+//! (`key=rsa:N`), which ring cannot generate: those are made by the
+//! `rsa` crate (RustCrypto's, maintained; used for generation only, every
+//! signature stays ring's) and handed to `rcgen` as PKCS#8.
 //!
 //! | File | What it holds |
 //! |---|---|
 //! | `slot.rs` | [`slot::CertSlot`]: what one certificate serves now; the registry that keeps it across reloads |
-//! | `challenge.rs` | HTTP-01 tokens, answered by the workers before location matching |
+//! | `challenge.rs` | challenges being validated; HTTP-01 tokens, answered by the workers before location matching |
+//! | `tls_alpn.rs` | TLS-ALPN-01: validation certificates, answered in the handshake of any TLS listener |
 //! | `state.rs` | the state path: account key, certificates and keys on disk |
 //! | `client.rs` | the protocol: account, order, challenge, finalize, download |
 //! | `renewal.rs` | when to renew: ARI's window where the issuer offers it, else two thirds of the lifetime |
@@ -33,6 +37,7 @@ pub mod manager;
 pub mod renewal;
 pub mod slot;
 pub mod state;
+pub mod tls_alpn;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,6 +47,19 @@ use std::sync::Arc;
 pub enum ChallengeKind {
     /// `http-01`: a token served at `/.well-known/acme-challenge/` on port 80.
     Http01,
+    /// `tls-alpn-01` (RFC 8737): a validation certificate served to a
+    /// handshake offering ALPN `acme-tls/1` on port 443.
+    TlsAlpn01,
+}
+
+impl ChallengeKind {
+    /// As written in `challenge`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChallengeKind::Http01 => "http-01",
+            ChallengeKind::TlsAlpn01 => "tls-alpn-01",
+        }
+    }
 }
 
 /// Where the account key comes from (`account_key`).
@@ -60,6 +78,12 @@ pub enum KeyKind {
     EcdsaP256,
     /// `ecdsa:384`.
     EcdsaP384,
+    /// `rsa:2048` (also `rsa`).
+    Rsa2048,
+    /// `rsa:3072`.
+    Rsa3072,
+    /// `rsa:4096`.
+    Rsa4096,
 }
 
 impl KeyKind {
@@ -68,6 +92,9 @@ impl KeyKind {
         match self {
             KeyKind::EcdsaP256 => "ecdsa:256",
             KeyKind::EcdsaP384 => "ecdsa:384",
+            KeyKind::Rsa2048 => "rsa:2048",
+            KeyKind::Rsa3072 => "rsa:3072",
+            KeyKind::Rsa4096 => "rsa:4096",
         }
     }
 }

@@ -3,7 +3,9 @@
 //! starts a handshake; anything else is plain HTTP, answered with NGINX's
 //! 400 "The plain HTTP request was sent to HTTPS port" once its head is
 //! read), then the handshake, bounded by `ssl_handshake_timeout`, with
-//! the server block chosen by SNI as `Host` chooses it. An HTTP/1.x
+//! the server block chosen by SNI as `Host` chooses it (or, for an ACME
+//! issuer's TLS-ALPN-01 validation, the validation certificate:
+//! `acme::tls_alpn`). An HTTP/1.x
 //! connection whose server has `ssl_ktls on` (the default) then moves to
 //! kernel TLS when the start-up probe found it ([`crate::tls::ktls`]);
 //! HTTP/2 connections stay in user space.
@@ -15,6 +17,7 @@ use tokio::net::TcpStream;
 
 use super::context::{ConnInfo, TlsInfo};
 use super::stream::ClientStream;
+use crate::acme;
 use crate::config::ListenGroup;
 use crate::log::{ErrorLog, Level};
 use crate::metrics;
@@ -59,6 +62,9 @@ pub async fn accept(
     }
     let mut answered: Option<Arc<ServerTls>> = None;
     let pick = |hello: &Hello<'_>| {
+        if let Some(c) = acme::tls_alpn::answer(hello.server_name, hello.acme_tls) {
+            return Ok(c);
+        }
         let tls = server_for(listen, hello)?;
         let config = Arc::clone(&tls.config);
         answered = Some(tls);
@@ -71,34 +77,7 @@ pub async fn accept(
             .iter()
             .any(|s| s.tls.as_ref().is_some_and(|t| t.ktls));
     match tokio::time::timeout_at(deadline, conn::accept(&tcp, pick, whole_records)).await {
-        Ok(Ok(tls)) => {
-            metrics::inc(&metrics::tls::HANDSHAKES);
-            if tls.resumed() {
-                metrics::inc(&metrics::tls::RESUMED);
-            }
-            let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
-                Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
-                None => "NONE".into(),
-            };
-            let facts = TlsInfo {
-                protocol: tls.protocol(),
-                cipher: tls.cipher(),
-                server_name: tls.server_name(),
-                reused: tls.resumed(),
-                client_verify,
-                peer: peer_cert(&tls),
-                curve: tls.curve(),
-                session_id: tls.session_id(),
-            };
-            let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
-            match into_stream(tcp, tls, whole_records && ktls_on) {
-                Ok(s) => Accepted::Tls(s, Arc::new(facts)),
-                Err(e) => {
-                    handshake_failed(log, info, &format!("kTLS setup failed ({e})"));
-                    Accepted::Closed
-                }
-            }
-        }
+        Ok(Ok(tls)) => established(tcp, tls, answered, whole_records, log, info),
         Ok(Err(HandshakeError::Closed)) => {
             handshake_failed(log, info, "peer closed connection in SSL handshake");
             Accepted::Closed
@@ -109,6 +88,57 @@ pub async fn accept(
         }
         Err(_) => {
             handshake_failed(log, info, "client timed out (110: Connection timed out)");
+            Accepted::Closed
+        }
+    }
+}
+
+/// A finished handshake: a TLS-ALPN-01 validation (closed: the issuer
+/// sends nothing more, RFC 8737 §3), else the connection's stream and
+/// its TLS facts.
+fn established(
+    tcp: TcpStream,
+    tls: TlsConn,
+    answered: Option<Arc<ServerTls>>,
+    whole_records: bool,
+    log: &ErrorLog,
+    info: &ConnInfo,
+) -> Accepted {
+    if tls.alpn_acme_tls() {
+        // The issuer has seen the validation certificate; it sends
+        // nothing more (RFC 8737 §3).
+        tls.close_notify(&tcp);
+        log.log_conn(
+            Level::Info,
+            Some(info.id),
+            format_args!("acme: tls-alpn-01 validation certificate sent"),
+            &format!(", client: {}, server: {}", info.peer.ip(), info.local),
+        );
+        return Accepted::Closed;
+    }
+    metrics::inc(&metrics::tls::HANDSHAKES);
+    if tls.resumed() {
+        metrics::inc(&metrics::tls::RESUMED);
+    }
+    let client_verify = match answered.as_ref().and_then(|t| t.client_auth.as_ref()) {
+        Some(auth) => auth.verify(tls.peer_certificates().as_deref()),
+        None => "NONE".into(),
+    };
+    let facts = TlsInfo {
+        protocol: tls.protocol(),
+        cipher: tls.cipher(),
+        server_name: tls.server_name(),
+        reused: tls.resumed(),
+        client_verify,
+        peer: peer_cert(&tls),
+        curve: tls.curve(),
+        session_id: tls.session_id(),
+    };
+    let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
+    match into_stream(tcp, tls, whole_records && ktls_on) {
+        Ok(s) => Accepted::Tls(s, Arc::new(facts)),
+        Err(e) => {
+            handshake_failed(log, info, &format!("kTLS setup failed ({e})"));
             Accepted::Closed
         }
     }

@@ -122,6 +122,9 @@ pub enum Ktls {
 pub struct Hello<'a> {
     /// The SNI name, if sent.
     pub server_name: Option<&'a str>,
+    /// The client offers ALPN `acme-tls/1`: an ACME issuer validating
+    /// TLS-ALPN-01 (RFC 8737).
+    pub acme_tls: bool,
 }
 
 /// Why a handshake ended without a connection.
@@ -238,8 +241,12 @@ pub async fn accept(
     };
     let config = {
         let hello: ClientHello<'_> = accepted.client_hello();
+        let acme_tls = hello
+            .alpn()
+            .is_some_and(|mut p| p.any(|p| p == b"acme-tls/1"));
         pick(&Hello {
             server_name: hello.server_name(),
+            acme_tls,
         })
     };
     let config = match config {
@@ -598,6 +605,12 @@ impl TlsConn {
     /// Whether ALPN settled on HTTP/2 (`h2`).
     pub fn alpn_h2(&self) -> bool {
         self.conn.borrow().alpn_protocol() == Some(b"h2")
+    }
+
+    /// ALPN settled on `acme-tls/1`: a TLS-ALPN-01 validation, over once
+    /// the handshake is (RFC 8737 §3).
+    pub fn alpn_acme_tls(&self) -> bool {
+        self.conn.borrow().alpn_protocol() == Some(b"acme-tls/1")
     }
 
     /// Encrypts as much of `data` as rustls's buffer takes and sends what

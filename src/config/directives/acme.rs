@@ -38,6 +38,7 @@ struct IssuerB {
     uri: Option<String>,
     contacts: Vec<String>,
     account_key: Option<AccountKey>,
+    challenge: Option<ChallengeKind>,
     state_path: Option<Option<PathBuf>>,
     accept_tos: bool,
     trusted: Option<PathBuf>,
@@ -92,7 +93,7 @@ fn set_issuer(b: &mut Build, d: &Directive) -> Res {
         uri,
         contacts: i.contacts,
         account_key: i.account_key.unwrap_or(AccountKey::Generate),
-        challenge: ChallengeKind::Http01,
+        challenge: i.challenge.unwrap_or(ChallengeKind::Http01),
         state_path,
         accept_tos: i.accept_tos,
         tls,
@@ -135,13 +136,13 @@ fn issuer_line(b: &Build, i: &mut IssuerB, e: &Directive) -> Res {
                 path => AccountKey::File(b.full_path(path)),
             })
         }
-        "challenge" => match one()? {
-            "http" | "http-01" => {}
-            "tls-alpn" | "tls-alpn-01" => {
-                return Err("unsupported challenge: \"tls-alpn-01\" (porter answers \"http-01\")".into())
-            }
-            v => return Err(format!("unsupported challenge: {v}")),
-        },
+        "challenge" => {
+            i.challenge = Some(match one()? {
+                "http" | "http-01" => ChallengeKind::Http01,
+                "tls-alpn" | "tls-alpn-01" => ChallengeKind::TlsAlpn01,
+                v => return Err(format!("unsupported challenge: {v}")),
+            })
+        }
         "state_path" => {
             i.state_path = Some(match one()? {
                 "off" => None,
@@ -200,11 +201,14 @@ pub(super) fn certificate(
     let mut listed = Vec::new();
     for a in &d.args[1..] {
         match a.strip_prefix("key=") {
-            Some("ecdsa:256") => key = KeyKind::EcdsaP256,
+            Some("ecdsa" | "ecdsa:256") => key = KeyKind::EcdsaP256,
             Some("ecdsa:384") => key = KeyKind::EcdsaP384,
+            Some("rsa" | "rsa:2048") => key = KeyKind::Rsa2048,
+            Some("rsa:3072") => key = KeyKind::Rsa3072,
+            Some("rsa:4096") => key = KeyKind::Rsa4096,
             Some(v) => {
                 return Err(at(format!(
-                    "unsupported key \"{v}\" (porter makes \"ecdsa:256\" or \"ecdsa:384\" keys)"
+                    "unsupported key \"{v}\" (porter makes \"ecdsa:256\", \"ecdsa:384\", \"rsa:2048\", \"rsa:3072\" or \"rsa:4096\" keys)"
                 )))
             }
             None => listed.push(a.clone()),
@@ -219,8 +223,10 @@ pub(super) fn certificate(
     let mut names: Vec<String> = Vec::new();
     for n in raw {
         for name in identifiers(n, from_server_name, d).map_err(at)? {
-            if issuer.challenge == ChallengeKind::Http01 && name.starts_with("*.") {
-                return Err(at(format!("wildcard name \"{name}\" cannot be validated with the \"http-01\" challenge of issuer \"{}\"", issuer.name)));
+            // Neither HTTP-01 nor TLS-ALPN-01 (RFC 8737 §3) can prove a
+            // wildcard; the issuer would refuse the order.
+            if name.starts_with("*.") {
+                return Err(at(format!("wildcard name \"{name}\" cannot be validated with the \"{}\" challenge of issuer \"{}\"", issuer.challenge.name(), issuer.name)));
             }
             if !names.contains(&name) {
                 names.push(name);
