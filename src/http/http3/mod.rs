@@ -19,6 +19,7 @@
 //! `client_header_timeout` the handshake and each stream's HEADERS.
 
 mod endpoint;
+pub mod guard;
 mod send;
 mod stream;
 
@@ -205,7 +206,10 @@ async fn connection<H: Respond + 'static>(
     let max_head = server.limits.max_head as u64;
     let built = h3::server::builder()
         .max_field_section_size(max_head)
-        .build::<_, bytes::Bytes>(h3_quinn::Connection::new(quic.clone()))
+        .build::<_, bytes::Bytes>(guard::Guarded::new(
+            quic.clone(),
+            guard::request_frame_max(server.limits.max_head),
+        ))
         .await;
     let h3c = match built {
         Ok(c) => c,
@@ -222,7 +226,7 @@ async fn connection<H: Respond + 'static>(
 /// until the client leaves, an error, or a graceful stop (GOAWAY, then
 /// the open streams may finish within [`CLOSING_GRACE`]).
 async fn run<H: Respond + 'static>(
-    mut h3c: h3::server::Connection<h3_quinn::Connection, bytes::Bytes>,
+    mut h3c: h3::server::Connection<guard::Guarded, bytes::Bytes>,
     shared: &Rc<ConnShared>,
     w: &Rc<WorkerEnv<H>>,
 ) {
