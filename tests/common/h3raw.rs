@@ -249,3 +249,30 @@ fn huffman_digits(bytes: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+/// Reads a QUIC varint at the start of `b`: the value and its length.
+fn read_varint(b: &[u8]) -> Option<(u64, usize)> {
+    let first = *b.first()?;
+    let n = 1usize << (first >> 6);
+    let mut v = u64::from(first & 0x3f);
+    for x in b.get(1..n)? {
+        v = v << 8 | u64::from(*x);
+    }
+    Some((v, n))
+}
+
+/// The DATA frames' payloads of a response stream, joined (`None` if a
+/// frame is cut short).
+pub fn data_payload(mut bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let (ty, a) = read_varint(bytes)?;
+        let (len, b) = read_varint(&bytes[a..])?;
+        let payload = bytes.get(a + b..a + b + len as usize)?;
+        if ty == DATA {
+            out.extend_from_slice(payload);
+        }
+        bytes = &bytes[a + b + len as usize..];
+    }
+    Some(out)
+}
