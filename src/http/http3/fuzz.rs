@@ -74,10 +74,18 @@ pub fn request(control: &[u8], request: &[u8]) -> Option<String> {
         let resolver = h3c.accept().await.ok()??;
         let (req, mut stream) = resolver.resolve_request().await.ok()?;
         let mut body = 0;
-        while let Ok(Some(d)) = stream.recv_data().await {
-            body += d.remaining();
-        }
-        let trailers = stream.recv_trailers().await.ok().flatten().is_some();
+        let ended = loop {
+            match stream.recv_data().await {
+                Ok(Some(d)) => body += d.remaining(),
+                Ok(None) => break true,
+                Err(_) => break false,
+            }
+        };
+        // h3 asserts the body was read to its end before trailers (porter
+        // reads none; asking after a body error panicked in h3: found by
+        // the mutation loop of tests/fuzz_corpus.rs, not reachable from
+        // porter's request path).
+        let trailers = ended && stream.recv_trailers().await.ok().flatten().is_some();
         Some(format!("{} {} {body} {trailers}", req.method(), req.uri()))
     })
     .flatten()
