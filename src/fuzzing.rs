@@ -27,6 +27,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("config", config),
     ("cache_header", cache_header),
     ("upstream_response", upstream_response),
+    ("h3_request", h3_request),
+    ("h3_frame_scan", h3_frame_scan),
 ];
 
 /// A client's request head (`http::request::parse_head`), with the
@@ -199,4 +201,21 @@ pub fn upstream_response(data: &[u8]) {
             assert!(n <= rest.len());
         }
     }
+}
+
+/// An HTTP/3 client's control stream and request stream through h3's
+/// server as porter builds it (`http::http3::fuzz::request`: frames,
+/// SETTINGS, QPACK field sections, DATA, trailers); the first byte is the
+/// control stream's length. An accepted request has a method and a URI.
+pub fn h3_request(data: &[u8]) {
+    let (control, request) = crate::http::http3::fuzz::request_input(data);
+    if let Some(line) = crate::http::http3::fuzz::request(control, request) {
+        assert!(line.contains(' '), "{line:?}");
+    }
+}
+
+/// porter's HTTP/3 frame guard (`http::http3::guard::FrameScan`): the
+/// same verdict whether the bytes come whole or in pieces.
+pub fn h3_frame_scan(data: &[u8]) {
+    crate::http::http3::fuzz::frame_scan(data);
 }

@@ -5,7 +5,9 @@
 //! ranges, 404 with its page, 304, the proxy to a backend with a request
 //! body, many concurrent streams on one connection, connections spread
 //! over two workers, `Alt-Svc` on the TCP listener, `$http3`/`$quic` in
-//! the access log, `quic_retry on`, and the config errors NGINX gives.
+//! the access log, `quic_retry on`, `keepalive_requests` (GOAWAY, then
+//! the close), a download under way when a graceful stop comes, and the
+//! config errors NGINX gives.
 
 mod common;
 
@@ -346,5 +348,61 @@ fn tls12_only_servers_cannot_listen_on_quic() {
         err.contains("\"ssl_protocols\" must enable TLSv1.3 for the \"listen ... quic\" directive")
             && err.contains("porter.conf:4"),
         "{err}"
+    );
+}
+
+#[test]
+fn keepalive_requests_ends_the_connection_with_goaway_after_the_last() {
+    let ca = Ca::new();
+    let (s, _) = start(&ca, "keepalive_requests 3;", "");
+    let mut c = connect(&s, &ca);
+    for _ in 0..3 {
+        assert_eq!(c.get("/small.txt").status, 200);
+    }
+    // GOAWAY came with the third; the connection closes once it is done
+    // (porter waits up to 5 s for this client to close first).
+    let reason = c.wait_closed(Duration::from_secs(10));
+    assert!(
+        matches!(&reason, Some(quinn::ConnectionError::ApplicationClosed(a))
+            if a.error_code.into_inner() == 0x100),
+        "{reason:?}"
+    );
+    assert!(c.request("GET", "/small.txt", &[], b"").is_err());
+    let mut c = connect(&s, &ca);
+    assert_eq!(c.get("/small.txt").status, 200);
+}
+
+#[test]
+fn a_graceful_stop_lets_a_download_finish_then_closes_with_no_error() {
+    let ca = Ca::new();
+    let (mut s, big) = start(&ca, "", "");
+    let raw = common::h3raw::Raw::connect(s.port, &ca);
+    let _control = raw.open_control();
+    let conn = raw.conn.clone();
+    let pid = s.child.id() as i32;
+    let body = raw.rt.block_on(async move {
+        let (mut send, mut recv) = conn.open_bi().await.unwrap();
+        send.write_all(&common::h3raw::get("/big.bin"))
+            .await
+            .unwrap();
+        send.finish().unwrap();
+        let mut got = vec![0u8; 64 << 10];
+        recv.read_exact(&mut got).await.unwrap();
+        // SIGQUIT with the download under way.
+        // SAFETY: a signal to the server this test started.
+        unsafe { libc::kill(pid, libc::SIGQUIT) };
+        got.extend(recv.read_to_end(64 << 20).await.unwrap());
+        got
+    });
+    let data = common::h3raw::data_payload(&body).expect("whole frames");
+    assert!(data == big, "{} of {} bytes", data.len(), big.len());
+    let closed = raw.closed(Duration::from_secs(10));
+    assert_eq!(
+        closed.as_ref().and_then(common::h3raw::app_code),
+        Some(0x100)
+    );
+    assert!(
+        s.wait_exit(Duration::from_secs(10)).is_some(),
+        "porter did not stop"
     );
 }

@@ -142,6 +142,14 @@ impl H3 {
         self._endpoint.rebind(s).unwrap();
     }
 
+    /// How the connection was closed, waiting up to `wait` (the client's
+    /// tasks run only while it waits).
+    pub fn wait_closed(&self, wait: Duration) -> Option<quinn::ConnectionError> {
+        let conn = self.conn.clone();
+        self.rt
+            .block_on(async move { tokio::time::timeout(wait, conn.closed()).await.ok() })
+    }
+
     /// The QUIC connection's statistics and state.
     pub fn quic(&self) -> &quinn::Connection {
         &self.conn

@@ -7,6 +7,7 @@
 pub mod blkio;
 pub mod h2client;
 pub mod h3client;
+pub mod h3raw;
 pub mod metrics;
 pub mod origin;
 pub mod php;

@@ -19,6 +19,8 @@
 //! `client_header_timeout` the handshake and each stream's HEADERS.
 
 mod endpoint;
+pub mod fuzz;
+pub mod guard;
 mod send;
 mod stream;
 
@@ -58,6 +60,8 @@ pub struct ConnShared {
     requests: Cell<u64>,
     /// `client_header_timeout`: the wait for a stream's HEADERS.
     header_timeout: Duration,
+    /// `keepalive_requests`: streams accepted before GOAWAY.
+    max_requests: u64,
 }
 
 impl ConnShared {
@@ -201,11 +205,15 @@ async fn connection<H: Respond + 'static>(
         group,
         requests: Cell::new(0),
         header_timeout: server.limits.header_timeout,
+        max_requests: server.base.s.keepalive_requests,
     });
     let max_head = server.limits.max_head as u64;
     let built = h3::server::builder()
         .max_field_section_size(max_head)
-        .build::<_, bytes::Bytes>(h3_quinn::Connection::new(quic.clone()))
+        .build::<_, bytes::Bytes>(guard::Guarded::new(
+            quic.clone(),
+            guard::request_frame_max(server.limits.max_head),
+        ))
         .await;
     let h3c = match built {
         Ok(c) => c,
@@ -214,27 +222,37 @@ async fn connection<H: Respond + 'static>(
             return;
         }
     };
-    run(h3c, &shared, &w).await;
+    run(h3c, &quic, &shared, &w).await;
     quic.close(quinn::VarInt::from_u32(0x100), b"");
 }
 
 /// The accept loop of an HTTP/3 connection: each request stream a task,
-/// until the client leaves, an error, or a graceful stop (GOAWAY, then
-/// the open streams may finish within [`CLOSING_GRACE`]).
+/// until the client leaves, an error, a graceful stop (GOAWAY, then the
+/// open streams may finish within [`CLOSING_GRACE`]), or the
+/// `keepalive_requests`th stream (GOAWAY at once, as NGINX sends it with
+/// that stream; the streams accepted finish, later ones are rejected, and
+/// the connection closes when the last is done).
 async fn run<H: Respond + 'static>(
-    mut h3c: h3::server::Connection<h3_quinn::Connection, bytes::Bytes>,
+    mut h3c: h3::server::Connection<guard::Guarded, bytes::Bytes>,
+    quic: &quinn::Connection,
     shared: &Rc<ConnShared>,
     w: &Rc<WorkerEnv<H>>,
 ) {
     let mut streams = JoinSet::new();
     let mut shutdown = w.shutdown.clone();
     let mut closing: Option<tokio::time::Instant> = None;
+    let (mut accepted, mut goaway) = (0u64, false);
     loop {
         let grace = closing.map(|c| c + CLOSING_GRACE);
         tokio::select! {
             r = h3c.accept() => match r {
                 Ok(Some(incoming)) => {
                     streams.spawn_local(stream::serve(incoming, Rc::clone(w), Rc::clone(shared)));
+                    accepted += 1;
+                    if accepted >= shared.max_requests && !goaway {
+                        goaway = true;
+                        let _ = h3c.shutdown(1).await;
+                    }
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -244,10 +262,21 @@ async fn run<H: Respond + 'static>(
                     break;
                 }
             },
-            Some(_) = streams.join_next(), if !streams.is_empty() => {}
+            Some(_) = streams.join_next(), if !streams.is_empty() => {
+                if goaway && streams.is_empty() {
+                    break;
+                }
+            }
             _ = shutdown.wait_for(Mode::Graceful), if closing.is_none() => {
                 closing = Some(tokio::time::Instant::now());
-                let _ = h3c.shutdown(0).await;
+                goaway = true;
+                // h3 names the first stream not served as the last one
+                // accepted plus this count (0 would tell the client its
+                // last request is not served while it is).
+                let _ = h3c.shutdown(1).await;
+                if streams.is_empty() {
+                    break;
+                }
             }
             _ = tokio::time::sleep_until(grace.unwrap_or_else(tokio::time::Instant::now)), if grace.is_some() => break,
         }
@@ -260,6 +289,12 @@ async fn run<H: Respond + 'static>(
             _ = streams.join_next() => {}
             _ = tokio::time::sleep_until(deadline) => break,
         }
+    }
+    // The last responses may be with quinn still, not yet acknowledged,
+    // and a close now (h3 closes when dropped) would lose them: a client
+    // told to go away closes once it has them; else the grace ends it.
+    if goaway {
+        let _ = tokio::time::timeout(CLOSING_GRACE, quic.closed()).await;
     }
 }
 

@@ -169,7 +169,7 @@ impl Out {
 /// The receiving half of a request stream, as the request body reads it
 /// (`ClientBody::h3`).
 pub struct RecvBody {
-    recv: RequestStream<h3_quinn::RecvStream, Bytes>,
+    recv: RequestStream<super::guard::GuardedRecv, Bytes>,
     /// The stream ended with its HEADERS (no body).
     ended: bool,
     /// A piece read while looking for that end.
@@ -181,7 +181,7 @@ impl RecvBody {
     /// waiting, whether the client already ended the stream (a GET sends
     /// HEADERS and FIN together), so a request without a body is not
     /// taken for one of unknown length.
-    pub async fn start(mut recv: RequestStream<h3_quinn::RecvStream, Bytes>) -> RecvBody {
+    pub async fn start(mut recv: RequestStream<super::guard::GuardedRecv, Bytes>) -> RecvBody {
         let peek = std::future::poll_fn(|cx| std::task::Poll::Ready(recv.poll_recv_data(cx)));
         let (ended, first) = match peek.await {
             std::task::Poll::Ready(Ok(None)) => (true, None),

@@ -27,7 +27,7 @@ use crate::log::Level;
 use crate::metrics::{self, Gauge};
 
 /// A request stream whose head is still to be read.
-pub type Incoming = RequestResolver<h3_quinn::Connection, Bytes>;
+pub type Incoming = RequestResolver<super::guard::Guarded, Bytes>;
 
 /// Serves the request stream `incoming`.
 pub async fn serve<H: Respond>(incoming: Incoming, w: Rc<WorkerEnv<H>>, conn: Rc<ConnShared>) {
