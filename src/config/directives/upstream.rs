@@ -176,7 +176,8 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
-/// `server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down]`
+/// `server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [max_conns=N]
+/// [backup] [down]`
 /// inside `upstream { }`.
 pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
     let addr = &d.args[0];
@@ -185,6 +186,7 @@ pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
     let mut fail_timeout = Duration::from_secs(10);
     let mut backup = false;
     let mut down = false;
+    let mut max_conns = 0u32;
     let bad = |p: &str| format!("invalid parameter \"{p}\"");
     for p in &d.args[1..] {
         if let Some(v) = p.strip_prefix("weight=") {
@@ -204,7 +206,9 @@ pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
             backup = true;
         } else if p == "down" {
             down = true;
-        } else if p.starts_with("max_conns=") || p.starts_with("slow_start=") {
+        } else if let Some(v) = p.strip_prefix("max_conns=") {
+            max_conns = v.parse().map_err(|_| bad(p))?;
+        } else if p.starts_with("slow_start=") {
             return Err(format!("the \"{p}\" parameter is not supported by porter"));
         } else {
             return Err(bad(p));
@@ -235,6 +239,7 @@ pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
             max_fails,
             fail_timeout,
             down,
+            max_conns,
         });
     }
     Ok(())

@@ -106,7 +106,7 @@ pub async fn fetch_with(
 async fn try_peers(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
-    group: &UpstreamGroup,
+    group: &Arc<UpstreamGroup>,
     out: &Outgoing,
     client_body: Option<&RefCell<ClientBody<'_>>>,
 ) -> Result<UpstreamResponse, UpstreamError> {
@@ -146,7 +146,8 @@ async fn try_peers(
                     group.release(peer, !matches!(status, 403 | 404));
                     continue;
                 }
-                group.release(peer, false);
+                let mut resp = resp;
+                resp.body.in_flight = Some(group.answered(peer));
                 if let Some(u) = ctx.upstream.as_mut() {
                     u.headers = resp.head.headers.clone();
                 }
