@@ -42,6 +42,25 @@ pub struct LocationTree {
     pub regex_set: Option<RegexSet>,
 }
 
+/// A location's `limit_except`: a request whose method is not
+/// `allowed` runs under `loc` (the block's directives over the
+/// location's), as NGINX's `ngx_http_update_location_config` switches
+/// `r->loc_conf`.
+#[derive(Debug)]
+pub struct LimitExcept {
+    /// The methods named (upper case; `HEAD` with `GET`).
+    pub allowed: Vec<String>,
+    /// The block's location.
+    pub loc: Arc<LocationConf>,
+}
+
+impl LimitExcept {
+    /// The block's location when `method` is not allowed.
+    pub fn for_method(&self, method: &str) -> Option<&Arc<LocationConf>> {
+        (!self.allowed.iter().any(|m| m == method)).then_some(&self.loc)
+    }
+}
+
 /// How a search ended (NGINX's return codes of the same name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Rc {

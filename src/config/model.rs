@@ -139,7 +139,8 @@ pub enum LocationKind {
     Regex,
     /// `location @name`.
     Named,
-    /// The inside of an `if` block in a location.
+    /// The inside of an `if` or `limit_except` block in a location
+    /// (NGINX's noname locations: no URI selects them).
     If,
     /// The server level (no `location` block matched).
     Server,
@@ -207,6 +208,8 @@ pub struct LocationConf {
     pub script: Arc<Vec<Op>>,
     /// Content handler.
     pub handler: Handler,
+    /// `limit_except`: the block a method outside its list runs under.
+    pub limit_except: Option<super::locations::LimitExcept>,
     /// The merged inheritable settings.
     pub s: LocSettings,
 }
@@ -304,6 +307,8 @@ loc_settings! {
     keepalive_header: Option<Duration> = None;
     /// `keepalive_requests`.
     keepalive_requests: u64 = 1000;
+    /// `keepalive_disable` (default `msie6`).
+    keepalive_disable: KeepaliveDisable = KeepaliveDisable { msie6: true, safari: false };
     /// `send_timeout`.
     send_timeout: Duration = Duration::from_secs(60);
     /// `client_header_timeout` (read at server level): the whole head.

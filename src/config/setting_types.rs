@@ -5,6 +5,16 @@
 
 use crate::vars::template::Template;
 
+/// `keepalive_disable`: the browsers whose connections close after a
+/// request (`src/http/user_agent.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeepaliveDisable {
+    /// `msie6`: MSIE up to 6, after a POST (the default).
+    pub msie6: bool,
+    /// `safari`: Safari on Mac OS X.
+    pub safari: bool,
+}
+
 /// One `error_page` rule.
 #[derive(Debug, Clone)]
 pub struct ErrorPage {

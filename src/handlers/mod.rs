@@ -385,6 +385,21 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         Found::Redirect(l) => (l, true),
     };
     ctx.loc = loc;
+    // `limit_except`: a method outside its list runs under its block.
+    let method = match ctx.method {
+        Method::Get => "GET",
+        Method::Head => "HEAD",
+        Method::Post => "POST",
+        _ => ctx.head.method(),
+    };
+    if let Some(l) = ctx
+        .loc
+        .limit_except
+        .as_ref()
+        .and_then(|le| le.for_method(method))
+    {
+        ctx.loc = Arc::clone(l);
+    }
     if ctx.loc.internal && !ctx.internal {
         return Some(Outcome::Status(404));
     }

@@ -17,6 +17,7 @@ use super::file;
 use super::outcome::{redirect, Env, Outcome};
 use crate::config::rewrite::{Cond, FileTest, Op, Rewrite, RewriteFlag};
 use crate::config::Return;
+use crate::config::Handler;
 use crate::disk::FileKind;
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
@@ -76,6 +77,11 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
             Op::If(block) => {
                 if test(ctx, env, &block.cond).await {
                     if let Some(l) = &block.loc {
+                        if lost_upstream(&ctx.loc.handler, &l.handler) {
+                            ctx.log(env.log)
+                                .line(Level::Alert, format_args!("no upstream configuration"));
+                            return Some(Outcome::Status(500));
+                        }
                         ctx.loc = Arc::clone(l);
                     }
                     stack.push(block.body.iter());
@@ -84,6 +90,14 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
         }
     }
     None
+}
+
+/// An `if` block without `proxy_pass` entered after one with it: NGINX
+/// keeps the content handler a block set (a location without one has
+/// none of its own), so the proxy runs with the new block's settings, which
+/// name no upstream, and answers 500 with this alert.
+fn lost_upstream(from: &Handler, to: &Handler) -> bool {
+    matches!(from, Handler::Proxy(_) | Handler::Grpc(_)) && matches!(to, Handler::Static)
 }
 
 enum Flow {

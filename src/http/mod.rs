@@ -33,4 +33,5 @@ pub mod trailers;
 pub mod tunnel;
 pub mod upstream_vars;
 pub mod uri;
+pub mod user_agent;
 mod writer;

@@ -26,16 +26,21 @@
 //! - **`random [two [least_conn]]`**: a peer drawn by weight (20 draws,
 //!   then round-robin); with `two`, two distinct draws and the one with
 //!   fewer active requests relative to weight.
-//! - A peer's active count runs from its selection to the end of its try
-//!   (`release`: the response head, or the failure).
+//! - **`max_conns=N`**: a peer with N requests in flight is skipped (a
+//!   lone peer too), as NGINX's `peer->conns >= peer->max_conns`.
+//! - A peer's active count runs from its selection to the end of its try:
+//!   a failure, or for the response that stands the end of its body
+//!   ([`InFlight`] dropped; NGINX frees the peer when the request ends).
 //!
 //! Peer state is shared by every worker thread: one `Mutex` per peer set,
 //! held only for the arithmetic of one selection or one release.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::ketama::find_point;
+pub use super::ketama::{crc32, ketama_ring};
 use super::PeerAddr;
 use crate::vars::template::Template;
 
@@ -315,13 +320,15 @@ impl PeerSet {
     }
 
     /// Records the outcome of a request to peer `i` (NGINX's
-    /// `free_round_robin_peer`).
-    fn release(&self, i: usize, failed: bool) {
+    /// `free_round_robin_peer`); `ended`: no longer in flight.
+    fn release(&self, i: usize, failed: bool, ended: bool) {
         let p = &self.peers[i];
         let now = Instant::now();
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let s = &mut st[i];
-        s.conns = s.conns.saturating_sub(1);
+        if ended {
+            s.conns = s.conns.saturating_sub(1);
+        }
         s.tries += 1;
         if failed {
             s.failures += 1;
@@ -453,55 +460,6 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// two config generations never share idle connections).
 pub fn next_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
-}
-
-/// CRC-32 (IEEE, as NGINX's `ngx_crc32_long`).
-pub fn crc32(data: &[u8]) -> u32 {
-    crc32fast::hash(data)
-}
-
-/// The ketama ring over `peers`, as NGINX's `ngx_http_upstream_update_chash`
-/// builds it: points sorted by hash, equal hashes kept once (the first).
-pub fn ketama_ring(peers: &[PeerSpec]) -> Vec<(u32, usize)> {
-    let mut points = Vec::new();
-    for (i, p) in peers.iter().enumerate() {
-        let s = p.server.as_bytes();
-        // HOST and PORT: the digits after the last `:`, if all are digits.
-        let (host, port): (&[u8], &[u8]) = if s.len() >= 5 && s[..5].eq_ignore_ascii_case(b"unix:")
-        {
-            (&s[5..], b"")
-        } else {
-            let digits = s.iter().rev().take_while(|c| c.is_ascii_digit()).count();
-            if digits < s.len() && s[s.len() - digits - 1] == b':' {
-                (&s[..s.len() - digits - 1], &s[s.len() - digits..])
-            } else {
-                (s, b"")
-            }
-        };
-        let mut base = crc32fast::Hasher::new();
-        base.update(host);
-        base.update(b"\0");
-        base.update(port);
-        let mut prev: u32 = 0;
-        for _ in 0..p.weight * 160 {
-            let mut h = base.clone();
-            h.update(&prev.to_le_bytes());
-            let v = h.finalize();
-            points.push((v, i));
-            prev = v;
-        }
-    }
-    // NGINX sorts with qsort (not stable); equal hashes then keep whichever
-    // came first, which for distinct servers is a one-in-billions tie.
-    points.sort_by_key(|&(h, _)| h);
-    points.dedup_by_key(|&mut (h, _)| h);
-    points
-}
-
-/// The index of the first point whose hash is at least `hash` (may be
-/// `points.len()`, which wraps to 0).
-fn find_point(points: &[(u32, usize)], hash: u32) -> usize {
-    points.partition_point(|&(h, _)| h < hash)
 }
 
 impl UpstreamGroup {
@@ -660,14 +618,44 @@ impl UpstreamGroup {
         None
     }
 
-    /// Records the outcome of a try: `failed` for an error, a timeout or an
-    /// invalid header (not for an HTTP status).
-    pub fn release(&self, r: PeerRef, failed: bool) {
-        if r.backup {
-            self.backup.release(r.index, failed)
-        } else {
-            self.primary.release(r.index, failed)
+    fn set(&self, r: PeerRef) -> &PeerSet {
+        match r.backup {
+            true => &self.backup,
+            false => &self.primary,
         }
+    }
+
+    /// Records the outcome of a try that ends now: `failed` for an error,
+    /// a timeout or an invalid header (not for an HTTP status).
+    pub fn release(&self, r: PeerRef, failed: bool) {
+        self.set(r).release(r.index, failed, true)
+    }
+
+    /// Records a try whose response stands: the request stays in flight
+    /// to the peer (`max_conns`, `least_conn`) until the guard is dropped.
+    pub fn answered(self: &Arc<Self>, r: PeerRef) -> InFlight {
+        self.set(r).release(r.index, false, false);
+        InFlight {
+            group: Arc::clone(self),
+            peer: r,
+        }
+    }
+}
+
+/// A response's request in flight to its peer: dropped when its body has
+/// been read (or given up), it ends the peer's count.
+#[derive(Debug)]
+pub struct InFlight {
+    group: Arc<UpstreamGroup>,
+    peer: PeerRef,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let set = self.group.set(self.peer);
+        let mut st = set.state.lock().unwrap_or_else(|e| e.into_inner());
+        let s = &mut st[self.peer.index];
+        s.conns = s.conns.saturating_sub(1);
     }
 }
 

@@ -20,6 +20,7 @@ pub mod app_head;
 pub mod balance;
 pub mod fastcgi;
 pub mod http2;
+mod ketama;
 pub mod pool;
 mod protocol;
 pub mod resolver;
@@ -457,6 +458,8 @@ pub struct UpstreamBody {
     counters: Option<(Arc<AtomicU64>, Arc<AtomicU64>)>,
     /// `fastcgi_limit_rate`: the pace of the reads from the upstream.
     pacer: Option<crate::h1::rate::Pacer>,
+    /// The peer's count of requests in flight, ended with the body.
+    pub in_flight: Option<balance::InFlight>,
 }
 
 impl UpstreamBody {
@@ -479,6 +482,7 @@ impl UpstreamBody {
             log: None,
             counters: None,
             pacer: None,
+            in_flight: None,
         };
         if done {
             b.release();
@@ -501,6 +505,7 @@ impl UpstreamBody {
             log: None,
             counters: None,
             pacer: None,
+            in_flight: None,
         }
     }
 
@@ -541,6 +546,7 @@ impl UpstreamBody {
 
     /// The body ended: the connection goes back to the pool when it may.
     fn release(&mut self) {
+        self.in_flight = None;
         let Some(conn) = self.conn.take() else {
             return;
         };

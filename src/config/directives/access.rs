@@ -16,14 +16,14 @@ use crate::access::rules::{self, AccessRule};
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("allow", HSL, Arity::N(1), set_rule),
-    d("deny", HSL, Arity::N(1), set_rule),
+    d("allow", HSL | LMT, Arity::N(1), set_rule),
+    d("deny", HSL | LMT, Arity::N(1), set_rule),
     d("satisfy", HSL, Arity::N(1), set_satisfy),
-    d("auth_basic", HSL, Arity::N(1), |b, d| {
+    d("auth_basic", HSL | LMT, Arity::N(1), |b, d| {
         let v = template(&d.args[0])?;
         set_once(&mut b.loc().auth_basic, Some(v), d)
     }),
-    d("auth_basic_user_file", HSL, Arity::N(1), |b, d| {
+    d("auth_basic_user_file", HSL | LMT, Arity::N(1), |b, d| {
         let raw = &d.args[0];
         let full = if raw.starts_with('/') || raw.starts_with('$') {
             raw.clone()

@@ -94,6 +94,8 @@ pub(super) struct LocB {
     pub(super) handler: Handler,
     pub(super) loc: LocBuilder,
     pub(super) parent: Option<usize>,
+    /// `limit_except`: the methods allowed and the block's location.
+    pub(super) limit_except: Option<(Vec<String>, usize)>,
 }
 
 impl Build {
@@ -454,6 +456,7 @@ impl Build {
                 auto_redirect: false,
                 script: Arc::new(Vec::new()),
                 handler: Handler::Static,
+                limit_except: None,
                 s: base_s,
             }),
             script: Arc::new(script),
@@ -472,6 +475,15 @@ fn build_locations(
     server: &LocBuilder,
     client_certs: &mut super::proxy_ssl::ClientCerts,
 ) -> Result<(LocationTree, NamedLocations), ConfError> {
+    // An `if` or `limit_except` block without a handler of its own runs
+    // its location's, wherever the location's `proxy_pass` is written.
+    for i in 0..list.len() {
+        if let (LocationKind::If, Handler::Static, Some(p)) =
+            (list[i].kind, &list[i].handler, list[i].parent)
+        {
+            list[i].handler = list[p].handler.clone();
+        }
+    }
     let mut merged: Vec<LocBuilder> = Vec::with_capacity(list.len());
     for lb in list.iter() {
         let mut b = lb.loc.clone();
@@ -512,6 +524,7 @@ fn build_locations(
             auto_redirect,
             script: Arc::new(script),
             handler: lb.handler.clone(),
+            limit_except: super::limit_except::finish(&lb.limit_except, &built),
             s: merged[i].finish(),
         }));
     }

@@ -41,6 +41,12 @@ pub(super) static ROWS: &[Spec] = &[
         let n = number(d, &d.args[0])?;
         set_once(&mut b.loc().keepalive_requests, n, d)
     }),
+    d(
+        "keepalive_disable",
+        HSL,
+        Arity::Min(1),
+        set_keepalive_disable,
+    ),
     d("send_timeout", HSL, Arity::N(1), loc_time!(send_timeout)),
     d(
         "client_header_timeout",
@@ -448,6 +454,23 @@ fn check_nesting(outer: &LocB, kind: LocationKind, path: &str) -> Res {
     Ok(())
 }
 
+/// `keepalive_disable none | msie6 | safari ...`.
+fn set_keepalive_disable(b: &mut Build, d: &Directive) -> Res {
+    let mut off = KeepaliveDisable {
+        msie6: false,
+        safari: false,
+    };
+    for a in &d.args {
+        match a.as_str() {
+            "none" => {}
+            "msie6" => off.msie6 = true,
+            "safari" => off.safari = true,
+            _ => return Err(format!("invalid value \"{a}\"")),
+        }
+    }
+    set_once(&mut b.loc().keepalive_disable, off, d)
+}
+
 fn set_location(b: &mut Build, d: &Directive) -> Res {
     let (kind, path, caseless) = location_args(d)?;
     // `^~` is a prefix that stops the regex search (`caseless` means
@@ -488,6 +511,7 @@ fn set_location(b: &mut Build, d: &Directive) -> Res {
         handler: Handler::Static,
         loc: LocBuilder::default(),
         parent,
+        limit_except: None,
     });
     let idx = srv.locations.len() - 1;
     let saved = b.cur_loc.replace(idx);

@@ -10,7 +10,7 @@ use super::*;
 pub(super) static ROWS: &[Spec] = &[
     d("error_log", MAIN | HSL, Arity::Range(1, 2), set_error_log),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
-    d("access_log", HSL, Arity::Range(1, 4), set_access_log),
+    d("access_log", HSL | LMT, Arity::Range(1, 4), set_access_log),
     d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
 ];
 

@@ -80,6 +80,9 @@ pub const UPSTREAM: u16 = 32;
 /// `if { }` at server level (only the rewrite module's directives).
 pub const SIF: u16 = 64;
 
+/// `limit_except { }` in a location (NGINX's `NGX_HTTP_LMT_CONF`).
+pub const LMT: u16 = 128;
+
 const HSL: u16 = HTTP | SRV | LOC;
 
 /// How many arguments a directive takes.
@@ -183,6 +186,7 @@ mod http;
 mod http2;
 mod http3;
 mod internals;
+mod limit_except;
 mod logs;
 mod map;
 mod proxy;
@@ -221,6 +225,7 @@ static AREAS: &[&[Spec]] = &[
     http2::ROWS,
     http3::ROWS,
     logs::ROWS,
+    limit_except::ROWS,
     static_files::ROWS,
     aio::ROWS,
     proxy::ROWS,

@@ -6,7 +6,7 @@ use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("proxy_pass", LOC, Arity::N(1), set_proxy_pass),
+    d("proxy_pass", LOC | LMT, Arity::N(1), set_proxy_pass),
     d("proxy_set_header", HSL, Arity::N(2), |b, d| {
         let v = template(&d.args[1])?;
         let slot = &mut b.loc().proxy_set_header;
@@ -122,10 +122,9 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
     let url = &d.args[0];
     let groups = Arc::new(b.upstreams.clone());
     let location = b.location().path.clone();
+    // With variables, NGINX checks the URL once rendered (`http:/$uri`
+    // is a URL): so does porter, per request.
     let pass = if url.contains('$') {
-        if !(url.starts_with('$') || crate::upstream::url_scheme(url).is_some()) {
-            split_url(url)?;
-        }
         ProxyPass {
             proto: crate::upstream::Protocol::Http,
             target: ProxyTarget::Dynamic(template(url)?),

@@ -171,6 +171,7 @@ fn set_if(b: &mut Build, d: &Directive) -> Res {
             ..LocBuilder::default()
         },
         parent: Some(parent),
+        limit_except: None,
     });
     let idx = srv.locations.len() - 1;
     let saved = b.cur_loc.replace(idx);

@@ -26,6 +26,7 @@ use crate::http::context::{Method, RequestCtx};
 use crate::http::upstream_vars::TryRecord;
 use crate::log::{Level, RequestLog};
 use crate::upstream::wire::{Framing, HeadError};
+use crate::upstream::balance::InFlight;
 use crate::upstream::{
     NextUpstream, PeerAddr, PeerRef, PoolReturn, Protocol, ProxyPass, UpstreamBody, UpstreamGroup,
     UpstreamResponse,
@@ -144,6 +145,10 @@ impl PeerTry for ProxyTry<'_, '_> {
 
     fn headers(r: &UpstreamResponse) -> &[(String, String)] {
         &r.head.headers
+    }
+
+    fn hold(r: &mut UpstreamResponse, guard: InFlight) {
+        r.body.in_flight = Some(guard);
     }
 
     fn no_peer_url(&self, group: &UpstreamGroup) -> String {

@@ -14,6 +14,7 @@ use super::request::UpstreamError;
 use crate::handlers::outcome::Env;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::TryRecord;
+use crate::upstream::balance::InFlight;
 use crate::upstream::{NextUpstream, PeerRef, Protocol, UpstreamGroup};
 
 /// A try's outcome: `Err(Ok(_))` is the peer's failure (logged),
@@ -44,6 +45,12 @@ pub(crate) trait PeerTry {
     fn status(r: &Self::Response) -> u16;
     /// A response's headers (`$upstream_http_*`).
     fn headers(r: &Self::Response) -> &[(String, String)];
+    /// Keeps the request counted in flight to its peer (`max_conns`,
+    /// `least_conn`) until the response's body is read, as NGINX counts
+    /// it; by default the count ends with the head.
+    fn hold(_: &mut Self::Response, guard: InFlight) {
+        drop(guard);
+    }
     /// The log's `upstream:` when no peer is left (`http://NAME/uri`).
     fn no_peer_url(&self, group: &UpstreamGroup) -> String;
 }
@@ -53,7 +60,7 @@ pub(crate) trait PeerTry {
 pub(crate) async fn try_peers<T: PeerTry>(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
-    group: &UpstreamGroup,
+    group: &Arc<UpstreamGroup>,
     t: &T,
 ) -> Result<T::Response, UpstreamError> {
     let loc = Arc::clone(&ctx.loc);
@@ -89,7 +96,8 @@ pub(crate) async fn try_peers<T: PeerTry>(
                     group.release(peer, !matches!(status, 403 | 404));
                     continue;
                 }
-                group.release(peer, false);
+                let mut resp = resp;
+                T::hold(&mut resp, group.answered(peer));
                 if let Some(u) = ctx.upstream.as_mut() {
                     u.headers = T::headers(&resp).to_vec();
                 }
