@@ -25,8 +25,8 @@ use crate::http::body::ClientBody;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::upstream_vars::TryRecord;
 use crate::log::{Level, RequestLog};
-use crate::upstream::wire::{Framing, HeadError};
 use crate::upstream::balance::InFlight;
+use crate::upstream::wire::{Framing, HeadError};
 use crate::upstream::{
     NextUpstream, PeerAddr, PeerRef, PoolReturn, Protocol, ProxyPass, UpstreamBody, UpstreamGroup,
     UpstreamResponse,
