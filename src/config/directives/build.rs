@@ -174,6 +174,33 @@ impl Build {
         &mut self.servers.last_mut().expect("server").locations[i]
     }
 
+    /// Opens a location no URI selects (kind `If`, as NGINX's noname ones
+    /// for `if` and `limit_except`) inside the current one, inheriting its
+    /// path and handler but not its `try_files` (NGINX inherits none into
+    /// such a block); returns the enclosing location's index and its own.
+    pub(super) fn push_noname_location(&mut self) -> (usize, usize) {
+        let parent = self.cur_loc.expect("location");
+        let srv = self.server();
+        let outer = &srv.locations[parent];
+        let (path, handler) = (outer.path.clone(), outer.handler.clone());
+        srv.locations.push(LocB {
+            path,
+            kind: LocationKind::If,
+            internal: false,
+            noregex: false,
+            regex: None,
+            script: Vec::new(),
+            handler,
+            loc: LocBuilder {
+                try_files: Some(None),
+                ..LocBuilder::default()
+            },
+            parent: Some(parent),
+            limit_except: None,
+        });
+        (parent, srv.locations.len() - 1)
+    }
+
     /// Applies `dirs` in the current context: plain directives first, then
     /// nested blocks that open a new level.
     pub fn walk(&mut self, dirs: &[Directive]) -> Result<(), ConfError> {

@@ -50,31 +50,11 @@ fn allowed(args: &[String]) -> Result<Vec<String>, String> {
 
 fn set_limit_except(b: &mut Build, d: &Directive) -> Res {
     let methods = allowed(&d.args)?;
-    let parent = b.cur_loc.expect("location");
     if b.location().limit_except.is_some() {
         return Err(dup(d));
     }
+    let (parent, idx) = b.push_noname_location();
     let srv = b.server();
-    let outer = &srv.locations[parent];
-    let (path, handler) = (outer.path.clone(), outer.handler.clone());
-    // A location no URI selects (kind `If`, as NGINX's noname ones).
-    srv.locations.push(LocB {
-        path,
-        kind: LocationKind::If,
-        internal: false,
-        noregex: false,
-        regex: None,
-        script: Vec::new(),
-        handler,
-        loc: LocBuilder {
-            // try_files is not inherited into a block (NGINX).
-            try_files: Some(None),
-            ..LocBuilder::default()
-        },
-        parent: Some(parent),
-        limit_except: None,
-    });
-    let idx = srv.locations.len() - 1;
     srv.locations[parent].limit_except = Some((methods, idx));
     let saved = b.cur_loc.replace(idx);
     let r = b.walk_nested(d, LMT);

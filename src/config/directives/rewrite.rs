@@ -153,27 +153,7 @@ fn set_if(b: &mut Build, d: &Directive) -> Res {
         return Ok(());
     }
     // In a location: a location of its own, inheriting the enclosing one.
-    let parent = b.cur_loc.expect("location");
-    let srv = b.server();
-    let outer = &srv.locations[parent];
-    let (path, handler) = (outer.path.clone(), outer.handler.clone());
-    srv.locations.push(LocB {
-        path,
-        kind: LocationKind::If,
-        internal: false,
-        noregex: false,
-        regex: None,
-        script: Vec::new(),
-        handler,
-        loc: LocBuilder {
-            // NGINX does not inherit try_files into an `if`.
-            try_files: Some(None),
-            ..LocBuilder::default()
-        },
-        parent: Some(parent),
-        limit_except: None,
-    });
-    let idx = srv.locations.len() - 1;
+    let (_, idx) = b.push_noname_location();
     let saved = b.cur_loc.replace(idx);
     let r = b.walk_nested(d, LOC);
     b.cur_loc = saved;
