@@ -506,14 +506,13 @@ impl<H: Respond + 'static> Connection<H> {
         let linger = Linger::of(s);
         let reset = s.reset_timedout_connection;
         let body_ok = matches!(left, BodyLeft::Done);
-        let post = ctx.head.method() == "POST";
         let keep_alive = ctx.head.keep_alive
             && !matches!(left, BodyLeft::Abandon)
             && !resp.close
             && self.requests < s.keepalive_requests
             && self.opened.elapsed() < s.keepalive_time
             && !keepalive_timeout.is_zero()
-            && !super::user_agent::closes(s.keepalive_disable, ctx.head.header("user-agent"), post)
+            && !super::user_agent::closes_after(s.keepalive_disable, &ctx.head)
             && self.shutdown.mode() == Mode::Run;
         let head_only = ctx.is_head();
         if resp.status == 304 || resp.status == 204 {

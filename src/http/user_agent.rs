@@ -3,7 +3,14 @@
 //! (a POST answered on a kept-alive connection may stall it) and Safari on
 //! Mac OS X (which may send a POST on a connection the server closed).
 
+use super::request::RequestHead;
 use crate::config::KeepaliveDisable;
+
+/// Whether `keepalive_disable` closes the connection after the request
+/// whose head is `head` (its `User-Agent` and method).
+pub fn closes_after(off: KeepaliveDisable, head: &RequestHead) -> bool {
+    closes(off, head.header("user-agent"), head.method() == "POST")
+}
 
 /// Whether `keepalive_disable` closes the connection after this request.
 pub fn closes(off: KeepaliveDisable, user_agent: Option<&str>, post: bool) -> bool {
