@@ -639,3 +639,124 @@ fn an_rsa_certificate_is_issued_and_served() {
     }
     assert!(!log.contains("[error]"), "{log}");
 }
+
+/// The key identifier and MAC key (base64url) of the tests' external
+/// account.
+const EAB: (&str, &str) = (
+    "kid-porter",
+    "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W",
+);
+
+/// [`conf`] with `external_account_key LINE;` in the issuer.
+fn conf_with_eab(
+    pebble_port: u16,
+    http_port: u16,
+    tls_port: u16,
+    names: &str,
+    eab: &str,
+) -> String {
+    conf(pebble_port, http_port, tls_port, names).replace(
+        "accept_terms_of_service;",
+        &format!("accept_terms_of_service;\n    external_account_key {eab};"),
+    )
+}
+
+#[test]
+fn an_issuer_requiring_external_account_binding_issues_with_the_key_from_a_file() {
+    let ca = Arc::new(Ca::new());
+    let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
+    let mut setup = PebbleSetup::new(&ca, pebble_port, http_port);
+    setup.eab = Some(EAB);
+    let pebble = Pebble::start(&setup);
+    let prefix = prefix_for(&ca);
+    // nginx-acme's file form: the base64url key, white space around it.
+    prefix.write("eab.key", format!("\n{}\n", EAB.1));
+    let c = conf_with_eab(
+        pebble_port,
+        http_port,
+        tls_port,
+        "porter.test",
+        &format!("{} eab.key", EAB.0),
+    );
+    let srv = Server::start_in(prefix, &c, &[]);
+    let log = pebble.wait_issued(&srv);
+    assert!(
+        log.contains("acme: account registered with \"pebble\""),
+        "{log}"
+    );
+    let cfg = client_trusting(&pebble.root_pem());
+    assert!(Conn::open(tls_port, &cfg, "porter.test").is_ok());
+    assert!(!log.contains("[error]"), "{log}");
+}
+
+#[test]
+fn without_the_binding_or_with_a_wrong_mac_the_account_is_refused_and_nothing_is_issued() {
+    let ca = Arc::new(Ca::new());
+    for eab in [
+        None,
+        Some(format!(
+            "{} data:{}",
+            EAB.0, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        )),
+    ] {
+        let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
+        let mut setup = PebbleSetup::new(&ca, pebble_port, http_port);
+        setup.eab = Some(EAB);
+        let pebble = Pebble::start(&setup);
+        let c = match &eab {
+            Some(line) => conf_with_eab(pebble_port, http_port, tls_port, "porter.test", line),
+            None => conf(pebble_port, http_port, tls_port, "porter.test"),
+        };
+        let srv = Server::start_in(prefix_for(&ca), &c, &[]);
+        let log = srv.wait_log("logs/error.log", "next attempt in", Duration::from_secs(30));
+        assert!(
+            log.contains("new account failed"),
+            "{eab:?}: {log}\n{}",
+            pebble.log()
+        );
+        assert!(!log.contains("issued by"), "{log}");
+        assert_eq!(served(tls_port, "porter.test"), None);
+    }
+}
+
+#[test]
+fn a_kept_account_key_the_issuer_forgot_is_replaced_by_a_new_bound_account() {
+    let ca = Arc::new(Ca::new());
+    let (pebble_port, http_port, tls_port) = (free_port(), free_port(), free_port());
+    let mut setup = PebbleSetup::new(&ca, pebble_port, http_port);
+    setup.eab = Some(EAB);
+    let line = format!("{} data:{}", EAB.0, EAB.1);
+    let state_dir = TempDir::new("acme-state");
+    let state = state_dir.path().join("state");
+    let conf_for = |names: &str| {
+        conf_with_state(
+            pebble_port,
+            http_port,
+            tls_port,
+            names,
+            state.to_str().unwrap(),
+        )
+        .replace(
+            "accept_terms_of_service;",
+            &format!("accept_terms_of_service;\n    external_account_key {line};"),
+        )
+    };
+    let first_key = {
+        let pebble = Pebble::start(&setup);
+        let srv = Server::start_in(prefix_for(&ca), &conf_for("porter.test"), &[]);
+        pebble.wait_issued(&srv);
+        std::fs::read(state.join("account.key")).unwrap()
+    };
+    // A new Pebble knows no account; another name needs a new order.
+    let pebble = Pebble::start(&setup);
+    let srv = Server::start_in(prefix_for(&ca), &conf_for("other.test"), &[]);
+    let log = pebble.wait_issued(&srv);
+    assert!(
+        log.contains("acme: account registered with \"pebble\""),
+        "{log}"
+    );
+    assert_ne!(std::fs::read(state.join("account.key")).unwrap(), first_key);
+    assert_eq!(mode(&state.join("account.key")), 0o600);
+    let cfg = client_trusting(&pebble.root_pem());
+    assert!(Conn::open(tls_port, &cfg, "other.test").is_ok());
+}

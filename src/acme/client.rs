@@ -13,13 +13,13 @@ use bytes::Bytes;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use instant_acme::{
-    Account, AuthorizationStatus, BodyWrapper, CertificateIdentifier, ChallengeType, Identifier,
-    NewAccount, NewOrder, OrderStatus, RetryPolicy,
+    Account, AuthorizationStatus, BodyWrapper, CertificateIdentifier, ChallengeType,
+    ExternalAccountKey, Identifier, NewAccount, NewOrder, OrderStatus, RetryPolicy,
 };
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::{challenge, tls_alpn, Certificate, ChallengeKind, Issuer, KeyKind};
+use super::{challenge, tls_alpn, AccountKey, Certificate, ChallengeKind, Issuer, KeyKind};
 
 /// How long the issuer may take to validate or to sign before the
 /// attempt counts as failed (and is retried after the backoff).
@@ -72,22 +72,45 @@ fn http(issuer: &Issuer) -> Box<dyn instant_acme::HttpClient> {
 
 /// The issuer's account: from the kept key (`account_key`, or the state
 /// path's), else a new registration whose key is returned as PEM to be
-/// kept.
+/// kept. With `external_account_key` a kept key is only looked up
+/// (instant-acme binds an external account only to a key it makes): an
+/// issuer that does not know it gets a new account bound to the external
+/// one, unless the key is the configured `account_key` file.
 pub async fn account(
     issuer: &Issuer,
     key_pem: Option<&[u8]>,
 ) -> Result<(Account, Option<String>), AcmeError> {
-    let builder = Account::builder_with_http(http(issuer));
     if let Some(pem) = key_pem {
         let der = PrivatePkcs8KeyDer::from_pem_slice(pem)
             .map_err(|e| other("account key", format!("not a PKCS#8 PEM key: {e:?}")))?;
         let key =
             instant_acme::Key::from_pkcs8_der(der.clone_key()).map_err(fail("account key"))?;
-        let (account, _) = builder
-            .create_from_key((key, PrivateKeyDer::Pkcs8(der)), issuer.uri.clone())
-            .await
-            .map_err(fail("account"))?;
-        return Ok((account, None));
+        let builder = Account::builder_with_http(http(issuer));
+        let key = (key, PrivateKeyDer::Pkcs8(der));
+        let found = match issuer.external_account {
+            None => builder.create_from_key(key, issuer.uri.clone()).await,
+            Some(_) => builder.from_key(key, issuer.uri.clone()).await,
+        };
+        match found {
+            Ok((account, _)) => return Ok((account, None)),
+            Err(instant_acme::Error::Api(p))
+                if issuer.external_account.is_some()
+                    && p.r#type.as_deref()
+                        == Some("urn:ietf:params:acme:error:accountDoesNotExist") =>
+            {
+                if let AccountKey::File(f) = &issuer.account_key {
+                    return Err(other(
+                        "account",
+                        format!(
+                            "the issuer has no account for the key \"{}\", and porter binds an \
+                             external account only to a key it makes: remove \"account_key\"",
+                            f.display()
+                        ),
+                    ));
+                }
+            }
+            Err(e) => return Err(fail("account")(e)),
+        }
     }
     let contacts: Vec<&str> = issuer.contacts.iter().map(String::as_str).collect();
     let new = NewAccount {
@@ -95,8 +118,12 @@ pub async fn account(
         terms_of_service_agreed: issuer.accept_tos,
         only_return_existing: false,
     };
-    let (account, creds) = builder
-        .create(&new, issuer.uri.clone(), None)
+    let eab = issuer
+        .external_account
+        .as_ref()
+        .map(|e| ExternalAccountKey::new(e.kid.clone(), &e.mac));
+    let (account, creds) = Account::builder_with_http(http(issuer))
+        .create(&new, issuer.uri.clone(), eab.as_ref())
         .await
         .map_err(fail("new account"))?;
     let pem = rcgen14::KeyPair::try_from(creds.private_key())

@@ -135,7 +135,7 @@ async fn supervise(mut rx: watch::Receiver<Arc<Plan>>) {
 /// account (or another way to reach it).
 fn settings_of(i: &Issuer) -> String {
     format!(
-        "{}|{}|{:?}|{:?}|{:?}|{:?}|{}|{}",
+        "{}|{}|{:?}|{:?}|{:?}|{:?}|{}|{:?}|{}",
         i.name,
         i.uri,
         i.challenge,
@@ -143,6 +143,7 @@ fn settings_of(i: &Issuer) -> String {
         i.account_key,
         i.state_path,
         i.accept_tos,
+        i.external_account,
         // The TLS client settings are built per configuration; compare
         // what they were built from instead.
         i.tls_settings.as_str()

@@ -116,12 +116,33 @@ pub struct Issuer {
     pub state_path: Option<PathBuf>,
     /// `accept_terms_of_service`.
     pub accept_tos: bool,
+    /// `external_account_key`: binds a new account to one the issuer
+    /// knows (RFC 8555 7.3.4).
+    pub external_account: Option<ExternalAccount>,
     /// The HTTPS client configuration for the directory
     /// (`ssl_trusted_certificate`, `ssl_verify`).
     pub tls: Arc<rustls::ClientConfig>,
     /// What `tls` was built from (`ssl_trusted_certificate`,
     /// `ssl_verify`), to tell whether a reload changed it.
     pub tls_settings: String,
+}
+
+/// `external_account_key KID KEY`: the issuer's key identifier and the
+/// HMAC key (decoded) that signs the binding with HS256.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExternalAccount {
+    /// The key identifier the issuer gave.
+    pub kid: String,
+    /// The MAC key.
+    pub mac: Vec<u8>,
+}
+
+impl std::fmt::Debug for ExternalAccount {
+    /// The key identifier and a hash of the key: what tells a reload that
+    /// the binding changed, and nothing that would leak the key to a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {:08x}", self.kid, crc32fast::hash(&self.mac))
+    }
 }
 
 /// One `acme_certificate` of a server.

@@ -1,6 +1,7 @@
 //! ACME directives, nginx-acme's names (`ngx_http_acme_module`):
 //! `acme_issuer NAME { uri; contact; account_key; challenge; state_path;
-//! accept_terms_of_service; ssl_trusted_certificate; ssl_verify; }`,
+//! accept_terms_of_service; external_account_key; ssl_trusted_certificate;
+//! ssl_verify; }`,
 //! `acme_shared_zone`, and `acme_certificate ISSUER [NAME…] [key=ALG]` in
 //! a server, whose certificate `ssl_certificate $acme_certificate;
 //! ssl_certificate_key $acme_certificate_key;` serve (see `ssl.rs`).
@@ -11,7 +12,7 @@
 
 #[allow(unused_imports)]
 use super::*;
-use crate::acme::{self, AccountKey, ChallengeKind, Issuer, KeyKind};
+use crate::acme::{self, AccountKey, ChallengeKind, ExternalAccount, Issuer, KeyKind};
 use crate::tls;
 
 /// This area's rows of the directive table.
@@ -41,6 +42,7 @@ struct IssuerB {
     challenge: Option<ChallengeKind>,
     state_path: Option<Option<PathBuf>>,
     accept_tos: bool,
+    external_account: Option<ExternalAccount>,
     trusted: Option<PathBuf>,
     verify: Option<bool>,
 }
@@ -96,6 +98,7 @@ fn set_issuer(b: &mut Build, d: &Directive) -> Res {
         challenge: i.challenge.unwrap_or(ChallengeKind::Http01),
         state_path,
         accept_tos: i.accept_tos,
+        external_account: i.external_account,
         tls,
         tls_settings: format!("{trusted_path:?}|{verify}"),
     };
@@ -160,12 +163,52 @@ fn issuer_line(b: &Build, i: &mut IssuerB, e: &Directive) -> Res {
         "accept_terms_of_service" => {
             return Err("invalid number of arguments in \"accept_terms_of_service\" directive".into())
         }
-        n @ ("common_name_in_csr" | "external_account_key" | "preferred_chain" | "profile") => {
+        "external_account_key" => {
+            if i.external_account.is_some() {
+                return Err("\"external_account_key\" directive is duplicate".into());
+            }
+            let [kid, key] = e.args.as_slice() else {
+                return Err(
+                    "invalid number of arguments in \"external_account_key\" directive".into(),
+                );
+            };
+            i.external_account = Some(external_account(b, kid, key)?);
+        }
+        n @ ("common_name_in_csr" | "preferred_chain" | "profile") => {
             return Err(format!("\"{n}\" in \"acme_issuer\" is not supported by porter"))
         }
         n => return Err(format!("unknown directive \"{n}\" in \"acme_issuer\"")),
     }
     Ok(())
+}
+
+/// `external_account_key KID FILE|data:KEY` (nginx-acme's): the key
+/// identifier and the MAC key, base64url, from the file (surrounding
+/// white space dropped) or given inline after `data:`.
+fn external_account(b: &Build, kid: &str, key: &str) -> Result<ExternalAccount, String> {
+    if kid.is_empty() || key.is_empty() {
+        return Err("invalid value in \"external_account_key\" directive".into());
+    }
+    let encoded = match key.strip_prefix("data:") {
+        Some(k) => k.to_string(),
+        None => {
+            let path = b.full_path(key);
+            std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "open() \"{}\" failed {}",
+                    path.display(),
+                    crate::util::errno_text(&e)
+                )
+            })?
+        }
+    };
+    let mac = crate::access::basic::decode_url(encoded.trim().as_bytes())
+        .filter(|k| !k.is_empty())
+        .ok_or("invalid base64url encoded value in \"external_account_key\" directive")?;
+    Ok(ExternalAccount {
+        kid: kid.to_string(),
+        mac,
+    })
 }
 
 /// `acme_shared_zone zone=NAME:SIZE`: checked and otherwise without
