@@ -497,6 +497,37 @@ pub fn cached_pages(f: &File, offset: u64, len: u64) -> Option<(u64, u64)> {
     }
 }
 
+/// Whether `cachestat` refuses the files under `dir` to the calling
+/// thread's credentials (Linux 6.14+ answers only for files the caller
+/// owns or may write; a start-up notice says what that costs). Asked of
+/// the first regular file found among `dir`'s first entries and those of
+/// its first subdirectories; `None` when no such file could be opened.
+pub fn cachestat_refused_under(dir: &Path) -> Option<bool> {
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut next = 0;
+    let mut seen = 0;
+    while let Some(d) = dirs.get(next).cloned() {
+        next += 1;
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 256 {
+                return None;
+            }
+            let p = e.path();
+            match std::fs::metadata(&p) {
+                Ok(m) if m.is_file() => {
+                    let Ok(f) = File::open(&p) else { continue };
+                    let r = cachestat_raw(f.as_fd(), 0, 1);
+                    return Some(matches!(r, Err(e) if e.raw_os_error() == Some(libc::EPERM)));
+                }
+                Ok(m) if m.is_dir() && next == 1 => dirs.push(p),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -372,7 +372,7 @@ fn prepare(
     if let Some(p) = &pid_path {
         write_pid(p)?;
     }
-    startup_notices(cfg, log);
+    startup_notices(cfg, &creds, log);
     let prepared = Prepared {
         listeners,
         creds,
@@ -385,12 +385,13 @@ fn prepare(
 
 /// The start-up lines about the disk and TLS routes, once, and the code
 /// lock.
-fn startup_notices(cfg: &Config, log: &ErrorLog) {
+fn startup_notices(cfg: &Config, creds: &Option<Credentials>, log: &ErrorLog) {
     for m in fastpath::probe() {
         log.log(Level::Notice, format_args!("aio_fast_path: {m}"));
     }
     uring_notice(cfg, log);
     super::notices::disk_routes(cfg, log);
+    super::notices::files_not_owned(cfg, creds, log);
     if cfg.listens.iter().any(|l| l.ssl) {
         ktls_notice(cfg, log);
     }

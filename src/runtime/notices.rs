@@ -1,12 +1,15 @@
 //! The start-up notice of the disk routes: once, at `notice`, which route
 //! the static-file locations use and why, grouped (one line per distinct
 //! route, naming a few of its locations), and what is missing for full
-//! speed with the one-line fix.
+//! speed with the one-line fix: among them the document roots whose files
+//! the workers' user neither owns nor may write (`cachestat` refused).
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
+use super::privileges::{self, Credentials};
 use crate::config::locations::LocationTree;
-use crate::config::{AioConf, Config, Handler, LocationConf};
+use crate::config::{AioConf, Config, DocRoot, Handler, LocationConf};
 use crate::disk::{fastpath, uring};
 use crate::log::{ErrorLog, Level};
 
@@ -62,9 +65,10 @@ fn route(l: &LocationConf) -> String {
     }
 }
 
-/// Logs one line per distinct disk route of the static locations.
-pub fn disk_routes(cfg: &Config, log: &ErrorLog) {
-    let mut by_route: BTreeMap<String, Vec<String>> = BTreeMap::new();
+/// The static-file locations of every server, each with its name in
+/// messages (`"/a/"`, or `server` for the server's own settings).
+fn static_locations(cfg: &Config) -> Vec<(&LocationConf, String)> {
+    let mut out = Vec::new();
     for server in &cfg.servers {
         let mut locs = vec![&*server.base];
         walk(&server.locations, &mut locs);
@@ -74,26 +78,111 @@ pub fn disk_routes(cfg: &Config, log: &ErrorLog) {
                     "" => "server".to_string(),
                     p => format!("\"{p}\""),
                 };
-                by_route.entry(route(l)).or_default().push(name);
+                out.push((l, name));
             }
         }
     }
-    for (route, mut paths) in by_route {
-        paths.sort();
-        paths.dedup();
-        let n = paths.len();
-        let shown: Vec<&str> = paths.iter().take(3).map(String::as_str).collect();
-        let more = if n > 3 {
-            format!(" and {} more", n - 3)
-        } else {
-            String::new()
-        };
-        let noun = if n == 1 { "location" } else { "locations" };
+    out
+}
+
+/// `N location(s) ("/a/", "/b/", server and 2 more)`, sorted, each once.
+fn named(mut paths: Vec<String>) -> String {
+    paths.sort();
+    paths.dedup();
+    let n = paths.len();
+    let shown: Vec<&str> = paths.iter().take(3).map(String::as_str).collect();
+    let more = if n > 3 {
+        format!(" and {} more", n - 3)
+    } else {
+        String::new()
+    };
+    let noun = if n == 1 { "location" } else { "locations" };
+    format!("{n} {noun} ({}{more})", shown.join(", "))
+}
+
+/// Logs one line per distinct disk route of the static locations.
+pub fn disk_routes(cfg: &Config, log: &ErrorLog) {
+    let mut by_route: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (l, name) in static_locations(cfg) {
+        by_route.entry(route(l)).or_default().push(name);
+    }
+    for (route, paths) in by_route {
+        log.log(
+            Level::Notice,
+            format_args!("disk route of {}: {route}", named(paths)),
+        );
+    }
+}
+
+/// Whether the fast path asks `cachestat` before an inline `sendfile`
+/// for this location's files (see [`route`]).
+fn asks_cachestat(l: &LocationConf) -> bool {
+    let f = fastpath::features();
+    let pool = match l.s.aio {
+        AioConf::Threads(_) => true,
+        AioConf::On => !uring::available(),
+        AioConf::Off => false,
+    };
+    pool && l.s.aio_fast_path && l.s.sendfile && f.open_cached && f.read_nowait && f.cachestat
+}
+
+/// One notice per document root whose files `cachestat` refuses to the
+/// workers' user (Linux 6.14+: files it neither owns nor may write):
+/// what is lost (zero-copy `sendfile` of cached pages; they are copied)
+/// and the fix that does not let the workers write the site. Asked on a
+/// thread with the workers' credentials, of one file per root.
+pub fn files_not_owned(cfg: &Config, creds: &Option<Credentials>, log: &ErrorLog) {
+    let mut by_root: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
+    for (l, name) in static_locations(cfg) {
+        let (DocRoot::Root(t) | DocRoot::Alias(t)) = &l.s.root;
+        if asks_cachestat(l) && t.is_literal() {
+            by_root
+                .entry(PathBuf::from(t.raw()))
+                .or_default()
+                .push(name);
+        }
+    }
+    if by_root.is_empty() {
+        return;
+    }
+    let roots: Vec<PathBuf> = by_root.keys().cloned().collect();
+    let c = creds.clone();
+    let probe = std::thread::spawn(move || {
+        if let Some(c) = &c {
+            privileges::drop_thread(c).ok()?;
+        }
+        Some(
+            roots
+                .iter()
+                .map(|r| fastpath::cachestat_refused_under(r))
+                .collect::<Vec<_>>(),
+        )
+    });
+    let Ok(Some(refused)) = probe.join() else {
+        return;
+    };
+    let user = match creds {
+        Some(c) => c.name.clone(),
+        None => nix::unistd::User::from_uid(nix::unistd::geteuid())
+            .ok()
+            .flatten()
+            .map_or_else(|| nix::unistd::geteuid().to_string(), |u| u.name),
+    };
+    for ((root, paths), refused) in by_root.into_iter().zip(refused) {
+        if refused != Some(true) {
+            continue;
+        }
+        let r = root.display();
         log.log(
             Level::Notice,
             format_args!(
-                "disk route of {n} {noun} ({}{more}): {route}",
-                shown.join(", ")
+                "files under \"{r}\" of {} are neither owned nor writable by the workers' \
+                 user \"{user}\": cachestat() is refused (Linux 6.14+), so cached pages are \
+                 copied (preadv2 RWF_NOWAIT and send) instead of sent by zero-copy sendfile(); \
+                 fix: chown -R {user} {r} and keep it read-only for porter (systemd: \
+                 ReadOnlyPaths={r}), as an owner, group write or CAP_FOWNER alone would let \
+                 the workers write the site; or keep the copy",
+                named(paths)
             ),
         );
     }
