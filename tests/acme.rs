@@ -760,3 +760,25 @@ fn a_kept_account_key_the_issuer_forgot_is_replaced_by_a_new_bound_account() {
     let cfg = client_trusting(&pebble.root_pem());
     assert!(Conn::open(tls_port, &cfg, "other.test").is_ok());
 }
+
+#[test]
+fn a_bad_external_account_key_is_refused_naming_the_line() {
+    let issuer = |line: &str| {
+        format!(
+            "events {{}}\nhttp {{\n  acme_issuer x {{\n    uri https://127.0.0.1:1/dir;\n    {line}\n  }}\n}}\n"
+        )
+    };
+    let e = common::config_error(&issuer("external_account_key kid data:not+base64url;"));
+    assert!(e.contains("invalid base64url encoded value"), "{e}");
+    assert!(e.contains("porter.conf:5"), "{e}");
+    let e = common::config_error(&issuer("external_account_key kid {PREFIX}/missing.key;"));
+    assert!(
+        e.contains("missing.key\" failed (2: No such file or directory)"),
+        "{e}"
+    );
+    let e = common::config_error(&issuer("external_account_key kid;"));
+    assert!(
+        e.contains("invalid number of arguments in \"external_account_key\""),
+        "{e}"
+    );
+}
