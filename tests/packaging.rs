@@ -178,3 +178,32 @@ fn deb_assets_exist() {
     }
     assert!(n >= 10, "parsed {n} assets");
 }
+
+#[test]
+fn the_init_script_runs_porter_as_the_unit_does() {
+    let unit = read("pkg/debian/porter.service");
+    let init = read("pkg/debian/porter.init");
+    let var = |name: &str| {
+        init.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name}= in porter.init"))
+    };
+    let start = format!("{} -p {} -c {}", var("DAEMON"), var("PREFIX"), var("CONF"));
+    assert_eq!(unit_value(&unit, "ExecStart"), start);
+    // Its pid file is porter.conf's (read from it), the unit's PIDFile by
+    // default.
+    assert!(init.contains(&format!("PID=${{PID:-{}}}", unit_value(&unit, "PIDFile"))));
+    // The actions Debian's nginx script has, upgrade among them.
+    assert!(init.contains(
+        "Usage: $NAME {start|stop|restart|reload|force-reload|status|configtest|rotate|upgrade}"
+    ));
+    let out = std::process::Command::new("sh")
+        .args(["-n", repo("pkg/debian/porter.init").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
