@@ -9,7 +9,7 @@ use super::request::{RequestHead, Version};
 use super::upstream_vars::UpstreamVars;
 use crate::config::{ListenGroup, LocationConf, ServerConf};
 use crate::vars::regex::{Captures, Matched, Regex};
-use crate::vars::template::{Indexed, Var, VarSource};
+use crate::vars::template::{Indexed, SslVar, Var, VarSource};
 use std::cell::RefCell;
 
 /// Facts about the connection a request arrived on.
@@ -118,6 +118,14 @@ impl Method {
     pub fn idempotent(self) -> bool {
         !matches!(self, Method::Post | Method::Lock | Method::Patch)
     }
+
+    /// Whether the method is safe (RFC 9110 9.2.1: GET, HEAD, OPTIONS;
+    /// TRACE is refused anyway): the only requests served from TLS early
+    /// data, which an attacker can replay (RFC 8470). PUT and DELETE are
+    /// idempotent, but a replay after a later change would undo it.
+    pub fn safe(self) -> bool {
+        matches!(self, Method::Get | Method::Head | Method::Options)
+    }
 }
 
 /// What [`RequestCtx::map_uri`] writes.
@@ -171,6 +179,10 @@ pub struct RequestCtx {
     pub start: Instant,
     /// The head was read from bytes the previous request left (`$pipe`).
     pub pipelined: bool,
+    /// The request came in TLS early data (0-RTT), before the handshake
+    /// finished: `$ssl_early_data` is `1` and the proxy says
+    /// `Early-Data: 1`.
+    pub early_data: bool,
     /// The response went out in full (`$request_completion`).
     pub completed: bool,
     /// Final status (for logs).
@@ -284,6 +296,7 @@ impl RequestCtx {
             // The loop's clock reading of this turn (`metrics::timed::now`).
             start: crate::metrics::timed::now(),
             pipelined: false,
+            early_data: false,
             completed: false,
             status: 0,
             body_bytes_sent: 0,
@@ -450,6 +463,11 @@ impl VarSource for RequestCtx {
             | Var::UpstreamHttp(_) => {
                 if let Some(u) = &self.upstream {
                     u.append(var, out)
+                }
+            }
+            Var::Ssl(SslVar::EarlyData) => {
+                if self.early_data {
+                    out.push('1')
                 }
             }
             Var::Ssl(v) => super::tls_vars::append(self.conn.tls.as_deref(), *v, out),

@@ -50,7 +50,7 @@ pub fn append(tls: Option<&TlsInfo>, var: SslVar, out: &mut String) {
     match var {
         SslVar::SessionId => t.session_id.append_hex(out),
         SslVar::Curve => out.push_str(t.curve),
-        // porter takes no early data (`ssl_early_data` is refused).
+        // A request's, not the connection's: `RequestCtx::early_data`.
         SslVar::EarlyData => {}
         _ => {
             if let Some(p) = &t.peer {

@@ -28,6 +28,7 @@ pub mod keys;
 pub mod ktls;
 pub mod peer;
 pub mod quic;
+pub mod quic_session;
 pub mod session;
 pub mod session_id;
 pub mod tickets;
@@ -68,6 +69,12 @@ pub struct ServerTls {
     /// `ssl_reject_handshake on`: a handshake that chooses this server is
     /// refused with the alert `unrecognized_name`.
     pub reject: bool,
+    /// `ssl_early_data on`: 0-RTT requests are taken over QUIC (safe
+    /// methods only; TCP takes no early data).
+    pub early_data: bool,
+    /// With `ssl_early_data on`: the sessions QUIC resumes with 0-RTT
+    /// (stateful, each used once; tickets allow no early data).
+    pub early_sessions: Option<Arc<dyn StoresServerSessions>>,
 }
 
 /// The merged `ssl_*` settings of one server block.

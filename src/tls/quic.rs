@@ -4,13 +4,17 @@
 //! SNI chooses among the address's servers (no SNI or no match: the
 //! default server's), the default server's session cache and ticket keys
 //! (so a session from the TCP listener resumes here too), with ALPN `h3`
-//! only and no early data.
+//! only, and 0-RTT when a server of the address has `ssl_early_data on`
+//! (which requests it may serve is the HTTP/3 stream's decision). Each
+//! session is watched (`quic_session.rs`) for what rustls settles and
+//! quinn does not say.
 
 use std::fmt;
 use std::sync::Arc;
 
 use quinn::crypto::rustls::QuicServerConfig;
-use rustls::server::{ClientHello, ResolvesServerCert};
+use quinn::crypto::ServerConfig as QuicTls;
+use rustls::server::{ClientHello, ProducesTickets, ResolvesServerCert, StoresServerSessions};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
@@ -19,24 +23,53 @@ use rustls::ServerConfig;
 pub type PickServer = Box<dyn Fn(Option<&str>) -> Option<Arc<ServerConfig>> + Send + Sync>;
 
 /// The QUIC TLS configuration of an address whose default server's TLS is
-/// `base`; `pick` finds the server of a client's SNI.
+/// `base`; `pick` finds the server of a client's SNI; with `early`, 0-RTT
+/// is accepted on sessions resumed from that store (no tickets then:
+/// rustls takes early data on stateful sessions only).
 pub fn quic_server_config(
     base: &ServerConfig,
     pick: PickServer,
-) -> Result<Arc<QuicServerConfig>, String> {
+    early: Option<Arc<dyn StoresServerSessions>>,
+) -> Result<Arc<dyn QuicTls>, String> {
     if !super::offers_tls13(base) {
         return Err("QUIC needs TLSv1.3".into());
     }
     let mut c = base.clone();
     c.cert_resolver = Arc::new(BySni { pick });
     c.alpn_protocols = vec![b"h3".to_vec()];
-    // quinn takes 0 (no 0-RTT) or u32::MAX; porter takes no early data.
+    // quinn takes 0 (no 0-RTT) or u32::MAX (QUIC's flow control bounds it).
     c.max_early_data_size = 0;
+    if let Some(sessions) = early {
+        c.max_early_data_size = u32::MAX;
+        c.session_storage = sessions;
+        c.ticketer = Arc::new(NoTickets);
+    }
     c.enable_secret_extraction = false;
     c.max_fragment_size = None;
-    QuicServerConfig::try_from(Arc::new(c))
-        .map(Arc::new)
-        .map_err(|e| format!("QUIC TLS: {e}"))
+    let quic = QuicServerConfig::try_from(Arc::new(c)).map_err(|e| format!("QUIC TLS: {e}"))?;
+    Ok(Arc::new(super::quic_session::Watched(Arc::new(quic))))
+}
+
+/// Session tickets off: sessions resume from the server's store.
+#[derive(Debug)]
+struct NoTickets;
+
+impl ProducesTickets for NoTickets {
+    fn enabled(&self) -> bool {
+        false
+    }
+
+    fn lifetime(&self) -> u32 {
+        0
+    }
+
+    fn encrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn decrypt(&self, _: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// The certificate of the server a client's SNI chooses, by that server's

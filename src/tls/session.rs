@@ -47,6 +47,25 @@ pub fn memory_cache(bytes: u64) -> Arc<dyn StoresServerSessions> {
     Arc::new(SessionCache::new(n))
 }
 
+/// Sessions the builtin 0-RTT store holds.
+const EARLY_SESSIONS: usize = 4096;
+
+/// The sessions QUIC resumes with 0-RTT (`ssl_early_data on`): rustls
+/// takes early data only on a session from a server-side store, each
+/// taken once (RFC 8446 8.1: a ticket's early data cannot be replayed
+/// on another connection), never on a stateless ticket. The server's
+/// `ssl_session_cache` (`cache`) when it has one, else a cache of
+/// [`EARLY_SESSIONS`] of its own.
+pub fn early_store(
+    cache: Option<Arc<dyn StoresServerSessions>>,
+    timeout: Duration,
+) -> Arc<dyn StoresServerSessions> {
+    cache.unwrap_or_else(|| {
+        let own = Arc::new(SessionCache::new(EARLY_SESSIONS));
+        Arc::new(TimedStore::new(own, timeout))
+    })
+}
+
 /// The shared session cache: at most `max` sessions, the oldest evicted
 /// first, with `put`, `get` and `take` in constant time. Written here
 /// rather than using rustls's `ServerSessionMemoryCache`, whose `take`

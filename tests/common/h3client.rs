@@ -34,7 +34,8 @@ impl H3Resp {
     }
 }
 
-type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+/// An HTTP/3 client connection's request sender.
+pub type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// One HTTP/3 connection.
 pub struct H3 {
@@ -156,7 +157,8 @@ impl H3 {
     }
 }
 
-fn build(method: &str, path: &str, headers: &[(&str, &str)]) -> http::Request<()> {
+/// A request without its body.
+pub fn build(method: &str, path: &str, headers: &[(&str, &str)]) -> http::Request<()> {
     let mut b = http::Request::builder()
         .method(method)
         .uri(format!("https://localhost{path}"));
@@ -166,7 +168,12 @@ fn build(method: &str, path: &str, headers: &[(&str, &str)]) -> http::Request<()
     b.body(()).unwrap()
 }
 
-async fn exchange(mut send: Sender, req: http::Request<()>, body: Bytes) -> Result<H3Resp, String> {
+/// Sends `req` and `body` on a new stream of `send`; the whole response.
+pub async fn exchange(
+    mut send: Sender,
+    req: http::Request<()>,
+    body: Bytes,
+) -> Result<H3Resp, String> {
     let work = async move {
         let mut stream = send.send_request(req).await.map_err(|e| e.to_string())?;
         if !body.is_empty() {

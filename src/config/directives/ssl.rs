@@ -101,11 +101,12 @@ pub(super) static ROWS: &[Spec] = &[
         let v = flag(d)?;
         set_once(&mut b.ssl().ktls, v, d)
     }),
-    d("ssl_early_data", HTTP | SRV, Arity::N(1), |_, d| {
-        if flag(d)? {
-            warn(d, "\"ssl_early_data on\" is ignored: porter does not accept TLS 1.3 early data (0-RTT requests can be replayed)");
+    d("ssl_early_data", HTTP | SRV, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        if v {
+            warn(d, "\"ssl_early_data on\" is ignored over TCP: porter takes TLS 1.3 early data (0-RTT) on \"listen ... quic\" only");
         }
-        Ok(())
+        set_once(&mut b.ssl().early_data, v, d)
     }),
     d("ssl_dhparam", HTTP | SRV, Arity::N(1), set_dhparam),
     d("ssl_ecdh_curve", HTTP | SRV, Arity::N(1), set_ecdh_curve),
@@ -250,6 +251,7 @@ pub(super) struct SslB {
     /// `ssl_password_file`'s lines.
     passwords: Option<Vec<String>>,
     reject_handshake: Option<bool>,
+    early_data: Option<bool>,
 }
 
 impl SslB {
@@ -288,6 +290,7 @@ impl SslB {
         m.verify_depth = m.verify_depth.or(up.verify_depth);
         m.passwords = m.passwords.or_else(|| up.passwords.clone());
         m.reject_handshake = m.reject_handshake.or(up.reject_handshake);
+        m.early_data = m.early_data.or(up.early_data);
         m
     }
 }
@@ -506,6 +509,9 @@ pub(super) fn server_tls(
     };
     let timeout = s.session_timeout.unwrap_or(Duration::from_secs(300));
     let sessions = session_store(&s, timeout, shared);
+    let cached = (s.session_cache.iter().flatten()).any(|c| !matches!(c, SessionCache::Off));
+    let early_sessions = (s.early_data == Some(true))
+        .then(|| tls::session::early_store(cached.then(|| Arc::clone(&sessions)), timeout));
     let tickets = tickets(&s, timeout, shared)?;
     let (verify_client, client_auth) = client_auth(&s, &trusted)?;
     let (tls12, tls13) = s.protocols.unwrap_or((true, true));
@@ -543,6 +549,8 @@ pub(super) fn server_tls(
         client_auth,
         ktls: s.ktls.unwrap_or(true),
         reject,
+        early_data: s.early_data.unwrap_or(false),
+        early_sessions,
     })))
 }
 

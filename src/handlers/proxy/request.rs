@@ -263,6 +263,11 @@ fn request_headers(
     if !named("connection") {
         out.push(("Connection".into(), "close".into()));
     }
+    // RFC 8470 5.1: a request forwarded from early data says so, once.
+    let early = ctx.early_data && !named("early-data");
+    if early {
+        out.push(("Early-Data".into(), "1".into()));
+    }
     if opts.cache_headers {
         if let (Some(v), false) = (&opts.if_modified_since, named("if-modified-since")) {
             out.push(("If-Modified-Since".into(), v.clone()));
@@ -291,6 +296,7 @@ fn request_headers(
             let lower = n.to_ascii_lowercase();
             if SET_BY_PROXY.contains(&lower.as_str())
                 || named(&lower)
+                || (early && lower == "early-data")
                 || (opts.cache_headers && CLEARED_FOR_CACHE.contains(&lower.as_str()))
             {
                 continue;

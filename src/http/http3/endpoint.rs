@@ -96,12 +96,22 @@ pub fn server_config(config: &Arc<Config>, gi: usize) -> Result<ServerConfig, St
             .filter(|t| !t.reject)
             .map(|t| Arc::clone(&t.config))
     };
-    let tls = crate::tls::quic_server_config(&base, Box::new(pick))?;
+    let early = server.tls.as_ref().and_then(|t| t.early_sessions.clone());
+    let tls = crate::tls::quic_server_config(&base, Box::new(pick), early)?;
     let (_, token) = keys(&group.quic_key);
     let mut c = ServerConfig::new(tls, Arc::new(token));
     c.transport_config(Arc::new(transport(s, server.limits.max_head)));
     c.retry_token_lifetime(Duration::from_secs(15));
     Ok(c)
+}
+
+/// Whether the address takes 0-RTT: its default server, whose TLS
+/// settings (sessions, tickets) QUIC uses, has `ssl_early_data on` (a
+/// request in early data for another server that has not is answered
+/// 425, `stream.rs`).
+pub fn takes_early_data(group: &ListenGroup) -> bool {
+    let server = &group.servers[group.default];
+    server.tls.as_ref().is_some_and(|t| t.early_data)
 }
 
 /// QUIC transport settings from a server's `http3_*` and `quic_*`.

@@ -38,6 +38,7 @@ use tokio::task::JoinSet;
 use super::connection::{Respond, WorkerEnv};
 use super::context::{next_conn_id, ConnInfo, TlsInfo};
 use crate::log::Level;
+use crate::tls::quic_session::{Handshake, Settled};
 use crate::util::shutdown::Mode;
 
 /// How long a connection told to go away may take to finish its streams.
@@ -54,6 +55,9 @@ pub static REFUSED: AtomicU64 = AtomicU64::new(0);
 pub struct ConnShared {
     /// The connection (`$http3`, `$quic`, `$ssl_*`).
     info: ConnInfo,
+    /// What its handshake settled; a request read before it finished came
+    /// in early data (0-RTT).
+    settled: Arc<Settled>,
     /// Its listen group.
     group: usize,
     /// Streams accepted.
@@ -158,50 +162,25 @@ async fn connection<H: Respond + 'static>(
     let peer = incoming.remote_address();
     let local = SocketAddr::new(incoming.local_ip().unwrap_or(g.addr.ip()), g.addr.port());
     let mut info = ConnInfo::accepted(next_conn_id(), peer, local);
-    let default = &g.servers[g.default];
-    let handshake_timeout = default
-        .tls
-        .as_ref()
-        .map_or(default.limits.header_timeout, |t| t.handshake_timeout);
-    let connecting = match incoming.accept() {
-        Ok(c) => c,
-        Err(_) => return,
+    let Some((quic, hs)) = handshake(incoming, group, &info, &w).await else {
+        return;
     };
-    let quic = match tokio::time::timeout(handshake_timeout, connecting).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            let what = format!("QUIC handshake failed ({e}) while SSL handshaking");
-            log_info(&w, &info, &what);
-            return;
-        }
-        Err(_) => {
-            log_info(
-                &w,
-                &info,
-                "client timed out (110: Connection timed out) while SSL handshaking",
-            );
-            return;
-        }
-    };
-    let sni = quic
-        .handshake_data()
-        .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
-        .and_then(|d| d.server_name);
+    let (sni, settled) = (hs.server_name, hs.settled);
     info.tls = Some(Arc::new(TlsInfo {
         protocol: "TLSv1.3",
-        // quinn does not say which suite the handshake chose.
-        cipher: "",
+        cipher: settled.cipher(),
         server_name: sni.clone(),
-        reused: false,
+        reused: settled.resumed(),
         client_verify: "NONE".into(),
         peer: None,
-        curve: "",
-        session_id: Default::default(),
+        curve: settled.curve(),
+        session_id: crate::tls::session_id::random(),
     }));
     info.http3 = "h3";
     let server = g.find_server(sni.as_deref());
     let shared = Rc::new(ConnShared {
         info,
+        settled,
         group,
         requests: Cell::new(0),
         header_timeout: server.limits.header_timeout,
@@ -224,6 +203,87 @@ async fn connection<H: Respond + 'static>(
     };
     run(h3c, &quic, &shared, &w).await;
     quic.close(quinn::VarInt::from_u32(0x100), b"");
+}
+
+/// The handshake of `incoming` on listen group `group`, within
+/// `ssl_handshake_timeout` (else `client_header_timeout`): the connection
+/// and what its TLS settled. When the address takes 0-RTT
+/// (`ssl_early_data on`) the connection is served from the client's first
+/// flight, once its ClientHello was read: requests in early data are told
+/// apart by [`Settled::done`], and a watchdog closes a connection whose
+/// handshake does not finish in time.
+async fn handshake<H: Respond + 'static>(
+    incoming: quinn::Incoming,
+    group: usize,
+    info: &ConnInfo,
+    w: &Rc<WorkerEnv<H>>,
+) -> Option<(quinn::Connection, Handshake)> {
+    let g = &w.config.listens[group];
+    let default = &g.servers[g.default];
+    let timeout = default
+        .tls
+        .as_ref()
+        .map_or(default.limits.header_timeout, |t| t.handshake_timeout);
+    let early = endpoint::takes_early_data(g);
+    let mut connecting = incoming.accept().ok()?;
+    let done = if early {
+        match tokio::time::timeout(timeout, connecting.handshake_data()).await {
+            // A server's `into_0rtt` always succeeds.
+            Ok(Ok(_)) => match connecting.into_0rtt() {
+                Ok((c, accepted)) => Ok((c, Some(accepted))),
+                Err(_) => Err(None),
+            },
+            Ok(Err(e)) => Err(Some(e)),
+            Err(_) => Err(None),
+        }
+    } else {
+        match tokio::time::timeout(timeout, connecting).await {
+            Ok(Ok(c)) => Ok((c, None)),
+            Ok(Err(e)) => Err(Some(e)),
+            Err(_) => Err(None),
+        }
+    };
+    let quic = match done {
+        Ok((c, accepted)) => {
+            if let Some(accepted) = accepted {
+                spawn_watchdog(c.clone(), accepted, timeout, info, w);
+            }
+            c
+        }
+        Err(Some(e)) => {
+            let what = format!("QUIC handshake failed ({e}) while SSL handshaking");
+            log_info(w, info, &what);
+            return None;
+        }
+        Err(None) => {
+            log_info(w, info, HANDSHAKE_TIMED_OUT);
+            return None;
+        }
+    };
+    let hs = quic.handshake_data()?.downcast::<Handshake>().ok()?;
+    Some((quic, *hs))
+}
+
+const HANDSHAKE_TIMED_OUT: &str =
+    "client timed out (110: Connection timed out) while SSL handshaking";
+
+/// Closes `quic` when its handshake, under way while 0-RTT requests are
+/// served, does not finish within `timeout`.
+fn spawn_watchdog<H: 'static>(
+    quic: quinn::Connection,
+    accepted: quinn::ZeroRttAccepted,
+    timeout: Duration,
+    info: &ConnInfo,
+    w: &Rc<WorkerEnv<H>>,
+) {
+    let (w, id, peer, local) = (Rc::clone(w), info.id, info.peer, info.local);
+    tokio::task::spawn_local(async move {
+        if tokio::time::timeout(timeout, accepted).await.is_err() {
+            let info = ConnInfo::accepted(id, peer, local);
+            log_info(&w, &info, HANDSHAKE_TIMED_OUT);
+            quic.close(quinn::VarInt::from_u32(0), b"");
+        }
+    });
 }
 
 /// The accept loop of an HTTP/3 connection: each request stream a task,
