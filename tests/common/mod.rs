@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+pub mod apps;
 pub mod blkio;
 pub mod h2client;
 pub mod h3client;
@@ -11,6 +12,7 @@ pub mod h3raw;
 pub mod metrics;
 pub mod origin;
 pub mod php;
+pub mod slowfs;
 pub mod tls;
 
 use std::io::{Read, Write};
@@ -22,6 +24,23 @@ use std::time::{Duration, Instant};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_porter");
+
+/// A file of Debian's `/etc/nginx` as kept in the corpus (`fastcgi.conf`,
+/// `uwsgi_params`, `scgi_params`; BSD-2-Clause, see `LICENSE-copyright`
+/// there); `""` for the folder.
+pub fn debian_etc(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/configs/debian/etc")
+        .join(file)
+}
+
+/// A helper program or fixture kept beside this library in `tests/common/`
+/// (the Python servers and clients, the PHP app, keys, cache entries).
+pub fn support(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/common")
+        .join(file)
+}
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -300,12 +319,30 @@ impl OutputRef for Child {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.signal(15);
-            if self.wait_exit(Duration::from_secs(5)).is_none() {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-            }
+        stop_child(&mut self.child, 15);
+    }
+}
+
+/// Waits up to `timeout` for `child` to exit; true if it did.
+pub fn wait_child(child: &mut Child, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => return true,
+            Ok(None) if Instant::now() > deadline => return false,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Stops a child process by its PID: `sig` (SIGTERM 15, or php-fpm's
+/// graceful SIGQUIT 3), five seconds to exit, then SIGKILL.
+pub fn stop_child(child: &mut Child, sig: i32) {
+    if let Ok(None) = child.try_wait() {
+        unsafe { libc_kill(child.id() as i32, sig) };
+        if !wait_child(child, Duration::from_secs(5)) {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }
@@ -383,16 +420,7 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        unsafe { libc_kill(self.child.id() as i32, 15) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_child(&mut self.child, 15);
     }
 }
 
