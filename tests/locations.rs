@@ -18,6 +18,9 @@
 
 mod common;
 
+use std::path::Path;
+
+use common::differential::{self, req, Cases};
 use common::*;
 
 /// The `http { }` body both servers run (`{ROOT}` is the docroot).
@@ -548,4 +551,44 @@ fn a_set_variable_read_unset_is_empty_and_warned_about() {
         lines[0].contains("[warn]") && lines[0].contains("request: \"GET / HTTP/1.1\""),
         "{log}"
     );
+}
+
+#[test]
+fn locations_answer_as_nginx_on_the_shared_docroot() {
+    differential::compare("locations", location_cases);
+}
+
+fn location_cases(_root: &Path, c: &mut Cases) {
+    // --- Locations: exact, ^~, alias, return, try_files, error_page =200.
+    for t in [
+        "/exact",
+        "/exact?x=42",
+        "/exact?x=a%20b&y=2",
+        "/exact/",
+        "/ret.json?x=1",
+        "/moved",
+        "/moved?a=b",
+        "/found",
+        "/gone",
+        "/static/s.css",
+        "/static/sdir",
+        "/static/sdir/",
+        "/aliased/page.html",
+        "/aliased/",
+        "/aliased",
+        "/tf/t.txt",
+        "/tf/dir",
+        "/tf/dir/",
+        "/tf/nodir",
+        "/tf/missing",
+        "/tf/",
+        "/e200/missing",
+        "/e200/real.txt",
+        "/e200/",
+    ] {
+        c.same(&format!("GET {t}"), vec![req("GET", t, "")]);
+    }
+    c.same("HEAD /exact", vec![req("HEAD", "/exact", "")]);
+    c.same("HEAD /e200/missing", vec![req("HEAD", "/e200/missing", "")]);
+    c.same("POST /exact", vec![req("POST", "/exact", "")]);
 }

@@ -6,6 +6,7 @@
 
 pub mod apps;
 pub mod blkio;
+pub mod differential;
 pub mod h2client;
 pub mod h3client;
 pub mod h3raw;
@@ -455,7 +456,8 @@ impl Resp {
 }
 
 /// Reads one response from `s` (a chunked body decoded); `head_only` for
-/// responses to HEAD.
+/// responses to HEAD. An interim (1xx) response has no body: the final
+/// one is the next read.
 pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Option<Resp> {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (status_line, headers) = read_head(s, buf)?;
@@ -463,7 +465,7 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
     let field = |name: &str| header_in(&headers, name);
     let chunked = field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     let len = field("content-length").and_then(|v| v.parse::<usize>().ok());
-    let body = if head_only || status == 304 || status == 204 {
+    let body = if head_only || status == 304 || status == 204 || (100..200).contains(&status) {
         Vec::new()
     } else if chunked {
         read_chunked(s, buf)?
