@@ -356,49 +356,51 @@ fn stale_on_error_and_while_updating() {
     assert_eq!((cache_status(&r), r.text().as_str()), ("EXPIRED", "new"));
     // Origin down: `error`.
     drop(origin);
-    let srv2 = {
-        let dead = free_port();
-        let origin = Origin::start(|_| Reply::ok(b"cached"));
-        // The key must not name the origin's address, which changes.
-        let text = conf(
-            origin.port,
-            "",
-            "",
-            "proxy_cache_valid 1s; proxy_cache_use_stale error; proxy_cache_key $request_uri;",
-        );
-        let srv2 = Server::start(&text);
-        assert_eq!(cache_status(&req(srv2.port, "GET", "/d", "")), "MISS");
-        wait_for("a hit", Duration::from_secs(10), || {
-            cache_status(&req(srv2.port, "GET", "/d", "")) == "HIT"
-        });
-        std::thread::sleep(Duration::from_millis(2200));
-        // Reload onto a dead origin, same cache.
-        let text = text.replace(
-            &format!("127.0.0.1:{};", origin.port),
-            &format!("127.0.0.1:{dead};"),
-        );
-        std::fs::write(
-            srv2.prefix.path().join("porter.conf"),
-            config_text(&text, srv2.port, srv2.prefix.path()),
-        )
-        .unwrap();
-        srv2.signal(1);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let r = req(srv2.port, "GET", "/d", "");
-            if cache_status(&r) == "STALE" && r.text() == "cached" {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no stale answer after the reload: {r:?}\n{}",
-                srv2.read("logs/error.log")
-            );
-            std::thread::sleep(Duration::from_millis(50));
+    stale_on_error_after_a_reload_onto_a_dead_origin();
+}
+
+/// A hit, then a reload onto a dead origin: the entry comes back STALE
+/// (`proxy_cache_use_stale error`).
+fn stale_on_error_after_a_reload_onto_a_dead_origin() {
+    let dead = free_port();
+    let origin = Origin::start(|_| Reply::ok(b"cached"));
+    // The key must not name the origin's address, which changes.
+    let text = conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 1s; proxy_cache_use_stale error; proxy_cache_key $request_uri;",
+    );
+    let srv2 = Server::start(&text);
+    assert_eq!(cache_status(&req(srv2.port, "GET", "/d", "")), "MISS");
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv2.port, "GET", "/d", "")) == "HIT"
+    });
+    std::thread::sleep(Duration::from_millis(2200));
+    // Reload onto a dead origin, same cache.
+    let text = text.replace(
+        &format!("127.0.0.1:{};", origin.port),
+        &format!("127.0.0.1:{dead};"),
+    );
+    std::fs::write(
+        srv2.prefix.path().join("porter.conf"),
+        config_text(&text, srv2.port, srv2.prefix.path()),
+    )
+    .unwrap();
+    srv2.signal(1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = req(srv2.port, "GET", "/d", "");
+        if cache_status(&r) == "STALE" && r.text() == "cached" {
+            break;
         }
-        srv2
-    };
-    drop(srv2);
+        assert!(
+            Instant::now() < deadline,
+            "no stale answer after the reload: {r:?}\n{}",
+            srv2.read("logs/error.log")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -844,22 +846,27 @@ fn split_clients_spreads_entries_over_three_disks() {
     assert_eq!(origin.count(), 30);
 }
 
-/// kill -9 during many fills from a slow origin, then a restart on the
-/// same cache: every key served is byte-exact (or fetched again), and no
-/// temp file outlives the loader.
-#[test]
-fn crash_during_fills_leaves_no_corrupt_entry() {
-    const N: usize = 24;
-    let origin = Origin::start(|r| {
+/// An origin serving `/k/N` as 120 KB of pattern `N`: even keys at once
+/// (complete before a kill), odd ones crawling.
+fn half_crawling_origin() -> Origin {
+    Origin::start(|r| {
         let i: usize = r.target.trim_start_matches("/k/").parse().unwrap_or(0);
-        // Half are quick (complete before the kill), half crawl.
         let body = pattern(120_000, i);
         if i.is_multiple_of(2) {
             Reply::ok(&body)
         } else {
             Reply::ok(&body).paced(8192, Duration::from_millis(40))
         }
-    });
+    })
+}
+
+/// kill -9 during many fills from a slow origin, then a restart on the
+/// same cache: every key served is byte-exact (or fetched again), and no
+/// temp file outlives the loader.
+#[test]
+fn crash_during_fills_leaves_no_corrupt_entry() {
+    const N: usize = 24;
+    let origin = half_crawling_origin();
     let text = conf(
         origin.port,
         " use_temp_path=off",
@@ -981,17 +988,10 @@ fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     Metrics(text.to_string()).get(name, labels).unwrap_or(0.0)
 }
 
-/// Nothing blocks: under a load of concurrent fills and hits over the
-/// issue's three zones, every zone's file work runs on that zone's pool
-/// (`aio threads=pool_$disk`), and the event loop's iterations stay
-/// short (the blocked-loop histogram of `/metrics`).
-#[test]
-fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
-    let origin = Origin::start(|r| {
-        let i: usize = r.target.rsplit('/').next().unwrap().parse().unwrap_or(0);
-        Reply::ok(&pattern(300_000, i)).paced(64 * 1024, Duration::from_millis(2))
-    });
-    let conf = format!(
+/// Three zones on three "disks", each with its own thread pool, chosen
+/// by `split_clients`, before `origin`.
+fn three_disk_conf(origin: u16) -> String {
+    format!(
         "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
          error_log {{PREFIX}}/logs/error.log info;\n\
          thread_pool pool_1 threads=4; thread_pool pool_2 threads=4; thread_pool pool_3 threads=4;\n\
@@ -1007,8 +1007,21 @@ fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
              location / {{ proxy_pass http://127.0.0.1:{}; proxy_cache_key $request_uri;\n      \
                proxy_cache cache_$disk; aio threads=pool_$disk; sendfile on;\n      \
                add_header X-Disk $disk always; add_header X-Cache $upstream_cache_status always; }} }}\n}}\n",
-        origin.port
-    );
+        origin
+    )
+}
+
+/// Nothing blocks: under a load of concurrent fills and hits over the
+/// issue's three zones, every zone's file work runs on that zone's pool
+/// (`aio threads=pool_$disk`), and the event loop's iterations stay
+/// short (the blocked-loop histogram of `/metrics`).
+#[test]
+fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
+    let origin = Origin::start(|r| {
+        let i: usize = r.target.rsplit('/').next().unwrap().parse().unwrap_or(0);
+        Reply::ok(&pattern(300_000, i)).paced(64 * 1024, Duration::from_millis(2))
+    });
+    let conf = three_disk_conf(origin.port);
     let srv = Server::start(&conf);
     let port = srv.port;
     let before = get(port, "/metrics").text();
