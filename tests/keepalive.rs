@@ -1,13 +1,17 @@
 //! HTTP/1.0 and keep-alive: `keepalive_requests`, a connection kept after
 //! error answers and request bodies, `Expect: 100-continue`, asked of
 //! porter and of Debian's nginx on the same docroot
-//! (`tests/common/differential.rs`).
+//! (`tests/common/differential.rs`); `keepalive_time`.
 
 mod common;
 
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::Path;
+use std::time::Duration;
 
 use common::differential::{self, etag_of, req, req_ka, Cases};
+use common::{both, read_response};
 
 #[test]
 fn http_1_0_and_keep_alive_answer_as_nginx() {
@@ -145,4 +149,25 @@ fn expect_continue_cases(_root: &Path, c: &mut Cases) {
             b"GET /one.txt HTTP/1.0\r\n\r\n".to_vec(),
         ],
     );
+}
+
+#[test]
+fn keepalive_time_closes_after_the_next_request() {
+    let (p, n) = both("keepalive_time 1s;", "location / { return 200 ok; }");
+    let ports: Vec<u16> = std::iter::once(p.port)
+        .chain(n.as_ref().map(|n| n.port))
+        .collect();
+    for port in ports {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut buf = Vec::new();
+        let req = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        s.write_all(req).unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.header("connection"), Some("keep-alive"), "port {port}");
+        std::thread::sleep(Duration::from_millis(1300));
+        s.write_all(req).unwrap();
+        let r = read_response(&mut s, &mut buf, false).unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("connection"), Some("close"), "port {port}");
+    }
 }

@@ -19,6 +19,7 @@
 mod common;
 
 use std::path::Path;
+use std::time::Duration;
 
 use common::differential::{self, req, Cases};
 use common::*;
@@ -594,4 +595,29 @@ fn location_cases(_root: &Path, c: &mut Cases) {
     c.same("HEAD /exact", vec![req("HEAD", "/exact", "")]);
     c.same("HEAD /e200/missing", vec![req("HEAD", "/e200/missing", "")]);
     c.same("POST /exact", vec![req("POST", "/exact", "")]);
+}
+
+#[test]
+fn alias_without_trailing_slash_does_not_leave_its_directory() {
+    let root = TempDir::new("alias");
+    root.write("img/a.png", "image");
+    root.write("secret", "the secret");
+    root.write("imgfoo.png", "sibling");
+    let dir = root.path().display();
+    let srv = Server::start(&http_conf(&format!(
+        "    location /img {{ alias {dir}/img/; }}\n    location /pre {{ alias {dir}/img; }}"
+    )));
+    assert_eq!(get(srv.port, "/img/a.png").text(), "image");
+    let r = get(srv.port, "/img../secret");
+    assert_eq!(r.status, 404, "served {:?}", r.text());
+    assert_eq!(get(srv.port, "/img..").status, 404);
+    srv.wait_log(
+        "logs/error.log",
+        "/img/../secret\" is outside of the root or alias directory",
+        Duration::from_secs(2),
+    );
+    // An alias without a slash is a prefix, as in NGINX: a sibling name
+    // that only extends it stays allowed.
+    assert_eq!(get(srv.port, "/prefoo.png").text(), "sibling");
+    assert_eq!(get(srv.port, "/pre/a.png").text(), "image");
 }

@@ -1329,3 +1329,149 @@ fn kept_open_entries_leave_descriptors_for_connections() {
     let log = srv.read("logs/error.log");
     assert!(!log.contains("Too many open files"), "{log}");
 }
+
+fn cache_conf(origin: u16) -> String {
+    format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m;\n  \
+           server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n    \
+             location / {{\n      proxy_pass http://127.0.0.1:{origin};\n      proxy_cache one;\n      \
+               proxy_cache_valid 200 404 10m;\n      \
+               add_header X-Cache $upstream_cache_status always;\n    }}\n    \
+             location = /two {{ return 203 two; }}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn ambiguous_upstream_framing_is_a_502_and_never_cached() {
+    let cases: [(&str, &[u8], &str); 3] = [
+        (
+            "/dup",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+            "upstream sent duplicate header line: \"Content-Length: 6\", previous value: \"Content-Length: 5\" while reading response header from upstream",
+        ),
+        (
+            "/xchunked",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: xchunked\r\n\r\nhello",
+            "upstream sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time while reading response header from upstream",
+        ),
+        (
+            "/gzip",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "upstream sent unknown \"Transfer-Encoding\": \"gzip, chunked\" while reading response header from upstream",
+        ),
+    ];
+    let origin = Origin::start(move |req| {
+        let raw = cases
+            .iter()
+            .find(|c| c.0 == req.target)
+            .map_or(&b""[..], |c| c.1);
+        Reply::ok(b"").framing(Framing::Raw(raw.to_vec()))
+    });
+    let srv = Server::start(&cache_conf(origin.port));
+    for (path, _, log) in cases {
+        for round in 0..2 {
+            let r = get(srv.port, path);
+            assert_eq!(r.status, 502, "{path} round {round}");
+            assert_ne!(r.header("X-Cache"), Some("HIT"), "{path}");
+        }
+        srv.wait_log("logs/error.log", log, Duration::from_secs(3));
+    }
+    assert_eq!(origin.count(), 6, "every request went to the origin");
+}
+
+#[test]
+fn vary_star_anywhere_is_never_cached() {
+    let origin = Origin::start(|req| {
+        let r = Reply::ok(b"v").header("Cache-Control", "max-age=600");
+        match req.target.as_str() {
+            "/list" => r.header("Vary", "Accept-Encoding, *"),
+            "/second" => r.header("Vary", "Accept-Encoding").header("Vary", "*"),
+            _ => r.header("Vary", "Accept-Encoding"),
+        }
+    });
+    let srv = Server::start(&cache_conf(origin.port));
+    for path in ["/list", "/second"] {
+        for _ in 0..2 {
+            let r = get(srv.port, path);
+            assert_eq!(r.status, 200);
+            assert_ne!(r.header("X-Cache"), Some("HIT"), "{path}");
+        }
+    }
+    assert_eq!(origin.count(), 4);
+    // The control: a plain Vary is cached.
+    get(srv.port, "/plain");
+    assert_eq!(get(srv.port, "/plain").header("X-Cache"), Some("HIT"));
+}
+
+#[test]
+fn proxied_error_keeps_its_last_modified_and_reason() {
+    const LM: &str = "Tue, 01 Jan 2030 00:00:00 GMT";
+    let origin = Origin::start(|req| {
+        match req.target.as_str() {
+        "/gone" => Reply::ok(b"no").status(404).header("Last-Modified", LM),
+        "/moved" => Reply::ok(b"")
+            .status(301)
+            .header("Location", "/x")
+            .header("Last-Modified", LM),
+        _ => Reply::ok(b"").framing(Framing::Raw(
+            format!("HTTP/1.1 203 Non-Authoritative Information\r\nLast-Modified: {LM}\r\nContent-Length: 2\r\n\r\nok")
+                .into_bytes(),
+        )),
+    }
+    });
+    let srv = Server::start(&cache_conf(origin.port));
+    for path in ["/gone", "/moved", "/info"] {
+        let r = get(srv.port, path);
+        assert_eq!(
+            r.header("Last-Modified"),
+            Some(LM),
+            "{path}: {:?}",
+            r.headers
+        );
+    }
+    let r = get(srv.port, "/info");
+    assert_eq!(r.status_line, "HTTP/1.1 203 Non-Authoritative Information");
+    // porter's own 203 has a reason phrase too (NGINX sends "203 ").
+    assert_eq!(
+        get(srv.port, "/two").status_line,
+        "HTTP/1.1 203 Non-Authoritative Information"
+    );
+}
+
+/// Debian's nginx as the reference for the Last-Modified and status-line
+/// bytes of a proxied 404 and 203.
+#[test]
+fn nginx_passes_last_modified_and_reason_as_porter_does() {
+    const LM: &str = "Tue, 01 Jan 2030 00:00:00 GMT";
+    let origin = Origin::start(|req| {
+        match req.target.as_str() {
+        "/gone" => Reply::ok(b"no").status(404).header("Last-Modified", LM),
+        _ => Reply::ok(b"").framing(Framing::Raw(
+            format!("HTTP/1.1 203 Non-Authoritative Information\r\nLast-Modified: {LM}\r\nContent-Length: 2\r\n\r\nok")
+                .into_bytes(),
+        )),
+    }
+    });
+    let Some(nginx) = Nginx::start(&format!(
+        "server {{ listen 127.0.0.1:{{PORT}}; location / {{ proxy_pass http://127.0.0.1:{}; }} }}",
+        origin.port
+    )) else {
+        eprintln!("skipped: nginx is not installed");
+        return;
+    };
+    let srv = Server::start(&cache_conf(origin.port));
+    for path in ["/gone", "/info"] {
+        let n = get(nginx.port, path);
+        let p = get(srv.port, path);
+        assert_eq!(n.header("Last-Modified"), Some(LM), "nginx {path}");
+        assert_eq!(
+            p.header("Last-Modified"),
+            n.header("Last-Modified"),
+            "{path}"
+        );
+        assert_eq!(p.status_line, n.status_line, "{path}");
+    }
+}

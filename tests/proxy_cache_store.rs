@@ -5,7 +5,7 @@
 //! Debian's nginx acting as a caching proxy; and the configuration errors
 //! against `nginx -t`.
 //!
-//! Run: `cargo test --release --test cache_store`.
+//! Run: `cargo test --release --test proxy_cache_store`.
 
 mod common;
 

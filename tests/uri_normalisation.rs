@@ -1,13 +1,14 @@
 //! URI normalisation (percent-decoding, dot segments, merged slashes,
 //! arguments and fragments, absolute-form targets, the Host in redirects)
 //! asked of porter and of Debian's nginx on the same docroot
-//! (`tests/common/differential.rs`).
+//! (`tests/common/differential.rs`); `merge_slashes off`.
 
 mod common;
 
 use std::path::Path;
 
 use common::differential::{self, req, req_ka, Cases, ReplaceHost};
+use common::{both, get};
 
 #[test]
 fn uri_normalisation_answers_as_nginx() {
@@ -64,4 +65,16 @@ fn uri_cases(_root: &Path, c: &mut Cases) {
             .collect::<Vec<u8>>()
             .replace_host("www.example.org:8080")],
     );
+}
+
+#[test]
+fn merge_slashes_off_keeps_the_uri() {
+    let loc = "location / { return 200 \"$uri\"; }";
+    for (extra, want) in [("", "/a/b/"), ("merge_slashes off;", "/a//b/")] {
+        let (p, n) = both(extra, loc);
+        assert_eq!(get(p.port, "/a//b/").text(), want, "porter, {extra:?}");
+        if let Some(n) = n {
+            assert_eq!(get(n.port, "/a//b/").text(), want, "nginx, {extra:?}");
+        }
+    }
 }

@@ -425,6 +425,20 @@ impl Drop for Nginx {
     }
 }
 
+/// porter, and nginx when installed, on the same settings: `http_extra`
+/// at the `http` level and one server on `{PORT}` named `localhost`
+/// around `server_body`.
+pub fn both(http_extra: &str, server_body: &str) -> (Server, Option<Nginx>) {
+    let p = Server::start(&one_server_conf(http_extra, server_body));
+    let n = Nginx::start(&format!(
+        "{http_extra}\nserver {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n{server_body}\n}}\n"
+    ));
+    if n.is_none() {
+        eprintln!("nginx not installed: comparing with porter's expected answers only");
+    }
+    (p, n)
+}
+
 /// Runs porter with `args` to completion.
 pub fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
