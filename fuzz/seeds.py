@@ -12,7 +12,7 @@ proxy, plus a listener that records the raw bytes clients send. Then:
   the socket; the chunked bodies among them and chunked request bodies
   (chunked seeds start with the piece size byte the target reads);
 - cache_header: the entry files porter's cache wrote for those responses
-  (and tests/support/cache_v1_entry, a version 1 entry);
+  (and tests/common/cache_v1_entry, a version 1 entry);
 - config: the repository's configuration files and the two used here.
 
 usage: fuzz/seeds.py PORTER_BINARY   (from the repository root; replaces
@@ -306,7 +306,7 @@ def seed_cache(cache):
                 data = fh.read()
             save("cache_header", f"fill-{hashlib.md5(data).hexdigest()[:8]}", data[:16384])
             n += 1
-    v1 = os.path.join(ROOT, "tests", "support", "cache_v1_entry")
+    v1 = os.path.join(ROOT, "tests", "common", "cache_v1_entry")
     with open(v1, "rb") as fh:
         save("cache_header", "version-1", fh.read())
     if n == 0:

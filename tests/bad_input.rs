@@ -5,8 +5,10 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::Duration;
 
+use common::differential::{self, req, Cases};
 use common::*;
 
 fn server() -> (TempDir, Server) {
@@ -138,4 +140,199 @@ fn garbage_and_abrupt_clients_do_not_hurt_the_server() {
     }
     assert_eq!(get(s.port, "/a.txt").status, 200);
     assert!(s.child.id() > 0);
+}
+
+#[test]
+fn malformed_requests_answer_as_nginx() {
+    differential::compare("malformed requests", |root, c| {
+        malformed_cases(root, c);
+        oversized_and_odd_cases(root, c);
+    });
+}
+
+#[test]
+fn porter_refuses_what_nginx_tolerates() {
+    differential::compare("deliberate differences", stricter_cases);
+}
+
+/// Malformed heads: method, Host, framing headers, folding, NUL bytes,
+/// versions.
+fn malformed_cases(_root: &Path, c: &mut Cases) {
+    let raw = |s: &str| vec![s.as_bytes().to_vec()];
+    c.same(
+        "lowercase method",
+        raw("get /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "missing Host on HTTP/1.1",
+        raw("GET /txt/a.txt HTTP/1.1\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "duplicate Host",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "empty Host",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "Host with a slash",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost: bad/host\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "Content-Length and Transfer-Encoding",
+        raw("POST /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n"),
+    );
+    c.same(
+        "invalid Content-Length",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "duplicate Content-Length",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "Transfer-Encoding gzip",
+        raw("POST /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "obs-fold",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n  b\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "NUL in a header value",
+        vec![b"GET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nX-Nul: a\0b\r\nConnection: close\r\n\r\n".to_vec()],
+    );
+    c.same(
+        "NUL in the request line",
+        vec![b"GET /txt/a\0.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".to_vec()],
+    );
+    c.same(
+        "HTTP/2.0 in the request line",
+        raw("GET /txt/a.txt HTTP/2.0\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "HTTP/1.2 (treated as 1.1)",
+        raw("GET /txt/a.txt HTTP/1.2\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "garbage version",
+        raw("GET /txt/a.txt HTTX/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+}
+
+/// Heads over the limits, odd but valid forms, odd Hosts and versions.
+fn oversized_and_odd_cases(_root: &Path, c: &mut Cases) {
+    let a = "/txt/a.txt";
+    let raw = |s: &str| vec![s.as_bytes().to_vec()];
+    let long_uri = format!("/{}", "a".repeat(9000));
+    c.same("URI over 8k (414)", vec![req("GET", &long_uri, "")]);
+    c.same(
+        "header line over 8k",
+        vec![req("GET", a, &format!("X-Long: {}\r\n", "b".repeat(9000)))],
+    );
+    let many: String = (0..8)
+        .map(|i| format!("X-Big-{i}: {}\r\n", "c".repeat(5000)))
+        .collect();
+    c.same("head over 32k", vec![req("GET", a, &many)]);
+    let lots: String = (0..500).map(|i| format!("X-H{i}: v\r\n")).collect();
+    c.same("500 short header lines", vec![req("GET", a, &lots)]);
+    c.same(
+        "leading empty lines",
+        raw("\r\n\r\nGET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "bare LF line endings",
+        raw("GET /txt/a.txt HTTP/1.1\nHost: localhost\nConnection: close\n\n"),
+    );
+    c.same(
+        "URI not starting with /",
+        raw("GET txt/a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+    );
+    c.same(
+        "mixed-case header names",
+        raw("GET /txt/a.txt HTTP/1.1\r\nhOsT: localhost\r\nCONNECTION: close\r\n\r\n"),
+    );
+    c.same(
+        "Host with port",
+        raw("GET /sub HTTP/1.1\r\nHost: localhost:1234\r\nConnection: close\r\n\r\n"),
+    );
+    for host in [
+        ".localhost",
+        "localhost.",
+        "LOCALHOST",
+        "a\\b",
+        "x:y:z",
+        "[::1]:80",
+        "a..b",
+        "a b",
+        ".",
+    ] {
+        c.same(
+            &format!("Host {host:?}"),
+            vec![
+                format!("GET /sub HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+                    .into_bytes(),
+            ],
+        );
+    }
+    c.same(
+        "empty Host on HTTP/1.0",
+        raw("GET /txt/a.txt HTTP/1.0\r\nHost:\r\n\r\n"),
+    );
+    for v in [
+        "HTTP/1.00",
+        "HTTP/1.999",
+        "HTTP/1.1000",
+        "HTTP/01.1",
+        "HTTP/0.9",
+        "HTTP/1.",
+        "HTTP/2",
+        "HTTP/10.0",
+    ] {
+        c.same(
+            &format!("version {v}"),
+            vec![
+                format!("GET /txt/a.txt {v}\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                    .into_bytes(),
+            ],
+        );
+    }
+}
+
+/// Deliberate differences: porter refuses what nginx tolerates.
+fn stricter_cases(_root: &Path, c: &mut Cases) {
+    let raw = |s: &str| vec![s.as_bytes().to_vec()];
+    c.stricter(
+        "header line without a colon",
+        raw("GET /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nNoColonHere\r\nConnection: close\r\n\r\n"),
+        "a header line without ':' is malformed (RFC 9112 5); nginx silently ignores it",
+    );
+    c.stricter(
+        "double space in the request line",
+        raw("GET  /txt/a.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+        "the request line is method SP target SP version (RFC 9112 3); nginx skips extra spaces",
+    );
+    c.stricter(
+        "trailing space after the version",
+        raw("GET /txt/a.txt HTTP/1.1 \r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+        "nothing may follow the version (RFC 9112 3); nginx skips trailing spaces",
+    );
+    c.stricter(
+        "HTTP/0.9 request",
+        raw("GET /txt/a.txt\r\n"),
+        "porter does not speak HTTP/0.9; nginx answers with a bare body",
+    );
+    c.stricter(
+        "URI not UTF-8 after percent-decoding",
+        raw("GET /txt/%ff.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+        "porter keeps URIs as UTF-8 text; nginx maps any bytes to a file name",
+    );
+    c.stricter(
+        "raw non-UTF-8 byte in the URI",
+        vec![
+            b"GET /txt/\xff.txt HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".to_vec(),
+        ],
+        "porter keeps URIs as UTF-8 text; nginx maps any bytes to a file name",
+    );
 }

@@ -42,132 +42,134 @@ fn valid_config_test_succeeds() {
     );
 }
 
+/// Bad configurations: the text, the message porter must print, its line.
+const BAD_CONFIGS: &[(&str, &str, u32)] = &[
+    (
+        "events {}\nhttp {\n  bogus on;\n}\n",
+        "unknown directive \"bogus\" (not an NGINX directive either: a typo, or a third-party module's)",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n  perl_set $x 'sub { 1 }';\n}\n",
+        "unknown directive \"perl_set\" (NGINX has it, porter does not)",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n server {\n  root /x;\n  listen 80;\n  }\n  sendfile maybe;\n}\n",
+        "invalid value \"maybe\" in \"sendfile\" directive, it must be \"on\" or \"off\"",
+        7,
+    ),
+    (
+        "events {}\nroot /x;\n",
+        "\"root\" directive is not allowed here",
+        2,
+    ),
+    (
+        "events {}\nhttp {\n sendfile_max_chunk 5q;\n}\n",
+        "\"sendfile_max_chunk\" directive invalid value",
+        3,
+    ),
+    ("events {}\nhttp {\n}\n}\n", "unexpected \"}\"", 4),
+    (
+        "events {}\n\nthread_pool a threads=0;\n",
+        "invalid threads value \"threads=0\"",
+        3,
+    ),
+    (
+        "events {}\nthread_pool a threads=2;\nthread_pool a threads=3;\n",
+        "duplicate thread pool \"a\"",
+        3,
+    ),
+    (
+        "events {}\nthread_pool a max_queue=3;\n",
+        "\"thread_pool\" must have \"threads\" parameter",
+        2,
+    ),
+    (
+        "events {}\nthread_pool a threads=2 max_queue=x;\n",
+        "invalid max_queue value \"max_queue=x\"",
+        2,
+    ),
+    (
+        "events {}\nhttp {\n server {\n  aio threads=nope;\n }\n}\n",
+        "unknown thread pool \"nope\"",
+        4,
+    ),
+    (
+        "events {}\nhttp {\n aio on;\n}\naio_uring workers=0;\n",
+        "invalid value \"workers=0\"",
+        5,
+    ),
+    (
+        "events {}\nhttp {\n aio bogus;\n}\n",
+        "\"aio\" directive invalid value",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n open_file_cache max=0;\n}\n",
+        "invalid \"open_file_cache\" parameter \"max=0\"",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n open_file_cache inactive=3s;\n}\n",
+        "\"open_file_cache\" must have the \"max\" parameter",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n server {\n",
+        "unexpected end of file, expecting \"}\"",
+        4,
+    ),
+    (
+        "events {}\nhttp { server { listen 127.0.0.1:99999; } }\n",
+        "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive",
+        2,
+    ),
+    (
+        "events {}\nhttp {\n root /a b;\n}\n",
+        "invalid number of arguments in \"root\" directive",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n root /a;\n root /b;\n}\n",
+        "\"root\" directive is duplicate",
+        4,
+    ),
+    (
+        "events {}\nhttp {\n return 200 $nosuch;\n}\n",
+        "\"return\" directive is not allowed here",
+        3,
+    ),
+    (
+        "events {}\nhttp { server {\n return 200 $nosuch;\n} }\n",
+        "unknown \"nosuch\" variable",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n include missing.conf;\n}\n",
+        "missing.conf\" failed (2: No such file or directory)",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n access_log /tmp/x nosuchformat;\n}\n",
+        "unknown log format \"nosuchformat\"",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n server { location ~ \"(\" { } }\n}\n",
+        "pcre2_compile() failed: ",
+        3,
+    ),
+    (
+        "events {}\nhttp {\n server { location /a { location @n { } } }\n}\n",
+        "named location \"@n\" can be on the server level only",
+        3,
+    ),
+];
+
 #[test]
 fn errors_name_file_and_line_and_exit_1() {
-    let cases = [
-        (
-            "events {}\nhttp {\n  bogus on;\n}\n",
-            "unknown directive \"bogus\" (not an NGINX directive either: a typo, or a third-party module's)",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n  perl_set $x 'sub { 1 }';\n}\n",
-            "unknown directive \"perl_set\" (NGINX has it, porter does not)",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n server {\n  root /x;\n  listen 80;\n  }\n  sendfile maybe;\n}\n",
-            "invalid value \"maybe\" in \"sendfile\" directive, it must be \"on\" or \"off\"",
-            7,
-        ),
-        (
-            "events {}\nroot /x;\n",
-            "\"root\" directive is not allowed here",
-            2,
-        ),
-        (
-            "events {}\nhttp {\n sendfile_max_chunk 5q;\n}\n",
-            "\"sendfile_max_chunk\" directive invalid value",
-            3,
-        ),
-        ("events {}\nhttp {\n}\n}\n", "unexpected \"}\"", 4),
-        (
-            "events {}\n\nthread_pool a threads=0;\n",
-            "invalid threads value \"threads=0\"",
-            3,
-        ),
-        (
-            "events {}\nthread_pool a threads=2;\nthread_pool a threads=3;\n",
-            "duplicate thread pool \"a\"",
-            3,
-        ),
-        (
-            "events {}\nthread_pool a max_queue=3;\n",
-            "\"thread_pool\" must have \"threads\" parameter",
-            2,
-        ),
-        (
-            "events {}\nthread_pool a threads=2 max_queue=x;\n",
-            "invalid max_queue value \"max_queue=x\"",
-            2,
-        ),
-        (
-            "events {}\nhttp {\n server {\n  aio threads=nope;\n }\n}\n",
-            "unknown thread pool \"nope\"",
-            4,
-        ),
-        (
-            "events {}\nhttp {\n aio on;\n}\naio_uring workers=0;\n",
-            "invalid value \"workers=0\"",
-            5,
-        ),
-        (
-            "events {}\nhttp {\n aio bogus;\n}\n",
-            "\"aio\" directive invalid value",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n open_file_cache max=0;\n}\n",
-            "invalid \"open_file_cache\" parameter \"max=0\"",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n open_file_cache inactive=3s;\n}\n",
-            "\"open_file_cache\" must have the \"max\" parameter",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n server {\n",
-            "unexpected end of file, expecting \"}\"",
-            4,
-        ),
-        (
-            "events {}\nhttp { server { listen 127.0.0.1:99999; } }\n",
-            "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive",
-            2,
-        ),
-        (
-            "events {}\nhttp {\n root /a b;\n}\n",
-            "invalid number of arguments in \"root\" directive",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n root /a;\n root /b;\n}\n",
-            "\"root\" directive is duplicate",
-            4,
-        ),
-        (
-            "events {}\nhttp {\n return 200 $nosuch;\n}\n",
-            "\"return\" directive is not allowed here",
-            3,
-        ),
-        (
-            "events {}\nhttp { server {\n return 200 $nosuch;\n} }\n",
-            "unknown \"nosuch\" variable",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n include missing.conf;\n}\n",
-            "missing.conf\" failed (2: No such file or directory)",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n access_log /tmp/x nosuchformat;\n}\n",
-            "unknown log format \"nosuchformat\"",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n server { location ~ \"(\" { } }\n}\n",
-            "pcre2_compile() failed: ",
-            3,
-        ),
-        (
-            "events {}\nhttp {\n server { location /a { location @n { } } }\n}\n",
-            "named location \"@n\" can be on the server level only",
-            3,
-        ),
-    ];
-    for (text, msg, line) in cases {
+    for &(text, msg, line) in BAD_CONFIGS {
         let (dir, out) = test_conf(text);
         let e = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{text}\n{e}");

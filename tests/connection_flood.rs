@@ -1,5 +1,6 @@
 //! A slow-header attacker that reopens what the server closes, against
-//! `worker_connections`, over real sockets (issue 12;
+//! `worker_connections`, over real sockets (issue 12; also silent
+//! connections reclaimed at the limit and refusals logged once a second;
 //! `bench/slow_clients.py --reconnect` is the full-size, timed run and
 //! docs/reliability.md has its figures). The attacker's weapon is timing:
 //! a connection it opens stays silent until its next tick, then starts a
@@ -24,7 +25,7 @@ mod common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 
@@ -160,5 +161,71 @@ fn room_is_left(port: u16, atk: &mut [TcpStream]) {
     assert!(
         holding <= LIMIT - LIMIT / 16,
         "{holding} trickling connections held of {LIMIT}"
+    );
+}
+
+/// A worker at `worker_connections` 8 with one worker process.
+fn small_worker_conf(server_body: &str) -> String {
+    http_conf(server_body)
+        .replace("worker_processes 2", "worker_processes 1")
+        .replace("worker_connections 256", "worker_connections 8")
+}
+
+fn open_conns(port: u16, n: usize, send: &[u8]) -> Vec<TcpStream> {
+    let v: Vec<TcpStream> = (0..n)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.write_all(send).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    v
+}
+
+#[test]
+fn silent_connections_at_the_limit_are_reclaimed_for_a_request() {
+    let srv = Server::start(&small_worker_conf("    location / { return 200 ok; }"));
+    // The worker is up and accepting.
+    assert_eq!(get(srv.port, "/").status, 200);
+    // Eight connections that never send a byte fill the worker.
+    let _silent = open_conns(srv.port, 8, b"");
+    for i in 0..5 {
+        let r = try_raw(
+            srv.port,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(r.map(|r| r.status), Some(200), "request {i} kept out");
+    }
+    srv.wait_log(
+        "logs/error.log",
+        "8 worker_connections are not enough, reusing connections",
+        Duration::from_secs(2),
+    );
+}
+
+#[test]
+fn refused_connections_are_logged_at_most_once_a_second() {
+    let srv = Server::start(&small_worker_conf(
+        "    client_header_timeout 30s;\n    location / { return 200 ok; }",
+    ));
+    assert_eq!(get(srv.port, "/").status, 200);
+    // Eight connections inside their heads: nothing to reclaim.
+    let _busy = open_conns(srv.port, 8, b"GET / HTTP/1.1\r\n");
+    let t0 = Instant::now();
+    for _ in 0..40 {
+        let r = try_raw(
+            srv.port,
+            b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        );
+        assert!(r.is_none(), "a connection over the limit was served");
+    }
+    let secs = t0.elapsed().as_secs() as usize + 1;
+    std::thread::sleep(Duration::from_millis(200));
+    let log = srv.read("logs/error.log");
+    let lines = log.matches("8 worker_connections are not enough").count();
+    assert!(
+        (1..=secs + 1).contains(&lines),
+        "{lines} log lines for 40 refused connections in {secs} s"
     );
 }

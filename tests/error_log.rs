@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{get_with, one_worker_conf, Nginx, Server, TempDir, NGINX};
+use common::{get, get_with, one_server_conf, one_worker_conf, Nginx, Server, TempDir, NGINX};
 
 /// An upstream answering every request with `hello`, closing after each.
 fn origin() -> u16 {
@@ -205,4 +205,27 @@ fn a_cache_hit_whose_body_fails_to_read_names_its_cache_file() {
     let want = format!("pread() read only 0 of 5 from \"{}\"", file.display());
     let loc = wait_for(&dir.path().join("loc.log"), &want);
     assert!(loc.contains(&want), "no {want:?} in:\n{loc}");
+}
+
+#[test]
+fn error_log_in_a_location_gets_its_requests_lines() {
+    let p = Server::start(&one_server_conf(
+        "",
+        "root {PREFIX}/html;\nlocation /own/ { error_log {PREFIX}/logs/own.log info; }\nlocation / { }",
+    ));
+    assert_eq!(get(p.port, "/own/missing.txt").status, 404);
+    assert_eq!(get(p.port, "/other/missing.txt").status, 404);
+    let own = p.wait_log("logs/own.log", "missing.txt", Duration::from_secs(5));
+    assert!(
+        own.contains("/own/missing.txt") && own.contains("open()"),
+        "{own}"
+    );
+    assert!(!own.contains("/other/"), "{own}");
+    let main = p.wait_log(
+        "logs/error.log",
+        "/other/missing.txt",
+        Duration::from_secs(5),
+    );
+    assert!(main.contains("/other/missing.txt"), "{main}");
+    assert!(!main.contains("/own/missing.txt"), "{main}");
 }

@@ -1,7 +1,7 @@
 //! `fastcgi_pass` against a real PHP: Debian's php-fpm, started here in
 //! the foreground with its own pools (one on a unix socket in a temp dir,
 //! one on a loopback TCP port) serving the small app in
-//! `tests/support/php/`. porter loads Debian's `fastcgi.conf` and
+//! `tests/common/php/`. porter loads Debian's `fastcgi.conf` and
 //! `snippets/fastcgi-php.conf` unchanged (copied from
 //! `tests/configs/debian/etc`, BSD-2-Clause, see `LICENSE-copyright`
 //! there), and Debian's nginx answers the same requests beside it: forms,
@@ -42,7 +42,7 @@ fn porter(pass: &str, extra: &str) -> Server {
         "fastcgi_params",
         "snippets/fastcgi-php.conf",
     ] {
-        prefix.write(f, std::fs::read(debian_etc().join(f)).unwrap());
+        prefix.write(f, std::fs::read(debian_etc(f)).unwrap());
     }
     let conf = one_worker_conf(&site("snippets/fastcgi-php.conf", pass, extra));
     Server::start_in(prefix, &conf, &[])
@@ -51,11 +51,11 @@ fn porter(pass: &str, extra: &str) -> Server {
 /// nginx with the same site; the snippet's `include fastcgi.conf` made
 /// absolute (nginx's prefix is its own temp dir).
 fn nginx(pass: &str, extra: &str, keep: &TempDir) -> Nginx {
-    let snippet = std::fs::read_to_string(debian_etc().join("snippets/fastcgi-php.conf"))
+    let snippet = std::fs::read_to_string(debian_etc("snippets/fastcgi-php.conf"))
         .unwrap()
         .replace(
             "include fastcgi.conf;",
-            &format!("include {};", debian_etc().join("fastcgi.conf").display()),
+            &format!("include {};", debian_etc("fastcgi.conf").display()),
         );
     let path = keep.write("fastcgi-php.conf", snippet);
     Nginx::start(&site(path.to_str().unwrap(), pass, extra)).expect("nginx is not installed")
@@ -296,7 +296,7 @@ fn tcp_group_with_keepalive_serves_many_requests() {
     );
     let prefix = TempDir::new("fcgi");
     for f in ["fastcgi.conf", "snippets/fastcgi-php.conf"] {
-        prefix.write(f, std::fs::read(debian_etc().join(f)).unwrap());
+        prefix.write(f, std::fs::read(debian_etc(f)).unwrap());
     }
     let p = Server::start_in(prefix, &one_worker_conf(&conf), &[]);
     let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();

@@ -1,6 +1,6 @@
 //! `fastcgi_cache` against a real PHP (Debian's php-fpm, `common::php`)
 //! with Debian's nginx answering the same requests beside porter: the
-//! PHP app (`tests/support/php/cache.php`) counts the requests that reach
+//! PHP app (`tests/common/php/cache.php`) counts the requests that reach
 //! it per name, so each step shows whether the cache answered. MISS →
 //! HIT, `$upstream_cache_status` in a header, `fastcgi_cache_valid` per
 //! status, bypass and `fastcgi_no_cache`, POST not cached, `Set-Cookie`,

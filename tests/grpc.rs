@@ -1,6 +1,6 @@
 //! `grpc_pass` against the real binary on loopback: a gRPC server and
 //! client written with Debian's `python3-grpcio` (generic handlers and raw
-//! bytes, so no generated code: tests/support/grpc_server.py,
+//! bytes, so no generated code: tests/common/grpc_server.py,
 //! grpc_client.py), porter between them speaking h2c or TLS with ALPN to
 //! the client and HTTP/2 to the upstream, and Debian's nginx 1.22 beside
 //! it on the same calls where the test compares status codes, results,
@@ -14,13 +14,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{one_worker_conf, Nginx, Server, TempDir};
+use common::{one_worker_conf, support, Nginx, Server, TempDir};
 
 const PYTHON: &str = "/usr/bin/python3";
-
-fn support(name: &str) -> String {
-    format!("{}/tests/support/{name}", env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The gRPC server, stopped by PID on drop.
 struct Upstream {

@@ -4,11 +4,12 @@
 //! `/usr/sbin/nginx`): `$sent_http_content_type` through a `map` with no
 //! access log configured, `expires $var`, `expires modified`, `expires
 //! @TIME`, a `map` whose `''` key matches an empty value, and `charset`
-//! with a `charset_types` list that leaves out text/html.
+//! with a `charset_types` list that leaves out text/html; `server_tokens
+//! build`.
 
 mod common;
 
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use common::{both, one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 fn get(port: u16, path: &str, extra: &str) -> Resp {
     raw(
@@ -213,5 +214,19 @@ fn text_html_is_always_among_the_charset_types() {
     for p in ["/a.html", "/a.css", "/a.txt"] {
         let n = get(ngx.port, p, "");
         assert_eq!(ct(p).as_deref(), n.header("content-type"), "{p}");
+    }
+}
+
+#[test]
+fn server_tokens_build_is_on_without_a_build_name() {
+    let (p, n) = both("server_tokens build;", "location / { return 404; }");
+    let r = get(p.port, "/", "");
+    let version = concat!("porter/", env!("CARGO_PKG_VERSION"));
+    assert_eq!(r.header("server"), Some(version));
+    assert!(r.text().contains(version), "{}", r.text());
+    if let Some(n) = n {
+        let r = get(n.port, "/", "");
+        assert!(r.header("server").unwrap().starts_with("nginx/"));
+        assert!(r.text().contains("<center>nginx/"), "{}", r.text());
     }
 }

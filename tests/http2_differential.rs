@@ -95,27 +95,8 @@ fn normalise(r: &H2Resp) -> String {
     out
 }
 
-#[test]
-fn porter_and_nginx_answer_the_corpus_alike_over_h2() {
-    let docroot = TempDir::new("h2diff");
-    docroot.write("index.html", "<p>index</p>\n");
-    docroot.write("a.txt", "0123456789abcdefghij\n".repeat(100));
-    docroot.write("dir/index.html", "dir index\n");
-    docroot.write("hdr/x.txt", "with headers\n");
-    docroot.write("teapot.txt", "short and stout\n");
-    // Same files, same mtimes for both servers.
-    let root = docroot.path().display().to_string();
-    let Some(nginx) = Nginx::start(&server_body(&root).replace("HTTP2", "http2")) else {
-        eprintln!("skipping: {} is not installed", common::NGINX);
-        return;
-    };
-    let porter_conf = format!(
-        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
-         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
-         http {{ access_log off;\n{}\n}}\n",
-        server_body(&root).replace("HTTP2", "; http2 on")
-    );
-    let porter = Server::start(&porter_conf);
+/// The requests, with the ETag and Last-Modified of `a.txt` in `docroot`.
+fn corpus(docroot: &TempDir) -> Vec<Case<'static>> {
     let etag = {
         let meta = std::fs::metadata(docroot.path().join("a.txt")).unwrap();
         let mtime = meta
@@ -132,7 +113,7 @@ fn porter_and_nginx_answer_the_corpus_alike_over_h2() {
             .modified()
             .unwrap(),
     );
-    let corpus: Vec<Case> = vec![
+    vec![
         ("GET", "/", vec![]),
         ("GET", "/index.html", vec![]),
         ("GET", "/a.txt", vec![]),
@@ -168,7 +149,31 @@ fn porter_and_nginx_answer_the_corpus_alike_over_h2() {
         ("POST", "/a.txt", vec![]),
         ("GET", "/%2e%2e/etc/passwd", vec![]),
         ("GET", "/a.txt/", vec![]),
-    ];
+    ]
+}
+
+#[test]
+fn porter_and_nginx_answer_the_corpus_alike_over_h2() {
+    let docroot = TempDir::new("h2diff");
+    docroot.write("index.html", "<p>index</p>\n");
+    docroot.write("a.txt", "0123456789abcdefghij\n".repeat(100));
+    docroot.write("dir/index.html", "dir index\n");
+    docroot.write("hdr/x.txt", "with headers\n");
+    docroot.write("teapot.txt", "short and stout\n");
+    // Same files, same mtimes for both servers.
+    let root = docroot.path().display().to_string();
+    let Some(nginx) = Nginx::start(&server_body(&root).replace("HTTP2", "http2")) else {
+        eprintln!("skipping: {} is not installed", common::NGINX);
+        return;
+    };
+    let porter_conf = format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\nevents {{ worker_connections 256; }}\n\
+         http {{ access_log off;\n{}\n}}\n",
+        server_body(&root).replace("HTTP2", "; http2 on")
+    );
+    let porter = Server::start(&porter_conf);
+    let corpus = corpus(&docroot);
     let mut diffs = Vec::new();
     rt().block_on(async {
         let p = c::connect(porter.port).await;

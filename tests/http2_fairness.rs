@@ -10,13 +10,12 @@
 //! /dev/fuse or fusepy, unless `PORTER_REQUIRE_FUSE` is set.
 
 mod common;
-mod support;
 
 use std::time::{Duration, Instant};
 
 use common::h2client::{self as c, rt};
+use common::slowfs::{self, SlowFs, SlowFsOptions};
 use common::{Server, TempDir};
-use support::{SlowFs, SlowFsOptions};
 
 const COLD: usize = 128;
 const DELAY_MS: u64 = 50;
@@ -39,23 +38,19 @@ fn median(v: &[Duration]) -> Duration {
     v[v.len() / 2]
 }
 
-#[test]
-fn a_connection_with_128_cold_streams_does_not_starve_hot_streams() {
-    if let Some(why) = support::unavailable() {
-        if std::env::var_os("PORTER_REQUIRE_FUSE").is_some() {
-            panic!("PORTER_REQUIRE_FUSE is set but FUSE is unavailable: {why}");
-        }
-        eprintln!("skipping HTTP/2 fairness test: {why}");
-        return;
-    }
+/// The cold files `c0` to `c{COLD}`, for the slow mount.
+fn cold_files() -> TempDir {
     let backing = TempDir::new("h2cold");
     for i in 0..=COLD {
         backing.write(&format!("c{i}"), cold_body(i));
     }
-    let fs = SlowFs::mount(backing.path(), &SlowFsOptions::uniform(DELAY_MS));
-    let hot = TempDir::new("h2hot");
-    hot.write("hot.bin", hot_body());
-    let conf = format!(
+    backing
+}
+
+/// HTTP/2 with room for all the streams, `/cold/` on the slow disk
+/// through a thread pool of its own, the rest from `hot`.
+fn fairness_conf(hot: &std::path::Path, cold: &std::path::Path) -> String {
+    format!(
         "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
          error_log {{PREFIX}}/logs/error.log info;\nthread_pool cold threads=16;\n\
          events {{ worker_connections 1024; }}\n\
@@ -63,10 +58,21 @@ fn a_connection_with_128_cold_streams_does_not_starve_hot_streams() {
            server {{ listen 127.0.0.1:{{PORT}}; http2 on; http2_max_concurrent_streams 200;\n\
              root {}; aio threads=cold;\n\
              location /cold/ {{ alias {}/; }} }}\n}}\n",
-        hot.path().display(),
-        fs.path().display()
-    );
-    let s = Server::start(&conf);
+        hot.display(),
+        cold.display()
+    )
+}
+
+#[test]
+fn a_connection_with_128_cold_streams_does_not_starve_hot_streams() {
+    if !slowfs::usable("HTTP/2 fairness") {
+        return;
+    }
+    let backing = cold_files();
+    let fs = SlowFs::mount(backing.path(), &SlowFsOptions::uniform(DELAY_MS));
+    let hot = TempDir::new("h2hot");
+    hot.write("hot.bin", hot_body());
+    let s = Server::start(&fairness_conf(hot.path(), fs.path()));
     let port = s.port;
     rt().block_on(async {
         let a = c::connect(port).await;

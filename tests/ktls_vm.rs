@@ -540,29 +540,10 @@ fn tls_stat(s: &str, name: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[test]
-fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update() {
-    let parts = match find_parts() {
-        Ok(p) => p,
-        Err(why) if std::env::var_os("PORTER_REQUIRE_KTLS_VM").is_some() => {
-            panic!("PORTER_REQUIRE_KTLS_VM is set but the kTLS guest cannot run: {why}")
-        }
-        Err(why) => {
-            eprintln!("skipped: the kTLS guest cannot run here: {why}");
-            return;
-        }
-    };
-    let ca = Ca::new();
-    let big = pattern(1 << 20, 1);
-    let mid = pattern(100_000, 7);
-    let small = pattern(1000, 3);
-    let mut g = Guest::boot(
-        &parts,
-        &ca,
-        &[("big.bin", &big), ("mid.bin", &mid), ("small.txt", &small)],
-    );
+/// The cipher suites each asked on a kTLS connection of its own.
+fn suites() -> [(&'static str, SupportedCipherSuite); 6] {
     use rustls::crypto::ring::cipher_suite as cs;
-    let suites = [
+    [
         ("TLS1.3 AES-128-GCM", cs::TLS13_AES_128_GCM_SHA256),
         ("TLS1.3 AES-256-GCM", cs::TLS13_AES_256_GCM_SHA384),
         ("TLS1.3 CHACHA20", cs::TLS13_CHACHA20_POLY1305_SHA256),
@@ -578,216 +559,304 @@ fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update
             "TLS1.2 CHACHA20",
             cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
         ),
-    ];
-    let first = client(&ca, suites[0].1);
-    g.wait_ready(&first, Duration::from_secs(120));
-    let port = g.ktls_port;
-    let metrics = |cfg: &Arc<ClientConfig>| {
-        String::from_utf8_lossy(&t::get(port, cfg, "a.test", "/metrics").body).into_owned()
-    };
-    let before = metric(
-        &metrics(&first),
-        "porter_ktls_connections_total",
-        "\"kernel\"",
-    );
-    // The route the `aio threads` location takes for a cached file
-    // depends on what the guest kernel offers the fast path (porter's
-    // probe logs what is missing): zero-copy `sendfile` inline where
-    // `cachestat` answers (Linux >= 6.5, for files the worker owns), the
-    // copy fast path where only `RWF_NOWAIT` reads work, else the pool.
-    let log0 = String::from_utf8_lossy(&t::get(port, &first, "a.test", "/logs/error.log").body)
-        .into_owned();
-    let pool_route = if !log0.contains("cachestat() is not supported") {
-        "sendfile"
-    } else if !log0.contains("preadv2(RWF_NOWAIT) is not supported") {
-        "copy"
-    } else {
-        "pool"
-    };
-    // `aio on`: the ring's read and `send`, unless the guest has no
-    // io_uring (then `aio threads`, with its one notice).
-    let ring_route = if log0.contains("falls back to \"aio threads\"") {
-        pool_route
-    } else {
-        "uring"
-    };
-    eprintln!(
-        "in the guest, a cached file goes by route {pool_route:?} under aio threads, \
-         {ring_route:?} under aio on"
-    );
-    // The guest's error log and counters, for a failure's message.
-    let guest_log = || {
-        let log = t::get(port, &first, "a.test", "/logs/error.log").body;
+    ]
+}
+
+/// A booted guest and what the test asks of it.
+struct Run {
+    g: Guest,
+    port: u16,
+    /// The first suite's client, for `/metrics` and the logs.
+    first: Arc<ClientConfig>,
+    big: Vec<u8>,
+    mid: Vec<u8>,
+    small: Vec<u8>,
+    /// The route of a cached file under `aio threads`, and under `aio on`.
+    pool_route: &'static str,
+    ring_route: &'static str,
+}
+
+impl Run {
+    /// Boots the guest with the three files and waits until it answers.
+    fn boot(parts: &Parts, ca: &Ca) -> Run {
+        let big = pattern(1 << 20, 1);
+        let mid = pattern(100_000, 7);
+        let small = pattern(1000, 3);
+        let mut g = Guest::boot(
+            parts,
+            ca,
+            &[("big.bin", &big), ("mid.bin", &mid), ("small.txt", &small)],
+        );
+        let first = client(ca, suites()[0].1);
+        g.wait_ready(&first, Duration::from_secs(120));
+        let port = g.ktls_port;
+        let mut run = Run {
+            g,
+            port,
+            first,
+            big,
+            mid,
+            small,
+            pool_route: "pool",
+            ring_route: "uring",
+        };
+        run.find_routes();
+        run
+    }
+
+    /// The route the `aio threads` location takes for a cached file
+    /// depends on what the guest kernel offers the fast path (porter's
+    /// probe logs what is missing): zero-copy `sendfile` inline where
+    /// `cachestat` answers (Linux >= 6.5, for files the worker owns), the
+    /// copy fast path where only `RWF_NOWAIT` reads work, else the pool.
+    /// `aio on`: the ring's read and `send`, unless the guest has no
+    /// io_uring (then `aio threads`, with its one notice).
+    fn find_routes(&mut self) {
+        let log0 = self.error_log();
+        self.pool_route = if !log0.contains("cachestat() is not supported") {
+            "sendfile"
+        } else if !log0.contains("preadv2(RWF_NOWAIT) is not supported") {
+            "copy"
+        } else {
+            "pool"
+        };
+        if log0.contains("falls back to \"aio threads\"") {
+            self.ring_route = self.pool_route;
+        }
+        eprintln!(
+            "in the guest, a cached file goes by route {:?} under aio threads, \
+             {:?} under aio on",
+            self.pool_route, self.ring_route
+        );
+    }
+
+    fn metrics(&self) -> String {
+        let body = t::get(self.port, &self.first, "a.test", "/metrics").body;
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    fn error_log(&self) -> String {
+        let body = t::get(self.port, &self.first, "a.test", "/logs/error.log").body;
+        String::from_utf8_lossy(&body).into_owned()
+    }
+
+    /// The guest's error log and counters, for a failure's message.
+    fn guest_log(&self) -> String {
         format!(
             "guest error log:\n{}\nroutes: {:?}\nconsole:\n{}",
-            String::from_utf8_lossy(&log),
-            routes(&metrics(&first)),
-            g.console()
+            self.error_log(),
+            routes(&self.metrics()),
+            self.g.console()
         )
-    };
-    assert!(
-        before >= 1.0,
-        "the connections so far were moved to kTLS:\n{}\n{}",
-        metrics(&first),
-        g.console()
-    );
+    }
 
-    for (name, suite) in &suites {
-        let cfg = client(&ca, *suite);
-        let mut c = t::Conn::open(port, &cfg, "a.test").expect(name);
-        assert_eq!(
-            c.tls.conn.negotiated_cipher_suite().map(|s| s.suite()),
-            Some(suite.suite())
-        );
-        for round in 0..1 {
-            // `aio off`, `sendfile on`: every body byte of the large file
-            // and the range by the loop's zero-copy `sendfile` on the kTLS
-            // socket. (The small file, at most 32 KiB, is read before the
-            // head and written with it: no send route, whatever
-            // `sendfile` says.)
-            let r0 = routes_on(&mut c, name);
-            let r = c.request(&req("/big.bin", ""), false).expect(name);
-            assert_eq!(r.status, 200, "{name}");
-            assert!(
-                r.body == big,
-                "{name}: big file differs ({} bytes)",
-                r.body.len()
-            );
-            let r = c
-                .request(&req("/big.bin", "Range: bytes=100000-300099\r\n"), false)
-                .expect(name);
-            assert_eq!(r.status, 206, "{name}");
-            assert!(r.body == big[100_000..300_100], "{name}: range differs");
-            for _ in 0..2 {
-                let r = c.request(&req("/small.txt", ""), false).expect(name);
-                assert!(r.body == small, "{name}: small file differs");
-            }
-            let r1 = routes_on(&mut c, name);
+    /// One connection per suite: every body byte by the route its
+    /// location sets.
+    fn each_suite_sends_by_its_locations_route(&self, ca: &Ca) {
+        for (name, suite) in &suites() {
+            let cfg = client(ca, *suite);
+            let mut c = t::Conn::open(self.port, &cfg, "a.test").expect(name);
             assert_eq!(
-                sent_between(r0, r1),
-                only("sendfile", big.len() + 200_100),
-                "{name}: the root location's bodies went by the loop's sendfile"
+                c.tls.conn.negotiated_cipher_suite().map(|s| s.suite()),
+                Some(suite.suite())
             );
-            let r = c
-                .request(&req("/pool/mid.bin", ""), false)
-                .unwrap_or_else(|| panic!("{name}: /pool/mid.bin: no response\n{}", guest_log()));
-            assert!(r.body == mid, "{name}: aio threads file differs");
-            let r2 = routes_on(&mut c, name);
-            let r = c
-                .request(&req("/ring/mid.bin", ""), false)
-                .unwrap_or_else(|| panic!("{name}: /ring/mid.bin: no response\n{}", guest_log()));
-            assert!(r.body == mid, "{name}: aio on file differs");
-            let r2b = routes_on(&mut c, name);
-            assert_eq!(
-                sent_between(r2, r2b),
-                only(ring_route, mid.len()),
-                "{name}: the aio on location's route"
-            );
-            let r = c.request(&req("/copy/mid.bin", ""), false).expect(name);
-            assert!(
-                r.body == mid,
-                "{name}: sendfile off file differs (round {round})"
-            );
-            let r3 = routes_on(&mut c, name);
-            eprintln!("{name}: aio threads sent {:?}", sent_between(r1, r2));
-            assert_eq!(
-                sent_between(r1, r2),
-                only(pool_route, mid.len()),
-                "{name}: the aio threads location's route"
-            );
-            assert_eq!(
-                sent_between(r2b, r3),
-                only("read", mid.len()),
-                "{name}: sendfile off reads and writes through the stream"
-            );
+            let r1 = self.root_location_sends_by_sendfile(&mut c, name);
+            self.aio_locations_send_by_their_routes(&mut c, name, r1);
         }
     }
 
-    // `ssl_ktls off`: the same bodies through user-space TLS, not counted.
-    let m0 = metrics(&first);
-    let kernel0 = metric(&m0, "porter_ktls_connections_total", "\"kernel\"");
-    // The same requests as on the kTLS connections, to a location that
-    // `sendfile`s there: read and encrypted in user space, never
-    // `sendfile`d (nor `send` by the disk layer's copy).
-    let mut c = t::Conn::open(g.user_port, &first, "a.test").unwrap();
-    let u0 = routes_on(&mut c, "user space");
-    let r = c.request(&req("/big.bin", ""), false).unwrap();
-    assert!(r.body == big, "user-space TLS in the guest");
-    let r = c
-        .request(&req("/big.bin", "Range: bytes=100000-300099\r\n"), false)
-        .unwrap();
-    assert!(r.body == big[100_000..300_100], "user-space TLS: range");
-    let r = c.request(&req("/small.txt", ""), false).unwrap();
-    assert!(r.body == small, "user-space TLS: small file");
-    let u1 = routes_on(&mut c, "user space");
-    assert_eq!(
-        sent_between(u0, u1),
-        only("read", big.len() + 200_100),
-        "user-space TLS never sendfiles"
-    );
-    let m1 = metrics(&first);
-    assert_eq!(
-        metric(&m1, "porter_ktls_connections_total", "\"kernel\""),
-        kernel0 + 1.0,
-        "only the /metrics connection was moved:\n{m1}"
-    );
+    /// `aio off`, `sendfile on`: every body byte of the large file and the
+    /// range by the loop's zero-copy `sendfile` on the kTLS socket. (The
+    /// small file, at most 32 KiB, is read before the head and written
+    /// with it: no send route, whatever `sendfile` says.) The routes'
+    /// counters after.
+    fn root_location_sends_by_sendfile(&self, c: &mut t::Conn, name: &str) -> [f64; 5] {
+        let r0 = routes_on(c, name);
+        let r = c.request(&req("/big.bin", ""), false).expect(name);
+        assert_eq!(r.status, 200, "{name}");
+        assert!(
+            r.body == self.big,
+            "{name}: big file differs ({} bytes)",
+            r.body.len()
+        );
+        let r = c
+            .request(&req("/big.bin", "Range: bytes=100000-300099\r\n"), false)
+            .expect(name);
+        assert_eq!(r.status, 206, "{name}");
+        assert!(
+            r.body == self.big[100_000..300_100],
+            "{name}: range differs"
+        );
+        for _ in 0..2 {
+            let r = c.request(&req("/small.txt", ""), false).expect(name);
+            assert!(r.body == self.small, "{name}: small file differs");
+        }
+        let r1 = routes_on(c, name);
+        assert_eq!(
+            sent_between(r0, r1),
+            only("sendfile", self.big.len() + 200_100),
+            "{name}: the root location's bodies went by the loop's sendfile"
+        );
+        r1
+    }
 
-    // Every connection moved, none kept back or lost; the disk layer's
-    // sendfile route served the TLS connections.
-    assert!(
-        kernel0 >= before + suites.len() as f64,
-        "each suite's connection was moved to kTLS:\n{m0}"
-    );
-    assert_eq!(
-        metric(&m1, "porter_ktls_connections_total", "\"user_space\""),
-        0.0,
-        "{m1}"
-    );
-    assert_eq!(
-        metric(&m1, "porter_ktls_connections_total", "\"failed\""),
-        0.0,
-        "{m1}"
-    );
-    // Where the fast path cannot look (6.1: no `cachestat`, no
-    // `RWF_NOWAIT` on the initramfs), the `aio threads` location's bodies
-    // were tasks of the pool too: its `sendfile` on the kTLS socket.
-    assert!(
-        pool_route != "pool"
-            || metric(&m1, "porter_pool_tasks_total", "pool=") >= suites.len() as f64,
-        "the aio threads location sent through the disk layer's pool:\n{m1}"
-    );
+    /// `aio threads`, `aio on` and `sendfile off` locations, from the
+    /// routes' counters `r1`.
+    fn aio_locations_send_by_their_routes(&self, c: &mut t::Conn, name: &str, r1: [f64; 5]) {
+        let mid = &self.mid;
+        let r = c
+            .request(&req("/pool/mid.bin", ""), false)
+            .unwrap_or_else(|| panic!("{name}: /pool/mid.bin: no response\n{}", self.guest_log()));
+        assert!(r.body == *mid, "{name}: aio threads file differs");
+        let r2 = routes_on(c, name);
+        let r = c
+            .request(&req("/ring/mid.bin", ""), false)
+            .unwrap_or_else(|| panic!("{name}: /ring/mid.bin: no response\n{}", self.guest_log()));
+        assert!(r.body == *mid, "{name}: aio on file differs");
+        let r2b = routes_on(c, name);
+        assert_eq!(
+            sent_between(r2, r2b),
+            only(self.ring_route, mid.len()),
+            "{name}: the aio on location's route"
+        );
+        let r = c.request(&req("/copy/mid.bin", ""), false).expect(name);
+        assert!(r.body == *mid, "{name}: sendfile off file differs");
+        let r3 = routes_on(c, name);
+        eprintln!("{name}: aio threads sent {:?}", sent_between(r1, r2));
+        assert_eq!(
+            sent_between(r1, r2),
+            only(self.pool_route, mid.len()),
+            "{name}: the aio threads location's route"
+        );
+        assert_eq!(
+            sent_between(r2b, r3),
+            only("read", mid.len()),
+            "{name}: sendfile off reads and writes through the stream"
+        );
+    }
 
-    // The guest kernel's own counters agree.
-    std::thread::sleep(Duration::from_millis(500));
-    let stat =
-        String::from_utf8_lossy(&t::get(port, &first, "a.test", "/tls_stat.txt").body).into_owned();
-    assert!(
-        tls_stat(&stat, "TlsTxSw") >= kernel0 as u64
-            && tls_stat(&stat, "TlsRxSw") >= kernel0 as u64,
-        "the guest kernel counted the kTLS sockets:\n{stat}"
-    );
+    /// `ssl_ktls off`: the same requests as on the kTLS connections, to a
+    /// location that `sendfile`s there: read and encrypted in user space,
+    /// never `sendfile`d (nor `send` by the disk layer's copy), and not
+    /// counted. The kTLS connections so far, before.
+    fn user_space_tls_never_sendfiles(&self) -> f64 {
+        let m0 = self.metrics();
+        let kernel0 = metric(&m0, "porter_ktls_connections_total", "\"kernel\"");
+        let mut c = t::Conn::open(self.g.user_port, &self.first, "a.test").unwrap();
+        let u0 = routes_on(&mut c, "user space");
+        let r = c.request(&req("/big.bin", ""), false).unwrap();
+        assert!(r.body == self.big, "user-space TLS in the guest");
+        let r = c
+            .request(&req("/big.bin", "Range: bytes=100000-300099\r\n"), false)
+            .unwrap();
+        assert!(
+            r.body == self.big[100_000..300_100],
+            "user-space TLS: range"
+        );
+        let r = c.request(&req("/small.txt", ""), false).unwrap();
+        assert!(r.body == self.small, "user-space TLS: small file");
+        let u1 = routes_on(&mut c, "user space");
+        assert_eq!(
+            sent_between(u0, u1),
+            only("read", self.big.len() + 200_100),
+            "user-space TLS never sendfiles"
+        );
+        let m1 = self.metrics();
+        assert_eq!(
+            metric(&m1, "porter_ktls_connections_total", "\"kernel\""),
+            kernel0 + 1.0,
+            "only the /metrics connection was moved:\n{m1}"
+        );
+        kernel0
+    }
 
-    // A client's KeyUpdate: porter cannot rekey the kernel's keys, so the
-    // connection ends cleanly with close_notify, and one info line.
-    let mut c = t::Conn::open(port, &first, "a.test").unwrap();
-    assert!(c.request(&req("/small.txt", ""), false).is_some());
-    c.tls.conn.refresh_traffic_keys().unwrap();
-    let after = c.request(&req("/small.txt", ""), false);
-    assert!(
-        after.is_none(),
-        "the connection closed after the key update"
+    /// Every connection moved, none kept back or lost (`before`: those
+    /// moved before the suites', `kernel0` after them); the disk layer's
+    /// sendfile route served the TLS connections, and the guest kernel's
+    /// own counters agree.
+    fn every_connection_was_moved(&self, before: f64, kernel0: f64) {
+        let m1 = self.metrics();
+        let n = suites().len() as f64;
+        assert!(
+            kernel0 >= before + n,
+            "each suite's connection was moved to kTLS:\n{m1}"
+        );
+        for label in ["\"user_space\"", "\"failed\""] {
+            let v = metric(&m1, "porter_ktls_connections_total", label);
+            assert_eq!(v, 0.0, "{m1}");
+        }
+        // Where the fast path cannot look (6.1: no `cachestat`, no
+        // `RWF_NOWAIT` on the initramfs), the `aio threads` location's
+        // bodies were tasks of the pool too: its `sendfile` on the kTLS
+        // socket.
+        assert!(
+            self.pool_route != "pool" || metric(&m1, "porter_pool_tasks_total", "pool=") >= n,
+            "the aio threads location sent through the disk layer's pool:\n{m1}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let stat = t::get(self.port, &self.first, "a.test", "/tls_stat.txt").body;
+        let stat = String::from_utf8_lossy(&stat).into_owned();
+        assert!(
+            tls_stat(&stat, "TlsTxSw") >= kernel0 as u64
+                && tls_stat(&stat, "TlsRxSw") >= kernel0 as u64,
+            "the guest kernel counted the kTLS sockets:\n{stat}"
+        );
+    }
+
+    /// A client's KeyUpdate: porter cannot rekey the kernel's keys, so the
+    /// connection ends cleanly with close_notify, and one info line; the
+    /// server goes on.
+    fn key_update_closes_the_connection(&self) {
+        let mut c = t::Conn::open(self.port, &self.first, "a.test").unwrap();
+        assert!(c.request(&req("/small.txt", ""), false).is_some());
+        c.tls.conn.refresh_traffic_keys().unwrap();
+        let after = c.request(&req("/small.txt", ""), false);
+        assert!(
+            after.is_none(),
+            "the connection closed after the key update"
+        );
+        let log = self.error_log();
+        assert!(
+            log.contains("[info]") && log.contains("key update"),
+            "one info line for the key update:\n{log}"
+        );
+        assert!(
+            !log.contains("panicked") && !log.contains("[alert]"),
+            "{log}"
+        );
+        let small = t::get(self.port, &self.first, "a.test", "/small.txt").body;
+        assert_eq!(small, self.small);
+    }
+}
+
+#[test]
+fn ktls_in_a_guest_sends_files_with_sendfile_byte_exact_and_closes_on_key_update() {
+    let parts = match find_parts() {
+        Ok(p) => p,
+        Err(why) if std::env::var_os("PORTER_REQUIRE_KTLS_VM").is_some() => {
+            panic!("PORTER_REQUIRE_KTLS_VM is set but the kTLS guest cannot run: {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped: the kTLS guest cannot run here: {why}");
+            return;
+        }
+    };
+    let ca = Ca::new();
+    let run = Run::boot(&parts, &ca);
+    let before = metric(
+        &run.metrics(),
+        "porter_ktls_connections_total",
+        "\"kernel\"",
     );
-    let log = String::from_utf8_lossy(&t::get(port, &first, "a.test", "/logs/error.log").body)
-        .into_owned();
     assert!(
-        log.contains("[info]") && log.contains("key update"),
-        "one info line for the key update:\n{log}"
+        before >= 1.0,
+        "the connections so far were moved to kTLS:\n{}\n{}",
+        run.metrics(),
+        run.g.console()
     );
-    assert!(
-        !log.contains("panicked") && !log.contains("[alert]"),
-        "{log}"
-    );
-    // The server goes on.
-    assert_eq!(t::get(port, &first, "a.test", "/small.txt").body, small);
+    run.each_suite_sends_by_its_locations_route(&ca);
+    let kernel0 = run.user_space_tls_never_sendfiles();
+    run.every_connection_was_moved(before, kernel0);
+    run.key_update_closes_the_connection();
     let _ = std::io::stderr().flush();
 }

@@ -18,6 +18,10 @@
 
 mod common;
 
+use std::path::Path;
+use std::time::Duration;
+
+use common::differential::{self, req, Cases};
 use common::*;
 
 /// The `http { }` body both servers run (`{ROOT}` is the docroot).
@@ -162,127 +166,130 @@ server {
 }
 "#;
 
+/// The targets asked without extra header lines.
+const TARGETS: &[&str] = &[
+    "/",
+    "/anything",
+    "/exact",
+    "/exact?x=1",
+    "/exact/",
+    "/exactly",
+    "/static/",
+    "/static/a.txt",
+    "/static/a.gif",
+    "/static/a.css",
+    "/static/A.CSS",
+    "/static/noregex/",
+    "/static/noregex/b.gif",
+    "/static/noregex/b.CSS",
+    "/x/y.jpg",
+    "/x/y.JPG",
+    "/x/app.js",
+    "/x/app.Js",
+    "/re/news/42",
+    "/re/news/x42",
+    "/re/a_b/7",
+    "/order/a",
+    "/order/b",
+    "/order/bb",
+    "/look/public",
+    "/look/private",
+    "/nest/",
+    "/nest/other",
+    "/nest/inner/x",
+    "/nest/inner/x.txt",
+    "/nest/a.txt",
+    "/nest/a.gif",
+    "/nonest/",
+    "/nonest/a.gif",
+    "/srv-old/abc",
+    "/srv-old/abc?z=1",
+    "/?srvret=7",
+    "/static/a.gif?srvret=8",
+    "/srv-new/direct",
+    "/rw/last/x",
+    "/rw/last/x?q=1",
+    "/rw/break/f.txt",
+    "/rw/break/missing",
+    "/rw/redir/x",
+    "/rw/redir/x?q=1",
+    "/rw/perm/x",
+    "/rw/perm/x?q=1&r=2",
+    "/rw/args/x",
+    "/rw/args/x?q=2",
+    "/rw/noargs/x",
+    "/rw/noargs/x?q=2",
+    "/rw/abs/x",
+    "/rw/abs/x?q=1",
+    "/rw/chain1",
+    "/rw/chain2",
+    "/rw/again/z",
+    "/rw/other",
+    "/rw2/p",
+    "/rw2/p?k=v",
+    "/target/t?u=1",
+    "/ifs/abc",
+    "/ifs/abc?a=1",
+    "/ifs/abc?a=1&b=2",
+    "/ifs/abc?b=",
+    "/ifs/keep",
+    "/ifs/file.txt",
+    "/ifs/dir",
+    "/ifs/dir/",
+    "/ifloc/x",
+    "/ifloc/x?p=yes",
+    "/ifloc/x?p=0",
+    "/brk/f.txt",
+    "/brk/missing",
+    "/map/exact",
+    "/map/exact?v=1",
+    "/map/re/foo",
+    "/map/re/foo/bar",
+    "/map/ci/x",
+    "/map/CI/x",
+    "/map/zzz",
+    "/named/x",
+    "/errpage/x",
+    "/files/a.txt",
+    "/files/missing",
+    "/alias-re/a.txt",
+    "/alias-re/missing",
+    "/loop/x",
+    "/proxied",
+    "/proxied?k=1",
+    "/proxied/x",
+    "/proxied/x?k=2",
+    "/%72e/news/1",
+    "/cap/42",
+    "/cap/x",
+    "/outer/abc.x",
+    "/outer/eq",
+    "/outer/other",
+    "/ifcap/hello",
+    "/ifcap/123",
+    "/err404/x",
+    "/tf/a.txt",
+    "/tf/missing",
+    "/pb/p",
+    "/pb/p?y=1",
+    "/rr/abc",
+    "/rr/abc?o=1",
+    "/case/x",
+    "/CASE/y",
+    "/ret/a",
+    "/ret/a?go=b",
+    "/lb/word",
+    "/xlb/word",
+    "/setargs/a",
+    "/setargs/a?o=2",
+];
+
 /// The requests: (target, extra header lines).
 fn corpus() -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = [
-        "/",
-        "/anything",
-        "/exact",
-        "/exact?x=1",
-        "/exact/",
-        "/exactly",
-        "/static/",
-        "/static/a.txt",
-        "/static/a.gif",
-        "/static/a.css",
-        "/static/A.CSS",
-        "/static/noregex/",
-        "/static/noregex/b.gif",
-        "/static/noregex/b.CSS",
-        "/x/y.jpg",
-        "/x/y.JPG",
-        "/x/app.js",
-        "/x/app.Js",
-        "/re/news/42",
-        "/re/news/x42",
-        "/re/a_b/7",
-        "/order/a",
-        "/order/b",
-        "/order/bb",
-        "/look/public",
-        "/look/private",
-        "/nest/",
-        "/nest/other",
-        "/nest/inner/x",
-        "/nest/inner/x.txt",
-        "/nest/a.txt",
-        "/nest/a.gif",
-        "/nonest/",
-        "/nonest/a.gif",
-        "/srv-old/abc",
-        "/srv-old/abc?z=1",
-        "/?srvret=7",
-        "/static/a.gif?srvret=8",
-        "/srv-new/direct",
-        "/rw/last/x",
-        "/rw/last/x?q=1",
-        "/rw/break/f.txt",
-        "/rw/break/missing",
-        "/rw/redir/x",
-        "/rw/redir/x?q=1",
-        "/rw/perm/x",
-        "/rw/perm/x?q=1&r=2",
-        "/rw/args/x",
-        "/rw/args/x?q=2",
-        "/rw/noargs/x",
-        "/rw/noargs/x?q=2",
-        "/rw/abs/x",
-        "/rw/abs/x?q=1",
-        "/rw/chain1",
-        "/rw/chain2",
-        "/rw/again/z",
-        "/rw/other",
-        "/rw2/p",
-        "/rw2/p?k=v",
-        "/target/t?u=1",
-        "/ifs/abc",
-        "/ifs/abc?a=1",
-        "/ifs/abc?a=1&b=2",
-        "/ifs/abc?b=",
-        "/ifs/keep",
-        "/ifs/file.txt",
-        "/ifs/dir",
-        "/ifs/dir/",
-        "/ifloc/x",
-        "/ifloc/x?p=yes",
-        "/ifloc/x?p=0",
-        "/brk/f.txt",
-        "/brk/missing",
-        "/map/exact",
-        "/map/exact?v=1",
-        "/map/re/foo",
-        "/map/re/foo/bar",
-        "/map/ci/x",
-        "/map/CI/x",
-        "/map/zzz",
-        "/named/x",
-        "/errpage/x",
-        "/files/a.txt",
-        "/files/missing",
-        "/alias-re/a.txt",
-        "/alias-re/missing",
-        "/loop/x",
-        "/proxied",
-        "/proxied?k=1",
-        "/proxied/x",
-        "/proxied/x?k=2",
-        "/%72e/news/1",
-        "/cap/42",
-        "/cap/x",
-        "/outer/abc.x",
-        "/outer/eq",
-        "/outer/other",
-        "/ifcap/hello",
-        "/ifcap/123",
-        "/err404/x",
-        "/tf/a.txt",
-        "/tf/missing",
-        "/pb/p",
-        "/pb/p?y=1",
-        "/rr/abc",
-        "/rr/abc?o=1",
-        "/case/x",
-        "/CASE/y",
-        "/ret/a",
-        "/ret/a?go=b",
-        "/lb/word",
-        "/xlb/word",
-        "/setargs/a",
-        "/setargs/a?o=2",
-    ]
-    .iter()
-    .map(|p| (p.to_string(), String::new()))
-    .collect();
+    let mut v: Vec<(String, String)> = TARGETS
+        .iter()
+        .map(|p| (p.to_string(), String::new()))
+        .collect();
     v.push(("/ifs/abc".into(), "X-Test: YES\r\n".into()));
     for host in [
         "example.com",
@@ -548,4 +555,69 @@ fn a_set_variable_read_unset_is_empty_and_warned_about() {
         lines[0].contains("[warn]") && lines[0].contains("request: \"GET / HTTP/1.1\""),
         "{log}"
     );
+}
+
+#[test]
+fn locations_answer_as_nginx_on_the_shared_docroot() {
+    differential::compare("locations", location_cases);
+}
+
+fn location_cases(_root: &Path, c: &mut Cases) {
+    // --- Locations: exact, ^~, alias, return, try_files, error_page =200.
+    for t in [
+        "/exact",
+        "/exact?x=42",
+        "/exact?x=a%20b&y=2",
+        "/exact/",
+        "/ret.json?x=1",
+        "/moved",
+        "/moved?a=b",
+        "/found",
+        "/gone",
+        "/static/s.css",
+        "/static/sdir",
+        "/static/sdir/",
+        "/aliased/page.html",
+        "/aliased/",
+        "/aliased",
+        "/tf/t.txt",
+        "/tf/dir",
+        "/tf/dir/",
+        "/tf/nodir",
+        "/tf/missing",
+        "/tf/",
+        "/e200/missing",
+        "/e200/real.txt",
+        "/e200/",
+    ] {
+        c.same(&format!("GET {t}"), vec![req("GET", t, "")]);
+    }
+    c.same("HEAD /exact", vec![req("HEAD", "/exact", "")]);
+    c.same("HEAD /e200/missing", vec![req("HEAD", "/e200/missing", "")]);
+    c.same("POST /exact", vec![req("POST", "/exact", "")]);
+}
+
+#[test]
+fn alias_without_trailing_slash_does_not_leave_its_directory() {
+    let root = TempDir::new("alias");
+    root.write("img/a.png", "image");
+    root.write("secret", "the secret");
+    root.write("imgfoo.png", "sibling");
+    let dir = root.path().display();
+    let srv = Server::start(&http_conf(&format!(
+        "    location /img {{ alias {dir}/img/; }}\n    location /pre {{ alias {dir}/img; }}"
+    )));
+    assert_eq!(get(srv.port, "/img/a.png").text(), "image");
+    let r = get(srv.port, "/img../secret");
+    assert_eq!(r.status, 404, "served {:?}", r.text());
+    assert_eq!(get(srv.port, "/img..").status, 404);
+    srv.wait_log(
+        "logs/error.log",
+        "/img/../secret\" is outside of the root or alias directory",
+        Duration::from_secs(2),
+    );
+    // An alias without a slash is a prefix, as in NGINX: a sibling name
+    // that only extends it stays allowed.
+    assert_eq!(get(srv.port, "/prefoo.png").text(), "sibling");
+    assert_eq!(get(srv.port, "/pre/a.png").text(), "image");
 }

@@ -82,6 +82,21 @@ fn ids_in(path: &Path, seen: &mut HashMap<String, usize>) -> usize {
     n
 }
 
+/// `porter -s reopen` on the server in `prefix`.
+fn signal_reopen(prefix: &std::path::Path) {
+    let out = Command::new(BIN)
+        .arg("-p")
+        .arg(prefix)
+        .args(["-c", "porter.conf", "-s", "reopen"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn rotation_under_load_loses_and_repeats_no_line() {
     let s = Server::start(&conf());
@@ -104,17 +119,7 @@ fn rotation_under_load_loses_and_repeats_no_line() {
     s.signal(10);
     pause();
     std::fs::rename(logs.join("access.log"), logs.join("access.log.1")).unwrap();
-    let out = Command::new(BIN)
-        .arg("-p")
-        .arg(&prefix)
-        .args(["-c", "porter.conf", "-s", "reopen"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    signal_reopen(&prefix);
     pause();
     stop.store(true, Ordering::Relaxed);
     let answered: Vec<String> = clients

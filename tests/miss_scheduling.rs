@@ -4,7 +4,7 @@
 //! the cold reads — the pool's short lane (docs/design.md, "Miss
 //! scheduling").
 //!
-//! The disk is `tests/support/slowfs.py` with the page cache on and
+//! The disk is `tests/common/slowfs.py` with the page cache on and
 //! readahead off, so every page that is not cached costs one slow FUSE
 //! read, and pages already read stay cached while porter keeps the file
 //! open (`open_file_cache`). The files belong to the workers' user
@@ -14,15 +14,14 @@
 //! `src/disk` on a real file system instead.
 
 mod common;
-mod support;
 
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::metrics::Metrics;
+use common::slowfs::{self, SlowFs, SlowFsOptions};
 use common::*;
-use support::{SlowFs, SlowFsOptions};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -35,7 +34,7 @@ const COLD: usize = 12;
 const COLD_LEN: usize = 512 * 1024;
 
 fn setup() -> Option<MutexGuard<'static, ()>> {
-    if let Some(why) = support::unavailable() {
+    if let Some(why) = slowfs::unavailable() {
         if std::env::var_os("PORTER_REQUIRE_FUSE").is_some() {
             panic!("PORTER_REQUIRE_FUSE is set but FUSE is unavailable: {why}");
         }

@@ -727,31 +727,8 @@ fn idle_upstream_connection_closed_by_peer_is_dropped() {
 /// client the same status and upstream headers.
 #[test]
 fn upstream_requests_match_nginx() {
-    let port = Arc::new(AtomicUsize::new(0));
-    let port2 = port.clone();
-    let o = Origin::start(move |r| {
-        let p = port2.load(Ordering::SeqCst);
-        let reply = echo(r)
-            .header("X-Accel-Expires", "10")
-            .header("X-Up", "1")
-            .header("Server", "origin");
-        // Redirects in the shapes backends send them.
-        match r.target.rsplit('/').next().unwrap_or("") {
-            "r1" => reply
-                .status(302)
-                .header("Location", &format!("http://127.0.0.1:{p}/b/next")),
-            "r2" => reply
-                .status(301)
-                .header("Location", &format!("http://127.0.0.1:{p}/elsewhere")),
-            "r3" => reply.status(302).header("Location", "/rel/path"),
-            "r4" => reply
-                .status(302)
-                .header("Location", "https://other.example/x"),
-            _ => reply,
-        }
-    });
+    let o = redirecting_origin();
     let p = o.port;
-    port.store(p as usize, Ordering::SeqCst);
     // A server-level proxy_set_header reaches every location without its
     // own lines (all-or-nothing inheritance): /set/ does not get it.
     let locations = format!(
@@ -775,7 +752,44 @@ fn upstream_requests_match_nginx() {
         return;
     };
     let s = Server::start(&conf("", &locations));
-    let cases: Vec<Vec<u8>> = [
+    for raw in &upstream_cases() {
+        same_upstream_request(&o, ngx.port, s.port, raw);
+    }
+}
+
+/// An origin that echoes, marks its answers and redirects on `r1`..`r4`
+/// in the shapes backends send.
+fn redirecting_origin() -> Origin {
+    let port = Arc::new(AtomicUsize::new(0));
+    let port2 = port.clone();
+    let o = Origin::start(move |r| {
+        let p = port2.load(Ordering::SeqCst);
+        let reply = echo(r)
+            .header("X-Accel-Expires", "10")
+            .header("X-Up", "1")
+            .header("Server", "origin");
+        // Redirects in the shapes backends send them.
+        match r.target.rsplit('/').next().unwrap_or("") {
+            "r1" => reply
+                .status(302)
+                .header("Location", &format!("http://127.0.0.1:{p}/b/next")),
+            "r2" => reply
+                .status(301)
+                .header("Location", &format!("http://127.0.0.1:{p}/elsewhere")),
+            "r3" => reply.status(302).header("Location", "/rel/path"),
+            "r4" => reply
+                .status(302)
+                .header("Location", "https://other.example/x"),
+            _ => reply,
+        }
+    });
+    port.store(o.port as usize, Ordering::SeqCst);
+    o
+}
+
+/// The requests of [`upstream_requests_match_nginx`].
+fn upstream_cases() -> Vec<Vec<u8>> {
+    [
         "GET /a/x%20y?q=1 HTTP/1.1",
         "GET /a/%7Efoo/%3F HTTP/1.1",
         "GET /a/caf%C3%A9/./x/../y HTTP/1.1",
@@ -807,46 +821,49 @@ fn upstream_requests_match_nginx() {
         b"POST /plain/form HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello".to_vec(),
         b"PUT /h11/up HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc".to_vec(),
     ])
-    .collect();
-    for raw in &cases {
-        let shown = String::from_utf8_lossy(&raw[..raw.iter().position(|&c| c == b'\r').unwrap()])
-            .into_owned();
-        let n0 = o.requests().len();
-        let theirs = request(ngx.port, raw);
-        let n1 = o.requests().len();
-        let ours = request(s.port, raw);
-        let reqs = o.requests();
-        assert_eq!(reqs.len(), n1 + 1, "{shown}");
-        let (a, b) = (&reqs[n0..n1], &reqs[n1]);
-        assert_eq!(a.len(), 1, "{shown}");
-        let a = &a[0];
-        assert_eq!(b.line, a.line, "{shown}: request line");
-        assert_eq!(
-            a.header("X-Srv").is_some(),
-            !shown.contains("/set/"),
-            "{shown}: inheritance"
-        );
-        assert_eq!(b.headers, a.headers, "{shown}: request headers");
-        assert_eq!(b.body, a.body, "{shown}: request body");
-        assert_eq!(ours.status, theirs.status, "{shown}: status");
-        // Server and Date: by name and place only, and the upstream's
-        // Server where it is passed.
-        let names = |r: &Resp| -> Vec<String> {
-            r.headers
-                .iter()
-                .map(|(n, v)| match n.as_str() {
-                    "Server" if v == "origin" => "Server: origin".to_string(),
-                    _ => n.clone(),
-                })
-                .collect()
-        };
-        assert_eq!(
-            names(&ours),
-            names(&theirs),
-            "{shown}: response header names"
-        );
-        assert_eq!(ours.body, theirs.body, "{shown}: body");
-    }
+    .collect()
+}
+
+/// `raw` through nginx then porter: the origin gets the same request
+/// from both, the client the same answer.
+fn same_upstream_request(o: &Origin, ngx: u16, porter: u16, raw: &[u8]) {
+    let shown =
+        String::from_utf8_lossy(&raw[..raw.iter().position(|&c| c == b'\r').unwrap()]).into_owned();
+    let n0 = o.requests().len();
+    let theirs = request(ngx, raw);
+    let n1 = o.requests().len();
+    let ours = request(porter, raw);
+    let reqs = o.requests();
+    assert_eq!(reqs.len(), n1 + 1, "{shown}");
+    let (a, b) = (&reqs[n0..n1], &reqs[n1]);
+    assert_eq!(a.len(), 1, "{shown}");
+    let a = &a[0];
+    assert_eq!(b.line, a.line, "{shown}: request line");
+    assert_eq!(
+        a.header("X-Srv").is_some(),
+        !shown.contains("/set/"),
+        "{shown}: inheritance"
+    );
+    assert_eq!(b.headers, a.headers, "{shown}: request headers");
+    assert_eq!(b.body, a.body, "{shown}: request body");
+    assert_eq!(ours.status, theirs.status, "{shown}: status");
+    // Server and Date: by name and place only, and the upstream's
+    // Server where it is passed.
+    let names = |r: &Resp| -> Vec<String> {
+        r.headers
+            .iter()
+            .map(|(n, v)| match n.as_str() {
+                "Server" if v == "origin" => "Server: origin".to_string(),
+                _ => n.clone(),
+            })
+            .collect()
+    };
+    assert_eq!(
+        names(&ours),
+        names(&theirs),
+        "{shown}: response header names"
+    );
+    assert_eq!(ours.body, theirs.body, "{shown}: body");
 }
 
 #[test]

@@ -356,49 +356,51 @@ fn stale_on_error_and_while_updating() {
     assert_eq!((cache_status(&r), r.text().as_str()), ("EXPIRED", "new"));
     // Origin down: `error`.
     drop(origin);
-    let srv2 = {
-        let dead = free_port();
-        let origin = Origin::start(|_| Reply::ok(b"cached"));
-        // The key must not name the origin's address, which changes.
-        let text = conf(
-            origin.port,
-            "",
-            "",
-            "proxy_cache_valid 1s; proxy_cache_use_stale error; proxy_cache_key $request_uri;",
-        );
-        let srv2 = Server::start(&text);
-        assert_eq!(cache_status(&req(srv2.port, "GET", "/d", "")), "MISS");
-        wait_for("a hit", Duration::from_secs(10), || {
-            cache_status(&req(srv2.port, "GET", "/d", "")) == "HIT"
-        });
-        std::thread::sleep(Duration::from_millis(2200));
-        // Reload onto a dead origin, same cache.
-        let text = text.replace(
-            &format!("127.0.0.1:{};", origin.port),
-            &format!("127.0.0.1:{dead};"),
-        );
-        std::fs::write(
-            srv2.prefix.path().join("porter.conf"),
-            config_text(&text, srv2.port, srv2.prefix.path()),
-        )
-        .unwrap();
-        srv2.signal(1);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let r = req(srv2.port, "GET", "/d", "");
-            if cache_status(&r) == "STALE" && r.text() == "cached" {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no stale answer after the reload: {r:?}\n{}",
-                srv2.read("logs/error.log")
-            );
-            std::thread::sleep(Duration::from_millis(50));
+    stale_on_error_after_a_reload_onto_a_dead_origin();
+}
+
+/// A hit, then a reload onto a dead origin: the entry comes back STALE
+/// (`proxy_cache_use_stale error`).
+fn stale_on_error_after_a_reload_onto_a_dead_origin() {
+    let dead = free_port();
+    let origin = Origin::start(|_| Reply::ok(b"cached"));
+    // The key must not name the origin's address, which changes.
+    let text = conf(
+        origin.port,
+        "",
+        "",
+        "proxy_cache_valid 1s; proxy_cache_use_stale error; proxy_cache_key $request_uri;",
+    );
+    let srv2 = Server::start(&text);
+    assert_eq!(cache_status(&req(srv2.port, "GET", "/d", "")), "MISS");
+    wait_for("a hit", Duration::from_secs(10), || {
+        cache_status(&req(srv2.port, "GET", "/d", "")) == "HIT"
+    });
+    std::thread::sleep(Duration::from_millis(2200));
+    // Reload onto a dead origin, same cache.
+    let text = text.replace(
+        &format!("127.0.0.1:{};", origin.port),
+        &format!("127.0.0.1:{dead};"),
+    );
+    std::fs::write(
+        srv2.prefix.path().join("porter.conf"),
+        config_text(&text, srv2.port, srv2.prefix.path()),
+    )
+    .unwrap();
+    srv2.signal(1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = req(srv2.port, "GET", "/d", "");
+        if cache_status(&r) == "STALE" && r.text() == "cached" {
+            break;
         }
-        srv2
-    };
-    drop(srv2);
+        assert!(
+            Instant::now() < deadline,
+            "no stale answer after the reload: {r:?}\n{}",
+            srv2.read("logs/error.log")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -844,22 +846,27 @@ fn split_clients_spreads_entries_over_three_disks() {
     assert_eq!(origin.count(), 30);
 }
 
-/// kill -9 during many fills from a slow origin, then a restart on the
-/// same cache: every key served is byte-exact (or fetched again), and no
-/// temp file outlives the loader.
-#[test]
-fn crash_during_fills_leaves_no_corrupt_entry() {
-    const N: usize = 24;
-    let origin = Origin::start(|r| {
+/// An origin serving `/k/N` as 120 KB of pattern `N`: even keys at once
+/// (complete before a kill), odd ones crawling.
+fn half_crawling_origin() -> Origin {
+    Origin::start(|r| {
         let i: usize = r.target.trim_start_matches("/k/").parse().unwrap_or(0);
-        // Half are quick (complete before the kill), half crawl.
         let body = pattern(120_000, i);
         if i.is_multiple_of(2) {
             Reply::ok(&body)
         } else {
             Reply::ok(&body).paced(8192, Duration::from_millis(40))
         }
-    });
+    })
+}
+
+/// kill -9 during many fills from a slow origin, then a restart on the
+/// same cache: every key served is byte-exact (or fetched again), and no
+/// temp file outlives the loader.
+#[test]
+fn crash_during_fills_leaves_no_corrupt_entry() {
+    const N: usize = 24;
+    let origin = half_crawling_origin();
     let text = conf(
         origin.port,
         " use_temp_path=off",
@@ -981,17 +988,10 @@ fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
     Metrics(text.to_string()).get(name, labels).unwrap_or(0.0)
 }
 
-/// Nothing blocks: under a load of concurrent fills and hits over the
-/// issue's three zones, every zone's file work runs on that zone's pool
-/// (`aio threads=pool_$disk`), and the event loop's iterations stay
-/// short (the blocked-loop histogram of `/metrics`).
-#[test]
-fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
-    let origin = Origin::start(|r| {
-        let i: usize = r.target.rsplit('/').next().unwrap().parse().unwrap_or(0);
-        Reply::ok(&pattern(300_000, i)).paced(64 * 1024, Duration::from_millis(2))
-    });
-    let conf = format!(
+/// Three zones on three "disks", each with its own thread pool, chosen
+/// by `split_clients`, before `origin`.
+fn three_disk_conf(origin: u16) -> String {
+    format!(
         "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
          error_log {{PREFIX}}/logs/error.log info;\n\
          thread_pool pool_1 threads=4; thread_pool pool_2 threads=4; thread_pool pool_3 threads=4;\n\
@@ -1007,8 +1007,21 @@ fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
              location / {{ proxy_pass http://127.0.0.1:{}; proxy_cache_key $request_uri;\n      \
                proxy_cache cache_$disk; aio threads=pool_$disk; sendfile on;\n      \
                add_header X-Disk $disk always; add_header X-Cache $upstream_cache_status always; }} }}\n}}\n",
-        origin.port
-    );
+        origin
+    )
+}
+
+/// Nothing blocks: under a load of concurrent fills and hits over the
+/// issue's three zones, every zone's file work runs on that zone's pool
+/// (`aio threads=pool_$disk`), and the event loop's iterations stay
+/// short (the blocked-loop histogram of `/metrics`).
+#[test]
+fn cache_io_runs_on_each_zones_pool_and_never_blocks_the_loop() {
+    let origin = Origin::start(|r| {
+        let i: usize = r.target.rsplit('/').next().unwrap().parse().unwrap_or(0);
+        Reply::ok(&pattern(300_000, i)).paced(64 * 1024, Duration::from_millis(2))
+    });
+    let conf = three_disk_conf(origin.port);
     let srv = Server::start(&conf);
     let port = srv.port;
     let before = get(port, "/metrics").text();
@@ -1315,4 +1328,150 @@ fn kept_open_entries_leave_descriptors_for_connections() {
     assert!(fds < 128, "{fds} descriptors open with a limit of 256");
     let log = srv.read("logs/error.log");
     assert!(!log.contains("Too many open files"), "{log}");
+}
+
+fn cache_conf(origin: u16) -> String {
+    format!(
+        "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/logs/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  proxy_cache_path {{PREFIX}}/cache levels=1:2 keys_zone=one:1m;\n  \
+           server {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n    \
+             location / {{\n      proxy_pass http://127.0.0.1:{origin};\n      proxy_cache one;\n      \
+               proxy_cache_valid 200 404 10m;\n      \
+               add_header X-Cache $upstream_cache_status always;\n    }}\n    \
+             location = /two {{ return 203 two; }}\n  }}\n}}\n"
+    )
+}
+
+#[test]
+fn ambiguous_upstream_framing_is_a_502_and_never_cached() {
+    let cases: [(&str, &[u8], &str); 3] = [
+        (
+            "/dup",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+            "upstream sent duplicate header line: \"Content-Length: 6\", previous value: \"Content-Length: 5\" while reading response header from upstream",
+        ),
+        (
+            "/xchunked",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: xchunked\r\n\r\nhello",
+            "upstream sent \"Content-Length\" and \"Transfer-Encoding\" headers at the same time while reading response header from upstream",
+        ),
+        (
+            "/gzip",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            "upstream sent unknown \"Transfer-Encoding\": \"gzip, chunked\" while reading response header from upstream",
+        ),
+    ];
+    let origin = Origin::start(move |req| {
+        let raw = cases
+            .iter()
+            .find(|c| c.0 == req.target)
+            .map_or(&b""[..], |c| c.1);
+        Reply::ok(b"").framing(Framing::Raw(raw.to_vec()))
+    });
+    let srv = Server::start(&cache_conf(origin.port));
+    for (path, _, log) in cases {
+        for round in 0..2 {
+            let r = get(srv.port, path);
+            assert_eq!(r.status, 502, "{path} round {round}");
+            assert_ne!(r.header("X-Cache"), Some("HIT"), "{path}");
+        }
+        srv.wait_log("logs/error.log", log, Duration::from_secs(3));
+    }
+    assert_eq!(origin.count(), 6, "every request went to the origin");
+}
+
+#[test]
+fn vary_star_anywhere_is_never_cached() {
+    let origin = Origin::start(|req| {
+        let r = Reply::ok(b"v").header("Cache-Control", "max-age=600");
+        match req.target.as_str() {
+            "/list" => r.header("Vary", "Accept-Encoding, *"),
+            "/second" => r.header("Vary", "Accept-Encoding").header("Vary", "*"),
+            _ => r.header("Vary", "Accept-Encoding"),
+        }
+    });
+    let srv = Server::start(&cache_conf(origin.port));
+    for path in ["/list", "/second"] {
+        for _ in 0..2 {
+            let r = get(srv.port, path);
+            assert_eq!(r.status, 200);
+            assert_ne!(r.header("X-Cache"), Some("HIT"), "{path}");
+        }
+    }
+    assert_eq!(origin.count(), 4);
+    // The control: a plain Vary is cached.
+    get(srv.port, "/plain");
+    assert_eq!(get(srv.port, "/plain").header("X-Cache"), Some("HIT"));
+}
+
+#[test]
+fn proxied_error_keeps_its_last_modified_and_reason() {
+    const LM: &str = "Tue, 01 Jan 2030 00:00:00 GMT";
+    let origin = Origin::start(|req| {
+        match req.target.as_str() {
+        "/gone" => Reply::ok(b"no").status(404).header("Last-Modified", LM),
+        "/moved" => Reply::ok(b"")
+            .status(301)
+            .header("Location", "/x")
+            .header("Last-Modified", LM),
+        _ => Reply::ok(b"").framing(Framing::Raw(
+            format!("HTTP/1.1 203 Non-Authoritative Information\r\nLast-Modified: {LM}\r\nContent-Length: 2\r\n\r\nok")
+                .into_bytes(),
+        )),
+    }
+    });
+    let srv = Server::start(&cache_conf(origin.port));
+    for path in ["/gone", "/moved", "/info"] {
+        let r = get(srv.port, path);
+        assert_eq!(
+            r.header("Last-Modified"),
+            Some(LM),
+            "{path}: {:?}",
+            r.headers
+        );
+    }
+    let r = get(srv.port, "/info");
+    assert_eq!(r.status_line, "HTTP/1.1 203 Non-Authoritative Information");
+    // porter's own 203 has a reason phrase too (NGINX sends "203 ").
+    assert_eq!(
+        get(srv.port, "/two").status_line,
+        "HTTP/1.1 203 Non-Authoritative Information"
+    );
+}
+
+/// Debian's nginx as the reference for the Last-Modified and status-line
+/// bytes of a proxied 404 and 203.
+#[test]
+fn nginx_passes_last_modified_and_reason_as_porter_does() {
+    const LM: &str = "Tue, 01 Jan 2030 00:00:00 GMT";
+    let origin = Origin::start(|req| {
+        match req.target.as_str() {
+        "/gone" => Reply::ok(b"no").status(404).header("Last-Modified", LM),
+        _ => Reply::ok(b"").framing(Framing::Raw(
+            format!("HTTP/1.1 203 Non-Authoritative Information\r\nLast-Modified: {LM}\r\nContent-Length: 2\r\n\r\nok")
+                .into_bytes(),
+        )),
+    }
+    });
+    let Some(nginx) = Nginx::start(&format!(
+        "server {{ listen 127.0.0.1:{{PORT}}; location / {{ proxy_pass http://127.0.0.1:{}; }} }}",
+        origin.port
+    )) else {
+        eprintln!("skipped: nginx is not installed");
+        return;
+    };
+    let srv = Server::start(&cache_conf(origin.port));
+    for path in ["/gone", "/info"] {
+        let n = get(nginx.port, path);
+        let p = get(srv.port, path);
+        assert_eq!(n.header("Last-Modified"), Some(LM), "nginx {path}");
+        assert_eq!(
+            p.header("Last-Modified"),
+            n.header("Last-Modified"),
+            "{path}"
+        );
+        assert_eq!(p.status_line, n.status_line, "{path}");
+    }
 }

@@ -1,6 +1,6 @@
-//! `scgi_pass` against a real SCGI server: `tests/support/scgi_server.py`
+//! `scgi_pass` against a real SCGI server: `tests/common/scgi_server.py`
 //! (stdlib only, run with Debian's `/usr/bin/python3`) serving the WSGI
-//! app in `tests/support/wsgi_app.py`, one on a loopback port and one on
+//! app in `tests/common/wsgi_app.py`, one on a loopback port and one on
 //! a unix socket. porter loads Debian's `scgi_params` unchanged from its
 //! prefix, and Debian's nginx answers the same requests beside it: forms,
 //! cookies, statuses and headers set by the app, bad answers (the server
@@ -9,15 +9,13 @@
 //! and a streamed download. A scripted server written here records the
 //! netstrings both servers send, compared header by header.
 
-#[path = "support/apps.rs"]
-mod apps;
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use apps::*;
+use common::apps::*;
 use common::*;
 
 /// The SCGI server on `where` (a port, or `unix:PATH`).

@@ -1,6 +1,6 @@
 //! Proof with a really slow disk (issue 3, item 8): porter against a FUSE
 //! file system whose lookup, stat, open and read each sleep (see
-//! `tests/support/slowfs.py`), so a blocking call really blocks the thread
+//! `tests/common/slowfs.py`), so a blocking call really blocks the thread
 //! that makes it, as a cold disk does.
 //!
 //! One worker (`worker_processes 1`) so one event loop is shared; a "hot"
@@ -21,7 +21,6 @@
 //! `PORTER_REQUIRE_FUSE` is set, as in CI.
 
 mod common;
-mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -30,19 +29,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::metrics::Metrics;
+use common::slowfs::{self, SlowFs, SlowFsOptions};
 use common::*;
-use support::{SlowFs, SlowFsOptions};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Takes the file's lock, or returns `None` (after saying why) when FUSE
 /// is unavailable and not required.
 fn setup() -> Option<MutexGuard<'static, ()>> {
-    if let Some(why) = support::unavailable() {
-        if std::env::var_os("PORTER_REQUIRE_FUSE").is_some() {
-            panic!("PORTER_REQUIRE_FUSE is set but FUSE is unavailable: {why}");
-        }
-        eprintln!("skipping slow-disk test: {why}");
+    if !slowfs::usable("slow-disk") {
         return None;
     }
     Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))

@@ -6,8 +6,10 @@ mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::differential::{self, req, Cases};
 use common::*;
 
 fn docroot() -> TempDir {
@@ -675,4 +677,143 @@ fn stub_status_reports_counters() {
         .map(|n| n.parse().unwrap())
         .collect();
     assert!(nums[0] >= 2 && nums[1] >= 2 && nums[2] >= 2, "{t}");
+}
+
+#[test]
+fn every_file_type_answers_as_nginx() {
+    differential::compare("file types", file_type_cases);
+}
+
+#[test]
+fn directories_index_and_error_pages_answer_as_nginx() {
+    differential::compare("directories, index and error pages", directory_cases);
+}
+
+#[test]
+fn methods_answer_as_nginx() {
+    differential::compare("methods", method_cases);
+}
+
+fn file_type_cases(_root: &Path, c: &mut Cases) {
+    // --- Every file type, GET and HEAD.
+    let files = [
+        "/",
+        "/index.html",
+        "/txt/a.txt",
+        "/one.txt",
+        "/empty.txt",
+        "/bin/data.bin",
+        "/files/style.css",
+        "/files/app.js",
+        "/files/data.json",
+        "/files/img.png",
+        "/files/photo.jpg",
+        "/files/anim.gif",
+        "/files/notes.txt",
+        "/files/page.html",
+        "/files/feed.xml",
+        "/files/logo.svg",
+        "/files/doc.pdf",
+        "/files/thing.unknownext",
+        "/files/UPPERCASE.TXT",
+        "/files/noext",
+        "/space%20name.txt",
+        "/nested/a/b/c/deep.txt",
+    ];
+    for f in files {
+        c.same(&format!("GET {f}"), vec![req("GET", f, "")]);
+        c.same(&format!("HEAD {f}"), vec![req("HEAD", f, "")]);
+    }
+}
+
+fn directory_cases(_root: &Path, c: &mut Cases) {
+    // --- Directories, index, missing files, error pages.
+    for t in [
+        "/sub",
+        "/sub/",
+        "/sub/page.html",
+        "/sub?x=1",
+        "/noindex",
+        "/noindex/",
+        "/noindex/file.txt",
+        "/nested/a",
+        "/nested/a/",
+        "/nested/a/b/",
+        "/nothere/",
+        "/missing.txt",
+        "/static/missing.css",
+        "/txt/a.txt/",
+        "/TXT/A.TXT",
+    ] {
+        c.same(&format!("GET {t}"), vec![req("GET", t, "")]);
+    }
+    c.same("HEAD /sub", vec![req("HEAD", "/sub", "")]);
+    c.same(
+        "HEAD /missing.txt (custom 404)",
+        vec![req("HEAD", "/missing.txt", "")],
+    );
+    c.same(
+        "HEAD /static/missing.css (built-in 404)",
+        vec![req("HEAD", "/static/missing.css", "")],
+    );
+    c.same(
+        "HEAD /noindex/ (built-in 403)",
+        vec![req("HEAD", "/noindex/", "")],
+    );
+    // msie_padding: built-in error pages are padded for MSIE and Chrome.
+    let chrome = "User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 \
+                  (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36\r\n";
+    let firefox = "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 \
+                   Firefox/120.0\r\n";
+    let msie = "User-Agent: Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)\r\n";
+    for (browser, ua) in [("Chrome", chrome), ("Firefox", firefox), ("MSIE", msie)] {
+        c.same(
+            &format!("built-in 404 for {browser}"),
+            vec![req("GET", "/static/missing.css", ua)],
+        );
+        c.same(
+            &format!("custom 404 for {browser}"),
+            vec![req("GET", "/missing.txt", ua)],
+        );
+    }
+    c.same(
+        "built-in 403 for Chrome",
+        vec![req("GET", "/noindex/", chrome)],
+    );
+    c.same(
+        "301 for Chrome (not padded)",
+        vec![req("GET", "/sub", chrome)],
+    );
+}
+
+fn method_cases(_root: &Path, c: &mut Cases) {
+    // --- Methods.
+    c.same("POST existing", vec![req("POST", "/txt/a.txt", "")]);
+    c.same(
+        "POST existing with body",
+        vec![req("POST", "/txt/a.txt", "Content-Length: 5\r\n\r\nhello")
+            .strip_suffix(b"\r\n")
+            .unwrap()
+            .to_vec()],
+    );
+    c.same("POST missing", vec![req("POST", "/missing.txt", "")]);
+    c.same(
+        "POST missing (built-in 404)",
+        vec![req("POST", "/static/missing.css", "")],
+    );
+    c.same("POST / (index)", vec![req("POST", "/", "")]);
+    c.same("DELETE existing", vec![req("DELETE", "/txt/a.txt", "")]);
+    c.same("DELETE missing", vec![req("DELETE", "/missing.txt", "")]);
+    c.same("DELETE directory", vec![req("DELETE", "/sub", "")]);
+    c.same(
+        "PUT with body",
+        vec![req("PUT", "/txt/new.txt", "Content-Length: 3\r\n\r\nabc")
+            .strip_suffix(b"\r\n")
+            .unwrap()
+            .to_vec()],
+    );
+    c.same("OPTIONS file", vec![req("OPTIONS", "/txt/a.txt", "")]);
+    c.same("OPTIONS *", vec![req("OPTIONS", "*", "")]);
+    c.same("PATCH", vec![req("PATCH", "/txt/a.txt", "")]);
+    c.same("unknown method FOO", vec![req("FOO", "/txt/a.txt", "")]);
 }

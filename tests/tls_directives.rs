@@ -142,6 +142,64 @@ fn stock_nginx_ssl_lines_load_with_one_warn_or_notice_naming_file_and_line() {
     }
 }
 
+/// Bad `ssl_*` lines (`{PREFIX}` the server's prefix), the `[emerg]`
+/// message each gets and where (`:LINE` of `t.conf`).
+const BAD_SSL_LINES: &[(&str, &str, &str)] = &[
+    (
+        "ssl_protocols TLSv1 TLSv1.1;",
+        "no protocol porter offers in \"ssl_protocols\"",
+        ":11",
+    ),
+    ("ssl_protocols TLSv1.4;", "invalid value \"TLSv1.4\"", ":11"),
+    ("ssl_dhparam {PREFIX}/nope.pem;", "BIO_new_file(", ":11"),
+    (
+        "ssl_dhparam {PREFIX}/garbage.pem;",
+        "PEM_read_bio_DHparams(",
+        ":11",
+    ),
+    (
+        "ssl_ecdh_curve X25519:bogus;",
+        "SSL_CTX_set1_curves_list(\"X25519:bogus\") failed (group 'bogus' cannot be set)",
+        ":11",
+    ),
+    (
+        "ssl_ecdh_curve X448;",
+        "SSL_CTX_set1_curves_list(\"X448\") failed",
+        ":11",
+    ),
+    (
+        "ssl_session_ticket_key {PREFIX}/short.key;",
+        "must be 48 or 80 bytes",
+        ":11",
+    ),
+    (
+        "ssl_session_ticket_key {PREFIX}/nope.key;",
+        "open() \"",
+        ":11",
+    ),
+    (
+        "ssl_password_file {PREFIX}/nope;",
+        "(2: No such file or directory)",
+        ":11",
+    ),
+    ("ssl_password_file {PREFIX}/empty;", "empty file", ":11"),
+    (
+        "ssl_trusted_certificate {PREFIX}/garbage.pem;",
+        "SSL_CTX_load_verify_locations(",
+        ":11",
+    ),
+    (
+        "ssl_stapling on;\nssl_stapling_file {PREFIX}/garbage.pem;",
+        "d2i_OCSP_RESPONSE_bio(",
+        ":12",
+    ),
+    (
+        "ssl_stapling_responder ldap://x;",
+        "invalid URL prefix",
+        ":11",
+    ),
+];
+
 #[test]
 fn bad_ssl_lines_are_emerg_with_file_and_line() {
     let ca = Ca::new();
@@ -153,62 +211,7 @@ fn bad_ssl_lines_are_emerg_with_file_and_line() {
         "baddh.pem",
         "-----BEGIN DH PARAMETERS-----\nMIIBCAKCAQEA//8=\n-----END DH PARAMETERS-----\n",
     );
-    let cases = [
-        (
-            "ssl_protocols TLSv1 TLSv1.1;",
-            "no protocol porter offers in \"ssl_protocols\"",
-            ":11",
-        ),
-        ("ssl_protocols TLSv1.4;", "invalid value \"TLSv1.4\"", ":11"),
-        ("ssl_dhparam {PREFIX}/nope.pem;", "BIO_new_file(", ":11"),
-        (
-            "ssl_dhparam {PREFIX}/garbage.pem;",
-            "PEM_read_bio_DHparams(",
-            ":11",
-        ),
-        (
-            "ssl_ecdh_curve X25519:bogus;",
-            "SSL_CTX_set1_curves_list(\"X25519:bogus\") failed (group 'bogus' cannot be set)",
-            ":11",
-        ),
-        (
-            "ssl_ecdh_curve X448;",
-            "SSL_CTX_set1_curves_list(\"X448\") failed",
-            ":11",
-        ),
-        (
-            "ssl_session_ticket_key {PREFIX}/short.key;",
-            "must be 48 or 80 bytes",
-            ":11",
-        ),
-        (
-            "ssl_session_ticket_key {PREFIX}/nope.key;",
-            "open() \"",
-            ":11",
-        ),
-        (
-            "ssl_password_file {PREFIX}/nope;",
-            "(2: No such file or directory)",
-            ":11",
-        ),
-        ("ssl_password_file {PREFIX}/empty;", "empty file", ":11"),
-        (
-            "ssl_trusted_certificate {PREFIX}/garbage.pem;",
-            "SSL_CTX_load_verify_locations(",
-            ":11",
-        ),
-        (
-            "ssl_stapling on;\nssl_stapling_file {PREFIX}/garbage.pem;",
-            "d2i_OCSP_RESPONSE_bio(",
-            ":12",
-        ),
-        (
-            "ssl_stapling_responder ldap://x;",
-            "invalid URL prefix",
-            ":11",
-        ),
-    ];
-    for (line, want, at) in cases {
+    for &(line, want, at) in BAD_SSL_LINES {
         let body = format!("{PAIR}\n{line}").replace("{PREFIX}", dir.path().to_str().unwrap());
         let (ok, out) = test_config(&dir, &body);
         assert!(!ok, "accepted: {line}");

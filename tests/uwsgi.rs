@@ -1,6 +1,6 @@
 //! `uwsgi_pass` against a real uWSGI: Debian's `uwsgi` with its python3
 //! plugin, started here on a loopback port and a unix socket, serving the
-//! WSGI app in `tests/support/wsgi_app.py`. porter loads Debian's
+//! WSGI app in `tests/common/wsgi_app.py`. porter loads Debian's
 //! `uwsgi_params` unchanged from its prefix, and Debian's nginx answers
 //! the same requests beside it: forms, cookies, statuses and headers set
 //! by the app, an app slower than `uwsgi_read_timeout`, an app that is
@@ -8,14 +8,12 @@
 //! download. A scripted server written here records the packets both
 //! servers send (compared var by var) and answers them badly on demand.
 
-#[path = "support/apps.rs"]
-mod apps;
 mod common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use apps::*;
+use common::apps::*;
 use common::*;
 
 /// Debian's uWSGI serving the WSGI app on a TCP port and a unix socket.

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{one_server_conf, Nginx, Server, TempDir};
+use common::{one_server_conf, support, Nginx, Server, TempDir};
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -46,10 +46,6 @@ fn have_websockets() -> bool {
         eprintln!("skipped: no python3-websockets (apt-get install python3-websockets)");
     }
     ok
-}
-
-fn support(name: &str) -> String {
-    format!("{}/tests/support/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The echo server, stopped by PID on drop.

@@ -4,13 +4,16 @@
 
 #![allow(dead_code)]
 
+pub mod apps;
 pub mod blkio;
+pub mod differential;
 pub mod h2client;
 pub mod h3client;
 pub mod h3raw;
 pub mod metrics;
 pub mod origin;
 pub mod php;
+pub mod slowfs;
 pub mod tls;
 
 use std::io::{Read, Write};
@@ -22,6 +25,23 @@ use std::time::{Duration, Instant};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_porter");
+
+/// A file of Debian's `/etc/nginx` as kept in the corpus (`fastcgi.conf`,
+/// `uwsgi_params`, `scgi_params`; BSD-2-Clause, see `LICENSE-copyright`
+/// there); `""` for the folder.
+pub fn debian_etc(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/configs/debian/etc")
+        .join(file)
+}
+
+/// A helper program or fixture kept beside this library in `tests/common/`
+/// (the Python servers and clients, the PHP app, keys, cache entries).
+pub fn support(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/common")
+        .join(file)
+}
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -300,12 +320,30 @@ impl OutputRef for Child {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.signal(15);
-            if self.wait_exit(Duration::from_secs(5)).is_none() {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-            }
+        stop_child(&mut self.child, 15);
+    }
+}
+
+/// Waits up to `timeout` for `child` to exit; true if it did.
+pub fn wait_child(child: &mut Child, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => return true,
+            Ok(None) if Instant::now() > deadline => return false,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Stops a child process by its PID: `sig` (SIGTERM 15, or php-fpm's
+/// graceful SIGQUIT 3), five seconds to exit, then SIGKILL.
+pub fn stop_child(child: &mut Child, sig: i32) {
+    if let Ok(None) = child.try_wait() {
+        unsafe { libc_kill(child.id() as i32, sig) };
+        if !wait_child(child, Duration::from_secs(5)) {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }
@@ -383,17 +421,22 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        unsafe { libc_kill(self.child.id() as i32, 15) };
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_child(&mut self.child, 15);
     }
+}
+
+/// porter, and nginx when installed, on the same settings: `http_extra`
+/// at the `http` level and one server on `{PORT}` named `localhost`
+/// around `server_body`.
+pub fn both(http_extra: &str, server_body: &str) -> (Server, Option<Nginx>) {
+    let p = Server::start(&one_server_conf(http_extra, server_body));
+    let n = Nginx::start(&format!(
+        "{http_extra}\nserver {{\n    listen 127.0.0.1:{{PORT}};\n    server_name localhost;\n{server_body}\n}}\n"
+    ));
+    if n.is_none() {
+        eprintln!("nginx not installed: comparing with porter's expected answers only");
+    }
+    (p, n)
 }
 
 /// Runs porter with `args` to completion.
@@ -427,7 +470,8 @@ impl Resp {
 }
 
 /// Reads one response from `s` (a chunked body decoded); `head_only` for
-/// responses to HEAD.
+/// responses to HEAD. An interim (1xx) response has no body: the final
+/// one is the next read.
 pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> Option<Resp> {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (status_line, headers) = read_head(s, buf)?;
@@ -435,7 +479,7 @@ pub fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>, head_only: bool) -> O
     let field = |name: &str| header_in(&headers, name);
     let chunked = field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
     let len = field("content-length").and_then(|v| v.parse::<usize>().ok());
-    let body = if head_only || status == 304 || status == 204 {
+    let body = if head_only || status == 304 || status == 204 || (100..200).contains(&status) {
         Vec::new()
     } else if chunked {
         read_chunked(s, buf)?

@@ -279,77 +279,94 @@ fn serve_conn(
         }
         let head_req = req.method == "HEAD";
         let close = r.close || client_close;
-        match &r.framing {
-            Framing::Length => {
-                head.push_str(&format!("Content-Length: {}\r\n", r.body.len()));
-                if close {
-                    head.push_str("Connection: close\r\n");
-                }
-                head.push_str("\r\n");
-                let mut out = head.into_bytes();
-                let body: &[u8] = if head_req { &[] } else { &r.body };
-                let first = body.len().min(r.piece);
-                out.extend_from_slice(&body[..first]);
-                if s.write_all(&out).is_err() {
-                    return;
-                }
-                for c in body[first..].chunks(r.piece.max(1)) {
-                    std::thread::sleep(r.pace);
-                    if s.write_all(c).is_err() {
-                        return;
-                    }
-                }
-            }
-            Framing::Chunked => {
-                head.push_str("Transfer-Encoding: chunked\r\n\r\n");
-                let mut out = head.into_bytes();
-                for c in r.body.chunks(1000) {
-                    out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
-                    out.extend_from_slice(c);
-                    out.extend_from_slice(b"\r\n");
-                }
-                out.extend_from_slice(b"0\r\n\r\n");
-                if s.write_all(&out).is_err() {
-                    return;
-                }
-            }
-            Framing::Close => {
-                head.push_str("Connection: close\r\n\r\n");
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&r.body);
-                return;
-            }
-            Framing::Truncate(n) => {
-                head.push_str(&format!("Content-Length: {}\r\n\r\n", r.body.len()));
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&r.body[..*n]);
-                return;
-            }
-            Framing::Raw(bytes) => {
-                let _ = s.write_all(bytes);
-                return;
-            }
-            Framing::Generated(len) => {
-                head.push_str(&format!("Content-Length: {len}\r\n\r\n"));
-                if s.write_all(head.as_bytes()).is_err() {
-                    return;
-                }
-                let block = pattern(64 * 1024, 0);
-                let mut left = *len;
-                while left > 0 {
-                    let n = left.min(block.len() as u64) as usize;
-                    if s.write_all(&block[..n]).is_err() {
-                        return;
-                    }
-                    written.fetch_add(n as u64, Ordering::SeqCst);
-                    left -= n as u64;
-                }
-            }
+        if !write_reply(&mut s, &r, head, head_req, close, &written) {
+            return;
         }
         if close {
             return;
         }
     }
+}
+
+/// Writes the reply `r` after `head` (status line and its headers so
+/// far); false when the connection ends here (a write failed, or the
+/// framing closes it).
+fn write_reply(
+    s: &mut TcpStream,
+    r: &Reply,
+    mut head: String,
+    head_req: bool,
+    close: bool,
+    written: &AtomicU64,
+) -> bool {
+    match &r.framing {
+        Framing::Length => {
+            head.push_str(&format!("Content-Length: {}\r\n", r.body.len()));
+            if close {
+                head.push_str("Connection: close\r\n");
+            }
+            head.push_str("\r\n");
+            let mut out = head.into_bytes();
+            let body: &[u8] = if head_req { &[] } else { &r.body };
+            let first = body.len().min(r.piece);
+            out.extend_from_slice(&body[..first]);
+            if s.write_all(&out).is_err() {
+                return false;
+            }
+            for c in body[first..].chunks(r.piece.max(1)) {
+                std::thread::sleep(r.pace);
+                if s.write_all(c).is_err() {
+                    return false;
+                }
+            }
+        }
+        Framing::Chunked => {
+            head.push_str("Transfer-Encoding: chunked\r\n\r\n");
+            let mut out = head.into_bytes();
+            for c in r.body.chunks(1000) {
+                out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+                out.extend_from_slice(c);
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"0\r\n\r\n");
+            if s.write_all(&out).is_err() {
+                return false;
+            }
+        }
+        Framing::Close => {
+            head.push_str("Connection: close\r\n\r\n");
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&r.body);
+            return false;
+        }
+        Framing::Truncate(n) => {
+            head.push_str(&format!("Content-Length: {}\r\n\r\n", r.body.len()));
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&r.body[..*n]);
+            return false;
+        }
+        Framing::Raw(bytes) => {
+            let _ = s.write_all(bytes);
+            return false;
+        }
+        Framing::Generated(len) => {
+            head.push_str(&format!("Content-Length: {len}\r\n\r\n"));
+            if s.write_all(head.as_bytes()).is_err() {
+                return false;
+            }
+            let block = pattern(64 * 1024, 0);
+            let mut left = *len;
+            while left > 0 {
+                let n = left.min(block.len() as u64) as usize;
+                if s.write_all(&block[..n]).is_err() {
+                    return false;
+                }
+                written.fetch_add(n as u64, Ordering::SeqCst);
+                left -= n as u64;
+            }
+        }
+    }
+    true
 }
 
 /// Deterministic bytes (every value, not text), different per `seed`.

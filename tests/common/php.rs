@@ -1,10 +1,10 @@
 //! Debian's php-fpm for the FastCGI tests (`tests/fastcgi.rs`,
 //! `tests/fastcgi_cache.rs`): a master in the foreground with its own
 //! pools, one on a unix socket in a temp dir and one on a loopback TCP
-//! port, serving the PHP app in `tests/support/php/`.
+//! port, serving the PHP app in `tests/common/php/`.
 
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,12 +12,7 @@ use super::{free_port, set_mode, TempDir};
 
 /// The PHP app.
 pub fn app_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/php")
-}
-
-/// Debian's `/etc/nginx` as kept in the corpus.
-pub fn debian_etc() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/configs/debian/etc")
+    super::support("php")
 }
 
 /// Debian's php-fpm binary (`php-fpm` in `.ci/run`'s packages).
@@ -100,17 +95,6 @@ impl Fpm {
 impl Drop for Fpm {
     fn drop(&mut self) {
         // SIGQUIT: php-fpm's graceful stop.
-        let _ = Command::new("kill")
-            .args(["-QUIT", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        super::stop_child(&mut self.child, 3);
     }
 }

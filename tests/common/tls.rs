@@ -1,6 +1,6 @@
 //! TLS helpers for integration tests: certificates made in the test with
 //! rcgen (a CA, leaf certificates for names, ECDSA P-256 or the RSA key in
-//! `tests/support/rsa2048.key`), and a rustls client that speaks HTTP/1.1
+//! `tests/common/rsa2048.key`), and a rustls client that speaks HTTP/1.1
 //! to porter or nginx and reports what the handshake settled.
 
 use std::io::{Read, Write};
@@ -18,7 +18,7 @@ use super::{find, Resp};
 
 /// The RSA key the tests use (generating RSA keys is slow and rcgen's ring
 /// backend cannot).
-pub const RSA_KEY: &str = include_str!("../support/rsa2048.key");
+pub const RSA_KEY: &str = include_str!("rsa2048.key");
 
 /// Key types for leaf certificates.
 #[derive(Clone, Copy, Debug)]

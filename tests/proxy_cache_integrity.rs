@@ -258,10 +258,10 @@ fn a_byte_flipped_after_a_checked_hit_is_still_found() {
 
 #[test]
 fn a_version_1_entry_is_still_served() {
-    // tests/support/cache_v1_entry: written by porter before the body
+    // tests/common/cache_v1_entry: written by porter before the body
     // checksum (format version 1), key `v1fixture/v1.txt`, a 5200-byte body
     // valid for ten years.
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/cache_v1_entry");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/cache_v1_entry");
     let want: Vec<u8> = (0..200)
         .flat_map(|i| format!("porter v1 entry line {i:04}\n").into_bytes())
         .collect();

@@ -1,5 +1,5 @@
 """The WSGI app tests/uwsgi.rs serves through Debian's uWSGI and
-tests/scgi.rs through tests/support/scgi_server.py: forms, cookies,
+tests/scgi.rs through tests/common/scgi_server.py: forms, cookies,
 statuses and headers set by the app, the CGI variables it was given, a
 fresh token per call (for the caches), an
 upload read as a stream, a streamed download, a slow answer. Stdlib only."""

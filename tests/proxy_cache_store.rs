@@ -5,7 +5,7 @@
 //! Debian's nginx acting as a caching proxy; and the configuration errors
 //! against `nginx -t`.
 //!
-//! Run: `cargo test --release --test cache_store`.
+//! Run: `cargo test --release --test proxy_cache_store`.
 
 mod common;
 
@@ -958,48 +958,99 @@ http {{
     assert!(String::from_utf8_lossy(&text).contains(&format!("\nKEY: {key}\n")));
 }
 
+/// Bad cache directives (`C`, `D`, `T`, `U` stand for paths in the
+/// prefix) and the `-t` message both servers print (`F` the file).
+const BAD_CACHE_CONFIGS: &[(&str, &str)] = &[
+    (
+        "proxy_cache_path C levels=1:3:2 keys_zone=x:1m;",
+        "invalid \"levels\" \"levels=1:3:2\" in F:3",
+    ),
+    (
+        "proxy_cache_path C levels=1:2;",
+        "\"proxy_cache_path\" must have \"keys_zone\" parameter in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=:1m;",
+        "\"proxy_cache_path\" must have \"keys_zone\" parameter in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m; proxy_cache_path D keys_zone=x:1m;",
+        "duplicate zone \"x\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x;",
+        "invalid keys zone size \"keys_zone=x\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1k;",
+        "keys zone \"keys_zone=x:1k\" is too small in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m inactive=zz;",
+        "invalid inactive value \"inactive=zz\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m max_size=zz;",
+        "invalid max_size value \"max_size=zz\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m min_free=zz;",
+        "invalid min_free value \"min_free=zz\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m use_temp_path=maybe;",
+        "invalid use_temp_path value \"use_temp_path=maybe\", it must be \"on\" or \"off\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m loader_files=zz;",
+        "invalid loader_files value \"loader_files=zz\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m manager_sleep=zz;",
+        "invalid manager_sleep value \"manager_sleep=zz\" in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m bogus=1;",
+        "invalid parameter \"bogus=1\" in F:3",
+    ),
+    (
+        "proxy_cache_path C;",
+        "invalid number of arguments in \"proxy_cache_path\" directive in F:3",
+    ),
+    (
+        "server { proxy_cache_path C keys_zone=x:1m; }",
+        "\"proxy_cache_path\" directive is not allowed here in F:3",
+    ),
+    (
+        "proxy_cache_path C keys_zone=x:1m;\n\nproxy_cache_path C keys_zone=y:1m;",
+        "the same path name \"C\" used in F:3 and in F:5",
+    ),
+    (
+        "proxy_temp_path C;\n\nproxy_cache_path C keys_zone=y:1m;",
+        "the same path name \"C\" used in F:3 and in F:5",
+    ),
+    (
+        "proxy_cache_valid 200 zz;",
+        "invalid time value \"zz\" in F:3",
+    ),
+    ("proxy_cache_valid 99 10m;", "invalid status \"99\" in F:3"),
+    (
+        "proxy_cache_valid abc 10m;",
+        "invalid status \"abc\" in F:3",
+    ),
+    (
+        "proxy_temp_path T 0;",
+        "\"proxy_temp_path\" directive invalid value in F:3",
+    ),
+    (
+        "proxy_temp_path T; proxy_temp_path U;",
+        "\"proxy_temp_path\" directive is duplicate in F:3",
+    ),
+];
+
 /// `-t` messages for bad cache directives, as nginx prints them.
 #[test]
 fn config_errors_match_nginx() {
-    let cases: &[(&str, &str)] = &[
-        (
-            "proxy_cache_path C levels=1:3:2 keys_zone=x:1m;",
-            "invalid \"levels\" \"levels=1:3:2\" in F:3",
-        ),
-        ("proxy_cache_path C levels=1:2;", "\"proxy_cache_path\" must have \"keys_zone\" parameter in F:3"),
-        ("proxy_cache_path C keys_zone=:1m;", "\"proxy_cache_path\" must have \"keys_zone\" parameter in F:3"),
-        (
-            "proxy_cache_path C keys_zone=x:1m; proxy_cache_path D keys_zone=x:1m;",
-            "duplicate zone \"x\" in F:3",
-        ),
-        ("proxy_cache_path C keys_zone=x;", "invalid keys zone size \"keys_zone=x\" in F:3"),
-        ("proxy_cache_path C keys_zone=x:1k;", "keys zone \"keys_zone=x:1k\" is too small in F:3"),
-        ("proxy_cache_path C keys_zone=x:1m inactive=zz;", "invalid inactive value \"inactive=zz\" in F:3"),
-        ("proxy_cache_path C keys_zone=x:1m max_size=zz;", "invalid max_size value \"max_size=zz\" in F:3"),
-        ("proxy_cache_path C keys_zone=x:1m min_free=zz;", "invalid min_free value \"min_free=zz\" in F:3"),
-        (
-            "proxy_cache_path C keys_zone=x:1m use_temp_path=maybe;",
-            "invalid use_temp_path value \"use_temp_path=maybe\", it must be \"on\" or \"off\" in F:3",
-        ),
-        ("proxy_cache_path C keys_zone=x:1m loader_files=zz;", "invalid loader_files value \"loader_files=zz\" in F:3"),
-        ("proxy_cache_path C keys_zone=x:1m manager_sleep=zz;", "invalid manager_sleep value \"manager_sleep=zz\" in F:3"),
-        ("proxy_cache_path C keys_zone=x:1m bogus=1;", "invalid parameter \"bogus=1\" in F:3"),
-        ("proxy_cache_path C;", "invalid number of arguments in \"proxy_cache_path\" directive in F:3"),
-        ("server { proxy_cache_path C keys_zone=x:1m; }", "\"proxy_cache_path\" directive is not allowed here in F:3"),
-        (
-            "proxy_cache_path C keys_zone=x:1m;\n\nproxy_cache_path C keys_zone=y:1m;",
-            "the same path name \"C\" used in F:3 and in F:5",
-        ),
-        (
-            "proxy_temp_path C;\n\nproxy_cache_path C keys_zone=y:1m;",
-            "the same path name \"C\" used in F:3 and in F:5",
-        ),
-        ("proxy_cache_valid 200 zz;", "invalid time value \"zz\" in F:3"),
-        ("proxy_cache_valid 99 10m;", "invalid status \"99\" in F:3"),
-        ("proxy_cache_valid abc 10m;", "invalid status \"abc\" in F:3"),
-        ("proxy_temp_path T 0;", "\"proxy_temp_path\" directive invalid value in F:3"),
-        ("proxy_temp_path T; proxy_temp_path U;", "\"proxy_temp_path\" directive is duplicate in F:3"),
-    ];
     let have_nginx = Path::new(NGINX).is_file();
     if !have_nginx {
         eprintln!("nginx not installed: checking porter against the recorded messages only");
@@ -1010,7 +1061,7 @@ fn config_errors_match_nginx() {
     let conf = dir.path().join("t.conf");
     let f = conf.display().to_string();
     let c = format!("{p}/c");
-    for (snippet, want) in cases {
+    for (snippet, want) in BAD_CACHE_CONFIGS {
         let body = snippet
             .replace(" C", &format!(" {c}"))
             .replace(" D", &format!(" {p}/d"))

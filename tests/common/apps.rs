@@ -4,50 +4,22 @@
 //! send, and how they take bad answers), a request helper, the part of a
 //! response both servers must agree on, a large upload, the cache steps.
 
-#![allow(dead_code)]
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::*;
-
-/// The tests' helper programs and the WSGI app.
-pub fn support(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/support")
-        .join(file)
-}
-
-/// Debian's `/etc/nginx` as kept in the corpus (`uwsgi_params`,
-/// `scgi_params`, BSD-2-Clause, see `LICENSE-copyright` there).
-pub fn debian_etc(file: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/configs/debian/etc")
-        .join(file)
-}
+use super::*;
 
 /// A child process (an application server), stopped by PID on drop.
 pub struct Proc(pub Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.0.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        stop_child(&mut self.0, 15);
     }
 }
 

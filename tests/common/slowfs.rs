@@ -7,15 +7,12 @@
 //! [`unavailable`] says which is missing so a test can skip. Setting
 //! `PORTER_REQUIRE_FUSE=1` (CI does) turns such a skip into a failure.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-/// The FUSE daemon.
-pub const SLOWFS_PY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/slowfs.py");
+use super::wait_child;
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -89,6 +86,20 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+/// Whether a slow FUSE disk can be mounted here; when not, says that the
+/// `what` test skips and why, or fails the test if `PORTER_REQUIRE_FUSE`
+/// is set (CI sets it).
+pub fn usable(what: &str) -> bool {
+    let Some(why) = unavailable() else {
+        return true;
+    };
+    if std::env::var_os("PORTER_REQUIRE_FUSE").is_some() {
+        panic!("PORTER_REQUIRE_FUSE is set but FUSE is unavailable: {why}");
+    }
+    eprintln!("skipping {what} test: {why}");
+    false
+}
+
 /// A mounted slow file system; unmounted on drop.
 pub struct SlowFs {
     child: Option<Child>,
@@ -121,7 +132,7 @@ impl SlowFs {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let mut cmd = Command::new(py);
-        cmd.arg(SLOWFS_PY)
+        cmd.arg(super::support("slowfs.py"))
             .arg(backing)
             .arg(&mnt)
             .arg(format!("--delay-ms={}", opts.delay_ms))
@@ -216,18 +227,6 @@ impl Drop for SlowFs {
         }
         if !is_mounted(&self.mnt) {
             let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// Waits up to `timeout` for `child` to exit; true if it did.
-fn wait_child(child: &mut Child, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => return true,
-            Ok(None) if Instant::now() > deadline => return false,
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
 }

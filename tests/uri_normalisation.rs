@@ -1,0 +1,80 @@
+//! URI normalisation (percent-decoding, dot segments, merged slashes,
+//! arguments and fragments, absolute-form targets, the Host in redirects)
+//! asked of porter and of Debian's nginx on the same docroot
+//! (`tests/common/differential.rs`); `merge_slashes off`.
+
+mod common;
+
+use std::path::Path;
+
+use common::differential::{self, req, req_ka, Cases, ReplaceHost};
+use common::{both, get};
+
+#[test]
+fn uri_normalisation_answers_as_nginx() {
+    differential::compare("URI normalisation", uri_cases);
+}
+
+fn uri_cases(_root: &Path, c: &mut Cases) {
+    // --- URI normalisation.
+    for t in [
+        "/txt/%61.txt",
+        "/txt/%61%2Etxt",
+        "/txt//a.txt",
+        "//txt/a.txt",
+        "/txt/./a.txt",
+        "/nested/a/../../txt/a.txt",
+        "/sub/..",
+        "/sub/.",
+        "/sub/%2e%2e/txt/a.txt",
+        "/../etc/passwd",
+        "/txt/../../etc/passwd",
+        "/%2e%2e/etc/passwd",
+        "/txt/%00.txt",
+        "/txt/%zz",
+        "/txt/%4",
+        "/txt/a.txt?x=1&y",
+        "/txt/a.txt#frag",
+        "/txt/a.txt%3Fx=1",
+        "/sub/%69ndex.html",
+        "/space name.txt",
+    ] {
+        c.same(&format!("URI {t}"), vec![req("GET", t, "")]);
+    }
+    for t in ["/exact?x=1#frag", "/exact#frag?x=1", "/exact?x=a#b#c"] {
+        c.same(&format!("URI {t}"), vec![req("GET", t, "")]);
+    }
+    c.same(
+        "absolute-form target",
+        vec![
+            b"GET http://localhost/txt/a.txt HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n"
+                .to_vec(),
+        ],
+    );
+    c.same(
+        "absolute-form directory redirect",
+        vec![
+            b"GET http://Example.COM/sub HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+                .to_vec(),
+        ],
+    );
+    c.same(
+        "redirect uses the Host header",
+        vec![req_ka("GET", "/sub", "Host2: x\r\nConnection: close\r\n")
+            .into_iter()
+            .collect::<Vec<u8>>()
+            .replace_host("www.example.org:8080")],
+    );
+}
+
+#[test]
+fn merge_slashes_off_keeps_the_uri() {
+    let loc = "location / { return 200 \"$uri\"; }";
+    for (extra, want) in [("", "/a/b/"), ("merge_slashes off;", "/a//b/")] {
+        let (p, n) = both(extra, loc);
+        assert_eq!(get(p.port, "/a//b/").text(), want, "porter, {extra:?}");
+        if let Some(n) = n {
+            assert_eq!(get(n.port, "/a//b/").text(), want, "nginx, {extra:?}");
+        }
+    }
+}
