@@ -56,6 +56,8 @@ pub struct Build {
 
 pub(super) struct ListenB {
     pub(super) addr: SocketAddr,
+    /// `listen unix:PATH` (`addr` is then a placeholder).
+    pub(super) unix: Option<Arc<Path>>,
     pub(super) default_server: bool,
     pub(super) backlog: i32,
     /// `sndbuf=` and `rcvbuf=`: the socket's buffer sizes, if set.
@@ -318,6 +320,7 @@ impl Build {
             if sb.listens.is_empty() {
                 sb.listens.push(ListenB {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
+                    unix: None,
                     default_server: false,
                     backlog: 511,
                     bufs: SocketBufs::default(),
@@ -623,7 +626,7 @@ fn add_listens(
         let quic = l.quic.is_some();
         match groups
             .iter_mut()
-            .find(|(g, _)| g.addr == l.addr && g.quic == quic)
+            .find(|(g, _)| g.addr == l.addr && g.quic == quic && g.unix == l.unix)
         {
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
@@ -634,7 +637,11 @@ fn add_listens(
                 g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
-                        return Err(format!("a duplicate default server for {}", l.addr));
+                        let at = match &l.unix {
+                            Some(p) => format!("unix:{}", p.display()),
+                            None => l.addr.to_string(),
+                        };
+                        return Err(format!("a duplicate default server for {at}"));
                     }
                     *has_default = true;
                     g.default = g.servers.len();
@@ -644,6 +651,7 @@ fn add_listens(
             None => groups.push((
                 ListenGroup {
                     addr: l.addr,
+                    unix: l.unix.clone(),
                     backlog: l.backlog,
                     bufs: l.bufs,
                     servers: vec![server.clone()],
