@@ -228,27 +228,7 @@ async fn worker_main(start: WorkerStart) {
     });
     let limit = start.config.main.worker_connections;
     let mut accepting = Vec::new();
-    let tcp = (start.listeners.into_iter())
-        .map(|(g, l)| (g, TcpListener::from_std(l).map(Listener::Tcp)));
-    let unix = start.unix.into_iter().map(|(g, l)| {
-        let path = env.config.listens[g]
-            .unix
-            .clone()
-            .unwrap_or_else(|| Arc::from(Path::new("")));
-        (
-            g,
-            UnixListener::from_std(l).map(|l| Listener::Unix(l, path)),
-        )
-    });
-    for (group, listener) in tcp.chain(unix) {
-        let listener = match listener {
-            Ok(l) => l,
-            Err(e) => {
-                env.log
-                    .log(Level::Emerg, format_args!("cannot register listener: {e}"));
-                continue;
-            }
-        };
+    for (group, listener) in register(start.listeners, start.unix, &env.config, &env.log) {
         accepting.push(crate::metrics::timed::spawn(accept_loop(
             listener,
             group,
@@ -291,6 +271,38 @@ async fn worker_main(start: WorkerStart) {
             _ = sd.wait_for(Mode::Fast) => break,
         }
     }
+}
+
+type TcpSockets = Vec<(usize, std::net::TcpListener)>;
+type UnixSockets = Vec<(usize, std::os::unix::net::UnixListener)>;
+
+/// The worker's listening sockets registered with its event loop, with
+/// their index in `config.listens` (one that cannot be is logged and left
+/// out).
+fn register(
+    tcp: TcpSockets,
+    unix: UnixSockets,
+    config: &Config,
+    log: &ErrorLog,
+) -> Vec<(usize, Listener)> {
+    let tcp = tcp
+        .into_iter()
+        .map(|(g, l)| (g, TcpListener::from_std(l).map(Listener::Tcp)));
+    let unix = unix.into_iter().map(|(g, l)| {
+        let path = (config.listens[g].unix.clone()).unwrap_or_else(|| Arc::from(Path::new("")));
+        (
+            g,
+            UnixListener::from_std(l).map(|l| Listener::Unix(l, path)),
+        )
+    });
+    let mut out = Vec::new();
+    for (group, listener) in tcp.chain(unix) {
+        match listener {
+            Ok(l) => out.push((group, l)),
+            Err(e) => log.log(Level::Emerg, format_args!("cannot register listener: {e}")),
+        }
+    }
+    out
 }
 
 /// Makes room for a connection just accepted, as NGINX's

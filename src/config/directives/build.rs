@@ -6,6 +6,7 @@
 //! groups).
 
 use super::cache::CacheBuild;
+use super::listen::ListenB;
 use super::upstream::UpstreamB;
 #[allow(unused_imports)]
 use super::*;
@@ -52,24 +53,6 @@ pub struct Build {
     /// Tuning directives without effect already seen, per block (NGINX's
     /// "is duplicate"): `(servers, location, context, name)`.
     pub(super) tuning_seen: std::collections::HashSet<(usize, Option<usize>, u16, String)>,
-}
-
-pub(super) struct ListenB {
-    pub(super) addr: SocketAddr,
-    /// `listen unix:PATH` (`addr` is then a placeholder).
-    pub(super) unix: Option<Arc<Path>>,
-    pub(super) default_server: bool,
-    pub(super) backlog: i32,
-    /// `sndbuf=` and `rcvbuf=`: the socket's buffer sizes, if set.
-    pub(super) bufs: SocketBufs,
-    /// `ssl`, and where the `listen` is (for NGINX's missing-certificate error).
-    pub(super) ssl: Option<(Arc<Path>, u32)>,
-    /// `http2` (deprecated in NGINX 1.25.1 for the `http2` directive).
-    pub(super) http2: bool,
-    /// `proxy_protocol`: a PROXY header starts each connection.
-    pub(super) proxy_protocol: bool,
-    /// `quic`: a UDP address for HTTP/3, and where the `listen` is.
-    pub(super) quic: Option<(Arc<Path>, u32)>,
 }
 
 pub(super) struct ServerB {
@@ -637,10 +620,7 @@ fn add_listens(
                 g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
-                        let at = match &l.unix {
-                            Some(p) => format!("unix:{}", p.display()),
-                            None => l.addr.to_string(),
-                        };
+                        let at = l.name();
                         return Err(format!("a duplicate default server for {at}"));
                     }
                     *has_default = true;
