@@ -17,16 +17,17 @@ pub struct AccessRule {
     pub net: Net,
 }
 
-/// The first rule naming `peer`, if any.
-pub fn first_match(rules: &[AccessRule], peer: IpAddr) -> Option<&AccessRule> {
-    let peer = match peer {
+/// The first rule naming `peer`, if any (`None`: a UNIX-domain socket's
+/// client, which `all` and `unix:` name).
+pub fn first_match(rules: &[AccessRule], peer: Option<IpAddr>) -> Option<&AccessRule> {
+    let peer = peer.map(|peer| match peer {
         IpAddr::V6(v6) => v6
             .to_ipv4_mapped()
             .map(IpAddr::V4)
             .unwrap_or(IpAddr::V6(v6)),
         v4 => v4,
-    };
-    rules.iter().find(|r| r.net.contains(peer))
+    });
+    rules.iter().find(|r| r.net.contains_client(peer))
 }
 
 #[cfg(test)]
@@ -47,12 +48,16 @@ mod tests {
             rule(false, "10.0.0.0/8"),
             rule(true, "all"),
         ];
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let ip = |s: &str| Some(s.parse::<IpAddr>().unwrap());
         assert!(first_match(&rules, ip("10.0.0.1")).unwrap().deny);
         assert!(!first_match(&rules, ip("10.9.0.1")).unwrap().deny);
         assert!(first_match(&rules, ip("11.0.0.1")).unwrap().deny);
         assert!(!first_match(&rules, ip("::ffff:10.1.2.3")).unwrap().deny);
         assert!(first_match(&rules[..2], ip("::1")).is_none());
+        let unix = [rule(false, "127.0.0.1"), rule(true, "unix:")];
+        assert!(first_match(&unix, None).unwrap().deny);
+        assert!(first_match(&unix[..1], None).is_none());
+        assert!(first_match(&rules, None).unwrap().deny);
     }
 
     #[test]

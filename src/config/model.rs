@@ -42,8 +42,10 @@ pub struct Config {
 /// One distinct listening address and the servers that answer on it.
 #[derive(Debug, Clone)]
 pub struct ListenGroup {
-    /// The address bound.
+    /// The address bound (`0.0.0.0:0` for a UNIX-domain socket).
     pub addr: SocketAddr,
+    /// `listen unix:PATH`: the socket file bound instead of `addr`.
+    pub unix: Option<Arc<std::path::Path>>,
     /// `backlog=N` (NGINX's default 511).
     pub backlog: i32,
     /// `sndbuf=` / `rcvbuf=`.

@@ -294,7 +294,8 @@ async fn auth_request(ctx: &mut RequestCtx, env: &Env<'_>) -> Check {
 
 fn address_rules(ctx: &RequestCtx, env: &Env<'_>, any: bool) -> Check {
     let list = &ctx.loc.s.access_rules;
-    match rules::first_match(list, ctx.conn.peer.ip()) {
+    let client = (!ctx.client_unix()).then(|| ctx.conn.peer.ip());
+    match rules::first_match(list, client) {
         None => Check::Declined,
         Some(r) if r.deny => {
             if !any {

@@ -80,7 +80,8 @@ pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
         Some(_) => ("https", 443),
         None => ("http", 80),
     };
-    if s.port_in_redirect && port != default_port {
+    // A UNIX-domain socket's port is 0: none is written, as NGINX.
+    if s.port_in_redirect && port != default_port && port != 0 {
         format!("{scheme}://{host}:{port}{target}")
     } else {
         format!("{scheme}://{host}{target}")

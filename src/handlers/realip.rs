@@ -15,9 +15,10 @@
 //! changed the address it does not run again (internal redirects
 //! included). The address walk itself is `access::realip`.
 
-use crate::access::realip::{forwarded_addr, RealIpHeader};
+use crate::access::realip::RealIpHeader;
 use crate::config::LocSettings;
 use crate::http::context::RequestCtx;
+use crate::util::net::forwarded_client;
 
 /// Applies realip with settings `s` (the server's in the post-read phase,
 /// the location's in preaccess), unless it already changed the address.
@@ -26,6 +27,8 @@ pub fn run(ctx: &mut RequestCtx, s: &LocSettings) {
         return;
     }
     let peer = ctx.conn.peer;
+    let unix = ctx.client_unix();
+    let forwarded_addr = |peer, v: &[&str], from, rec| forwarded_client(peer, unix, v, from, rec);
     let (from, rec) = (&s.real_ip_from[..], s.real_ip_recursive);
     let one = |v: Option<&str>| v.and_then(|v| forwarded_addr(peer, &[v], from, rec));
     let found = match &s.real_ip_header {

@@ -6,6 +6,9 @@
 //! `$pipe`.
 //! A port of 0 (an address realip read without one) is empty, as NGINX
 //! prints only ports 1–65535.
+//! On a `listen unix:PATH` connection the client's address is `unix:`
+//! (`$binary_remote_addr` too) and the server's `unix:PATH`, ports empty,
+//! as NGINX prints a UNIX-domain socket's addresses.
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -20,11 +23,38 @@ fn port(out: &mut String, p: u16) {
 }
 
 impl RequestCtx {
+    /// Whether the client is a UNIX-domain socket's peer (`listen unix:`,
+    /// not replaced by realip): NGINX's `unix:` address, matched by
+    /// `allow`/`deny`/`set_real_ip_from unix:`.
+    pub fn client_unix(&self) -> bool {
+        self.conn.unix.is_some() && self.realip_peer.is_none()
+    }
+
+    /// The client's address as `$remote_addr` prints it.
+    pub fn remote_addr(&self) -> String {
+        if self.client_unix() {
+            return "unix:".to_string();
+        }
+        self.conn.peer.ip().to_string()
+    }
+
     /// The connection and its addresses.
     pub(super) fn append_connection(&self, var: &Var, out: &mut String) {
         let own = self.realip_peer.unwrap_or(self.conn.peer);
         let pp = self.conn.proxy_protocol.as_deref();
+        let unix = self.conn.unix.is_some();
         match var {
+            Var::RemoteAddr | Var::BinaryRemoteAddr if self.client_unix() => out.push_str("unix:"),
+            Var::RealipRemoteAddr if unix => out.push_str("unix:"),
+            Var::ServerAddr if unix => {
+                let path = self
+                    .conn
+                    .unix
+                    .as_deref()
+                    .unwrap_or(std::path::Path::new(""));
+                let _ = write!(out, "unix:{}", path.display());
+            }
+            Var::ServerPort if unix => {}
             Var::RemoteAddr => {
                 let _ = write!(out, "{}", self.conn.peer.ip());
             }

@@ -31,6 +31,9 @@ pub struct ConnInfo {
     pub proxy_protocol: Option<Arc<super::proxy_protocol::ProxyInfo>>,
     /// When the connection was accepted (`$connection_time`).
     pub accepted: Instant,
+    /// On a `listen unix:PATH` connection, PATH: `peer` and `local` are
+    /// placeholders, `$remote_addr` is `unix:`, `$server_addr` `unix:PATH`.
+    pub unix: Option<Arc<std::path::Path>>,
 }
 
 impl ConnInfo {
@@ -45,6 +48,7 @@ impl ConnInfo {
             http3: "",
             proxy_protocol: None,
             accepted: Instant::now(),
+            unix: None,
         }
     }
 }

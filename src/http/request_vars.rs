@@ -201,7 +201,7 @@ impl RequestCtx {
                 if !first {
                     out.push_str(", ");
                 }
-                let _ = write!(out, "{}", self.conn.peer.ip());
+                out.push_str(&self.remote_addr());
             }
             Var::Cookie(name) => {
                 for (n, v) in self.head.headers() {

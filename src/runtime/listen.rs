@@ -8,10 +8,18 @@
 //! worker, steered by connection ID (`quic_steer.rs`).
 //! A binary upgrade hands them, TCP and UDP, to the new binary (`upgrade.rs`), which
 //! starts from them ([`Listeners::inherit`]) instead of binding.
+//! A `listen unix:PATH` address has one socket that every worker accepts
+//! on (the kernel has no `SO_REUSEPORT` groups for UNIX-domain sockets),
+//! as NGINX's: its file is made when it is bound, kept across reloads and
+//! removed when a reload drops the address or the server stops (not when a
+//! new binary took the socket over).
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::sync::Arc;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -25,6 +33,8 @@ pub struct Listeners {
     by_addr: HashMap<SocketAddr, Vec<TcpListener>>,
     /// The UDP sockets of `listen ... quic` addresses, by worker.
     udp: HashMap<SocketAddr, Vec<UdpSocket>>,
+    /// The sockets of `listen unix:` addresses, by path.
+    unix: HashMap<Arc<Path>, UnixListener>,
 }
 
 fn socket(addr: SocketAddr, reuseport: bool) -> io::Result<Socket> {
@@ -71,6 +81,46 @@ fn bind_one(addr: SocketAddr, backlog: i32, bufs: SocketBufs) -> Result<TcpListe
     Ok(s.into())
 }
 
+/// A UNIX-domain listening socket at `path` (NGINX's messages; a file
+/// already there is an error, as NGINX leaves removing it to the user).
+fn bind_unix(path: &Path, backlog: i32, bufs: SocketBufs) -> Result<UnixListener, String> {
+    let at = format!("unix:{}", path.display());
+    let s = Socket::new(Domain::UNIX, Type::STREAM, None)
+        .map_err(|e| format!("socket() {at} failed {}", errno_text(&e)))?;
+    s.set_nonblocking(true)
+        .and_then(|_| s.set_cloexec(true))
+        .map_err(|e| format!("socket() {at} failed {}", errno_text(&e)))?;
+    if let Some(n) = bufs.sndbuf {
+        let _ = s.set_send_buffer_size(n);
+    }
+    if let Some(n) = bufs.rcvbuf {
+        let _ = s.set_recv_buffer_size(n);
+    }
+    let addr = socket2::SockAddr::unix(path)
+        .map_err(|e| format!("bind() to {at} failed {}", errno_text(&e)))?;
+    s.bind(&addr)
+        .map_err(|e| format!("bind() to {at} failed {}", errno_text(&e)))?;
+    // Anyone may connect (workers run as another user), as NGINX's 0666.
+    use std::os::unix::fs::PermissionsExt;
+    let perm = std::fs::Permissions::from_mode(0o666);
+    if let Err(e) = std::fs::set_permissions(path, perm) {
+        let _ = std::fs::remove_file(path);
+        return Err(format!(
+            "chmod() \"{}\" failed {}",
+            path.display(),
+            errno_text(&e)
+        ));
+    }
+    if let Err(e) = s.listen(backlog) {
+        let _ = std::fs::remove_file(path);
+        return Err(format!(
+            "listen() to {at}, backlog {backlog} failed {}",
+            errno_text(&e)
+        ));
+    }
+    Ok(s.into())
+}
+
 /// With `SO_REUSEPORT`, a second server of the same user could bind the
 /// same port silently; a plain bind first detects "Address already in use"
 /// as NGINX users expect.
@@ -86,8 +136,16 @@ impl Listeners {
     /// each is bound to (in the order given: worker 0's first).
     pub fn inherit(sockets: Vec<TcpListener>, udp: Vec<UdpSocket>) -> io::Result<Listeners> {
         let mut by_addr: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
+        let mut unix = HashMap::new();
         for l in sockets {
-            by_addr.entry(l.local_addr()?).or_default().push(l);
+            let named = socket2::SockRef::from(&l).local_addr()?;
+            match named.as_pathname() {
+                Some(path) if named.is_unix() => {
+                    let l = UnixListener::from(std::os::fd::OwnedFd::from(l));
+                    unix.insert(Arc::from(path), l);
+                }
+                _ => by_addr.entry(l.local_addr()?).or_default().push(l),
+            }
         }
         let mut by_udp: HashMap<SocketAddr, Vec<UdpSocket>> = HashMap::new();
         for u in udp {
@@ -96,6 +154,7 @@ impl Listeners {
         Ok(Listeners {
             by_addr,
             udp: by_udp,
+            unix,
         })
     }
 
@@ -112,7 +171,10 @@ impl Listeners {
         let quic = udp
             .into_iter()
             .flat_map(|a| self.udp[a].iter().map(AsRawFd::as_raw_fd));
-        tcp.chain(quic).collect()
+        let mut paths: Vec<_> = self.unix.keys().collect();
+        paths.sort();
+        let unix = paths.into_iter().map(|p| self.unix[p].as_raw_fd());
+        tcp.chain(unix).chain(quic).collect()
     }
 
     /// Makes the socket set match `cfg`, reusing sockets already open.
@@ -123,7 +185,7 @@ impl Listeners {
         // Bind everything new first, so a failure leaves the old set intact.
         let mut fresh: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
         let udp = self.update_udp(cfg)?;
-        for g in cfg.listens.iter().filter(|g| !g.quic) {
+        for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
             let have = self.by_addr.get(&g.addr).map_or(0, Vec::len);
             if have == 0 {
                 probe_free(g.addr)?;
@@ -134,7 +196,9 @@ impl Listeners {
             }
             fresh.insert(g.addr, v);
         }
-        for g in cfg.listens.iter().filter(|g| !g.quic) {
+        // Last: nothing fails after it, so no file it makes is left behind.
+        let unix = self.update_unix(cfg)?;
+        for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
             let mut v = self.by_addr.remove(&g.addr).unwrap_or_default();
             v.truncate(workers);
             v.extend(fresh.remove(&g.addr).unwrap_or_default());
@@ -143,7 +207,56 @@ impl Listeners {
         // Whatever is left in self.by_addr is no longer configured: closed here.
         self.by_addr = next;
         self.udp = udp;
+        self.remove_unix_files();
+        self.unix = unix;
         Ok(())
+    }
+
+    /// The UNIX-domain sockets `cfg` asks for: those open kept, new ones
+    /// bound (their files made). Those no longer asked for stay in
+    /// `self.unix` for [`remove_unix_files`](Self::remove_unix_files).
+    fn update_unix(&mut self, cfg: &Config) -> Result<HashMap<Arc<Path>, UnixListener>, String> {
+        let mut next = HashMap::new();
+        let mut made = Vec::new();
+        for g in &cfg.listens {
+            let Some(path) = &g.unix else { continue };
+            if next.contains_key(path) {
+                continue;
+            }
+            let l = match self.unix.remove(path) {
+                Some(l) => l,
+                None => match bind_unix(path, g.backlog, g.bufs) {
+                    Ok(l) => {
+                        made.push(path.clone());
+                        l
+                    }
+                    Err(e) => {
+                        // Nothing changes: the sockets kept go back, the
+                        // files just made go.
+                        for (p, l) in next {
+                            if made.contains(&p) {
+                                drop(l);
+                                let _ = std::fs::remove_file(&p);
+                            } else {
+                                self.unix.insert(p, l);
+                            }
+                        }
+                        return Err(e);
+                    }
+                },
+            };
+            next.insert(path.clone(), l);
+        }
+        Ok(next)
+    }
+
+    /// Closes the UNIX-domain sockets and removes their files (the server
+    /// stops, or a reload dropped them). Not when a new binary took them.
+    pub fn remove_unix_files(&mut self) {
+        for (path, l) in self.unix.drain() {
+            drop(l);
+            let _ = std::fs::remove_file(&path);
+        }
     }
 
     /// The UDP socket set `cfg` asks for: sockets kept in their order
@@ -191,11 +304,24 @@ impl Listeners {
         Ok(out)
     }
 
+    /// Duplicates of the `listen unix:` sockets for a worker, with the
+    /// index of their address in `cfg.listens`.
+    pub fn unix_for_worker(&self, cfg: &Config) -> io::Result<Vec<(usize, UnixListener)>> {
+        let mut out = Vec::new();
+        for (gi, g) in cfg.listens.iter().enumerate() {
+            if let Some(l) = g.unix.as_ref().and_then(|p| self.unix.get(p)) {
+                out.push((gi, l.try_clone()?));
+            }
+        }
+        Ok(out)
+    }
+
     /// Duplicates of worker `idx`'s sockets, with the index of their
     /// address in `cfg.listens`.
     pub fn for_worker(&self, cfg: &Config, idx: usize) -> io::Result<Vec<(usize, TcpListener)>> {
         let mut out = Vec::new();
-        for (gi, g) in cfg.listens.iter().enumerate().filter(|(_, g)| !g.quic) {
+        for (gi, g) in (cfg.listens.iter().enumerate()).filter(|(_, g)| !g.quic && g.unix.is_none())
+        {
             if let Some(l) = self.by_addr.get(&g.addr).and_then(|v| v.get(idx)) {
                 out.push((gi, l.try_clone()?));
             }

@@ -66,6 +66,9 @@ impl Generation {
             let socks = listeners
                 .for_worker(&config, i)
                 .map_err(|e| format!("dup() of listening socket failed {}", errno_text(&e)))?;
+            let unix = listeners
+                .unix_for_worker(&config)
+                .map_err(|e| format!("dup() of listening socket failed {}", errno_text(&e)))?;
             let quic = listeners
                 .udp_for_worker(&config, i)
                 .map_err(|e| format!("dup() of QUIC socket failed {}", errno_text(&e)))?;
@@ -74,6 +77,7 @@ impl Generation {
                 config: config.clone(),
                 log: log.clone(),
                 listeners: socks,
+                unix,
                 quic,
                 credentials: creds.clone(),
                 shutdown: signal.clone(),
@@ -562,7 +566,10 @@ impl Master<'_> {
     /// the workers finish what they have), the workers stopped, the pid
     /// file removed (`.oldbin` while a new binary runs: that one's pid
     /// file is the other's).
-    fn exit(self, mode: Mode) {
+    fn exit(mut self, mode: Mode) {
+        if self.new_binary.is_none() {
+            self.listeners.remove_unix_files();
+        }
         drop(self.listeners);
         match self.current {
             Some(g) if mode == Mode::Graceful => g.stop_and_wait(Mode::Graceful),

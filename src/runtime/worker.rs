@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpListener;
+use std::path::Path;
+use std::task::{Context, Poll};
+
+use tokio::net::{TcpListener, TcpStream, UnixListener};
 use tokio::sync::Notify;
 
 use super::loop_watch;
@@ -39,6 +42,9 @@ pub struct WorkerStart {
     pub log: ErrorLog,
     /// Its listeners: (index into `config.listens`, socket).
     pub listeners: Vec<(usize, std::net::TcpListener)>,
+    /// Its `listen unix:` sockets: (index into `config.listens`, socket),
+    /// the one socket of the address shared by every worker.
+    pub unix: Vec<(usize, std::os::unix::net::UnixListener)>,
     /// Its UDP sockets of `listen ... quic` addresses: (index into
     /// `config.listens`, socket), one QUIC endpoint each.
     pub quic: Vec<(usize, std::net::UdpSocket)>,
@@ -222,15 +228,7 @@ async fn worker_main(start: WorkerStart) {
     });
     let limit = start.config.main.worker_connections;
     let mut accepting = Vec::new();
-    for (group, std_listener) in start.listeners {
-        let listener = match TcpListener::from_std(std_listener) {
-            Ok(l) => l,
-            Err(e) => {
-                env.log
-                    .log(Level::Emerg, format_args!("cannot register listener: {e}"));
-                continue;
-            }
-        };
+    for (group, listener) in register(start.listeners, start.unix, &env.config, &env.log) {
         accepting.push(crate::metrics::timed::spawn(accept_loop(
             listener,
             group,
@@ -273,6 +271,38 @@ async fn worker_main(start: WorkerStart) {
             _ = sd.wait_for(Mode::Fast) => break,
         }
     }
+}
+
+type TcpSockets = Vec<(usize, std::net::TcpListener)>;
+type UnixSockets = Vec<(usize, std::os::unix::net::UnixListener)>;
+
+/// The worker's listening sockets registered with its event loop, with
+/// their index in `config.listens` (one that cannot be is logged and left
+/// out).
+fn register(
+    tcp: TcpSockets,
+    unix: UnixSockets,
+    config: &Config,
+    log: &ErrorLog,
+) -> Vec<(usize, Listener)> {
+    let tcp = tcp
+        .into_iter()
+        .map(|(g, l)| (g, TcpListener::from_std(l).map(Listener::Tcp)));
+    let unix = unix.into_iter().map(|(g, l)| {
+        let path = (config.listens[g].unix.clone()).unwrap_or_else(|| Arc::from(Path::new("")));
+        (
+            g,
+            UnixListener::from_std(l).map(|l| Listener::Unix(l, path)),
+        )
+    });
+    let mut out = Vec::new();
+    for (group, listener) in tcp.chain(unix) {
+        match listener {
+            Ok(l) => out.push((group, l)),
+            Err(e) => log.log(Level::Emerg, format_args!("cannot register listener: {e}")),
+        }
+    }
+    out
 }
 
 /// Makes room for a connection just accepted, as NGINX's
@@ -321,8 +351,53 @@ fn note(last: &mut Option<Instant>, f: impl FnOnce()) {
     }
 }
 
+/// A socket a worker accepts on: TCP, or UNIX-domain (`listen unix:`).
+/// A UNIX-domain connection is served as a TCP one: the connection code
+/// reads, writes, `sendfile`s and shuts down through `TcpStream`, calls
+/// that work the same on any stream socket (TCP's own options fail
+/// harmlessly: every caller ignores their errors), so no second copy of
+/// the connection code exists for it. Its addresses are placeholders
+/// (`0.0.0.0:0`); `ConnInfo::unix` says what `$remote_addr` and
+/// `$server_addr` are, as NGINX's `unix:` and `unix:PATH`.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, Arc<Path>),
+}
+
+impl Listener {
+    /// The next connection, its peer and local addresses, and the path
+    /// of a UNIX-domain one's socket.
+    #[allow(clippy::type_complexity)]
+    fn poll_accept(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<
+        std::io::Result<(
+            TcpStream,
+            std::net::SocketAddr,
+            std::net::SocketAddr,
+            Option<Arc<Path>>,
+        )>,
+    > {
+        match self {
+            Listener::Tcp(l) => l.poll_accept(cx).map_ok(|(s, peer)| {
+                let local = s.local_addr().unwrap_or(peer);
+                let _ = s.set_nodelay(true);
+                (s, peer, local, None)
+            }),
+            Listener::Unix(l, path) => l.poll_accept(cx).map(|r| {
+                let (s, _) = r?;
+                let fd = std::os::fd::OwnedFd::from(s.into_std()?);
+                let s = TcpStream::from_std(std::net::TcpStream::from(fd))?;
+                let none = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+                Ok((s, none, none, Some(path.clone())))
+            }),
+        }
+    }
+}
+
 async fn accept_loop(
-    listener: TcpListener,
+    listener: Listener,
     group: usize,
     env: Rc<WorkerEnv<Handlers>>,
     live: Rc<Live>,
@@ -338,7 +413,7 @@ async fn accept_loop(
             }
             r
         });
-        let (stream, peer) = match accepted.await {
+        let (stream, peer, local, unix) = match accepted.await {
             Ok(x) => x,
             Err(e) => {
                 reuse::accept_turn();
@@ -362,9 +437,8 @@ async fn accept_loop(
             continue;
         }
         metrics::inc(&metrics::HANDLED);
-        let local = stream.local_addr().unwrap_or(peer);
-        let _ = stream.set_nodelay(true);
-        let conn = ConnInfo::accepted(crate::http::context::next_conn_id(), peer, local);
+        let mut conn = ConnInfo::accepted(crate::http::context::next_conn_id(), peer, local);
+        conn.unix = unix;
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();

@@ -20,8 +20,7 @@ pub enum Net {
     V4(u32, u32),
     /// An IPv6 network: address and mask.
     V6(u128, u128),
-    /// `unix:` (clients on UNIX-domain sockets; porter listens on TCP only,
-    /// so it never matches).
+    /// `unix:` (clients on UNIX-domain sockets, `listen unix:`).
     Unix,
 }
 
@@ -77,6 +76,15 @@ impl Net {
             (Net::V4(a, m), IpAddr::V4(p)) => u32::from(p) & m == *a,
             (Net::V6(a, m), IpAddr::V6(p)) => u128::from(p) & m == *a,
             _ => false,
+        }
+    }
+
+    /// Whether the client lies in this network: `None` is a UNIX-domain
+    /// socket's client, which only `all` and `unix:` name.
+    pub fn contains_client(&self, client: Option<IpAddr>) -> bool {
+        match client {
+            Some(ip) => self.contains(ip),
+            None => matches!(self, Net::All | Net::Unix),
         }
     }
 
@@ -169,12 +177,20 @@ enum Walk {
 /// NGINX's `ngx_http_get_forwarded_addr_internal`: from the end of one
 /// comma-separated value, replaces `addr` by the entry before each
 /// trusted hop.
-fn walk_value(addr: &mut SocketAddr, value: &[u8], from: &[Net], recursive: bool) -> Walk {
+/// `unix` says the address walked from is a UNIX-domain socket's client.
+fn walk_value(
+    addr: &mut SocketAddr,
+    unix: bool,
+    value: &[u8],
+    from: &[Net],
+    recursive: bool,
+) -> Walk {
     let mut found = false;
     let mut len = value.len();
+    let mut client = (!unix).then(|| addr.ip());
     loop {
         let stop = if found { Walk::Done } else { Walk::Declined };
-        if !trusted(from, addr.ip()) || len == 0 {
+        if !from.iter().any(|n| n.contains_client(client)) || len == 0 {
             return stop;
         }
         let mut p = len - 1;
@@ -193,6 +209,7 @@ fn walk_value(addr: &mut SocketAddr, value: &[u8], from: &[Net], recursive: bool
             Some(a) => *addr = a,
             None => return stop,
         }
+        client = Some(addr.ip());
         found = true;
         if !(recursive && p > 0) {
             return Walk::Ok;
@@ -210,11 +227,25 @@ pub fn forwarded_addr(
     from: &[Net],
     recursive: bool,
 ) -> Option<SocketAddr> {
+    forwarded_client(peer, false, values, from, recursive)
+}
+
+/// [`forwarded_addr`] for a peer that may be a UNIX-domain socket's
+/// client (`unix`: `peer` is a placeholder, trusted by `unix:` alone).
+pub fn forwarded_client(
+    peer: SocketAddr,
+    mut unix: bool,
+    values: &[&str],
+    from: &[Net],
+    recursive: bool,
+) -> Option<SocketAddr> {
     let mut addr = peer;
     let mut rc = Walk::Declined;
     let mut found = false;
     for v in values.iter().rev() {
-        rc = walk_value(&mut addr, v.as_bytes(), from, recursive);
+        rc = walk_value(&mut addr, unix, v.as_bytes(), from, recursive);
+        // Anything but Declined replaced the address.
+        unix &= rc == Walk::Declined;
         if !recursive {
             break;
         }

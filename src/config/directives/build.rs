@@ -6,6 +6,7 @@
 //! groups).
 
 use super::cache::CacheBuild;
+use super::listen::ListenB;
 use super::upstream::UpstreamB;
 #[allow(unused_imports)]
 use super::*;
@@ -52,22 +53,6 @@ pub struct Build {
     /// Tuning directives without effect already seen, per block (NGINX's
     /// "is duplicate"): `(servers, location, context, name)`.
     pub(super) tuning_seen: std::collections::HashSet<(usize, Option<usize>, u16, String)>,
-}
-
-pub(super) struct ListenB {
-    pub(super) addr: SocketAddr,
-    pub(super) default_server: bool,
-    pub(super) backlog: i32,
-    /// `sndbuf=` and `rcvbuf=`: the socket's buffer sizes, if set.
-    pub(super) bufs: SocketBufs,
-    /// `ssl`, and where the `listen` is (for NGINX's missing-certificate error).
-    pub(super) ssl: Option<(Arc<Path>, u32)>,
-    /// `http2` (deprecated in NGINX 1.25.1 for the `http2` directive).
-    pub(super) http2: bool,
-    /// `proxy_protocol`: a PROXY header starts each connection.
-    pub(super) proxy_protocol: bool,
-    /// `quic`: a UDP address for HTTP/3, and where the `listen` is.
-    pub(super) quic: Option<(Arc<Path>, u32)>,
 }
 
 pub(super) struct ServerB {
@@ -318,6 +303,7 @@ impl Build {
             if sb.listens.is_empty() {
                 sb.listens.push(ListenB {
                     addr: SocketAddr::from(([0, 0, 0, 0], default_port)),
+                    unix: None,
                     default_server: false,
                     backlog: 511,
                     bufs: SocketBufs::default(),
@@ -623,7 +609,7 @@ fn add_listens(
         let quic = l.quic.is_some();
         match groups
             .iter_mut()
-            .find(|(g, _)| g.addr == l.addr && g.quic == quic)
+            .find(|(g, _)| g.addr == l.addr && g.quic == quic && g.unix == l.unix)
         {
             Some((g, has_default)) => {
                 g.ssl |= l.ssl.is_some();
@@ -634,7 +620,8 @@ fn add_listens(
                 g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
-                        return Err(format!("a duplicate default server for {}", l.addr));
+                        let at = l.name();
+                        return Err(format!("a duplicate default server for {at}"));
                     }
                     *has_default = true;
                     g.default = g.servers.len();
@@ -644,6 +631,7 @@ fn add_listens(
             None => groups.push((
                 ListenGroup {
                     addr: l.addr,
+                    unix: l.unix.clone(),
                     backlog: l.backlog,
                     bufs: l.bufs,
                     servers: vec![server.clone()],

@@ -219,13 +219,8 @@ fn set_server(b: &mut Build, d: &Directive) -> Res {
 }
 
 /// Parses a `listen` address: `8000`, `127.0.0.1:8000`, `*:80`, `[::1]:80`,
-/// `localhost:8000`, `127.0.0.1` (port 80).
+/// `localhost:8000`, `127.0.0.1` (port 80). `unix:PATH` is [`unix_path`]'s.
 pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
-    if s.starts_with("unix:") {
-        return Err(format!(
-            "unix sockets are not supported by porter in \"{s}\" of the \"listen\" directive"
-        ));
-    }
     let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
     let port = |p: &str| -> Result<u16, String> {
         match p.parse::<u32>() {
@@ -289,8 +284,28 @@ fn tcp_only(params: &[String]) -> Option<&str> {
     })
 }
 
+/// `listen unix:PATH`: the socket file's path (a relative one under the
+/// prefix), or NGINX's error for an empty one.
+fn unix_path(b: &Build, s: &str) -> Result<Option<Arc<Path>>, String> {
+    let Some(path) = s.strip_prefix("unix:") else {
+        return Ok(None);
+    };
+    if path.is_empty() {
+        return Err(format!(
+            "no path in the unix domain socket in \"{s}\" of the \"listen\" directive"
+        ));
+    }
+    Ok(Some(Arc::from(b.full_path(path).as_path())))
+}
+
 fn set_listen(b: &mut Build, d: &Directive) -> Res {
-    let addrs = parse_listen_addr(&d.args[0])?;
+    // A UNIX-domain socket has one address; the placeholder `0.0.0.0:0`
+    // stands for it where an IP address is kept (`ListenGroup::unix`).
+    let unix = unix_path(b, &d.args[0])?;
+    let addrs = match &unix {
+        Some(_) => vec![SocketAddr::from(([0, 0, 0, 0], 0))],
+        None => parse_listen_addr(&d.args[0])?,
+    };
     let mut default_server = false;
     let mut backlog = 511;
     let mut bufs = SocketBufs::default();
@@ -343,12 +358,13 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
         if srv
             .listens
             .iter()
-            .any(|l| l.addr == addr && l.quic.is_some() == quic.is_some())
+            .any(|l| l.addr == addr && l.quic.is_some() == quic.is_some() && l.unix == unix)
         {
-            return Err(format!("a duplicate listen {addr}"));
+            return Err(format!("a duplicate listen {}", d.args[0]));
         }
         srv.listens.push(ListenB {
             addr,
+            unix: unix.clone(),
             default_server,
             backlog,
             bufs,

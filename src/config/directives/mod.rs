@@ -187,6 +187,7 @@ mod http2;
 mod http3;
 mod internals;
 mod limit_except;
+mod listen;
 mod logs;
 mod map;
 mod proxy;
@@ -210,8 +211,9 @@ mod upstream;
 mod uwsgi;
 
 pub use build::Build;
-use build::{ListenB, LocB, ServerB, NESTED};
+use build::{LocB, ServerB, NESTED};
 pub use http::parse_listen_addr;
+use listen::ListenB;
 pub(crate) use proxy_ssl::default_ciphers as default_proxy_ciphers;
 use rewrite::OpB;
 use upstream::resolve_upstream;
