@@ -19,6 +19,8 @@
 
 use std::time::Duration;
 
+use crate::h1::fields::HeaderLines;
+
 /// One `proxy_cache_valid [code ...|any] time` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheValid {
@@ -64,20 +66,6 @@ pub enum Validity {
     No(NotCached),
 }
 
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
-fn all<'a>(headers: &'a [(String, String)], name: &'a str) -> impl Iterator<Item = &'a str> {
-    headers
-        .iter()
-        .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
 fn digits(s: &str) -> Option<i64> {
     let d: &str = &s[..s.bytes().take_while(u8::is_ascii_digit).count()];
     d.parse().ok()
@@ -87,14 +75,14 @@ fn digits(s: &str) -> Option<i64> {
 /// from the upstream) is stored, and until when, at unix time `now`.
 pub fn validity(
     status: u16,
-    headers: &[(String, String)],
+    headers: &(impl HeaderLines + ?Sized),
     rules: &[CacheValid],
     now: i64,
 ) -> Validity {
-    if header(headers, "set-cookie").is_some() {
+    if headers.get("set-cookie").is_some() {
         return Validity::No(NotCached::SetCookie);
     }
-    for v in all(headers, "vary") {
+    for v in headers.all("vary") {
         if v.trim().len() > MAX_VARY || v.split(',').any(|n| n.trim() == "*") {
             return Validity::No(NotCached::Vary);
         }
@@ -113,8 +101,8 @@ pub fn validity(
 
 /// `X-Accel-Expires`: seconds from now, `@` an absolute time, 0 never;
 /// `None` when absent or unparsable (NGINX ignores it then).
-fn accel_expires(headers: &[(String, String)], now: i64) -> Option<Validity> {
-    let v = header(headers, "x-accel-expires")?.trim();
+fn accel_expires(headers: &(impl HeaderLines + ?Sized), now: i64) -> Option<Validity> {
+    let v = headers.get("x-accel-expires")?.trim();
     let all_digits = |s: &str| {
         (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
             .then(|| s.parse::<i64>().ok())
@@ -135,9 +123,9 @@ fn accel_expires(headers: &[(String, String)], now: i64) -> Option<Validity> {
 /// `Cache-Control`: `no-store`, `no-cache`, `private` (also with a field
 /// list) → not stored; else `s-maxage`, then `max-age`; `None` when none
 /// of these decides.
-fn cache_control(headers: &[(String, String)], now: i64) -> Option<Validity> {
+fn cache_control(headers: &(impl HeaderLines + ?Sized), now: i64) -> Option<Validity> {
     let mut cc_seen = false;
-    for v in all(headers, "cache-control") {
+    for v in headers.all("cache-control") {
         for d in v.split(',') {
             let d = d.trim().to_ascii_lowercase();
             if d == "no-store" || d == "no-cache" || d == "private" {
@@ -152,7 +140,8 @@ fn cache_control(headers: &[(String, String)], now: i64) -> Option<Validity> {
     if !cc_seen {
         return None;
     }
-    let joined: Vec<String> = all(headers, "cache-control")
+    let joined: Vec<String> = headers
+        .all("cache-control")
         .flat_map(|v| v.split(','))
         .map(|d| d.trim().to_ascii_lowercase())
         .collect();
@@ -168,8 +157,8 @@ fn cache_control(headers: &[(String, String)], now: i64) -> Option<Validity> {
 }
 
 /// `Expires`: a time in the past or an unparsable one → not stored.
-fn expires(headers: &[(String, String)], now: i64) -> Option<Validity> {
-    let v = header(headers, "expires")?;
+fn expires(headers: &(impl HeaderLines + ?Sized), now: i64) -> Option<Validity> {
+    let v = headers.get("expires")?;
     Some(match httpdate::parse_http_date(v.trim()) {
         Ok(t) => {
             let t = t
@@ -187,9 +176,9 @@ fn expires(headers: &[(String, String)], now: i64) -> Option<Validity> {
 }
 
 /// The header names a response varies on (lowercase, in order).
-pub fn vary_names(headers: &[(String, String)]) -> Vec<String> {
+pub fn vary_names(headers: &(impl HeaderLines + ?Sized)) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for v in all(headers, "vary") {
+    for v in headers.all("vary") {
         for n in v.split(',') {
             let n = n.trim().to_ascii_lowercase();
             if !n.is_empty() && !out.contains(&n) {
@@ -248,6 +237,7 @@ pub fn variant_key(key: &str, values: &[(String, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h1::fields::Fields;
 
     const NOW: i64 = 1_800_000_000;
 
@@ -282,11 +272,20 @@ mod tests {
                 time: Duration::from_secs(5),
             },
         ];
-        assert_eq!(validity(200, &[], &rules, NOW), Validity::Until(NOW + 600));
-        assert_eq!(validity(404, &[], &rules, NOW), Validity::Until(NOW + 60));
-        assert_eq!(validity(500, &[], &rules, NOW), Validity::Until(NOW + 5));
         assert_eq!(
-            validity(404, &[], &default_rules(), NOW),
+            validity(200, &Fields::default(), &rules, NOW),
+            Validity::Until(NOW + 600)
+        );
+        assert_eq!(
+            validity(404, &Fields::default(), &rules, NOW),
+            Validity::Until(NOW + 60)
+        );
+        assert_eq!(
+            validity(500, &Fields::default(), &rules, NOW),
+            Validity::Until(NOW + 5)
+        );
+        assert_eq!(
+            validity(404, &Fields::default(), &default_rules(), NOW),
             Validity::No(NotCached::NoRule)
         );
         let zero = vec![CacheValid {
@@ -294,11 +293,11 @@ mod tests {
             time: Duration::ZERO,
         }];
         assert_eq!(
-            validity(200, &[], &zero, NOW),
+            validity(200, &Fields::default(), &zero, NOW),
             Validity::No(NotCached::NoRule)
         );
         assert_eq!(
-            validity(200, &[], &[], NOW),
+            validity(200, &Fields::default(), &[], NOW),
             Validity::No(NotCached::NoRule)
         );
     }

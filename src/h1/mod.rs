@@ -7,10 +7,12 @@
 //! | file | what |
 //! |---|---|
 //! | `chunked.rs` | chunked transfer coding: decoder, encoder, last chunk |
+//! | `fields.rs` | `Fields`: a response's header lines, one text and spans, shared |
 //! | `rate.rs` | `Pacer`: `limit_rate` arithmetic, for client writes and upstream reads |
 //! | `stream.rs` | `BodyStream` (a body read piece by piece), `TunnelPeer` |
 
 pub mod chunked;
+pub mod fields;
 pub mod rate;
 pub mod stream;
 

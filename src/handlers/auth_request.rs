@@ -53,7 +53,7 @@ pub async fn check(ctx: &mut RequestCtx, env: &Env<'_>, uri: &str) -> Verdict {
             if lines.is_empty() {
                 lines = upstream
                     .filter(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
-                    .map(|(_, v)| v.clone())
+                    .map(|(_, v)| v.to_string())
                     .collect();
             }
             Verdict::Unauthorized(lines)

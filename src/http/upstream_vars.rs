@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::h1::fields::{Fields, HeaderLines};
 use crate::vars::template::Var;
 
 /// One try at a peer, for the `$upstream_*` variables.
@@ -43,8 +44,9 @@ pub struct UpstreamVars {
     pub proxy_port: String,
     /// Every try, in order.
     pub tries: Vec<TryRecord>,
-    /// The last response head's headers (`$upstream_http_*`).
-    pub headers: Vec<(String, String)>,
+    /// The last response head's headers (`$upstream_http_*`), shared
+    /// with the response they came in.
+    pub headers: Fields,
     /// `$upstream_cache_status` (None: the cache was not consulted).
     pub cache_status: Option<crate::cache::CacheStatus>,
 }
@@ -102,11 +104,7 @@ impl UpstreamVars {
                 let _ = write!(o, "{}", t.bytes_sent);
             }),
             Var::UpstreamHttp(name) => {
-                if let Some((_, v)) = self
-                    .headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                {
+                if let Some(v) = self.headers.get(name) {
                     out.push_str(v)
                 }
             }

@@ -13,6 +13,7 @@
 //! the trailing dots and newlines cut, `fastcgi_keep_conn`).
 
 use super::wire::{self, HeadError, ResponseHead};
+use crate::h1::fields::Fields;
 
 /// `FCGI_VERSION_1`.
 const VERSION: u8 = 1;
@@ -380,18 +381,11 @@ pub fn parse_cgi_head(data: &[u8], max: usize) -> Result<Option<ResponseHead>, H
         Ok(_) | Err(httparse::Error::TooManyHeaders) => return Err(HeadError::TooBig),
         Err(_) => return Err(HeadError::InvalidHeader(wire::invalid_line_text(data, 0))),
     };
-    let headers: Vec<(String, String)> = lines
-        .iter()
-        .map(|h| {
-            let v = String::from_utf8_lossy(h.value).into_owned();
-            (h.name.to_string(), v)
-        })
-        .collect();
     let find = |name: &str| {
-        headers
+        lines
             .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value))
     };
     let (status, reason) = match (find("status"), find("location")) {
         (Some(line), _) => {
@@ -413,8 +407,7 @@ pub fn parse_cgi_head(data: &[u8], max: usize) -> Result<Option<ResponseHead>, H
     Ok(Some(ResponseHead {
         minor: 1,
         status,
-        reason,
-        headers,
+        headers: Fields::parsed(&reason, lines),
         len,
     }))
 }
@@ -645,7 +638,7 @@ mod tests {
         let (h, errs, buf) = head_of(&raw);
         let h = h.unwrap().unwrap();
         assert_eq!(errs.concat(), "PHP Notice: x.\n");
-        assert_eq!((h.head.status, h.head.reason.as_str()), (404, "Not Found"));
+        assert_eq!((h.head.status, h.head.reason()), (404, "Not Found"));
         assert_eq!(h.head.header("x-a"), Some("b"));
         let (head, mut body) = h.finish(false).unwrap();
         assert_eq!(head.len, raw.len() - buf.len());
@@ -668,7 +661,7 @@ mod tests {
         let h = parse_cgi_head(b"Status: 201\r\n\r\n", 4096)
             .unwrap()
             .unwrap();
-        assert_eq!((h.status, h.reason.as_str()), (201, ""));
+        assert_eq!((h.status, h.reason()), (201, ""));
         assert_eq!(
             parse_cgi_head(b"Status: abc\r\n\r\n", 4096)
                 .unwrap_err()

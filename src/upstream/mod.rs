@@ -352,7 +352,7 @@ impl UpstreamResponse {
     }
 
     /// Header lines in order.
-    pub fn headers(&self) -> &[(String, String)] {
+    pub fn headers(&self) -> &crate::h1::fields::Fields {
         &self.head.headers
     }
 
@@ -409,7 +409,7 @@ impl UpstreamResponse {
             .headers
             .iter()
             .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .map(|(_, v)| v)
     }
 }
 

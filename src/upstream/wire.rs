@@ -5,6 +5,7 @@
 //! bytes, malformed ones included.
 
 use crate::h1::chunked::{ChunkError, ChunkedDecoder};
+use crate::h1::fields::{Fields, HeaderLines};
 
 /// A parsed upstream response head.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,10 +14,9 @@ pub struct ResponseHead {
     pub minor: u8,
     /// Status code.
     pub status: u16,
-    /// Reason phrase.
-    pub reason: String,
-    /// Header lines in order.
-    pub headers: Vec<(String, String)>,
+    /// Reason phrase and header lines in order, parsed once and shared
+    /// with whatever reads them later.
+    pub headers: Fields,
     /// Bytes the head took.
     pub len: usize,
 }
@@ -24,10 +24,12 @@ pub struct ResponseHead {
 impl ResponseHead {
     /// The first value of `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.headers.get(name)
+    }
+
+    /// The reason phrase.
+    pub fn reason(&self) -> &str {
+        self.headers.reason()
     }
 
     /// Whether a header `name` lists `token` (comma-separated,
@@ -120,21 +122,10 @@ pub fn parse_response_head(buf: &[u8], max: usize) -> Result<Option<ResponseHead
             if len > max {
                 return Err(HeadError::TooBig);
             }
-            let headers = r
-                .headers
-                .iter()
-                .map(|h| {
-                    (
-                        h.name.to_string(),
-                        String::from_utf8_lossy(h.value).into_owned(),
-                    )
-                })
-                .collect();
             Ok(Some(ResponseHead {
                 minor: r.version.unwrap_or(0),
                 status: r.code.unwrap_or(0),
-                reason: r.reason.unwrap_or("").to_string(),
-                headers,
+                headers: Fields::parsed(r.reason.unwrap_or(""), r.headers),
                 len,
             }))
         }
@@ -286,7 +277,7 @@ pub fn content_length(head: &ResponseHead) -> Result<Option<u64>, HeadError> {
 fn framing_headers(head: &ResponseHead) -> Result<(Option<u64>, bool), HeadError> {
     let mut length: Option<(&str, &str, u64)> = None;
     let mut encoding: Option<(&str, &str)> = None;
-    for (n, v) in &head.headers {
+    for (n, v) in head.headers.iter() {
         let v = v.trim();
         if n.eq_ignore_ascii_case("content-length") {
             if let Some((pn, pv, _)) = length {
@@ -322,11 +313,11 @@ fn framing_headers(head: &ResponseHead) -> Result<(Option<u64>, bool), HeadError
 }
 
 /// Serialises a request head: request line, then `headers` in order.
-pub fn request_head(
+pub fn request_head<N: AsRef<str>, V: AsRef<str>>(
     method: &str,
     uri: &str,
     http11: bool,
-    headers: &[(String, String)],
+    headers: &[(N, V)],
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(method.as_bytes());
@@ -338,7 +329,7 @@ pub fn request_head(
         b" HTTP/1.0\r\n"
     });
     for (n, v) in headers {
-        crate::h1::header(&mut out, n, v);
+        crate::h1::header(&mut out, n.as_ref(), v.as_ref());
     }
     out.extend_from_slice(b"\r\n");
     out
@@ -352,7 +343,7 @@ mod tests {
     fn parses_head_and_framing() {
         let raw = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello";
         let h = parse_response_head(raw, 4096).unwrap().unwrap();
-        assert_eq!((h.minor, h.status, h.reason.as_str()), (1, 200, "OK"));
+        assert_eq!((h.minor, h.status, h.reason()), (1, 200, "OK"));
         assert_eq!(h.len, raw.len() - 5);
         assert_eq!(h.header("x-a"), Some("b"));
         assert!(h.keep_alive());
@@ -476,7 +467,7 @@ mod tests {
 
     #[test]
     fn request_head_bytes() {
-        let h = request_head("GET", "/a?b", false, &[("Host".into(), "backend".into())]);
+        let h = request_head("GET", "/a?b", false, &[("Host", "backend")]);
         assert_eq!(h, b"GET /a?b HTTP/1.0\r\nHost: backend\r\n\r\n");
     }
 }

@@ -32,6 +32,7 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use self::request::{BodySource, UpRequest};
+use crate::h1::fields::{Fields, HeaderLines};
 use crate::handlers::outcome::{Env, Outcome};
 use crate::handlers::proxy::{
     app_spec, intercepted_if, resolve_group, resolve_target, target_with, try_peers, Knobs,
@@ -148,8 +149,8 @@ impl PeerTry for Outgoing {
         r.status
     }
 
-    fn headers(r: &Response) -> &[(String, String)] {
-        &r.headers
+    fn headers(r: &Response) -> Fields {
+        Fields::from_pairs("", r.headers.lines())
     }
 
     fn no_peer_url(&self, group: &UpstreamGroup) -> String {

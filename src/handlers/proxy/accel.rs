@@ -24,6 +24,7 @@
 //!
 //! All of them are hidden from the client (`knobs::PROXY_HIDDEN`).
 
+use crate::h1::fields::HeaderLines;
 use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::Response;
@@ -39,13 +40,6 @@ const KEPT_ON_REDIRECT: &[&str] = &[
     "expires",
 ];
 
-fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
-}
-
 fn ignored(ignore: &[String], name: &str) -> bool {
     ignore.iter().any(|n| n == name)
 }
@@ -56,18 +50,19 @@ pub fn redirect(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     ignore: &[String],
-    headers: &[(String, String)],
+    headers: &(impl HeaderLines + ?Sized),
 ) -> Option<Outcome> {
     if ignored(ignore, "x-accel-redirect") {
         return None;
     }
-    let target = header(headers, "x-accel-redirect")?.to_string();
-    for (n, v) in headers {
+    let target = headers.get("x-accel-redirect")?.to_string();
+    for (n, v) in headers.lines() {
         if n.eq_ignore_ascii_case("content-type") {
             // In its slot on the answer (`chain::Carried::apply`).
-            ctx.carried_headers.push(("Content-Type".into(), v.clone()));
+            ctx.carried_headers
+                .push(("Content-Type".into(), v.to_string()));
         } else if KEPT_ON_REDIRECT.iter().any(|k| n.eq_ignore_ascii_case(k)) {
-            ctx.carried_headers.push((n.clone(), v.clone()));
+            ctx.carried_headers.push((n.to_string(), v.to_string()));
         }
     }
     if target.starts_with('@') {
@@ -87,15 +82,17 @@ pub fn redirect(
 }
 
 /// `X-Accel-Limit-Rate` and `X-Accel-Charset` on the client response `r`.
-pub fn apply(ignore: &[String], headers: &[(String, String)], r: &mut Response) {
+pub fn apply(ignore: &[String], headers: &(impl HeaderLines + ?Sized), r: &mut Response) {
     if !ignored(ignore, "x-accel-charset") {
-        let cs = header(headers, "x-accel-charset").map(str::trim);
+        let cs = headers.get("x-accel-charset").map(str::trim);
         r.override_charset = cs.filter(|c| !c.is_empty()).map(str::to_string);
     }
     if ignored(ignore, "x-accel-limit-rate") {
         return;
     }
-    let rate = header(headers, "x-accel-limit-rate").and_then(|v| v.trim().parse::<u64>().ok());
+    let rate = headers
+        .get("x-accel-limit-rate")
+        .and_then(|v| v.trim().parse::<u64>().ok());
     if let Some(n) = rate {
         r.limit_rate = Some(n);
     }
@@ -103,11 +100,15 @@ pub fn apply(ignore: &[String], headers: &[(String, String)], r: &mut Response) 
 
 /// Whether the response is buffered (so it may be stored in the cache):
 /// `X-Accel-Buffering: yes|no`, else `configured`.
-pub fn buffering(configured: bool, ignore: &[String], headers: &[(String, String)]) -> bool {
+pub fn buffering(
+    configured: bool,
+    ignore: &[String],
+    headers: &(impl HeaderLines + ?Sized),
+) -> bool {
     if ignored(ignore, "x-accel-buffering") {
         return configured;
     }
-    match header(headers, "x-accel-buffering") {
+    match headers.get("x-accel-buffering") {
         Some(v) if v.eq_ignore_ascii_case("yes") => true,
         Some(v) if v.eq_ignore_ascii_case("no") => false,
         _ => configured,

@@ -20,6 +20,7 @@ use super::request::{
 use super::target::{resolve_group, resolve_target};
 use super::tls;
 use super::tries::{try_peers, PeerTry, TryResult};
+use crate::h1::fields::Fields;
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::{Method, RequestCtx};
@@ -143,8 +144,8 @@ impl PeerTry for ProxyTry<'_, '_> {
         r.status()
     }
 
-    fn headers(r: &UpstreamResponse) -> &[(String, String)] {
-        &r.head.headers
+    fn headers(r: &UpstreamResponse) -> Fields {
+        r.head.headers.clone()
     }
 
     fn hold(r: &mut UpstreamResponse, guard: InFlight) {

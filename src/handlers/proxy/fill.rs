@@ -17,6 +17,7 @@ use super::response::{hop_by_hop, into_response};
 use crate::cache::policy::{self, Validity};
 use crate::cache::{CacheWriter, CacheZone, Entry, EntryMeta, FillGuard};
 use crate::disk::{Disk, Io};
+use crate::h1::fields::HeaderLines;
 use crate::handlers::outcome::Outcome;
 use crate::http::conditional::{self, Precondition};
 use crate::http::context::RequestCtx;
@@ -54,20 +55,26 @@ fn unix_of(v: Option<&str>) -> Option<i64> {
 /// `proxy_ignore_headers` (`fastcgi_ignore_headers`...) names
 /// (`Cache-Control`, `Expires`, `X-Accel-Expires`, `Set-Cookie`,
 /// `Vary`...).
-pub fn policy_headers<'h>(
-    ignore: &[String],
-    headers: &'h [(String, String)],
-) -> std::borrow::Cow<'h, [(String, String)]> {
-    if ignore.is_empty() {
-        return std::borrow::Cow::Borrowed(headers);
+pub fn policy_headers<'h, H: HeaderLines + ?Sized>(
+    ignore: &'h [String],
+    headers: &'h H,
+) -> PolicyHeaders<'h, H> {
+    PolicyHeaders { ignore, headers }
+}
+
+/// The lines [`policy_headers`] leaves, read in place.
+pub struct PolicyHeaders<'h, H: ?Sized> {
+    ignore: &'h [String],
+    headers: &'h H,
+}
+
+impl<H: HeaderLines + ?Sized> HeaderLines for PolicyHeaders<'_, H> {
+    fn lines(&self) -> impl Iterator<Item = (&str, &str)> + Clone {
+        let ignore = self.ignore;
+        self.headers
+            .lines()
+            .filter(move |(n, _)| !ignore.iter().any(|i| n.eq_ignore_ascii_case(i)))
     }
-    let ignored = |n: &str| ignore.iter().any(|i| n.eq_ignore_ascii_case(i));
-    headers
-        .iter()
-        .filter(|(n, _)| !ignored(n))
-        .cloned()
-        .collect::<Vec<_>>()
-        .into()
 }
 
 /// The entry's metadata for `up`, stored under `key` until
@@ -85,7 +92,7 @@ fn entry_meta(
         .headers()
         .iter()
         .filter(|(n, _)| !hop_by_hop(n))
-        .cloned()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
         .collect();
     let names = policy::vary_names(&policy_headers(k.ignore_headers, up.headers()));
     // NGINX keeps the validators (for `proxy_cache_revalidate`) of a 200
@@ -185,7 +192,7 @@ pub async fn respond_and_store(
 pub async fn refresh(
     c: &CacheReq,
     e: &Entry,
-    headers: &[(String, String)],
+    headers: &(impl HeaderLines + ?Sized),
     rules: &[policy::CacheValid],
 ) {
     let now = crate::util::time::now().0;

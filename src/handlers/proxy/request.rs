@@ -5,7 +5,10 @@
 //! is answered. The lowest layer of the proxy: it imports nothing of the
 //! other files of `handlers/proxy/`.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
+
+use smallvec::SmallVec;
 
 use crate::config::LocSettings;
 use crate::handlers::outcome::Env;
@@ -238,27 +241,32 @@ pub async fn request_body(
     })
 }
 
+/// A line of the request head sent upstream: borrowed from the
+/// configuration or the client's head where it can be, so that passing a
+/// client's headers on copies them once, into the head's bytes.
+type HeadLine<'a> = (Cow<'a, str>, Cow<'a, str>);
+
 /// The request head sent upstream: `proxy_set_header` lines (then NGINX's
 /// default Host and Connection), the body's framing, then the client's
 /// headers not governed by the proxy.
-fn request_headers(
-    ctx: &RequestCtx,
-    s: &LocSettings,
+fn request_headers<'a>(
+    ctx: &'a RequestCtx,
+    s: &'a LocSettings,
     body: &ReqBody,
-    opts: &FetchOptions,
-) -> Vec<(String, String)> {
-    let mut out = Vec::with_capacity(ctx.head.headers().len() + 4);
+    opts: &'a FetchOptions,
+) -> SmallVec<[HeadLine<'a>; 16]> {
+    let mut out = SmallVec::new();
     let set = &s.proxy_set_header;
     let named = |n: &str| set.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
     for (n, t) in set.iter() {
         let v = t.render(ctx);
         if !v.is_empty() {
-            out.push((n.clone(), v));
+            out.push((n.into(), v.into()));
         }
     }
     if !named("host") {
         let host = ctx.upstream.as_ref().map_or("", |u| u.proxy_host.as_str());
-        out.push(("Host".into(), host.to_string()));
+        out.push(("Host".into(), host.into()));
     }
     if !named("connection") {
         out.push(("Connection".into(), "close".into()));
@@ -270,10 +278,10 @@ fn request_headers(
     }
     if opts.cache_headers {
         if let (Some(v), false) = (&opts.if_modified_since, named("if-modified-since")) {
-            out.push(("If-Modified-Since".into(), v.clone()));
+            out.push(("If-Modified-Since".into(), v.into()));
         }
         if let (Some(v), false) = (&opts.if_none_match, named("if-none-match")) {
-            out.push(("If-None-Match".into(), v.clone()));
+            out.push(("If-None-Match".into(), v.into()));
         }
     }
     match body {
@@ -287,21 +295,21 @@ fn request_headers(
         }
         ReqBody::Stream { chunked: false } => out.push((
             "Content-Length".into(),
-            ctx.head.content_length.unwrap_or(0).to_string(),
+            ctx.head.content_length.unwrap_or(0).to_string().into(),
         )),
-        ReqBody::Buffered(b) => out.push(("Content-Length".into(), b.len().to_string())),
+        ReqBody::Buffered(b) => out.push(("Content-Length".into(), b.len().to_string().into())),
     }
     if s.proxy_pass_request_headers {
+        let listed = |list: &[&str], n: &str| list.iter().any(|h| h.eq_ignore_ascii_case(n));
         for (n, v) in ctx.head.headers() {
-            let lower = n.to_ascii_lowercase();
-            if SET_BY_PROXY.contains(&lower.as_str())
-                || named(&lower)
-                || (early && lower == "early-data")
-                || (opts.cache_headers && CLEARED_FOR_CACHE.contains(&lower.as_str()))
+            if listed(SET_BY_PROXY, n)
+                || named(n)
+                || (early && n.eq_ignore_ascii_case("early-data"))
+                || (opts.cache_headers && listed(CLEARED_FOR_CACHE, n))
             {
                 continue;
             }
-            out.push((n.to_string(), v.to_string()));
+            out.push((n.into(), v.into()));
         }
     }
     out

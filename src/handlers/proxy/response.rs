@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 
 use super::knobs::Knobs;
+use crate::h1::fields::HeaderLines;
 use crate::handlers::outcome::Outcome;
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
@@ -34,7 +35,7 @@ pub fn intercepted(
     ctx: &mut RequestCtx,
     pass: &ProxyPass,
     status: u16,
-    headers: &[(String, String)],
+    headers: &(impl HeaderLines + ?Sized),
 ) -> Option<Outcome> {
     let on = Knobs::of(&ctx.loc.s, pass.proto).intercept_errors;
     intercepted_if(on, ctx, status, headers)
@@ -46,7 +47,7 @@ pub fn intercepted_if(
     on: bool,
     ctx: &mut RequestCtx,
     status: u16,
-    headers: &[(String, String)],
+    headers: &(impl HeaderLines + ?Sized),
 ) -> Option<Outcome> {
     let s = &ctx.loc.s;
     if !(on && status >= 300 && s.error_pages.iter().any(|p| p.codes.contains(&status))) {
@@ -55,9 +56,9 @@ pub fn intercepted_if(
     if status == 401 {
         ctx.carried_headers.extend(
             headers
-                .iter()
+                .lines()
                 .filter(|(n, _)| n.eq_ignore_ascii_case("www-authenticate"))
-                .cloned(),
+                .map(|(n, v)| (n.to_string(), v.to_string())),
         );
     }
     Some(Outcome::Status(status))
@@ -68,7 +69,7 @@ pub fn intercepted_if(
 /// stream.
 pub fn into_response(ctx: &RequestCtx, pass: &ProxyPass, up: UpstreamResponse) -> Response {
     let mut r = head_response(ctx, pass, up.status(), up.headers());
-    r.reason = Some((up.status(), up.head.reason.clone()));
+    r.reason = Some((up.status(), up.head.reason().to_string()));
     if up.status() == 101 {
         return switched(ctx, r, up);
     }
@@ -138,7 +139,7 @@ pub fn head_response(
     ctx: &RequestCtx,
     pass: &ProxyPass,
     status: u16,
-    headers: &[(String, String)],
+    headers: &(impl HeaderLines + ?Sized),
 ) -> Response {
     let s = &ctx.loc.s;
     let k = Knobs::of(s, pass.proto);
@@ -149,7 +150,7 @@ pub fn head_response(
             || k.hide_header.iter().any(|p| p == n)
     };
     let mut buf = [0u8; 64];
-    for (n, v) in headers {
+    for (n, v) in headers.lines() {
         let lower = lowercase(n, &mut buf);
         // `Upgrade` goes to an HTTP/1.x client (with a 101, and as the
         // offer of one in any other response: NGINX's
@@ -161,15 +162,15 @@ pub fn head_response(
         match &*lower {
             "server" => {
                 r.own_server = false;
-                r.headers.push((n.clone(), v.clone()));
+                r.headers.push((n.to_string(), v.to_string()));
             }
             "date" => {
                 r.own_date = false;
-                r.headers.push((n.clone(), v.clone()));
+                r.headers.push((n.to_string(), v.to_string()));
             }
             // The last one stands, as NGINX's copies replace each other.
-            "content-type" => r.content_type = Some(v.as_str().into()),
-            "etag" if r.etag.is_none() => r.etag = Some(v.clone()),
+            "content-type" => r.content_type = Some(v.into()),
+            "etag" if r.etag.is_none() => r.etag = Some(v.to_string()),
             // FastCGI has no redirect rewriting: the application's value
             // goes out as sent, a path too (NGINX's
             // `ngx_http_upstream_rewrite_location` leaves it relative).
@@ -180,8 +181,8 @@ pub fn head_response(
                 Some(v) if v.starts_with('/') => {
                     r.location = Some(crate::handlers::outcome::absolute_location(ctx, &v))
                 }
-                Some(v) => r.headers.push((n.clone(), v)),
-                None => r.headers.push((n.clone(), v.clone())),
+                Some(v) => r.headers.push((n.to_string(), v)),
+                None => r.headers.push((n.to_string(), v.to_string())),
             },
             // In line, where the upstream put it (NGINX's header filter
             // writes a proxied Last-Modified among the other lines); the
@@ -190,7 +191,7 @@ pub fn head_response(
                 if http
                     && (!s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty()) =>
             {
-                r.headers.push((n.clone(), rewrite_cookie(ctx, v)));
+                r.headers.push((n.to_string(), rewrite_cookie(ctx, v)));
             }
             "last-modified" if r.last_modified.is_none() => {
                 if let Ok(t) = httpdate::parse_http_date(v) {
@@ -200,9 +201,9 @@ pub fn head_response(
                         .map(|d| d.as_secs() as i64);
                     r.last_modified_inline = true;
                 }
-                r.headers.push((n.clone(), v.clone()));
+                r.headers.push((n.to_string(), v.to_string()));
             }
-            _ => r.headers.push((n.clone(), v.clone())),
+            _ => r.headers.push((n.to_string(), v.to_string())),
         }
     }
     super::accel::apply(k.ignore_headers, headers, &mut r);

@@ -11,6 +11,7 @@ use std::time::Instant;
 use super::fetch::Failure;
 use super::knobs::Knobs;
 use super::request::UpstreamError;
+use crate::h1::fields::Fields;
 use crate::handlers::outcome::Env;
 use crate::http::context::RequestCtx;
 use crate::http::upstream_vars::TryRecord;
@@ -44,7 +45,7 @@ pub(crate) trait PeerTry {
     /// A response's status.
     fn status(r: &Self::Response) -> u16;
     /// A response's headers (`$upstream_http_*`).
-    fn headers(r: &Self::Response) -> &[(String, String)];
+    fn headers(r: &Self::Response) -> Fields;
     /// Keeps the request counted in flight to its peer (`max_conns`,
     /// `least_conn`) until the response's body is read, as NGINX counts
     /// it; by default the count ends with the head.
@@ -99,7 +100,7 @@ pub(crate) async fn try_peers<T: PeerTry>(
                 let mut resp = resp;
                 T::hold(&mut resp, group.answered(peer));
                 if let Some(u) = ctx.upstream.as_mut() {
-                    u.headers = T::headers(&resp).to_vec();
+                    u.headers = T::headers(&resp);
                 }
                 return Ok(resp);
             }
