@@ -113,6 +113,7 @@ impl HotHoles {
     /// cold range.
     pub(super) fn saw_cold(&self, f: &OpenFile, offset: u64, len: u64) {
         f.cached_run.set(0);
+        f.own_from.set(offset);
         f.own_until.set(offset + len);
     }
 

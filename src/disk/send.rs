@@ -94,8 +94,19 @@ impl Disk {
         let r = self.send_range(stream, f, offset, count).await;
         if matches!(r, Ok(n) if n > 0) {
             f.sent_any.set(true);
+            self.read_ahead(f, *offset);
         }
         r
+    }
+
+    /// A cold stream's next window, asked for while its client takes the
+    /// last one (`readahead`: one window ahead).
+    fn read_ahead(&self, f: &OpenFile, offset: u64) {
+        if let Some(ring) = &f.io.ring {
+            ring.read_ahead(f, &self.hot, offset);
+        } else if let Some(pool) = &f.io.pool {
+            readahead::ahead_on_pool(pool, f, &self.hot, offset);
+        }
     }
 
     /// [`Disk::sendfile`], before noting that the open file sent bytes.
@@ -115,11 +126,15 @@ impl Disk {
             counted(Route::Sendfile, r)
         };
         if let Some(ring) = &f.io.ring {
-            return ring.send_file(stream, f, &self.hot, offset, count).await;
+            return ring.send_file(stream, f, self, offset, count).await;
         }
         let Some(pool) = &f.io.pool else {
             return inline_sendfile(offset);
         };
+        // A window being read ahead: wait for it rather than read it again.
+        if let Some(ahead) = readahead::take_ahead(f, *offset) {
+            ahead.done().await;
+        }
         let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
         let (mut kept_off, mut lane) = (false, Lane::Bulk);
         if f.io.fast {
@@ -340,7 +355,7 @@ impl Disk {
     /// one: read once on this worker with direct I/O on the pool's short
     /// lane (`hot_hole::read_hole`), and kept for the requests that meet
     /// it until the page cache has it again.
-    async fn read_hole_once(
+    pub(super) async fn read_hole_once(
         &self,
         pool: &ThreadPool,
         f: &OpenFile,
