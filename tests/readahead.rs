@@ -70,6 +70,38 @@ fn config(root: &Path, aio: &str) -> String {
     )
 }
 
+/// The blkio throttle on the disk holding `data`; `None` when it is
+/// unavailable (and not required).
+fn throttle(data: &TempDir) -> Option<Throttle> {
+    match Throttle::new(data.path(), READ_BPS, Some(READ_IOPS)) {
+        Ok(t) => Some(t),
+        Err(why) => {
+            if std::env::var_os("PORTER_REQUIRE_BLKIO").is_some() {
+                panic!("PORTER_REQUIRE_BLKIO is set but the blkio throttle is unavailable: {why}");
+            }
+            eprintln!("skipping readahead test: {why}");
+            None
+        }
+    }
+}
+
+/// Bytes the cgroup read from the disk since `bytes0`, once its reads stop
+/// (the counters unchanged for 1.5 s).
+fn settled_reads(throttle: &Throttle, bytes0: u64) -> u64 {
+    let mut read = throttle.reads().1 - bytes0;
+    let mut still = 0;
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let now = throttle.reads().1 - bytes0;
+        still = if now == read { still + 1 } else { 0 };
+        read = now;
+        if still >= 15 {
+            break;
+        }
+    }
+    read
+}
+
 /// Serves every cold file at once from the throttled disk and returns the
 /// cgroup's (reads, bytes) for them; `None` when the throttle is
 /// unavailable (and not required).
@@ -77,16 +109,7 @@ fn cold_reads(aio: &str, owner: Option<u32>) -> Option<(u64, u64)> {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Files on the real disk (not a tmpfs): the test's temporary directory.
     let data = TempDir::new("readahead");
-    let throttle = match Throttle::new(data.path(), READ_BPS, Some(READ_IOPS)) {
-        Ok(t) => t,
-        Err(why) => {
-            if std::env::var_os("PORTER_REQUIRE_BLKIO").is_some() {
-                panic!("PORTER_REQUIRE_BLKIO is set but the blkio throttle is unavailable: {why}");
-            }
-            eprintln!("skipping readahead test: {why}");
-            return None;
-        }
-    };
+    let throttle = throttle(&data)?;
     cold_files(&data, owner);
     let s = Server::start(&config(data.path(), aio));
     throttle.enter(s.child.id());
@@ -185,15 +208,8 @@ fn device_window(dir: &Path) -> u64 {
 fn reads_one_window_ahead(aio: &str, owner: Option<u32>) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let data = TempDir::new("readahead-stall");
-    let throttle = match Throttle::new(data.path(), READ_BPS, Some(READ_IOPS)) {
-        Ok(t) => t,
-        Err(why) => {
-            if std::env::var_os("PORTER_REQUIRE_BLKIO").is_some() {
-                panic!("PORTER_REQUIRE_BLKIO is set but the blkio throttle is unavailable: {why}");
-            }
-            eprintln!("skipping readahead test: {why}");
-            return;
-        }
+    let Some(throttle) = throttle(&data) else {
+        return;
     };
     cold_files(&data, owner);
     let window = device_window(data.path());
@@ -217,18 +233,7 @@ fn reads_one_window_ahead(aio: &str, owner: Option<u32>) {
     let first = c.read(&mut got).unwrap();
     got.truncate(first);
 
-    // Wait until the server's reads stop (the counters unchanged for 1.5 s).
-    let mut read = throttle.reads().1 - bytes0;
-    let mut still = 0;
-    for _ in 0..200 {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let now = throttle.reads().1 - bytes0;
-        still = if now == read { still + 1 } else { 0 };
-        read = now;
-        if still >= 15 {
-            break;
-        }
-    }
+    let read = settled_reads(&throttle, bytes0);
     eprintln!(
         "{aio}, files of uid {owner:?}: {} KiB read for a stalled client, window {} KiB",
         read / 1024,
@@ -265,4 +270,66 @@ fn a_stalled_client_of_the_workers_files_has_one_window_read_ahead() {
 #[test]
 fn a_stalled_client_has_one_window_read_ahead_under_aio_on() {
     reads_one_window_ahead("aio on", None);
+}
+
+/// A range of a cold file: its windows, read and read ahead, stop at the
+/// range's last byte (issue 27: the window ahead ran to the file's end,
+/// so warming the bytes before a hot file's hole read the hole too, and
+/// the hole's own read found nothing to do). Two ranges, 200 KiB from
+/// 1 MiB and 600 KiB from 2 MiB (a window and a part): the cgroup reads
+/// them, rounded to pages, and nothing after.
+fn reads_only_the_range(aio: &str, owner: Option<u32>) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let data = TempDir::new("readahead-range");
+    let Some(throttle) = throttle(&data) else {
+        return;
+    };
+    cold_files(&data, owner);
+    let s = Server::start(&config(data.path(), aio));
+    throttle.enter(s.child.id());
+    for (i, (from, len)) in [(1 << 20, 200 * 1024 + 7), (2 << 20, 600 * 1024)]
+        .into_iter()
+        .enumerate()
+    {
+        let (_, bytes0) = throttle.reads();
+        let to = from + len;
+        let r = get_with(
+            s.port,
+            &format!("/c{i}"),
+            &format!("Range: bytes={from}-{}\r\n", to - 1),
+        );
+        assert_eq!(r.status, 206);
+        assert!(r.body == body(i)[from..to], "{aio}: range {i} differs");
+        let read = settled_reads(&throttle, bytes0);
+        eprintln!(
+            "{aio}, files of uid {owner:?}: {} KiB read for a range of {} KiB",
+            read / 1024,
+            len / 1024
+        );
+        assert!(
+            read >= len as u64,
+            "{aio}: only {read} bytes read for a cold range of {len}: not cold"
+        );
+        assert!(
+            read <= (to.next_multiple_of(4096) - from) as u64,
+            "{aio}: {} KiB read for a range of {} KiB: read past its end",
+            read / 1024,
+            len / 1024
+        );
+    }
+}
+
+#[test]
+fn a_range_is_read_to_its_end_not_further_under_aio_threads() {
+    reads_only_the_range("aio threads=disk", None);
+}
+
+#[test]
+fn a_range_of_the_workers_files_is_read_to_its_end_not_further() {
+    reads_only_the_range("aio threads=disk", Some(65534));
+}
+
+#[test]
+fn a_range_is_read_to_its_end_not_further_under_aio_on() {
+    reads_only_the_range("aio on", None);
 }

@@ -123,10 +123,20 @@ pub(super) fn at_window_end(f: &OpenFile, hot: &HotHoles, offset: u64) -> bool {
     end > 0 && offset == end && cold_stream(f, hot)
 }
 
-/// The bytes a cold read at `offset` of `f` asks for: a window, at least
-/// `want`, never past the end of the file.
+/// Where `f`'s cold stream ends: the end of the range the response sends
+/// (`OpenFile::send_until`), or of the file.
+fn stream_end(f: &OpenFile) -> u64 {
+    f.meta.size.min(f.range_end.get())
+}
+
+/// The bytes a cold read at `offset` of `f` asks for: a window, never past
+/// the end of the range being sent (bytes the response does not send
+/// would be read for nothing, and may be a hot file's hole that then
+/// waits behind the window), at least `want`, never past the end of the
+/// file.
 pub(super) fn read_len(f: &OpenFile, offset: u64, want: u64) -> u64 {
     window(f.meta.id.0)
+        .min(stream_end(f).saturating_sub(offset))
         .max(want)
         .min(f.meta.size.saturating_sub(offset))
 }
@@ -194,12 +204,12 @@ impl Ahead {
 /// after the last asked, when `f` is a cold stream on a route with a
 /// pool or a ring, nothing is being read ahead, the client has reached
 /// the last window asked (so at most one window ahead of it), and the
-/// file goes on. `(start, len)`.
+/// range being sent goes on (never past its last byte). `(start, len)`.
 pub(super) fn next_window(f: &OpenFile, hot: &HotHoles, offset: u64) -> Option<(u64, u64)> {
     let until = f.own_until.get();
     let due = f.io.fast
         && until > 0
-        && until < f.meta.size
+        && until < stream_end(f)
         && offset >= f.own_from.get()
         && f.ahead.borrow().is_none()
         && cold_stream(f, hot);
