@@ -60,11 +60,7 @@ async fn hot_hole(
     {
         return None;
     }
-    let hole = hot.hole(f, *offset, len)?;
-    if let Err(e) = disk.read_hole_once(pool, f, *offset, hole).await {
-        return Some(Err(e));
-    }
-    hot.send_kept(stream, f, offset, len)
+    disk.send_hot_hole(pool, stream, f, offset, len).await
 }
 
 impl Ring {
