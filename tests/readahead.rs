@@ -70,6 +70,38 @@ fn config(root: &Path, aio: &str) -> String {
     )
 }
 
+/// The blkio throttle on the disk holding `data`; `None` when it is
+/// unavailable (and not required).
+fn throttle(data: &TempDir) -> Option<Throttle> {
+    match Throttle::new(data.path(), READ_BPS, Some(READ_IOPS)) {
+        Ok(t) => Some(t),
+        Err(why) => {
+            if std::env::var_os("PORTER_REQUIRE_BLKIO").is_some() {
+                panic!("PORTER_REQUIRE_BLKIO is set but the blkio throttle is unavailable: {why}");
+            }
+            eprintln!("skipping readahead test: {why}");
+            None
+        }
+    }
+}
+
+/// Bytes the cgroup read from the disk since `bytes0`, once its reads stop
+/// (the counters unchanged for 1.5 s).
+fn settled_reads(throttle: &Throttle, bytes0: u64) -> u64 {
+    let mut read = throttle.reads().1 - bytes0;
+    let mut still = 0;
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let now = throttle.reads().1 - bytes0;
+        still = if now == read { still + 1 } else { 0 };
+        read = now;
+        if still >= 15 {
+            break;
+        }
+    }
+    read
+}
+
 /// Serves every cold file at once from the throttled disk and returns the
 /// cgroup's (reads, bytes) for them; `None` when the throttle is
 /// unavailable (and not required).
@@ -77,16 +109,7 @@ fn cold_reads(aio: &str, owner: Option<u32>) -> Option<(u64, u64)> {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Files on the real disk (not a tmpfs): the test's temporary directory.
     let data = TempDir::new("readahead");
-    let throttle = match Throttle::new(data.path(), READ_BPS, Some(READ_IOPS)) {
-        Ok(t) => t,
-        Err(why) => {
-            if std::env::var_os("PORTER_REQUIRE_BLKIO").is_some() {
-                panic!("PORTER_REQUIRE_BLKIO is set but the blkio throttle is unavailable: {why}");
-            }
-            eprintln!("skipping readahead test: {why}");
-            return None;
-        }
-    };
+    let throttle = throttle(&data)?;
     cold_files(&data, owner);
     let s = Server::start(&config(data.path(), aio));
     throttle.enter(s.child.id());
@@ -149,4 +172,164 @@ fn cold_files_of_the_workers_user_are_read_in_large_pieces_too() {
 #[test]
 fn cold_files_are_read_in_large_pieces_under_aio_on() {
     assert_large("aio on", None);
+}
+
+/// The window of cold reads from the disk holding `dir`, as porter sizes
+/// it: 512 KiB, or the smaller of the device's `max_sectors_kb` and
+/// `read_ahead_kb` (`disk::readahead::window`).
+fn device_window(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).unwrap().dev();
+    let sys = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    let q = [format!("{sys}/queue"), format!("{sys}/../queue")]
+        .into_iter()
+        .find(|q| Path::new(q).join("max_sectors_kb").exists());
+    let mut w = 512 * 1024;
+    for name in ["max_sectors_kb", "read_ahead_kb"] {
+        let kb = q
+            .as_ref()
+            .and_then(|q| std::fs::read_to_string(format!("{q}/{name}")).ok())
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if kb > 0 {
+            w = w.min(kb * 1024);
+        }
+    }
+    w.max(64 * 1024)
+}
+
+/// A client that asks for a cold file and then stops reading: the server
+/// can send only what the sockets' buffers hold (`sndbuf=64k`, the
+/// client's 32 KiB), less than a window. Porter still reads one window
+/// ahead of it (double buffering, so the disk does not wait for the
+/// client) and no further: the cgroup's counters, once they stop
+/// changing, show two windows read, not one and not the file. Then the
+/// client reads the rest and gets the file intact.
+fn reads_one_window_ahead(aio: &str, owner: Option<u32>) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let data = TempDir::new("readahead-stall");
+    let Some(throttle) = throttle(&data) else {
+        return;
+    };
+    cold_files(&data, owner);
+    let window = device_window(data.path());
+    let conf = config(data.path(), aio).replace(
+        "listen 127.0.0.1:{PORT};",
+        "listen 127.0.0.1:{PORT} sndbuf=64k;",
+    );
+    let s = Server::start(&conf);
+    throttle.enter(s.child.id());
+    let (_, bytes0) = throttle.reads();
+
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(32 * 1024).unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", s.port).parse().unwrap();
+    sock.connect(&addr.into()).unwrap();
+    let mut c: std::net::TcpStream = sock.into();
+    use std::io::{Read, Write};
+    c.write_all(b"GET /c0 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = vec![0u8; 16 * 1024];
+    let first = c.read(&mut got).unwrap();
+    got.truncate(first);
+
+    let read = settled_reads(&throttle, bytes0);
+    eprintln!(
+        "{aio}, files of uid {owner:?}: {} KiB read for a stalled client, window {} KiB",
+        read / 1024,
+        window / 1024
+    );
+    assert!(
+        read >= 2 * window,
+        "{aio}: {} KiB read for a client that stopped: no window read ahead of it",
+        read / 1024
+    );
+    assert!(
+        read < 3 * window,
+        "{aio}: {} KiB read for a client that stopped: more than one window ahead of it",
+        read / 1024
+    );
+    c.read_to_end(&mut got).unwrap();
+    let head = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(
+        got[head..] == body(0)[..],
+        "{aio}: the body read ahead differs"
+    );
+}
+
+#[test]
+fn a_stalled_client_has_one_window_read_ahead_under_aio_threads() {
+    reads_one_window_ahead("aio threads=disk", None);
+}
+
+#[test]
+fn a_stalled_client_of_the_workers_files_has_one_window_read_ahead() {
+    reads_one_window_ahead("aio threads=disk", Some(65534));
+}
+
+#[test]
+fn a_stalled_client_has_one_window_read_ahead_under_aio_on() {
+    reads_one_window_ahead("aio on", None);
+}
+
+/// A range of a cold file: its windows, read and read ahead, stop at the
+/// range's last byte (issue 27: the window ahead ran to the file's end,
+/// so warming the bytes before a hot file's hole read the hole too, and
+/// the hole's own read found nothing to do). Two ranges, 200 KiB from
+/// 1 MiB and 600 KiB from 2 MiB (a window and a part): the cgroup reads
+/// them, rounded to pages, and nothing after.
+fn reads_only_the_range(aio: &str, owner: Option<u32>) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let data = TempDir::new("readahead-range");
+    let Some(throttle) = throttle(&data) else {
+        return;
+    };
+    cold_files(&data, owner);
+    let s = Server::start(&config(data.path(), aio));
+    throttle.enter(s.child.id());
+    for (i, (from, len)) in [(1 << 20, 200 * 1024 + 7), (2 << 20, 600 * 1024)]
+        .into_iter()
+        .enumerate()
+    {
+        let (_, bytes0) = throttle.reads();
+        let to = from + len;
+        let r = get_with(
+            s.port,
+            &format!("/c{i}"),
+            &format!("Range: bytes={from}-{}\r\n", to - 1),
+        );
+        assert_eq!(r.status, 206);
+        assert!(r.body == body(i)[from..to], "{aio}: range {i} differs");
+        let read = settled_reads(&throttle, bytes0);
+        eprintln!(
+            "{aio}, files of uid {owner:?}: {} KiB read for a range of {} KiB",
+            read / 1024,
+            len / 1024
+        );
+        assert!(
+            read >= len as u64,
+            "{aio}: only {read} bytes read for a cold range of {len}: not cold"
+        );
+        assert!(
+            read <= (to.next_multiple_of(4096) - from) as u64,
+            "{aio}: {} KiB read for a range of {} KiB: read past its end",
+            read / 1024,
+            len / 1024
+        );
+    }
+}
+
+#[test]
+fn a_range_is_read_to_its_end_not_further_under_aio_threads() {
+    reads_only_the_range("aio threads=disk", None);
+}
+
+#[test]
+fn a_range_of_the_workers_files_is_read_to_its_end_not_further() {
+    reads_only_the_range("aio threads=disk", Some(65534));
+}
+
+#[test]
+fn a_range_is_read_to_its_end_not_further_under_aio_on() {
+    reads_only_the_range("aio on", None);
 }

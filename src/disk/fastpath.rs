@@ -528,6 +528,31 @@ pub fn cachestat_refused_under(dir: &Path) -> Option<bool> {
     None
 }
 
+/// How many bytes from `offset` (at most `len`) the page cache holds
+/// without a gap, to a page: `cachestat` of halves of the range (about
+/// log2 of its pages calls, asked only of a hot file's large miss).
+/// `None` when the caller may not ask.
+pub fn cached_prefix(f: &File, offset: u64, len: u64) -> Option<u64> {
+    let page = page_size();
+    let first = offset / page;
+    let pages = (offset + len).div_ceil(page) - first;
+    let all_cached = |n: u64| cached_pages(f, first * page, n * page).map(|(r, p)| r >= p);
+    if all_cached(pages)? {
+        return Some(len);
+    }
+    // The first `lo` pages are cached, the first `hi` are not all.
+    let (mut lo, mut hi) = (0, pages);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if all_cached(mid)? {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(((first + lo) * page).saturating_sub(offset).min(len))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -600,6 +625,31 @@ mod tests {
         assert!(!all_readable(&f, 0, 1 << 20));
         let mut buf = vec![0u8; 4096];
         assert!(read_nowait(&f, &mut buf, 512 * 1024).unwrap() < 4096);
+    }
+
+    #[test]
+    fn the_cached_prefix_ends_at_the_first_missing_page() {
+        probe();
+        if !features().cachestat {
+            return;
+        }
+        let (_p, f) = temp_file(1 << 20);
+        f.sync_all().unwrap();
+        // Cached in single pages (a write or a readahead leaves large
+        // folios that `fadvise` does not split), then a hole at 256 KiB.
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::Random).unwrap();
+        let mut b = [0u8; 1];
+        for at in (0..1u64 << 20).step_by(4096) {
+            std::os::unix::fs::FileExt::read_at(&f, &mut b, at).unwrap();
+        }
+        let hole = std::num::NonZeroU64::new(64 * 1024);
+        rustix::fs::fadvise(&f, 256 * 1024, hole, rustix::fs::Advice::DontNeed).unwrap();
+        assert_eq!(cached_prefix(&f, 0, 1 << 20), Some(256 * 1024));
+        assert_eq!(cached_prefix(&f, 5000, 1 << 20), Some(256 * 1024 - 5000));
+        assert_eq!(cached_prefix(&f, 0, 100_000), Some(100_000));
+        assert_eq!(cached_prefix(&f, 256 * 1024 + 10, 4096), Some(0));
+        assert_eq!(cached_prefix(&f, 320 * 1024, 4096), Some(4096));
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! read the range back (`POSIX_FADV_WILLNEED`, no waiting), so the
 //! requests after those few find it there again. What is hot:
 //!
+//! The same holds for the workers' own files, where `cachestat` counts
+//! more than 64 KiB missing in a `sendfile`'s range (`Disk::sendfile`).
+//!
 //! - a request's open file served at least [`HOT_RUN`] bytes from the
 //!   page cache that it did not read from the disk itself (a cold request
 //!   misses its first byte, and then sends what its own reads brought
@@ -90,8 +93,9 @@ pub(super) struct HotHoles {
 }
 
 impl HotHoles {
-    /// The copy fast path sent `sent` bytes of `f` at `offset` from the
-    /// page cache.
+    /// The fast path sent `sent` bytes of `f` at `offset` from the page
+    /// cache (the copy fast path, or a `sendfile` that `cachestat` found
+    /// cached).
     pub(super) fn saw_cached(&self, f: &OpenFile, offset: u64, sent: u64) {
         if offset < f.own_until.get() {
             return;
@@ -113,6 +117,7 @@ impl HotHoles {
     /// cold range.
     pub(super) fn saw_cold(&self, f: &OpenFile, offset: u64, len: u64) {
         f.cached_run.set(0);
+        f.own_from.set(offset);
         f.own_until.set(offset + len);
     }
 
@@ -144,8 +149,7 @@ impl HotHoles {
             // The hole reaches the end of the file: nothing after it to ask.
             return Some(n);
         }
-        let mut b = [0u8; 1];
-        matches!(fastpath::read_nowait(&f.file, &mut b, offset + n), Ok(1)).then_some(n)
+        cached_at(f, offset + n).then_some(n)
     }
 
     /// Keeps a hole's bytes for the requests that meet it next.
@@ -192,6 +196,18 @@ impl HotHoles {
                 .then(|| (k.bytes.clone(), (offset - k.offset) as usize))
         })
     }
+}
+
+/// Whether the byte at `offset` of `f` is in the page cache: `cachestat`
+/// where it answers (no I/O), else a one-byte `RWF_NOWAIT` read.
+fn cached_at(f: &OpenFile, offset: u64) -> bool {
+    if fastpath::features().cachestat && !f.cachestat_denied.get() {
+        if let fastpath::Residency::Known(all) = fastpath::range_cached(&f.file, offset, 1) {
+            return all;
+        }
+    }
+    let mut b = [0u8; 1];
+    matches!(fastpath::read_nowait(&f.file, &mut b, offset), Ok(1))
 }
 
 /// Reads `len` bytes of `file` (of `size` bytes) at `offset` with direct

@@ -20,6 +20,7 @@ use super::fastpath::{self, Op};
 use super::io::{offload, Io};
 use super::open_file_cache::{self, OpenFileCacheSettings};
 use super::pool::Lane;
+use super::readahead::Ahead;
 use super::types::{file_error, FileMeta};
 use super::uring::Unsent;
 use super::Disk;
@@ -59,6 +60,14 @@ pub struct OpenFile {
     /// The end of the last cold range read for this open file: where its
     /// cold stream's next window starts (`readahead`).
     pub(super) own_until: Cell<u64>,
+    /// Where that last cold window started: the client's reaching it asks
+    /// for the next one (`readahead`, one window ahead).
+    pub(super) own_from: Cell<u64>,
+    /// The window being read ahead of the client (`readahead::Ahead`).
+    pub(super) ahead: RefCell<Option<Ahead>>,
+    /// The end of the range the response is sending ([`OpenFile::send_until`]):
+    /// no cold window, read or read ahead, passes it.
+    pub(super) range_end: Cell<u64>,
     /// Whether a send of this open file has sent anything yet (a miss at
     /// the first send of a file not hot starts a cold stream).
     pub(super) sent_any: Cell<bool>,
@@ -93,9 +102,20 @@ impl OpenFile {
             nowait_refused: Cell::new(None),
             cached_run: Cell::new(0),
             own_until: Cell::new(0),
+            own_from: Cell::new(0),
+            ahead: RefCell::new(None),
+            range_end: Cell::new(u64::MAX),
             sent_any: Cell::new(false),
             direct: None,
         }
+    }
+
+    /// Notes that the response sends this file's bytes up to `end` (not
+    /// included) next: a cold stream's windows, read and read ahead, stop
+    /// there (`readahead`), so a range does not read what it does not
+    /// send. Until it is called they stop at the end of the file.
+    pub fn send_until(&self, end: u64) {
+        self.range_end.set(end);
     }
 
     /// Reads up to `buf.len()` bytes at `offset`; fewer only at end of

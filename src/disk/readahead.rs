@@ -18,14 +18,30 @@
 //! a cold stream's miss is never probed as a hole (the probe one 64 KiB
 //! on is one more page read). Holes in hot files and small files keep
 //! their short reads (`hot_hole`, `fastpath::small_hole`).
+//!
+//! **One window ahead** (double buffering): once a cold stream's window is
+//! read, the next one is asked for at once ([`Ahead`]: a bulk task of the
+//! pool, or under `aio on` a ring read holding a place in the ring's gate),
+//! so the disk reads while the client takes the window before. No further:
+//! the window after is asked only when the client has reached the one
+//! read ahead. A send that reaches a window still being read waits for
+//! that read ([`take_ahead`]) rather than asking for its own, which would
+//! split it. Both reads are bulk reads: the gate counts them, and the
+//! short lane still passes them.
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::fastpath;
 use super::hot_hole::HotHoles;
 use super::open::OpenFile;
+use super::pool::{Lane, ThreadPool};
 
 /// The largest read of a cold stream: large enough that a disk limited by
 /// operations is limited by its bytes instead (40 MB/s at 200 reads/s
@@ -107,10 +123,20 @@ pub(super) fn at_window_end(f: &OpenFile, hot: &HotHoles, offset: u64) -> bool {
     end > 0 && offset == end && cold_stream(f, hot)
 }
 
-/// The bytes a cold read at `offset` of `f` asks for: a window, at least
-/// `want`, never past the end of the file.
+/// Where `f`'s cold stream ends: the end of the range the response sends
+/// (`OpenFile::send_until`), or of the file.
+fn stream_end(f: &OpenFile) -> u64 {
+    f.meta.size.min(f.range_end.get())
+}
+
+/// The bytes a cold read at `offset` of `f` asks for: a window, never past
+/// the end of the range being sent (bytes the response does not send
+/// would be read for nothing, and may be a hot file's hole that then
+/// waits behind the window), at least `want`, never past the end of the
+/// file.
 pub(super) fn read_len(f: &OpenFile, offset: u64, want: u64) -> u64 {
     window(f.meta.id.0)
+        .min(stream_end(f).saturating_sub(offset))
         .max(want)
         .min(f.meta.size.saturating_sub(offset))
 }
@@ -134,6 +160,105 @@ pub(super) fn wait(f: &File, offset: u64, len: u64) {
         let mut b = [0u8; 1];
         let _ = std::os::unix::fs::FileExt::read_at(f, &mut b, offset + len - 1);
     }
+}
+
+/// A window asked for ahead of a cold stream's client: `start..end`, being
+/// read or read.
+#[derive(Debug)]
+pub(super) struct Ahead {
+    start: u64,
+    end: u64,
+    read: AheadRead,
+}
+
+/// How an [`Ahead`] window is read.
+#[derive(Debug)]
+pub(super) enum AheadRead {
+    /// A bulk task of the pool: the window is in the page cache when it
+    /// ends.
+    Pool(oneshot::Receiver<io::Result<()>>),
+    /// A ring read (`aio on`, a local task with a place in the ring's
+    /// gate): the window's bytes and how many were read.
+    Ring(JoinHandle<io::Result<(Vec<u8>, usize)>>),
+}
+
+impl Ahead {
+    /// Waits for the window's read: its bytes (`start`, buffer, length)
+    /// when a ring read them, `None` when they are in the page cache — or
+    /// the read failed, and the send then reads for itself.
+    pub(super) async fn done(self) -> Option<(u64, Vec<u8>, usize)> {
+        match self.read {
+            AheadRead::Pool(rx) => {
+                let _ = rx.await;
+                None
+            }
+            AheadRead::Ring(task) => match task.await {
+                Ok(Ok((buf, n))) => Some((self.start, buf, n)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The window to ask for ahead of `f`'s client, now at `offset`: the one
+/// after the last asked, when `f` is a cold stream on a route with a
+/// pool or a ring, nothing is being read ahead, the client has reached
+/// the last window asked (so at most one window ahead of it), and the
+/// range being sent goes on (never past its last byte). `(start, len)`.
+pub(super) fn next_window(f: &OpenFile, hot: &HotHoles, offset: u64) -> Option<(u64, u64)> {
+    let until = f.own_until.get();
+    let due = f.io.fast
+        && until > 0
+        && until < stream_end(f)
+        && offset >= f.own_from.get()
+        && f.ahead.borrow().is_none()
+        && cold_stream(f, hot);
+    due.then(|| (until, read_len(f, until, 0)))
+}
+
+/// Notes that `len` bytes of `f` at `start` are being read ahead by
+/// `read`: the stream's windows now end there.
+pub(super) fn asked(f: &OpenFile, hot: &HotHoles, start: u64, len: u64, read: AheadRead) {
+    hot.saw_cold(f, start, len);
+    *f.ahead.borrow_mut() = Some(Ahead {
+        start,
+        end: start + len,
+        read,
+    });
+}
+
+/// Asks `pool` for the window after `f`'s last (see [`next_window`]): a
+/// bulk task that asks for it in one request and ends when it is in the
+/// page cache. A full pool reads nothing ahead.
+pub(super) fn ahead_on_pool(pool: &ThreadPool, f: &OpenFile, hot: &HotHoles, offset: u64) {
+    let Some((start, len)) = next_window(f, hot, offset) else {
+        return;
+    };
+    let (file, id) = (f.file.clone(), f.meta.id);
+    let task = pool.submit_in(Lane::Bulk, move || {
+        ask(&file, start, len);
+        wait(&file, start, len);
+        // Its pages were read by the pool, maybe still locked at the
+        // edges: the loop checks them page by page before a `sendfile`.
+        fastpath::note_offloaded(id);
+        Ok(())
+    });
+    if let Ok(rx) = task {
+        asked(f, hot, start, len, AheadRead::Pool(rx));
+    }
+}
+
+/// The window read ahead of `f`'s client that holds `offset`, to wait for.
+/// One the client has left behind (a request that moved on) is dropped:
+/// its read ends unheeded.
+pub(super) fn take_ahead(f: &OpenFile, offset: u64) -> Option<Ahead> {
+    let mut slot = f.ahead.borrow_mut();
+    let (start, end) = slot.as_ref().map(|a| (a.start, a.end))?;
+    if offset < start {
+        return None;
+    }
+    let a = slot.take();
+    a.filter(|_| offset < end)
 }
 
 #[cfg(test)]

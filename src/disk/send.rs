@@ -7,9 +7,9 @@
 //! pages are missing (about one small disk read), in the bulk lane
 //! otherwise. A small hole in a file `cachestat` refuses is read alone on
 //! the short lane and the copy goes on from the page cache; a larger one
-//! in a hot file is read with direct I/O on the short lane and sent from
-//! its buffer ([`super::hot_hole`]). Under `aio on`
-//! the ring's send takes over ([`super::uring`]: no plain `sendfile` at
+//! in a hot file (on the copy fast path, or counted by `cachestat`) is
+//! read with direct I/O on the short lane and sent from its buffer
+//! ([`super::hot_hole`]). Under `aio on` the ring's send takes over ([`super::uring`]: no plain `sendfile` at
 //! all).
 
 use std::fs::File;
@@ -94,8 +94,19 @@ impl Disk {
         let r = self.send_range(stream, f, offset, count).await;
         if matches!(r, Ok(n) if n > 0) {
             f.sent_any.set(true);
+            self.read_ahead(f, *offset);
         }
         r
+    }
+
+    /// A cold stream's next window, asked for while its client takes the
+    /// last one (`readahead`: one window ahead).
+    fn read_ahead(&self, f: &OpenFile, offset: u64) {
+        if let Some(ring) = &f.io.ring {
+            ring.read_ahead(f, &self.hot, offset);
+        } else if let Some(pool) = &f.io.pool {
+            readahead::ahead_on_pool(pool, f, &self.hot, offset);
+        }
     }
 
     /// [`Disk::sendfile`], before noting that the open file sent bytes.
@@ -115,30 +126,30 @@ impl Disk {
             counted(Route::Sendfile, r)
         };
         if let Some(ring) = &f.io.ring {
-            return ring.send_file(stream, f, &self.hot, offset, count).await;
+            return ring.send_file(stream, f, self, offset, count).await;
         }
         let Some(pool) = &f.io.pool else {
             return inline_sendfile(offset);
         };
+        // A window being read ahead: wait for it rather than read it again.
+        if let Some(ahead) = readahead::take_ahead(f, *offset) {
+            ahead.done().await;
+        }
         let len = (count as u64).min(f.meta.size.saturating_sub(*offset));
         let (mut kept_off, mut lane) = (false, Lane::Bulk);
         if f.io.fast {
             match self.decide(f, *offset, len) {
                 Decision::Inline => {
                     fastpath::count(Op::Sendfile, true);
-                    return inline_sendfile(offset);
+                    let at = *offset;
+                    let r = inline_sendfile(offset);
+                    if let Ok(n) = &r {
+                        self.hot.saw_cached(f, at, *n as u64);
+                    }
+                    return r;
                 }
                 Decision::Copy => {
-                    // Where a cold stream's last window ended nothing is
-                    // read yet: no probe (it would queue a page of its own).
-                    if !readahead::at_window_end(f, &self.hot, *offset) {
-                        if let Some(r) = self.copy_counted(stream, f, offset, len) {
-                            fastpath::count(Op::Sendfile, true);
-                            return r;
-                        }
-                    }
-                    fastpath::count(Op::Sendfile, false);
-                    if let Some(r) = self.copy_miss(pool, stream, f, offset, len).await {
+                    if let Some(r) = self.copy_send(pool, stream, f, offset, len).await {
                         return r;
                     }
                 }
@@ -147,6 +158,11 @@ impl Disk {
                     lane: l,
                 } => {
                     fastpath::count(Op::Sendfile, false);
+                    if l == Lane::Bulk {
+                        if let Some(r) = self.counted_miss(pool, stream, f, offset, len).await {
+                            return r;
+                        }
+                    }
                     (kept_off, lane) = (k, l);
                 }
             }
@@ -171,6 +187,28 @@ impl Disk {
             read,
         };
         sendfile_on_pool(pool, miss, stream, f, offset, count, len).await
+    }
+
+    /// The copy fast path's send: what the page cache holds at `offset`,
+    /// else [`Disk::copy_miss`]. `None`: a cold range, for the bulk lane.
+    async fn copy_send(
+        &self,
+        pool: &ThreadPool,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        len: u64,
+    ) -> Option<io::Result<usize>> {
+        // Where a cold stream's last window ended nothing is read yet: no
+        // probe (it would queue a page of its own).
+        if !readahead::at_window_end(f, &self.hot, *offset) {
+            if let Some(r) = self.copy_counted(stream, f, offset, len) {
+                fastpath::count(Op::Sendfile, true);
+                return Some(r);
+            }
+        }
+        fastpath::count(Op::Sendfile, false);
+        self.copy_miss(pool, stream, f, offset, len).await
     }
 
     /// A miss of the copy fast path at `offset`: a hot file's large hole
@@ -198,16 +236,60 @@ impl Disk {
                 if let Some(r) = self.copy_counted(stream, f, offset, len) {
                     return Some(r);
                 }
-            } else if let Some(hole) = self.hot.hole(f, *offset, len) {
-                if let Err(e) = self.read_hole_once(pool, f, *offset, hole).await {
-                    return Some(Err(e));
-                }
-                if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
-                    return Some(r);
-                }
+            } else if let Some(r) = self.send_hot_hole(pool, stream, f, offset, len).await {
+                return Some(r);
             }
         }
         None
+    }
+
+    /// A miss of more than a small hole that `cachestat` counted (the
+    /// workers' own files): a hot file's large hole read a moment ago is
+    /// sent from its buffer, one not yet read is read with direct I/O on
+    /// the short lane (`hot_hole`), as on the copy fast path. The range may
+    /// run into the hole from cached pages: those are sent first, as the
+    /// copy fast path does, and the next send meets the hole at its start.
+    /// `None`: a cold range (or a cold stream's miss), for the bulk lane.
+    async fn counted_miss(
+        &self,
+        pool: &ThreadPool,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        len: u64,
+    ) -> Option<io::Result<usize>> {
+        if let Some(r) = self.hot.send_kept(stream, f, offset, len) {
+            return Some(r);
+        }
+        if readahead::cold_stream(f, &self.hot) || !self.hot.is_hot(f) {
+            return None;
+        }
+        let cached = fastpath::cached_prefix(&f.file, *offset, len)?;
+        if cached > 0 {
+            // All cached: the send is inline or short, never back here.
+            let r = Box::pin(self.send_range(stream, f, offset, cached as usize));
+            return Some(r.await);
+        }
+        self.send_hot_hole(pool, stream, f, offset, len).await
+    }
+
+    /// A miss at `*offset` of a file hot on this worker that is a hole
+    /// larger than a small one (`HotHoles::hole`): read once with direct
+    /// I/O on the pool's short lane and sent from the kept bytes. `None`:
+    /// not hot, or not such a hole (a cold range).
+    pub(super) async fn send_hot_hole(
+        &self,
+        pool: &ThreadPool,
+        stream: &TcpStream,
+        f: &OpenFile,
+        offset: &mut u64,
+        len: u64,
+    ) -> Option<io::Result<usize>> {
+        let hole = self.hot.hole(f, *offset, len)?;
+        if let Err(e) = self.read_hole_once(pool, f, *offset, hole).await {
+            return Some(Err(e));
+        }
+        self.hot.send_kept(stream, f, offset, len)
     }
 
     /// The fast path's decision for `len` bytes of `f` at `offset`.

@@ -191,6 +191,7 @@ impl<'a> Writer<'a> {
         };
         let mut offset = start;
         let end = start + len;
+        file.send_until(end);
         let mut since_yield: u64 = 0;
         // A `directio` file is copied through a buffer, as NGINX does.
         if s.sendfile && self.stream.tls_conn().is_none() && file.direct_alignment().is_none() {

@@ -1,10 +1,12 @@
 //! Sending a file range under `aio on` without plain `sendfile`, which has
 //! no non-blocking form and can sleep on a page evicted after any check:
 //! what the page cache holds is copied with `preadv2(RWF_NOWAIT)` (the
-//! fast path), anything else is read through the ring, and the bytes are
-//! `send`t on the non-blocking socket. Bytes the full socket did not take
-//! stay with the [`OpenFile`] ([`Unsent`], keyed by file offset) and go
-//! first on the next call: nothing is read twice or lost.
+//! fast path), anything else is read through the ring (a hot file's hole
+//! larger than a small one: with direct I/O on the pool, `hot_hole`), and
+//! the bytes are `send`t on the non-blocking socket. Bytes the full
+//! socket did not take stay with the [`OpenFile`] ([`Unsent`], keyed by
+//! file offset) and go first on the next call: nothing is read twice or
+//! lost.
 
 use std::io;
 use std::rc::Rc;
@@ -19,6 +21,7 @@ use crate::disk::readahead;
 use crate::disk::send::{send_now, SHORT_MISS};
 use crate::disk::sent::{self, Route};
 use crate::disk::types::file_error;
+use crate::disk::Disk;
 
 /// Largest read per send (the caller also bounds it by
 /// `sendfile_max_chunk`), as the copy fast path's.
@@ -34,6 +37,32 @@ pub struct Unsent {
     end: usize,
 }
 
+/// A miss at `*offset` of a file hot on this worker that is a hole larger
+/// than a small one: read once with direct I/O on the pool's short lane
+/// and sent from the kept bytes, as under `aio threads` (`hot_hole`), not
+/// through the ring's gate as a cold range. `None`: not such a hole (a
+/// small one, a cold range, a cold stream's window), for the ring.
+async fn hot_hole(
+    stream: &TcpStream,
+    f: &OpenFile,
+    disk: &Disk,
+    offset: &mut u64,
+    len: usize,
+) -> Option<io::Result<usize>> {
+    let (hot, len) = (&disk.hot, len as u64);
+    if let Some(r) = hot.send_kept(stream, f, offset, len) {
+        return Some(r);
+    }
+    let pool = f.io.pool.as_ref()?;
+    if !hot.is_hot(f)
+        || readahead::cold_stream(f, hot)
+        || fastpath::small_hole(&f.file, *offset, len, SHORT_MISS).is_some()
+    {
+        return None;
+    }
+    disk.send_hot_hole(pool, stream, f, offset, len).await
+}
+
 impl Ring {
     /// Sends at most `count` bytes of `f` from `*offset` and advances it:
     /// bytes kept from the last call first, else a read (page cache
@@ -43,10 +72,11 @@ impl Ring {
         self: &Rc<Self>,
         stream: &TcpStream,
         f: &OpenFile,
-        hot: &HotHoles,
+        disk: &Disk,
         offset: &mut u64,
         count: usize,
     ) -> io::Result<usize> {
+        let hot = &disk.hot;
         let kept = f.unsent.borrow_mut().take();
         if let Some(u) = kept {
             if u.offset == *offset {
@@ -54,6 +84,21 @@ impl Ring {
             }
             // Another range of the file: the caller moved on.
             self.give_back(u.buf);
+        }
+        // A window read ahead (`readahead`): its bytes, once read.
+        if let Some(ahead) = readahead::take_ahead(f, *offset) {
+            if let Some((start, buf, n)) = ahead.done().await {
+                if *offset < start + n as u64 {
+                    let u = Unsent {
+                        offset: *offset,
+                        buf,
+                        start: (*offset - start) as usize,
+                        end: n,
+                    };
+                    return self.send_kept(stream, f, u, offset, count);
+                }
+                self.give_back(buf);
+            }
         }
         let left = f.meta.size.saturating_sub(*offset);
         let len = (count as u64).min(left).min(SEND_MAX as u64) as usize;
@@ -82,6 +127,12 @@ impl Ring {
                 fastpath::note_offloaded(f.meta.id);
             } else {
                 hot.saw_cached(f, *offset, got as u64);
+            }
+        }
+        if got == 0 && f.io.fast {
+            if let Some(r) = hot_hole(stream, f, disk, offset, len).await {
+                self.give_back(buf);
+                return r;
             }
         }
         if got == 0 {
@@ -123,6 +174,31 @@ impl Ring {
             end: got,
         };
         self.send_kept(stream, f, u, offset, count)
+    }
+
+    /// Reads the window after `f`'s last ahead of its client, now at
+    /// `offset` (see `readahead::next_window`): a local task that waits for
+    /// a place in the ring's gate, as the stream's own cold reads do, and
+    /// reads the window into a buffer for the send that reaches it.
+    pub(in crate::disk) fn read_ahead(self: &Rc<Self>, f: &OpenFile, hot: &HotHoles, offset: u64) {
+        let Some((start, len)) = readahead::next_window(f, hot, offset) else {
+            return;
+        };
+        let (ring, file) = (self.clone(), f.file.clone());
+        let task = tokio::task::spawn_local(async move {
+            let _permit = ring.cold_permit().await;
+            let buf = ring.buffer(len as usize);
+            // Punted to io-wq, as every cold read (see `send_file`).
+            let (r, buf) = ring.read(&file, buf, 0..len as usize, start, true).await;
+            match r {
+                Ok(n) => Ok((buf, n)),
+                Err(e) => {
+                    ring.give_back(buf);
+                    Err(e)
+                }
+            }
+        });
+        readahead::asked(f, hot, start, len, readahead::AheadRead::Ring(task));
     }
 
     /// `send`s up to `count` bytes of `u`; keeps what the socket does not
