@@ -438,8 +438,8 @@ fn set_cache_path(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
-/// `*_temp_path PATH [L1 [L2 [L3]]]`.
-fn temp_path(b: &Build, d: &Directive) -> Result<TempPath, String> {
+/// `*_temp_path PATH [L1 [L2 [L3]]]` (`client_body_temp_path` too).
+pub(super) fn temp_path(b: &Build, d: &Directive) -> Result<TempPath, String> {
     let mut levels = Vec::new();
     for a in &d.args[1..] {
         match a.parse::<u8>() {

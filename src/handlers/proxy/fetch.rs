@@ -268,12 +268,14 @@ fn try_log(ctx: &RequestCtx, env: &Env<'_>, addr: &PeerAddr, out: &Outgoing) -> 
         .with_upstream(&format!("{}://{addr}{sep}{}", out.scheme(), out.uri))
 }
 
-/// `$upstream_bytes_sent` of a try: the head (with a body read whole) and
-/// a streamed body's length (a chunked one is not counted).
+/// `$upstream_bytes_sent` of a try: the head (with a body in memory), a
+/// body in a temp file and a streamed body's length (a chunked one is not
+/// counted).
 fn bytes_sent(ctx: &RequestCtx, out: &Outgoing) -> u64 {
     out.head.len() as u64
-        + match out.body {
+        + match &out.body {
             ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
+            ReqBody::Spooled(f) => f.len(),
             _ => 0,
         }
 }

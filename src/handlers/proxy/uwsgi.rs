@@ -22,7 +22,8 @@ pub async fn build_request(
     client_body: Option<&RefCell<ClientBody<'_>>>,
     opts: &FetchOptions,
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
-    let body = request_body(ctx, env, client_body, None, true).await?;
+    let buffering = ctx.loc.s.uwsgi.request_buffering;
+    let body = request_body(ctx, env, client_body, None, true, buffering).await?;
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s.uwsgi;
     let params = cgi_params(ctx, s, opts);
