@@ -259,3 +259,77 @@ fn chunked_body_is_buffered_and_resent_with_its_length() {
     }
     assert_eq!(first.bodies(), vec![body.len(), body.len()]);
 }
+
+/// An HTTP server that reads each request whole (head, then its
+/// `Content-Length` body), notes the body's length, and closes without
+/// answering.
+fn http_swallower() -> (u16, Arc<Mutex<Vec<usize>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let seen = bodies.clone();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+                let mut buf = Vec::new();
+                let Some((_, headers)) = read_head(&mut s, &mut buf) else {
+                    return;
+                };
+                let len: usize = header_in(&headers, "content-length")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                if read_len(&mut s, &mut buf, len).is_some() {
+                    seen.lock().unwrap().push(len);
+                }
+            });
+        }
+    });
+    (port, bodies)
+}
+
+#[test]
+fn proxy_request_buffering_resends_the_body_to_the_next_server() {
+    let (first, seen) = http_swallower();
+    let second = common::origin::Origin::start(|r| {
+        let text = format!(
+            "bytes={} crc32={:08x} length={}\n",
+            r.body.len(),
+            crc32fast::hash(&r.body),
+            r.header("content-length").unwrap_or("-")
+        );
+        common::origin::Reply::ok(text.as_bytes())
+    });
+    let conf = format!(
+        "  upstream web {{ server 127.0.0.1:{first}; server 127.0.0.1:{} backup; }}\n\
+         \x20 server {{\n    listen 127.0.0.1:{{PORT}};\n    client_max_body_size 20m;\n    \
+         client_body_temp_path {{PREFIX}}/body;\n    location / {{\n      \
+         proxy_pass http://web;\n      proxy_next_upstream error non_idempotent;\n    }}\n  }}",
+        second.port
+    );
+    let p = Server::start(&one_worker_conf(&conf));
+    let n = Nginx::start(&conf).expect("nginx is not installed");
+    let (body, _) = pattern(2 * 1024 * 1024 + 5);
+    let want = format!(
+        "bytes={} crc32={:08x} length={}\n",
+        body.len(),
+        crc32fast::hash(&body),
+        body.len()
+    );
+    for (who, port) in [("porter", p.port), ("nginx", n.port)] {
+        let mut req = format!(
+            "POST /up HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(&body);
+        let r = raw(port, &req);
+        assert_eq!(r.status, 200, "{who}");
+        assert_eq!(r.text(), want, "{who}");
+    }
+    assert_eq!(*seen.lock().unwrap(), vec![body.len(), body.len()]);
+    assert!(files_under(&p.prefix.path().join("body")).is_empty());
+}

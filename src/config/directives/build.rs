@@ -37,10 +37,6 @@ pub struct Build {
     pub(super) cur_loc: Option<usize>,
     pub(super) pools: Vec<PoolSpec>,
     pub(super) default_pool_used: bool,
-    /// A location proxies (`*_pass`): request bodies may go to temp files.
-    pub(super) proxies: bool,
-    /// `client_body_temp_path` directories named in the configuration.
-    pub(super) body_temp_paths: Vec<PathBuf>,
     pub(super) aio_on_at: Option<String>,
     pub(super) uring: Option<crate::disk::uring::UringSpec>,
     pub(super) cache: CacheBuild,
@@ -130,8 +126,6 @@ impl Build {
             cur_loc: None,
             pools: Vec::new(),
             default_pool_used: false,
-            proxies: false,
-            body_temp_paths: Vec::new(),
             aio_on_at: None,
             uring: None,
             cache: CacheBuild::default(),
@@ -343,19 +337,10 @@ impl Build {
         implicit.sort_by(|a, b| a.name.cmp(&b.name));
         self.all_upstreams
             .set(self.upstreams.iter().cloned().chain(implicit).collect());
-        let mut body_temp_paths = std::mem::take(&mut self.body_temp_paths);
-        if self.proxies && self.http.client_body_temp_path.is_none() {
-            body_temp_paths.push(self.prefix.join("client_body_temp"));
-        }
-        if !self.proxies {
-            body_temp_paths.clear();
-        }
-        body_temp_paths.sort();
-        body_temp_paths.dedup();
         Ok(Config {
             main,
             cache_zones,
-            body_temp_paths,
+            body_temp_paths: self.cache.body_temps(&self.prefix),
             servers,
             listens: groups.into_iter().map(|(g, _)| g).collect(),
             files,
@@ -445,13 +430,7 @@ impl Build {
         acme: Option<Arc<crate::acme::slot::CertSlot>>,
     ) -> Result<Arc<ServerConf>, ConfError> {
         sb.loc.inherit(&self.http);
-        // NGINX's compiled-in `client_body_temp` under the prefix.
-        sb.loc.client_body_temp_path.get_or_insert_with(|| {
-            Some(crate::cache::TempPath {
-                path: self.prefix.join("client_body_temp"),
-                levels: crate::cache::Levels::default(),
-            })
-        });
+        super::tuning::default_body_temp(&mut sb.loc, &self.prefix);
         let base_s = sb.loc.finish();
         let limits = HeadLimitsConf {
             max_line: base_s.large_client_header_buffers.1,

@@ -199,7 +199,7 @@ pub(super) fn first_proxy_pass(b: &mut Build, d: &Directive) -> Result<LocationK
     // A request body larger than `client_body_buffer_size` is written to
     // its temp file on the `default` pool under `aio off`.
     b.default_pool_used = true;
-    b.proxies = true;
+    b.cache.proxies = true;
     Ok(kind)
 }
 

@@ -16,7 +16,7 @@ use super::*;
 pub(super) static ROWS: &[Spec] = &[
     d("client_body_temp_path", HSL, Arity::Range(1, 4), |b, d| {
         let t = super::cache::temp_path(b, d)?;
-        b.body_temp_paths.push(t.path.clone());
+        b.cache.body_temp(&t, super::cache::place(d));
         set_once(&mut b.loc().client_body_temp_path, Some(t), d)
     }),
     d(
@@ -86,6 +86,20 @@ pub(super) static ROWS: &[Spec] = &[
         loc_time!(keepalive_time),
     ),
 ];
+
+/// NGINX's compiled-in `client_body_temp` under the prefix, where no
+/// level set `client_body_temp_path`.
+pub(super) fn default_body_temp(loc: &mut LocBuilder, prefix: &std::path::Path) {
+    loc.client_body_temp_path.get_or_insert_with(|| {
+        Some(crate::cache::TempPath {
+            path: prefix.join(DEFAULT_BODY_TEMP),
+            levels: crate::cache::Levels::default(),
+        })
+    });
+}
+
+/// `client_body_temp_path`'s default, under the prefix.
+pub(super) const DEFAULT_BODY_TEMP: &str = "client_body_temp";
 
 /// NGINX's "is duplicate" for a directive that porter checks and does
 /// not keep: the second in one block is an error.

@@ -48,7 +48,8 @@ impl Outgoing {
     pub fn scheme(&self) -> &'static str {
         match (self.proto, self.tls.is_some()) {
             (Protocol::FastCgi, _) => "fastcgi",
-            (Protocol::Uwsgi, _) => "uwsgi",
+            (Protocol::Uwsgi, true) => "suwsgi",
+            (Protocol::Uwsgi, false) => "uwsgi",
             (Protocol::Scgi, _) => "scgi",
             (Protocol::Grpc, _) => "grpc",
             (Protocol::Http, true) => "https",

@@ -72,9 +72,15 @@ pub async fn fetch_with(
     };
     let method = upstream_method(ctx, opts);
     let client_body = env.body.filter(|b| pass_body && !b.borrow().is_done());
-    let tls = match target.tls {
-        true => Some(tls::target(ctx, env.log)?),
-        false => None,
+    let tls = match (target.tls, pass.proto) {
+        // `uwsgi_pass suwsgi://`: the `uwsgi_ssl_*` settings.
+        (true, Protocol::Uwsgi) => {
+            let u = &ctx.loc.s.uwsgi;
+            let spec = tls::app_spec(u, false);
+            Some(tls::target_with(ctx, env.log, &spec, u.ssl_name.as_ref())?)
+        }
+        (true, _) => Some(tls::target(ctx, env.log)?),
+        (false, _) => None,
     };
     let (head, body) = match pass.proto {
         Protocol::Http => build_request(ctx, env, client_body, &method, &uri, opts).await?,
