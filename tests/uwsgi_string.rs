@@ -56,6 +56,9 @@ fn uwsgi_string_follows_the_vars_as_nginx_sends_it() {
         assert_eq!(mine.text(), theirs.text(), "{path}");
     }
     // The client's headers come as vars before it (`Connection: close`).
-    assert_eq!(get(p.port, "/").text().split(" tail=").nth(1), Some("\"etail-string\"\n"));
+    assert_eq!(
+        get(p.port, "/").text().split(" tail=").nth(1),
+        Some("\"etail-string\"\n")
+    );
     assert!(!get(p.port, "/plain").text().contains("tail-string"));
 }
