@@ -82,6 +82,8 @@ settings_group! {
     modifier1: u8 = 0;
     /// `uwsgi_modifier2` (the packet's fourth byte).
     modifier2: u8 = 0;
+    /// `uwsgi_string`: bytes sent after the vars, inside the packet.
+    string: Arc<str> = Arc::from("");
     /// `grpc_set_header` lines, in order.
     set_header: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
     /// `grpc_ssl_verify`.

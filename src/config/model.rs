@@ -27,6 +27,9 @@ pub struct Config {
     pub main: MainConf,
     /// `proxy_cache_path` zones, in file order.
     pub cache_zones: Vec<crate::cache::ZoneSpec>,
+    /// The `client_body_temp_path` directories (NGINX's default among them
+    /// when a location proxies), made at start-up for the workers' user.
+    pub body_temp_paths: Vec<PathBuf>,
     /// The virtual servers, in file order.
     pub servers: Vec<Arc<ServerConf>>,
     /// Every distinct listening address with the servers on it.
@@ -331,6 +334,12 @@ loc_settings! {
     large_client_header_buffers: (usize, usize) = (4, 8192);
     /// `client_max_body_size` (0 = unlimited).
     client_max_body_size: u64 = 1024 * 1024;
+    /// `client_body_buffer_size`: a request body read whole before it goes
+    /// upstream stays in memory up to this, in a temp file beyond.
+    client_body_buffer_size: u64 = 16 * 1024;
+    /// `client_body_temp_path` (None: `client_body_temp` under the prefix,
+    /// set when the configuration is built).
+    client_body_temp_path: Option<crate::cache::TempPath> = None;
     /// `error_page` rules.
     error_pages: Arc<Vec<ErrorPage>> = Arc::new(Vec::new());
     /// `add_header` lines.
@@ -450,6 +459,9 @@ loc_settings! {
     /// `proxy_buffering` (bodies always stream in bounded pieces; off: the
     /// cache stores nothing, as in NGINX).
     proxy_buffering: bool = true;
+    /// `proxy_request_buffering`: the body is read whole (in memory, or a
+    /// temp file) before the upstream is asked, so it can go to the next.
+    proxy_request_buffering: bool = true;
     /// `proxy_force_ranges`: serve ranges of a proxied 200 whatever its
     /// `Accept-Ranges`.
     proxy_force_ranges: bool = false;

@@ -41,6 +41,7 @@
 //! | `fastpath.rs` | the calls that cannot block, and the kernel probe |
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
 //! | `realpath.rs` | [`realpath_now`] (`$realpath_root`): the cached walk first |
+//! | `spool.rs` | [`Spool`]: a request body's temp file (`client_body_temp_path`), unlinked once open |
 //! | `state_file.rs` | private state files (ACME's `state_path`): read, atomic 0600 replacement |
 //! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
@@ -59,6 +60,7 @@ mod readahead;
 mod realpath;
 mod send;
 pub mod sent;
+mod spool;
 pub mod state_file;
 mod types;
 pub mod uring;
@@ -74,6 +76,7 @@ use self::open_file_cache::OpenFileCache;
 pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
 pub use self::realpath::realpath_now;
+pub use self::spool::Spool;
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 use self::uring::Ring;
 
@@ -128,6 +131,19 @@ impl Disk {
         match self.pools.get(name) {
             Some(p) => Ok(Io::threads(p.clone(), fast_path)),
             None => Err(DiskError::PoolNotFound(name.to_string())),
+        }
+    }
+
+    /// `io` if it has a pool, else the same route on the `default` pool
+    /// (`aio off`), for writes no event loop may wait on (a request
+    /// body's temp file). Inline only when there is no `default` pool.
+    pub fn offloaded(&self, io: Io) -> Io {
+        if io.pool.is_some() {
+            return io;
+        }
+        match self.pools.get("default") {
+            Some(p) => Io::threads(p.clone(), false),
+            None => io,
         }
     }
 

@@ -173,6 +173,9 @@ pub struct RequestCtx {
     /// The request body when a handler read it whole into memory (the
     /// proxy's small or re-framed bodies), for `$request_body`.
     pub request_body: Option<Vec<u8>>,
+    /// The length of a body read whole into a temp file (the proxy's
+    /// `*_request_buffering`), for `$content_length` of a chunked one.
+    pub request_body_file_len: Option<u64>,
     /// `Expect: 100-continue` was dealt with, or an error response made it
     /// moot (NGINX's `expect_tested`).
     pub expect_tested: bool,
@@ -296,6 +299,7 @@ impl RequestCtx {
             carried_headers: Vec::new(),
             gzip_vary: false,
             request_body: None,
+            request_body_file_len: None,
             send_continue: false,
             // The loop's clock reading of this turn (`metrics::timed::now`).
             start: crate::metrics::timed::now(),

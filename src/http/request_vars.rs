@@ -157,6 +157,8 @@ impl RequestCtx {
                     // sets `content_length_n` once it has read one (what
                     // `uwsgi_params` and `fastcgi_params` send).
                     let _ = write!(out, "{}", b.len());
+                } else if let Some(n) = self.request_body_file_len {
+                    let _ = write!(out, "{n}");
                 }
             }
             Var::ContentType => {

@@ -35,6 +35,21 @@ struct Generation {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// `client_body_temp_path` directories, made as NGINX's master makes its
+/// temp paths and given to the workers' user (whose pool threads write the
+/// bodies). A failure is logged and the bodies' own open fails later.
+fn make_body_temp_paths(config: &Config, creds: &Option<Credentials>, log: &ErrorLog) {
+    let owner = privileges::thread_user(creds).map(|u| u.ids);
+    for p in &config.body_temp_paths {
+        if let Err(e) = crate::disk::make_dir_owned(p, owner) {
+            log.log(
+                Level::Alert,
+                format_args!("mkdir() \"{}\" failed {}", p.display(), errno_text(&e)),
+            );
+        }
+    }
+}
+
 impl Generation {
     /// Starts the workers of `config`, with its thread pools (reusing the
     /// unchanged pools of `previous`).
@@ -60,6 +75,7 @@ impl Generation {
             log,
         )
         .map(Arc::new)?;
+        make_body_temp_paths(&config, creds, log);
         let (trigger, signal) = shutdown::channel();
         let mut threads = Vec::new();
         for i in 0..config.main.worker_processes {

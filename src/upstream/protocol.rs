@@ -31,13 +31,15 @@ impl Protocol {
 
 /// An application server's address (`fastcgi_pass`, `uwsgi_pass`,
 /// `scgi_pass`, as written or rendered) made a URL `split_url` reads: `uwsgi://` dropped as
-/// NGINX's `ngx_http_uwsgi_eval` drops it, `suwsgi://` refused (porter
-/// has no `uwsgi_ssl_*`).
+/// NGINX's `ngx_http_uwsgi_eval` drops it, `suwsgi://` made `https://`
+/// (TLS to the application, `uwsgi_ssl_*`).
 pub fn app_url(proto: Protocol, url: &mut String) -> Result<(), String> {
     if proto == Protocol::Uwsgi {
         let lower = url.get(..9).unwrap_or(url).to_ascii_lowercase();
         if lower.starts_with("suwsgi://") {
-            return Err(format!("suwsgi is not supported in upstream \"{url}\""));
+            url.drain(..9);
+            url.insert_str(0, "https://");
+            return Ok(());
         }
         if lower.starts_with("uwsgi://") {
             url.drain(..8);

@@ -22,18 +22,21 @@ impl std::fmt::Display for TooBig {
     }
 }
 
-/// Appends the packet header and `vars` (name, value) to `out`.
+/// Appends the packet header (`modifier1`, `modifier2`), `vars` (name,
+/// value) and `extra` (`uwsgi_string`, counted in the packet's size, as
+/// NGINX counts it) to `out`.
 pub fn packet<'a>(
     out: &mut Vec<u8>,
-    modifier1: u8,
-    modifier2: u8,
+    (modifier1, modifier2): (u8, u8),
     vars: impl IntoIterator<Item = (&'a [u8], &'a [u8])> + Clone,
+    extra: &[u8],
 ) -> Result<(), TooBig> {
     let size: usize = vars
         .clone()
         .into_iter()
         .map(|(n, v)| 4 + n.len() + v.len())
-        .sum();
+        .sum::<usize>()
+        + extra.len();
     // A name or value over 65535 bytes makes the whole too big as well.
     if size > 65535 {
         return Err(TooBig(size));
@@ -48,6 +51,7 @@ pub fn packet<'a>(
         out.extend_from_slice(&(v.len() as u16).to_le_bytes());
         out.extend_from_slice(v);
     }
+    out.extend_from_slice(extra);
     Ok(())
 }
 
@@ -66,9 +70,9 @@ mod tests {
         let mut out = Vec::new();
         packet(
             &mut out,
-            0,
-            0,
+            (0, 0),
             pairs(&[("REQUEST_METHOD", "GET"), ("QS", "")]),
+            b"",
         )
         .unwrap();
         let mut want = vec![0, 27, 0, 0];
@@ -86,7 +90,7 @@ mod tests {
     fn modifiers_frame_the_size_and_a_long_value_uses_both_bytes() {
         let long = "x".repeat(300);
         let mut out = Vec::new();
-        packet(&mut out, 5, 9, pairs(&[("K", &long)])).unwrap();
+        packet(&mut out, (5, 9), pairs(&[("K", &long)]), b"").unwrap();
         assert_eq!(out[0], 5);
         assert_eq!(u16::from_le_bytes([out[1], out[2]]) as usize, 4 + 1 + 300);
         assert_eq!(out[3], 9);
@@ -98,12 +102,21 @@ mod tests {
     fn vars_over_65535_bytes_are_refused_as_nginx_words_it() {
         let big = "v".repeat(65535);
         let mut out = Vec::new();
-        let e = packet(&mut out, 0, 0, pairs(&[("A", &big)])).unwrap_err();
+        let e = packet(&mut out, (0, 0), pairs(&[("A", &big)]), b"").unwrap_err();
         assert_eq!(e.to_string(), "uwsgi request is too big: 65540");
         assert!(out.is_empty());
         // Exactly 65535 fits.
         let fits = "v".repeat(65535 - 5);
-        packet(&mut out, 0, 0, pairs(&[("A", &fits)])).unwrap();
+        packet(&mut out, (0, 0), pairs(&[("A", &fits)]), b"").unwrap();
         assert_eq!(&out[1..3], &[0xff, 0xff]);
+    }
+
+    #[test]
+    fn uwsgi_string_follows_the_vars_inside_the_packet_size() {
+        let mut out = Vec::new();
+        packet(&mut out, (0, 0), pairs(&[("A", "b")]), b"extra").unwrap();
+        assert_eq!(u16::from_le_bytes([out[1], out[2]]) as usize, 6 + 5);
+        assert_eq!(&out[out.len() - 5..], b"extra");
+        assert_eq!(out.len(), 4 + 6 + 5);
     }
 }

@@ -313,12 +313,18 @@ pub(super) fn set_pass(b: &mut Build, d: &Directive, proto: Protocol) -> Res {
     let addr = &d.args[0];
     let groups = Arc::new(b.upstreams.clone());
     let location = b.location().path.clone();
+    // `suwsgi://` became `https://`: its host is the TLS name by default.
+    let (mut tls, mut proxy_host) = (false, addr.clone());
     let target = if addr.contains('$') {
         ProxyTarget::Dynamic(template(addr)?)
     } else {
         let mut url = addr.clone();
         crate::upstream::app_url(proto, &mut url)?;
-        let name = &url["http://".len()..];
+        tls = url.starts_with("https://");
+        let name = &url[url.find("://").map_or(0, |i| i + 3)..];
+        if tls {
+            proxy_host = name.to_string();
+        }
         match b.upstreams.iter().find(|g| g.name == name) {
             Some(g) => ProxyTarget::Group(Arc::clone(g)),
             None => {
@@ -338,9 +344,9 @@ pub(super) fn set_pass(b: &mut Build, d: &Directive, proto: Protocol) -> Res {
         proto,
         target,
         uri: None,
-        proxy_host: addr.clone(),
+        proxy_host,
         proxy_port: String::new(),
-        tls: false,
+        tls,
         location,
         groups,
         redirect_default: None,

@@ -326,6 +326,7 @@ impl Build {
         Ok(Config {
             main,
             cache_zones,
+            body_temp_paths: self.cache.body_temps(&self.prefix),
             servers,
             listens: groups.into_iter().map(|(g, _)| g).collect(),
             files,
@@ -415,6 +416,7 @@ impl Build {
         acme: Option<Arc<crate::acme::slot::CertSlot>>,
     ) -> Result<Arc<ServerConf>, ConfError> {
         sb.loc.inherit(&self.http);
+        super::tuning::default_body_temp(&mut sb.loc, &self.prefix);
         let base_s = sb.loc.finish();
         let limits = HeadLimitsConf {
             max_line: base_s.large_client_header_buffers.1,

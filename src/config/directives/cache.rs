@@ -309,6 +309,10 @@ pub(super) struct CacheBuild {
     /// Zone names and the module (`proxy`, `fastcgi`, ...) that declared
     /// or named them first: NGINX's shared memory zone tag.
     owners: Vec<(String, &'static str)>,
+    /// A location proxies (`*_pass`): request bodies may go to temp files.
+    pub(super) proxies: bool,
+    /// `client_body_temp_path` directories named in the configuration.
+    body_temps: Vec<PathBuf>,
 }
 
 impl CacheBuild {
@@ -326,6 +330,27 @@ impl CacheBuild {
                 Ok(())
             }
         }
+    }
+
+    /// A `client_body_temp_path`, checked against the other paths as
+    /// NGINX's `ngx_add_path` checks it.
+    pub(super) fn body_temp(&mut self, t: &TempPath, place: String) {
+        self.paths
+            .push((t.path.clone(), t.levels.clone(), false, place));
+        self.body_temps.push(t.path.clone());
+    }
+
+    /// The body temp directories to make at start-up: those named, and
+    /// the default under `prefix`, when a location proxies (none else).
+    pub(super) fn body_temps(&mut self, prefix: &Path) -> Vec<PathBuf> {
+        if !self.proxies {
+            return Vec::new();
+        }
+        let mut v = std::mem::take(&mut self.body_temps);
+        v.push(prefix.join(super::tuning::DEFAULT_BODY_TEMP));
+        v.sort();
+        v.dedup();
+        v
     }
 
     /// NGINX's path check, made after the whole file as NGINX does (so
@@ -354,7 +379,7 @@ impl CacheBuild {
     }
 }
 
-fn place(d: &Directive) -> String {
+pub(super) fn place(d: &Directive) -> String {
     format!("{}:{}", d.file.display(), d.line)
 }
 
@@ -438,8 +463,8 @@ fn set_cache_path(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
-/// `*_temp_path PATH [L1 [L2 [L3]]]`.
-fn temp_path(b: &Build, d: &Directive) -> Result<TempPath, String> {
+/// `*_temp_path PATH [L1 [L2 [L3]]]` (`client_body_temp_path` too).
+pub(super) fn temp_path(b: &Build, d: &Directive) -> Result<TempPath, String> {
     let mut levels = Vec::new();
     for a in &d.args[1..] {
         match a.parse::<u8>() {

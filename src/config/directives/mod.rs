@@ -243,6 +243,7 @@ static AREAS: &[&[Spec]] = &[
     uwsgi::ROWS,
     uwsgi::COMMON,
     uwsgi::CGI,
+    uwsgi::SSL,
     scgi::ROWS,
     scgi::COMMON,
     scgi::CGI,

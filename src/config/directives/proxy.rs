@@ -196,6 +196,10 @@ pub(super) fn first_proxy_pass(b: &mut Build, d: &Directive) -> Result<LocationK
     if matches!(handler, Handler::Proxy(_) | Handler::Grpc(_)) && kind != LocationKind::If {
         return Err(dup(d));
     }
+    // A request body larger than `client_body_buffer_size` is written to
+    // its temp file on the `default` pool under `aio off`.
+    b.default_pool_used = true;
+    b.cache.proxies = true;
     Ok(kind)
 }
 

@@ -138,8 +138,9 @@ pub(super) fn file_at(b: &Build, d: &Directive) -> Result<Arc<FileAt>, String> {
 pub(super) type ClientCerts = HashMap<(PathBuf, PathBuf, Arc<Vec<String>>), Arc<CertifiedKey>>;
 
 /// Loads the merged `proxy_ssl_certificate` pair of a location that
-/// proxies into `proxy_ssl_client_cert`, and `grpc_ssl_certificate`'s of
-/// one that passes to gRPC into `grpc.ssl_client_cert` (NGINX's errors: a
+/// proxies into `proxy_ssl_client_cert`, and `grpc_ssl_certificate`'s
+/// (`uwsgi_ssl_certificate`'s) of one that passes to gRPC (uwsgi) into
+/// `grpc.ssl_client_cert` (`uwsgi.ssl_client_cert`) (NGINX's errors: a
 /// certificate without a key; the pair's own, at the certificate's line).
 pub(super) fn load_client_certs(
     loc: &mut LocBuilder,
@@ -158,6 +159,18 @@ pub(super) fn load_client_certs(
         )?;
         if pair.is_some() {
             loc.proxy_ssl_client_cert = Some(pair);
+        }
+    }
+    if matches!(handler, Handler::Proxy(p) if p.proto == crate::upstream::Protocol::Uwsgi) {
+        let u = &mut loc.uwsgi;
+        let pair = client_pair(
+            ("uwsgi_ssl_certificate_key", u.ssl_certificate.clone()),
+            u.ssl_certificate_key.clone(),
+            u.ssl_password_file.clone(),
+            loaded,
+        )?;
+        if pair.is_some() {
+            u.ssl_client_cert = Some(pair);
         }
     }
     if matches!(handler, Handler::Grpc(_)) {

@@ -5,15 +5,26 @@
 //! (`docs/directives.md` says which and why). Applied here: the request-head
 //! rules `merge_slashes`, `ignore_invalid_headers`, `underscores_in_headers`
 //! and `max_headers` (server level, `http/request.rs`, `http/uri.rs`) and
-//! `keepalive_time` (`http/connection.rs`).
+//! `keepalive_time` (`http/connection.rs`), and the request body's
+//! `client_body_buffer_size`, `client_body_temp_path` and
+//! `proxy_request_buffering` (`handlers/proxy/request.rs`).
 
 #[allow(unused_imports)]
 use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("client_body_temp_path", HSL, Arity::Range(1, 4), temp_path),
-    d("client_body_buffer_size", HSL, Arity::N(1), size_only),
+    d("client_body_temp_path", HSL, Arity::Range(1, 4), |b, d| {
+        let t = super::cache::temp_path(b, d)?;
+        b.cache.body_temp(&t, super::cache::place(d));
+        set_once(&mut b.loc().client_body_temp_path, Some(t), d)
+    }),
+    d(
+        "client_body_buffer_size",
+        HSL,
+        Arity::N(1),
+        loc_size!(client_body_buffer_size),
+    ),
     d(
         "client_body_in_file_only",
         HSL,
@@ -28,7 +39,12 @@ pub(super) static ROWS: &[Spec] = &[
     d("client_body_in_single_buffer", HSL, Arity::N(1), flag_only),
     d("proxy_buffers", HSL, Arity::N(2), buffers),
     d("proxy_busy_buffers_size", HSL, Arity::N(1), size_only),
-    d("proxy_request_buffering", HSL, Arity::N(1), flag_only),
+    d(
+        "proxy_request_buffering",
+        HSL,
+        Arity::N(1),
+        loc_flag!(proxy_request_buffering),
+    ),
     d(
         "variables_hash_max_size",
         HTTP,
@@ -71,19 +87,19 @@ pub(super) static ROWS: &[Spec] = &[
     ),
 ];
 
-/// `*_temp_path PATH [L1 [L2 [L3]]]`, NGINX's path slot: each level a
-/// positive number. porter writes no temporary files for these (see the
-/// directive reference), so nothing is created.
-fn temp_path(b: &mut Build, d: &Directive) -> Res {
-    once(b, d)?;
-    for l in &d.args[1..] {
-        match l.parse::<u32>() {
-            Ok(n) if n > 0 => {}
-            _ => return Err(invalid(d)),
-        }
-    }
-    Ok(())
+/// NGINX's compiled-in `client_body_temp` under the prefix, where no
+/// level set `client_body_temp_path`.
+pub(super) fn default_body_temp(loc: &mut LocBuilder, prefix: &std::path::Path) {
+    loc.client_body_temp_path.get_or_insert_with(|| {
+        Some(crate::cache::TempPath {
+            path: prefix.join(DEFAULT_BODY_TEMP),
+            levels: crate::cache::Levels::default(),
+        })
+    });
 }
+
+/// `client_body_temp_path`'s default, under the prefix.
+pub(super) const DEFAULT_BODY_TEMP: &str = "client_body_temp";
 
 /// NGINX's "is duplicate" for a directive that porter checks and does
 /// not keep: the second in one block is an error.

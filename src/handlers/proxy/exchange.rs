@@ -1,7 +1,7 @@
 //! One exchange on an upstream connection, the part of a try that
 //! depends on the protocol: the request's head and body out (the body
-//! streamed as it arrives: as is, re-framed as chunks, or as FastCGI
-//! `STDIN` records) and the response head in (an HTTP/1 status line and
+//! from its temp file, or streamed as it arrives: as is, re-framed as
+//! chunks, or as FastCGI `STDIN` records) and the response head in (an HTTP/1 status line and
 //! headers, 1xx skipped; a uwsgi or SCGI application's status line or
 //! CGI header; or FastCGI records up to the end of the CGI
 //! header, the application's stderr logged on the way). Everything around
@@ -11,8 +11,9 @@
 use std::sync::Arc;
 
 use super::knobs::Knobs;
-use super::request::{client_body_error, too_large, ReqBody, UpstreamError};
+use super::request::{client_body_error, spool_failed, too_large, ReqBody, UpstreamError};
 use super::tls::TlsTarget;
+use crate::disk::Spool;
 use crate::h1::chunked;
 use crate::handlers::outcome::Env;
 use crate::http::context::RequestCtx;
@@ -47,7 +48,8 @@ impl Outgoing {
     pub fn scheme(&self) -> &'static str {
         match (self.proto, self.tls.is_some()) {
             (Protocol::FastCgi, _) => "fastcgi",
-            (Protocol::Uwsgi, _) => "uwsgi",
+            (Protocol::Uwsgi, true) => "suwsgi",
+            (Protocol::Uwsgi, false) => "uwsgi",
             (Protocol::Scgi, _) => "scgi",
             (Protocol::Grpc, _) => "grpc",
             (Protocol::Http, true) => "https",
@@ -99,16 +101,23 @@ pub(super) async fn send_request_read_head(
     if let Err(e) = upstream::write_all(&conn.stream, &out.head, k.send_timeout).await {
         return Err(Step::Early(HeadFail::Io(e, SENDING)));
     }
-    if let ReqBody::Stream { chunked } = out.body {
-        let framing = match out.proto {
-            Protocol::FastCgi => BodyFraming::FastCgi,
-            Protocol::Http if chunked => BodyFraming::Chunked,
-            // uwsgi and SCGI bodies follow their head as is (a chunked
-            // one was read whole: they need its length first).
-            Protocol::Http | Protocol::Uwsgi | Protocol::Scgi => BodyFraming::AsIs,
-            Protocol::Grpc => unreachable!("{GRPC}"),
-        };
-        send_body(ctx, env, k, &conn, framing).await?;
+    match &out.body {
+        ReqBody::Stream { chunked } => {
+            let framing = match out.proto {
+                Protocol::FastCgi => BodyFraming::FastCgi,
+                Protocol::Http if *chunked => BodyFraming::Chunked,
+                // uwsgi and SCGI bodies follow their head as is (a chunked
+                // one was read whole: they need its length first).
+                Protocol::Http | Protocol::Uwsgi | Protocol::Scgi => BodyFraming::AsIs,
+                Protocol::Grpc => unreachable!("{GRPC}"),
+            };
+            send_body(ctx, env, k, &conn, framing).await?;
+        }
+        ReqBody::Spooled(f) => {
+            let fastcgi = out.proto == Protocol::FastCgi;
+            send_spooled(ctx, env, k, &conn, f, fastcgi).await?;
+        }
+        ReqBody::None | ReqBody::Buffered(_) => {}
     }
     match out.proto {
         Protocol::Http => read_response_head(k, conn, wire::parse_response_head).await,
@@ -191,6 +200,46 @@ async fn send_body(
     };
     if let Err(e) = upstream::write_all(st, end, k.send_timeout).await {
         return Err(Step::Head(HeadFail::Io(e, SENDING)));
+    }
+    Ok(())
+}
+
+/// Sends a body read whole into its temp file, piece by piece (each read
+/// on a pool thread), as is or as `STDIN` records and the empty one.
+async fn send_spooled(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    k: &Knobs<'_>,
+    conn: &UpstreamConn,
+    f: &Spool,
+    fastcgi: bool,
+) -> Result<(), Step> {
+    let mut records = Vec::new();
+    let mut at = 0;
+    while at < f.len() {
+        let piece = match f.read_at(at, upstream::READ_CHUNK).await {
+            Ok(p) => p,
+            Err(e) => return Err(Step::Client(spool_failed(ctx, env, f, &e, "pread"))),
+        };
+        at += piece.len() as u64;
+        let data = match fastcgi {
+            true => {
+                records.clear();
+                fastcgi::stdin(&mut records, &piece);
+                &records[..]
+            }
+            false => &piece[..],
+        };
+        if let Err(e) = upstream::write_all(&conn.stream, data, k.send_timeout).await {
+            return Err(Step::Head(HeadFail::Io(e, SENDING)));
+        }
+    }
+    if fastcgi {
+        records.clear();
+        fastcgi::stdin_end(&mut records);
+        if let Err(e) = upstream::write_all(&conn.stream, &records, k.send_timeout).await {
+            return Err(Step::Head(HeadFail::Io(e, SENDING)));
+        }
     }
     Ok(())
 }

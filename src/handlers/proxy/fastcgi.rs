@@ -28,7 +28,8 @@ pub async fn build_request(
     client_body: Option<&RefCell<ClientBody<'_>>>,
     opts: &FetchOptions,
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
-    let body = request_body(ctx, env, client_body, None, true).await?;
+    let buffering = ctx.loc.s.fastcgi.request_buffering;
+    let body = request_body(ctx, env, client_body, None, true, buffering).await?;
     let mut head = Vec::with_capacity(1024);
     fastcgi::begin_request(&mut head, ctx.loc.s.fastcgi.keep_conn);
     let params = cgi_params(ctx, &ctx.loc.s.fastcgi, opts);
@@ -37,7 +38,7 @@ pub async fn build_request(
         params.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
     );
     match &body {
-        ReqBody::Stream { .. } => {}
+        ReqBody::Stream { .. } | ReqBody::Spooled(_) => {}
         ReqBody::None => fastcgi::stdin_end(&mut head),
         ReqBody::Buffered(b) => {
             fastcgi::stdin(&mut head, b);

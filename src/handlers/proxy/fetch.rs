@@ -73,9 +73,15 @@ pub async fn fetch_with(
     };
     let method = upstream_method(ctx, opts);
     let client_body = env.body.filter(|b| pass_body && !b.borrow().is_done());
-    let tls = match target.tls {
-        true => Some(tls::target(ctx, env.log)?),
-        false => None,
+    let tls = match (target.tls, pass.proto) {
+        // `uwsgi_pass suwsgi://`: the `uwsgi_ssl_*` settings.
+        (true, Protocol::Uwsgi) => {
+            let u = &ctx.loc.s.uwsgi;
+            let spec = tls::app_spec(u, false);
+            Some(tls::target_with(ctx, env.log, &spec, u.ssl_name.as_ref())?)
+        }
+        (true, _) => Some(tls::target(ctx, env.log)?),
+        (false, _) => None,
     };
     let (head, body) = match pass.proto {
         Protocol::Http => build_request(ctx, env, client_body, &method, &uri, opts).await?,
@@ -269,12 +275,14 @@ fn try_log(ctx: &RequestCtx, env: &Env<'_>, addr: &PeerAddr, out: &Outgoing) -> 
         .with_upstream(&format!("{}://{addr}{sep}{}", out.scheme(), out.uri))
 }
 
-/// `$upstream_bytes_sent` of a try: the head (with a body read whole) and
-/// a streamed body's length (a chunked one is not counted).
+/// `$upstream_bytes_sent` of a try: the head (with a body in memory), a
+/// body in a temp file and a streamed body's length (a chunked one is not
+/// counted).
 fn bytes_sent(ctx: &RequestCtx, out: &Outgoing) -> u64 {
     out.head.len() as u64
-        + match out.body {
+        + match &out.body {
             ReqBody::Stream { chunked: false } => ctx.head.content_length.unwrap_or(0),
+            ReqBody::Spooled(f) => f.len(),
             _ => 0,
         }
 }

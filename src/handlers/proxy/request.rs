@@ -11,6 +11,8 @@ use std::cell::RefCell;
 use smallvec::SmallVec;
 
 use crate::config::LocSettings;
+use crate::disk::{Failure, Spool};
+use crate::handlers::disk_io;
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
 use crate::http::context::{Method, RequestCtx};
@@ -18,10 +20,14 @@ use crate::log::Level;
 use crate::upstream::{wire, ProxyPass};
 
 /// A request body up to this long is read whole before the upstream is
-/// asked (like NGINX's `client_body_buffer_size`, in memory): it can then
-/// be sent again to the next peer, or on a fresh connection when a pooled
-/// one turns out dead. Longer bodies stream.
+/// asked even with `*_request_buffering off` (in memory up to
+/// `client_body_buffer_size`, in a temp file beyond): it can then be sent
+/// again to the next peer, or on a fresh connection when a pooled one
+/// turns out dead. Longer bodies stream then.
 const SMALL_BODY: u64 = 64 * 1024;
+
+/// A body in a temp file is written in pieces of about this size.
+const SPOOL_PIECE: usize = 64 * 1024;
 
 /// Why [`super::fetch`] produced no response (already logged).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,8 +165,12 @@ pub enum ReqBody {
     None,
     /// Read from the client while sending; `chunked` re-frames it.
     Stream { chunked: bool },
-    /// Read whole first (a chunked body to an HTTP/1.0 upstream).
+    /// Read whole first, into memory (a body up to
+    /// `client_body_buffer_size`).
     Buffered(Vec<u8>),
+    /// Read whole first, into a temp file (`client_body_temp_path`): sent
+    /// from it to each peer tried.
+    Spooled(Spool),
 }
 
 /// The request head (with a body read whole appended) and how the body
@@ -181,7 +191,9 @@ pub async fn build_request(
     let loc = std::sync::Arc::clone(&ctx.loc);
     let s = &loc.s;
     let set_body = s.proxy_set_body.as_ref().map(|t| t.render(ctx));
-    let mut body = request_body(ctx, env, client_body, set_body, !s.proxy_http11).await?;
+    let buffering = s.proxy_request_buffering;
+    let mut body =
+        request_body(ctx, env, client_body, set_body, !s.proxy_http11, buffering).await?;
     let headers = request_headers(ctx, s, &body, opts);
     let mut head = wire::request_head(method, uri, s.proxy_http11, &headers);
     if let ReqBody::Buffered(b) = &mut body {
@@ -191,9 +203,11 @@ pub async fn build_request(
 }
 
 /// How the client's body goes upstream: `set_body` in its place
-/// (`proxy_set_body`), else streamed as it arrives, except a small one or
-/// a chunked one when `whole_chunked` (an HTTP/1.0 upstream, or FastCGI,
-/// which need a length), read whole first.
+/// (`proxy_set_body`), else read whole first (`buffering`: the
+/// protocol's `*_request_buffering`, on by default as in NGINX; a small
+/// body, or a chunked one when `whole_chunked`: an HTTP/1.0 upstream, or
+/// FastCGI, uwsgi and SCGI, which need a length), else streamed as it
+/// arrives.
 // The connection loop waits while the handler runs: no one else borrows
 // the request body meanwhile.
 #[allow(clippy::await_holding_refcell_ref)]
@@ -203,6 +217,7 @@ pub async fn request_body(
     client_body: Option<&RefCell<ClientBody<'_>>>,
     set_body: Option<String>,
     whole_chunked: bool,
+    buffering: bool,
 ) -> Result<ReqBody, UpstreamError> {
     let send_timeout = ctx.loc.s.send_timeout;
     // NGINX reads (or tests) the body of every proxied request: an
@@ -229,11 +244,8 @@ pub async fn request_body(
             }
             let chunked = b.borrow().is_chunked();
             let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
-            if (chunked && whole_chunked) || small {
-                let whole = read_whole_body(ctx, env, b).await?;
-                // `$request_body`: NGINX has it when the body sits in memory.
-                ctx.request_body = Some(whole.clone());
-                ReqBody::Buffered(whole)
+            if buffering || (chunked && whole_chunked) || small {
+                read_whole_body(ctx, env, b).await?
             } else {
                 ReqBody::Stream { chunked }
             }
@@ -298,6 +310,7 @@ fn request_headers<'a>(
             ctx.head.content_length.unwrap_or(0).to_string().into(),
         )),
         ReqBody::Buffered(b) => out.push(("Content-Length".into(), b.len().to_string().into())),
+        ReqBody::Spooled(f) => out.push(("Content-Length".into(), f.len().to_string().into())),
     }
     if s.proxy_pass_request_headers {
         let listed = |list: &[&str], n: &str| list.iter().any(|h| h.eq_ignore_ascii_case(n));
@@ -315,32 +328,136 @@ fn request_headers<'a>(
     out
 }
 
-/// Reads a whole chunked request body (bounded by `client_max_body_size`).
+/// Reads the whole request body (bounded by `client_max_body_size`, as a
+/// chunked one is only then): in memory up to `client_body_buffer_size`
+/// (`$request_body` then has it), else on into a temp file, written on a
+/// pool thread piece by piece, so memory stays bounded and no event loop
+/// waits on the disk.
 // The connection loop waits while the handler runs: no one else borrows
 // the request body meanwhile.
 #[allow(clippy::await_holding_refcell_ref)]
 async fn read_whole_body(
-    ctx: &RequestCtx,
+    ctx: &mut RequestCtx,
     env: &Env<'_>,
     b: &RefCell<ClientBody<'_>>,
-) -> Result<Vec<u8>, UpstreamError> {
+) -> Result<ReqBody, UpstreamError> {
     let max = ctx.loc.s.client_max_body_size;
-    let mut all = Vec::new();
-    // The connection loop waits for this handler: nothing else borrows the
-    // body meanwhile.
+    let in_memory = ctx.loc.s.client_body_buffer_size as usize;
+    let mut mem = Vec::new();
+    let mut spool: Option<Spool> = None;
     let mut b = b.borrow_mut();
     loop {
-        match b.read(&mut all).await {
+        match b.read(&mut mem).await {
             Ok(true) => {
-                if max != 0 && all.len() as u64 > max {
-                    too_large(ctx, env, all.len() as u64);
+                if max != 0 && b.read > max {
+                    too_large(ctx, env, b.read);
                     return Err(UpstreamError::Status(413));
                 }
             }
-            Ok(false) => return Ok(all),
+            Ok(false) => break,
             Err(e) => return Err(client_body_error(ctx, env, &e)),
         }
+        let limit = if spool.is_some() {
+            SPOOL_PIECE
+        } else {
+            in_memory
+        };
+        if mem.len() > limit {
+            let f = match &mut spool {
+                Some(f) => f,
+                None => spool.insert(open_spool(ctx, env).await?),
+            };
+            let piece = std::mem::take(&mut mem);
+            f.append(piece)
+                .await
+                .map_err(|e| spool_failed(ctx, env, f, &e, "write"))?;
+        }
     }
+    match spool {
+        None => {
+            // `$request_body`: NGINX has it when the body sits in memory.
+            ctx.request_body = Some(mem.clone());
+            Ok(ReqBody::Buffered(mem))
+        }
+        Some(mut f) => {
+            if !mem.is_empty() {
+                f.append(mem)
+                    .await
+                    .map_err(|e| spool_failed(ctx, env, &f, &e, "write"))?;
+            }
+            ctx.request_body_file_len = Some(f.len());
+            Ok(ReqBody::Spooled(f))
+        }
+    }
+}
+
+/// A new temp file for the body in `client_body_temp_path`, named as
+/// NGINX names one (ten digits, its levels taken from the end), logged
+/// as NGINX logs it.
+async fn open_spool(ctx: &RequestCtx, env: &Env<'_>) -> Result<Spool, UpstreamError> {
+    let io = match disk_io::route(ctx, env) {
+        Ok(io) => env.disk.offloaded(io),
+        Err(_) => return Err(UpstreamError::Status(500)),
+    };
+    let default = crate::cache::TempPath {
+        path: "client_body_temp".into(),
+        levels: Default::default(),
+    };
+    let temp = ctx.loc.s.client_body_temp_path.as_ref().unwrap_or(&default);
+    loop {
+        let name = format!("{:010}", next_temp_number());
+        let path = temp.levels.dir_of(&temp.path, &name).join(&name);
+        match Spool::create(&io, &path).await {
+            Ok(f) => {
+                ctx.log(env.log).line(
+                    Level::Warn,
+                    format_args!(
+                        "a client request body is buffered to a temporary file {}",
+                        path.display()
+                    ),
+                );
+                return Ok(f);
+            }
+            // Another worker's body has the name: the next number.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                let f = Failure::of(&e, "open", &path.to_string_lossy());
+                let level = if f.crit { Level::Crit } else { Level::Error };
+                ctx.log(env.log).line(level, format_args!("{}", f.line));
+                return Err(UpstreamError::Status(f.status));
+            }
+        }
+    }
+}
+
+/// NGINX's `ngx_next_temp_number`: a process-wide counter from a random
+/// start, so two workers rarely try one name (`O_EXCL` settles it).
+fn next_temp_number() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        (u64::from(std::process::id()) * 7919 + t.subsec_nanos() as u64) % 1_000_000_000
+    });
+    (start + NEXT.fetch_add(1, Ordering::Relaxed)) % 10_000_000_000
+}
+
+/// A failed write or read of the body's temp file: 500 (503 for a full
+/// pool), with NGINX's line.
+pub fn spool_failed(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    f: &Spool,
+    e: &std::io::Error,
+    op: &str,
+) -> UpstreamError {
+    let fail = Failure::of(e, op, &f.path().to_string_lossy());
+    let level = if fail.crit { Level::Crit } else { Level::Error };
+    ctx.log(env.log).line(level, format_args!("{}", fail.line));
+    UpstreamError::Status(fail.status)
 }
 
 pub fn too_large(ctx: &RequestCtx, env: &Env<'_>, n: u64) {

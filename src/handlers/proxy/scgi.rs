@@ -22,7 +22,8 @@ pub async fn build_request(
     client_body: Option<&RefCell<ClientBody<'_>>>,
     opts: &FetchOptions,
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
-    let body = request_body(ctx, env, client_body, None, true).await?;
+    let buffering = ctx.loc.s.scgi.request_buffering;
+    let body = request_body(ctx, env, client_body, None, true, buffering).await?;
     let loc = Arc::clone(&ctx.loc);
     let params = cgi_params(ctx, &loc.s.scgi, opts);
     let vars = params.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
@@ -31,6 +32,7 @@ pub async fn build_request(
     // body back.
     let length = match &body {
         ReqBody::Buffered(b) => b.len() as u64,
+        ReqBody::Spooled(f) => f.len(),
         _ => ctx.head.content_length.unwrap_or(0),
     };
     let mut head = Vec::new();

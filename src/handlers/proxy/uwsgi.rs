@@ -1,7 +1,8 @@
 //! What goes to a uwsgi application (`uwsgi_pass`): one packet — the
 //! `uwsgi_param` lines rendered (`if_not_empty` ones left out when empty),
 //! then the client's headers as `HTTP_*`, as FastCGI's `PARAMS` are built
-//! ([`super::fastcgi::cgi_params`]) — then the body as is. The packet is
+//! ([`super::fastcgi::cgi_params`]), and `uwsgi_string` after them — then
+//! the body as is. The packet is
 //! `upstream::uwsgi`'s; the rest of the exchange is the proxy's.
 
 use std::cell::RefCell;
@@ -22,13 +23,19 @@ pub async fn build_request(
     client_body: Option<&RefCell<ClientBody<'_>>>,
     opts: &FetchOptions,
 ) -> Result<(Vec<u8>, ReqBody), UpstreamError> {
-    let body = request_body(ctx, env, client_body, None, true).await?;
+    let buffering = ctx.loc.s.uwsgi.request_buffering;
+    let body = request_body(ctx, env, client_body, None, true, buffering).await?;
     let loc = Arc::clone(&ctx.loc);
     let s = &loc.s.uwsgi;
     let params = cgi_params(ctx, s, opts);
     let vars = params.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes()));
     let mut head = Vec::new();
-    if let Err(e) = uwsgi::packet(&mut head, s.modifier1, s.modifier2, vars) {
+    if let Err(e) = uwsgi::packet(
+        &mut head,
+        (s.modifier1, s.modifier2),
+        vars,
+        s.string.as_bytes(),
+    ) {
         ctx.log(env.log).line(Level::Alert, format_args!("{e}"));
         return Err(UpstreamError::Status(500));
     }
