@@ -53,8 +53,8 @@ mod hot_hole;
 mod io;
 mod list_dir;
 mod open;
-mod owner_walk;
 pub mod open_file_cache;
+mod owner_walk;
 pub mod pool;
 pub mod priority;
 mod readahead;
@@ -525,6 +525,7 @@ mod tests {
                 let rules = PathRules {
                     no_symlinks: true,
                     root: Some(root.clone()),
+                    ..Default::default()
                 };
                 let io = threads(&disk, fast);
                 let real = disk.open(&io, &d.join("real"), &rules, None).await;

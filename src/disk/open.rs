@@ -245,6 +245,25 @@ fn open_and_stat(
     Ok((File::from(fd), FileMeta::from_stat(&st)))
 }
 
+/// What NGINX's walk (`O_PATH|O_NOFOLLOW`, one component at a time)
+/// answers for a path with a link on it: a link on the way is opened as
+/// itself and the next step fails with `ENOTDIR` (404); only a link at
+/// the end is `ELOOP` (403). Told by opening the parent.
+fn link_refusal(path: &Path, rules: &PathRules) -> io::Error {
+    let not_dir = io::Error::from_raw_os_error(libc::ENOTDIR);
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return not_dir;
+    }
+    let Some(parent) = path.parent() else {
+        return io::Error::from_raw_os_error(libc::ELOOP);
+    };
+    match open_path(parent, rules, PATH_FLAGS | OFlags::DIRECTORY, false) {
+        Ok(_) => io::Error::from_raw_os_error(libc::ELOOP),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => not_dir,
+        Err(e) => e,
+    }
+}
+
 fn owned_open_and_stat(path: &Path, rules: &PathRules) -> io::Result<(File, FileMeta)> {
     let fd = super::owner_walk::open(path, rules, READ_FLAGS)?;
     let st = rustix::fs::fstat(&fd)?;
@@ -336,7 +355,9 @@ impl Io {
             },
             None => self.path_call(Op::Open, open_and_stat, path, rules).await,
         };
-        let (file, meta) = self.owner_walk(opened, path, rules, owned_open_and_stat).await?;
+        let (file, meta) = self
+            .owner_walk(opened, path, rules, owned_open_and_stat)
+            .await?;
         if self.pool.is_some() || self.ring.is_some() {
             fastpath::own_readahead(&file, meta.size);
         }
@@ -355,9 +376,11 @@ impl Io {
         self.owner_walk(found, path, rules, owned_stat).await
     }
 
-    /// `disable_symlinks if_not_owner`: a path refused for a link
-    /// (`ELOOP`) is walked again by NGINX's owner rule, where the route
-    /// runs blocking calls (the pool; inline under `aio off`).
+    /// A path refused for a link (`ELOOP`) under `disable_symlinks`:
+    /// with `if_not_owner` walked again by NGINX's owner rule; with `on`
+    /// told apart as NGINX's walk tells it ([`link_refusal`]). Both where
+    /// the route runs blocking calls (the pool; inline under `aio off`):
+    /// only a refused path pays for them.
     async fn owner_walk<T: Send + 'static>(
         &self,
         first: io::Result<T>,
@@ -366,10 +389,14 @@ impl Io {
         call: fn(&Path, &PathRules) -> io::Result<T>,
     ) -> io::Result<T> {
         match first {
-            Err(e) if rules.if_not_owner && e.raw_os_error() == Some(libc::ELOOP) => {
+            Err(e) if rules.no_symlinks && e.raw_os_error() == Some(libc::ELOOP) => {
                 let path = path.to_path_buf();
                 let rules = rules.clone();
-                self.run(Lane::Short, move || call(&path, &rules)).await
+                self.run(Lane::Short, move || match rules.if_not_owner {
+                    true => call(&path, &rules),
+                    false => Err(link_refusal(&path, &rules)),
+                })
+                .await
             }
             r => r,
         }

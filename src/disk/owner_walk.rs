@@ -23,7 +23,9 @@ use super::open::{PathRules, PATH_FLAGS};
 /// Opens `path` with `flags`, every link on it (beneath `root` with
 /// `from=`, else from `/`) owned as its target is.
 pub(super) fn open(path: &Path, rules: &PathRules, flags: OFlags) -> io::Result<OwnedFd> {
-    let text = path.to_str().ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let text = path
+        .to_str()
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
     let from = rules
         .root
         .as_deref()
@@ -36,7 +38,6 @@ pub(super) fn open(path: &Path, rules: &PathRules, flags: OFlags) -> io::Result<
             None => (None, text),
         },
     };
-    let at = |d: &Option<OwnedFd>| d.as_ref().map_or(CWD, |d| d.as_fd());
     let mut parts = rest.split('/').peekable();
     while let Some(part) = parts.next() {
         if parts.peek().is_none() {
@@ -53,6 +54,12 @@ pub(super) fn open(path: &Path, rules: &PathRules, flags: OFlags) -> io::Result<
         dir = Some(owned_open(at(&dir), part, search())?);
     }
     unreachable!("split yields at least one part")
+}
+
+/// The directory a walk is at (the working directory for a relative
+/// path).
+fn at(dir: &Option<OwnedFd>) -> BorrowedFd<'_> {
+    dir.as_ref().map_or(CWD, |d| d.as_fd())
 }
 
 /// NGINX's `NGX_FILE_SEARCH|NGX_FILE_NONBLOCK` for a directory on the way.

@@ -138,7 +138,10 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             Err(e) => return open_failed(ctx, env, &path, &e),
         }
     }
-    match io.stat(Path::new(&dir), &disk_io::path_rules(ctx, &dir)).await {
+    match io
+        .stat(Path::new(&dir), &disk_io::path_rules(ctx, &dir))
+        .await
+    {
         Ok(m) if m.kind == FileKind::Directory && ctx.loc.s.autoindex => {
             super::autoindex::serve(ctx, env, &io, &dir).await
         }

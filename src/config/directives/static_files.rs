@@ -27,7 +27,12 @@ pub(super) static ROWS: &[Spec] = &[
         set_once(&mut b.loc().charset, v, d)
     }),
     d("etag", HSL, Arity::N(1), loc_flag!(etag)),
-    d("disable_symlinks", HSL, Arity::Range(1, 2), disable_symlinks),
+    d(
+        "disable_symlinks",
+        HSL,
+        Arity::Range(1, 2),
+        disable_symlinks,
+    ),
 ];
 
 /// `disable_symlinks off | on | if_not_owner [from=part]`, with NGINX's
@@ -61,7 +66,11 @@ fn disable_symlinks(b: &mut Build, d: &Directive) -> Res {
     if mode == SymlinkCheck::Off && from.is_some() {
         return Err("\"from=\" cannot be used with \"off\" parameter".into());
     }
-    set_once(&mut b.loc().disable_symlinks, DisableSymlinks { mode, from }, d)
+    set_once(
+        &mut b.loc().disable_symlinks,
+        DisableSymlinks { mode, from },
+        d,
+    )
 }
 
 fn set_types(b: &mut Build, d: &Directive) -> Res {
