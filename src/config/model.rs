@@ -387,8 +387,8 @@ loc_settings! {
     port_in_redirect: bool = true;
     /// `server_name_in_redirect`.
     server_name_in_redirect: bool = false;
-    /// `disable_symlinks on|off`.
-    disable_symlinks: bool = false;
+    /// `disable_symlinks off|on|if_not_owner [from=part]`.
+    disable_symlinks: DisableSymlinks = DisableSymlinks::default();
     /// `charset` (None = off).
     charset: Option<String> = None;
     /// `expires` (None = off).
@@ -584,10 +584,12 @@ loc_settings! {
     proxy_cache_convert_head: bool = true;
     /// `slice` (bytes; 0 = off).
     slice: u64 = 0;
-    /// `proxy_cookie_domain` rules (domain, replacement).
-    proxy_cookie_domain: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
-    /// `proxy_cookie_path` rules (path prefix, replacement).
-    proxy_cookie_path: Arc<Vec<(String, Template)>> = Arc::new(Vec::new());
+    /// `proxy_cookie_domain` rules.
+    proxy_cookie_domain: Arc<Vec<crate::upstream::cookie::CookieRewrite>> = Arc::new(Vec::new());
+    /// `proxy_cookie_path` rules.
+    proxy_cookie_path: Arc<Vec<crate::upstream::cookie::CookieRewrite>> = Arc::new(Vec::new());
+    /// `proxy_cookie_flags` rules.
+    proxy_cookie_flags: Arc<Vec<crate::upstream::cookie::CookieFlags>> = Arc::new(Vec::new());
 
     // Names resolved at run time (`directives/resolver.rs`,
     // `upstream::resolver`).

@@ -5,6 +5,29 @@
 
 use crate::vars::template::Template;
 
+/// `disable_symlinks off | on | if_not_owner [from=part]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DisableSymlinks {
+    /// `on`: no symbolic link on the path; `if_not_owner`: only links
+    /// owned as their target is.
+    pub mode: SymlinkCheck,
+    /// `from=`: the leading part of the path not checked (variables
+    /// allowed).
+    pub from: Option<Template>,
+}
+
+/// What `disable_symlinks` checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SymlinkCheck {
+    /// `off`: links are followed.
+    #[default]
+    Off,
+    /// `on`: any link refuses the path.
+    On,
+    /// `if_not_owner`: a link whose owner is not its target's refuses it.
+    IfNotOwner,
+}
+
 /// `keepalive_disable`: the browsers whose connections close after a
 /// request (`src/http/user_agent.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -32,6 +32,7 @@
 //! | `types.rs` | [`FileMeta`], [`FileKind`], [`DiskError`], [`Failure`] |
 //! | `io.rs` | [`Io`], the route, and the calls that need only it (create, write, rename, …) |
 //! | `open.rs` | [`PathRules`], [`OpenFile`], open/stat/read, [`Disk::open`] with `open_file_cache` |
+//! | `owner_walk.rs` | `disable_symlinks if_not_owner`: NGINX's walk, one component at a time |
 //! | `send.rs` | [`Disk::sendfile`]: inline, copy fast path, or a pool thread (short or bulk lane) |
 //! | `sent.rs` | [`sent::Route`]: which route delivered body bytes (`porter_disk_send_bytes_total`) |
 //! | `direct.rs` | `directio`: [`Disk::set_direct`], reads around the page cache with `O_DIRECT` |
@@ -54,6 +55,7 @@ mod io;
 mod list_dir;
 mod open;
 pub mod open_file_cache;
+mod owner_walk;
 pub mod pool;
 pub mod priority;
 mod readahead;
@@ -539,6 +541,7 @@ mod tests {
                 let rules = PathRules {
                     no_symlinks: true,
                     root: Some(root.clone()),
+                    ..Default::default()
                 };
                 let io = threads(&disk, fast);
                 let real = disk.open(&io, &d.join("real"), &rules, None).await;

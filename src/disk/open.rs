@@ -26,13 +26,31 @@ use super::uring::Unsent;
 use super::Disk;
 
 /// How paths are resolved: NGINX's `disable_symlinks`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct PathRules {
-    /// `disable_symlinks on`: refuse any symbolic link on the path (ELOOP),
-    /// resolving beneath `root`.
+    /// `disable_symlinks on|if_not_owner`: refuse a symbolic link on the
+    /// path (ELOOP), resolving beneath `root`.
     pub no_symlinks: bool,
-    /// The document root the path lies under (used with `no_symlinks`).
+    /// `if_not_owner`: a link owned as its target is followed
+    /// (`owner_walk`, NGINX's walk, after `RESOLVE_NO_SYMLINKS` met one).
+    pub if_not_owner: bool,
+    /// The directory the path lies under (used with `no_symlinks`): the
+    /// document root, or the `from=` part.
     pub root: Option<String>,
+    /// `from=`: `root` is reached as it is (links followed); only the
+    /// path beneath it is checked. Else `root` is checked too.
+    pub from: bool,
+}
+
+impl PathRules {
+    /// How `root` itself is resolved.
+    pub(super) fn root_resolve(&self) -> ResolveFlags {
+        if self.from {
+            ResolveFlags::empty()
+        } else {
+            ResolveFlags::NO_SYMLINKS
+        }
+    }
 }
 
 /// An open file and its metadata, taken from the same descriptor, with the
@@ -225,7 +243,7 @@ fn open_path(
         cwd,
         Path::new(root.unwrap_or("/")),
         PATH_FLAGS | OFlags::DIRECTORY,
-        ResolveFlags::NO_SYMLINKS,
+        rules.root_resolve(),
         cached_only,
     )?;
     fastpath::openat2(
@@ -245,6 +263,36 @@ fn open_and_stat(
     let fd = open_path(path, rules, READ_FLAGS, cached_only)?;
     let st = rustix::fs::fstat(&fd)?;
     Ok((File::from(fd), FileMeta::from_stat(&st)))
+}
+
+/// What NGINX's walk (`O_PATH|O_NOFOLLOW`, one component at a time)
+/// answers for a path with a link on it: a link on the way is opened as
+/// itself and the next step fails with `ENOTDIR` (404); only a link at
+/// the end is `ELOOP` (403). Told by opening the parent.
+fn link_refusal(path: &Path, rules: &PathRules) -> io::Error {
+    let not_dir = io::Error::from_raw_os_error(libc::ENOTDIR);
+    if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return not_dir;
+    }
+    let Some(parent) = path.parent() else {
+        return io::Error::from_raw_os_error(libc::ELOOP);
+    };
+    match open_path(parent, rules, PATH_FLAGS | OFlags::DIRECTORY, false) {
+        Ok(_) => io::Error::from_raw_os_error(libc::ELOOP),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => not_dir,
+        Err(e) => e,
+    }
+}
+
+fn owned_open_and_stat(path: &Path, rules: &PathRules) -> io::Result<(File, FileMeta)> {
+    let fd = super::owner_walk::open(path, rules, READ_FLAGS)?;
+    let st = rustix::fs::fstat(&fd)?;
+    Ok((File::from(fd), FileMeta::from_stat(&st)))
+}
+
+fn owned_stat(path: &Path, rules: &PathRules) -> io::Result<FileMeta> {
+    let fd = super::owner_walk::open(path, rules, PATH_FLAGS)?;
+    Ok(FileMeta::from_stat(&rustix::fs::fstat(&fd)?))
 }
 
 fn stat_path(path: &Path, rules: &PathRules, cached_only: bool) -> io::Result<FileMeta> {
@@ -320,13 +368,16 @@ impl Io {
     /// `O_NONBLOCK` keeps a FIFO planted under the root from hanging the
     /// open, as NGINX does.
     pub async fn open(&self, path: &Path, rules: &PathRules) -> io::Result<OpenFile> {
-        let (file, meta) = match &self.ring {
+        let opened = match &self.ring {
             Some(ring) => match self.cached_first(Op::Open, open_and_stat, path, rules) {
-                Some(r) => r?,
-                None => ring.open_and_stat(path, rules).await?,
+                Some(r) => r,
+                None => ring.open_and_stat(path, rules).await,
             },
-            None => self.path_call(Op::Open, open_and_stat, path, rules).await?,
+            None => self.path_call(Op::Open, open_and_stat, path, rules).await,
         };
+        let (file, meta) = self
+            .owner_walk(opened, path, rules, owned_open_and_stat)
+            .await?;
         if self.pool.is_some() || self.ring.is_some() {
             fastpath::own_readahead(&file, meta.size);
         }
@@ -335,12 +386,39 @@ impl Io {
 
     /// `stat`s `path` (following symlinks unless `disable_symlinks`).
     pub async fn stat(&self, path: &Path, rules: &PathRules) -> io::Result<FileMeta> {
-        match &self.ring {
+        let found = match &self.ring {
             Some(ring) => match self.cached_first(Op::Stat, stat_path, path, rules) {
                 Some(r) => r,
                 None => ring.stat_path(path, rules).await,
             },
             None => self.path_call(Op::Stat, stat_path, path, rules).await,
+        };
+        self.owner_walk(found, path, rules, owned_stat).await
+    }
+
+    /// A path refused for a link (`ELOOP`) under `disable_symlinks`:
+    /// with `if_not_owner` walked again by NGINX's owner rule; with `on`
+    /// told apart as NGINX's walk tells it ([`link_refusal`]). Both where
+    /// the route runs blocking calls (the pool; inline under `aio off`):
+    /// only a refused path pays for them.
+    async fn owner_walk<T: Send + 'static>(
+        &self,
+        first: io::Result<T>,
+        path: &Path,
+        rules: &PathRules,
+        call: fn(&Path, &PathRules) -> io::Result<T>,
+    ) -> io::Result<T> {
+        match first {
+            Err(e) if rules.no_symlinks && e.raw_os_error() == Some(libc::ELOOP) => {
+                let path = path.to_path_buf();
+                let rules = rules.clone();
+                self.run(Lane::Short, move || match rules.if_not_owner {
+                    true => call(&path, &rules),
+                    false => Err(link_refusal(&path, &rules)),
+                })
+                .await
+            }
+            r => r,
         }
     }
 }
@@ -360,7 +438,7 @@ impl Disk {
         };
         let key = open_file_cache::Key {
             path: path.to_path_buf(),
-            no_symlinks: rules.no_symlinks,
+            rules: rules.clone(),
         };
         let now = std::time::Instant::now();
         let lookup = self.open_files.borrow_mut().lookup(&key, conf, now);

@@ -44,8 +44,8 @@ pub type Cached = Result<(Arc<File>, FileMeta), i32>;
 pub struct Key {
     /// The file-system path.
     pub path: PathBuf,
-    /// `disable_symlinks on`.
-    pub no_symlinks: bool,
+    /// How it was resolved (`disable_symlinks`).
+    pub rules: super::PathRules,
 }
 
 #[derive(Debug)]
@@ -182,7 +182,7 @@ mod tests {
     fn key(p: &str) -> Key {
         Key {
             path: p.into(),
-            no_symlinks: false,
+            rules: Default::default(),
         }
     }
 

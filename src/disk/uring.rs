@@ -723,6 +723,7 @@ mod tests {
             let beneath = PathRules {
                 no_symlinks: true,
                 root: Some(d.to_str().unwrap().to_string()),
+                ..Default::default()
             };
             assert!(ring.open_and_stat(&p, &beneath).await.is_ok());
             let e = ring

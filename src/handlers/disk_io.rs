@@ -6,7 +6,7 @@
 use std::io;
 
 use super::outcome::{Env, Outcome};
-use crate::config::AioConf;
+use crate::config::{AioConf, SymlinkCheck};
 use crate::disk::{Failure, Io, OpenFileCacheSettings, PathRules};
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
@@ -27,17 +27,41 @@ pub fn route(ctx: &RequestCtx, env: &Env<'_>) -> Result<Io, Box<Outcome>> {
     routed.map_err(|e| Box::new(failed(ctx, env, &io::Error::other(e), "open", "")))
 }
 
-/// `disable_symlinks`: with it on, paths resolve beneath `$document_root`.
-pub fn path_rules(ctx: &RequestCtx) -> PathRules {
-    let no_symlinks = ctx.loc.s.disable_symlinks;
-    PathRules {
-        no_symlinks,
-        root: if no_symlinks {
-            ctx.document_root.clone()
-        } else {
-            None
-        },
+/// `disable_symlinks` for `path`: with it on, the path resolves beneath
+/// `$document_root` (checked too), or beneath the `from=` part (not
+/// checked) when that is a leading part of the path — NGINX's
+/// `ngx_http_set_disable_symlinks`: `from=` equal to the whole path
+/// checks nothing; one that is no leading part checks everything.
+pub fn path_rules(ctx: &RequestCtx, path: &str) -> PathRules {
+    let ds = &ctx.loc.s.disable_symlinks;
+    if ds.mode == SymlinkCheck::Off {
+        return PathRules::default();
     }
+    let mut rules = PathRules {
+        no_symlinks: true,
+        if_not_owner: ds.mode == SymlinkCheck::IfNotOwner,
+        root: ctx.document_root.clone(),
+        from: false,
+    };
+    let Some(from) = ds.from.as_ref().map(|t| t.render(ctx)) else {
+        return rules;
+    };
+    if from.is_empty() || !path.starts_with(from.as_str()) {
+        return rules;
+    }
+    if from.len() == path.len() {
+        return PathRules::default();
+    }
+    let part = if path.as_bytes()[from.len()] == b'/' {
+        Some(from.as_str())
+    } else {
+        from.strip_suffix('/')
+    };
+    if let Some(part) = part {
+        rules.root = Some(part.to_string());
+        rules.from = true;
+    }
+    rules
 }
 
 /// `open_file_cache` and its companion directives, when on.

@@ -138,7 +138,7 @@ pub fn content_type(types: &crate::config::Types, default: &Arc<str>, uri: &str)
 /// regular file of at least `directio` bytes is read around the page
 /// cache from then on.
 pub async fn open(ctx: &RequestCtx, env: &Env<'_>, io: &Io, path: &str) -> io::Result<OpenFile> {
-    let rules = disk_io::path_rules(ctx);
+    let rules = disk_io::path_rules(ctx, path);
     let cache = disk_io::open_file_cache(ctx);
     let mut file = env
         .disk

@@ -225,7 +225,10 @@ async fn file_test(ctx: &RequestCtx, env: &Env<'_>, path: &str, t: FileTest) -> 
     let Ok(io) = disk_io::route(ctx, env) else {
         return false;
     };
-    let meta = match io.stat(Path::new(path), &disk_io::path_rules(ctx)).await {
+    let meta = match io
+        .stat(Path::new(path), &disk_io::path_rules(ctx, path))
+        .await
+    {
         Ok(m) => m,
         Err(_) => return false,
     };

@@ -138,7 +138,10 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
             Err(e) => return open_failed(ctx, env, &path, &e),
         }
     }
-    match io.stat(Path::new(&dir), &disk_io::path_rules(ctx)).await {
+    match io
+        .stat(Path::new(&dir), &disk_io::path_rules(ctx, &dir))
+        .await
+    {
         Ok(m) if m.kind == FileKind::Directory && ctx.loc.s.autoindex => {
             super::autoindex::serve(ctx, env, &io, &dir).await
         }
@@ -170,13 +173,13 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
         Ok(io) => io,
         Err(o) => return Some(*o),
     };
-    let rules = disk_io::path_rules(ctx);
     for c in &tf.candidates {
         let value = c.name.render(ctx);
         let (path, _) = map_path(ctx, &value);
         if leaves_root(ctx, &path) {
             continue;
         }
+        let rules = disk_io::path_rules(ctx, &path);
         let found = match io.stat(Path::new(&path), &rules).await {
             Ok(m) => (m.kind == FileKind::Directory) == c.dir,
             Err(e) if Failure::is_pool(&e) => {

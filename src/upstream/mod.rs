@@ -3,7 +3,7 @@
 //! per-worker keep-alive pools ([`pool`]), HTTP/1.x client framing
 //! ([`wire`]), the application-server codecs ([`fastcgi`], [`uwsgi`],
 //! [`scgi`], and [`app_head`] for the latter two's answers), HTTP/2 to
-//! peers for gRPC ([`http2`]), the peer's address, TCP or unix socket ([`addr`]), the
+//! peers for gRPC ([`http2`]), `Set-Cookie` rewriting ([`cookie`]), the peer's address, TCP or unix socket ([`addr`]), the
 //! socket plain or TLS ([`stream`]), names resolved at run time
 //! ([`resolver`]), and the pieces a
 //! proxied exchange is made of: connecting with `proxy_connect_timeout`,
@@ -18,6 +18,7 @@
 pub mod addr;
 pub mod app_head;
 pub mod balance;
+pub mod cookie;
 pub mod fastcgi;
 pub mod http2;
 mod ketama;

@@ -221,10 +221,13 @@ impl Map {
 }
 
 /// The request's variables, with `$N` and the named captures of a map's
-/// own regular expression in front.
-struct WithMatch<'a> {
-    src: &'a dyn VarSource,
-    m: &'a Matched,
+/// own regular expression in front (also a proxy cookie rule's:
+/// `upstream::cookie`).
+pub struct WithMatch<'a> {
+    /// The request's variables.
+    pub src: &'a dyn VarSource,
+    /// The match whose captures come first.
+    pub m: &'a Matched,
 }
 
 impl VarSource for WithMatch<'_> {

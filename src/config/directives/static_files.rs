@@ -1,5 +1,6 @@
 //! Static-file directives: `root`/`alias`, `index`, `try_files`, `types`,
-//! `add_header`, `expires`, `charset`, `etag`, `disable_symlinks`.
+//! `add_header`, `expires`, `charset`, `etag`, `disable_symlinks` (applied
+//! by `handlers::disk_io::path_rules` and `disk::open`).
 
 #[allow(unused_imports)]
 use super::*;
@@ -29,10 +30,48 @@ pub(super) static ROWS: &[Spec] = &[
     d(
         "disable_symlinks",
         HSL,
-        Arity::N(1),
-        loc_flag!(disable_symlinks),
+        Arity::Range(1, 2),
+        disable_symlinks,
     ),
 ];
+
+/// `disable_symlinks off | on | if_not_owner [from=part]`, with NGINX's
+/// messages.
+fn disable_symlinks(b: &mut Build, d: &Directive) -> Res {
+    let mut mode = None;
+    let mut from = None;
+    for a in &d.args {
+        match a.as_str() {
+            "off" => mode = Some(SymlinkCheck::Off),
+            "on" => mode = Some(SymlinkCheck::On),
+            "if_not_owner" => mode = Some(SymlinkCheck::IfNotOwner),
+            _ => match a.strip_prefix("from=") {
+                Some(part) => from = Some(template(part)?),
+                None => return Err(format!("invalid parameter \"{a}\"")),
+            },
+        }
+    }
+    let Some(mode) = mode else {
+        return Err(format!(
+            "\"{}\" must have \"off\", \"on\" or \"if_not_owner\" parameter",
+            d.name
+        ));
+    };
+    if d.args.len() == 2 && from.is_none() {
+        return Err(format!(
+            "duplicate parameters \"{} {}\"",
+            d.args[0], d.args[1]
+        ));
+    }
+    if mode == SymlinkCheck::Off && from.is_some() {
+        return Err("\"from=\" cannot be used with \"off\" parameter".into());
+    }
+    set_once(
+        &mut b.loc().disable_symlinks,
+        DisableSymlinks { mode, from },
+        d,
+    )
+}
 
 fn set_types(b: &mut Build, d: &Directive) -> Res {
     let mut map: Types = match &b.loc().types {

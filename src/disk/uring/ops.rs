@@ -205,7 +205,7 @@ impl Ring {
                 None,
                 Path::new(root.unwrap_or("/")),
                 PATH_FLAGS | OFlags::DIRECTORY,
-                ResolveFlags::NO_SYMLINKS,
+                rules.root_resolve(),
             )
             .await?;
         let rel = rel.to_path_buf();

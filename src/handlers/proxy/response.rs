@@ -15,6 +15,7 @@ use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{Body, Response, StreamBody};
 use crate::http::tunnel::{TunnelTimeouts, Upgrade};
+use crate::upstream::cookie::{self, CookieRules};
 use crate::upstream::{Protocol, ProxyPass, RedirectRule, UpstreamResponse};
 
 const HOP_BY_HOP: &[&str] = &[
@@ -149,6 +150,11 @@ pub fn head_response(
         (k.hidden.contains(&n) && !k.pass_header.iter().any(|p| p == n))
             || k.hide_header.iter().any(|p| p == n)
     };
+    let cookies = CookieRules {
+        domain: &s.proxy_cookie_domain,
+        path: &s.proxy_cookie_path,
+        flags: &s.proxy_cookie_flags,
+    };
     let mut buf = [0u8; 64];
     for (n, v) in headers.lines() {
         let lower = lowercase(n, &mut buf);
@@ -187,11 +193,9 @@ pub fn head_response(
             // In line, where the upstream put it (NGINX's header filter
             // writes a proxied Last-Modified among the other lines); the
             // parsed time is for the conditional filters.
-            "set-cookie"
-                if http
-                    && (!s.proxy_cookie_domain.is_empty() || !s.proxy_cookie_path.is_empty()) =>
-            {
-                r.headers.push((n.to_string(), rewrite_cookie(ctx, v)));
+            "set-cookie" if http && !cookies.is_empty() => {
+                let v = cookie::rewrite(v, &cookies, ctx).unwrap_or_else(|| v.to_string());
+                r.headers.push((n.to_string(), v));
             }
             "last-modified" if r.last_modified.is_none() => {
                 if let Ok(t) = httpdate::parse_http_date(v) {
@@ -223,64 +227,6 @@ fn lowercase<'a>(name: &str, buf: &'a mut [u8; 64]) -> Cow<'a, str> {
         }
         None => Cow::Owned(name.to_ascii_lowercase()),
     }
-}
-
-/// `proxy_cookie_domain` / `proxy_cookie_path` on one `Set-Cookie` value:
-/// the first rule matching the `domain=` attribute (case-insensitive, a
-/// leading `.` kept) replaces its value; the first rule whose path is a
-/// prefix of the `path=` attribute replaces that prefix.
-fn rewrite_cookie(ctx: &RequestCtx, v: &str) -> String {
-    let s = &ctx.loc.s;
-    let mut out = String::with_capacity(v.len() + 16);
-    for (i, part) in v.split(';').enumerate() {
-        if i > 0 {
-            out.push(';');
-        }
-        let trimmed = part.trim_start();
-        let lead = &part[..part.len() - trimmed.len()];
-        let attr = trimmed.split_once('=').map(|(k, val)| (k.trim(), val));
-        match attr {
-            Some((k, val)) if i > 0 && k.eq_ignore_ascii_case("domain") => {
-                let (dot, bare) = match val.strip_prefix('.') {
-                    Some(b) => (".", b),
-                    None => ("", val),
-                };
-                let rule = s.proxy_cookie_domain.iter().find(|(from, _)| {
-                    from.strip_prefix('.')
-                        .unwrap_or(from)
-                        .eq_ignore_ascii_case(bare.trim())
-                });
-                match rule {
-                    Some((_, to)) => {
-                        out.push_str(lead);
-                        out.push_str(k);
-                        out.push('=');
-                        out.push_str(dot);
-                        out.push_str(&to.render(ctx));
-                    }
-                    None => out.push_str(part),
-                }
-            }
-            Some((k, val)) if i > 0 && k.eq_ignore_ascii_case("path") => {
-                match s
-                    .proxy_cookie_path
-                    .iter()
-                    .find(|(from, _)| val.starts_with(from.as_str()))
-                {
-                    Some((from, to)) => {
-                        out.push_str(lead);
-                        out.push_str(k);
-                        out.push('=');
-                        out.push_str(&to.render(ctx));
-                        out.push_str(&val[from.len()..]);
-                    }
-                    None => out.push_str(part),
-                }
-            }
-            _ => out.push_str(part),
-        }
-    }
-    out
 }
 
 /// Whether an upstream header is hop-by-hop (never stored or passed).
