@@ -85,7 +85,7 @@ fn site(first: u16, fpm: u16, extra: &str) -> String {
          fastcgi_pass app;\n      fastcgi_next_upstream error timeout non_idempotent;\n      \
          fastcgi_read_timeout 5s;\n{extra}\n    }}\n  }}",
         root = app_root().display(),
-        params = debian_etc().join("fastcgi_params").display(),
+        params = debian_etc("fastcgi_params").display(),
     )
 }
 
