@@ -125,7 +125,9 @@ fn index_directories_and_missing_files() {
     assert_eq!(get(s.port, "/nodir/").status, 404);
     assert_eq!(get(s.port, "/missing.txt").status, 404);
     assert_eq!(get(s.port, "/space%20name.txt").text(), "spaced\n");
-    let log = s.wait_log("logs/error.log", "is forbidden", Duration::from_secs(3));
+    // Each worker writes its own lines: wait for the last request's.
+    s.wait_log("logs/error.log", "is forbidden", Duration::from_secs(5));
+    let log = s.wait_log("logs/error.log", "missing.txt", Duration::from_secs(5));
     assert!(
         log.contains(&format!(
             "directory index of \"{}/empty/\" is forbidden",
