@@ -43,10 +43,10 @@ use tokio::net::TcpStream;
 use super::body::{BodyKind, ClientBody, DiscardError, Leftover};
 use super::buffers;
 use super::closing::{self, Linger, TimedOutClose};
-use super::context::{strip_port, ConnInfo, RequestCtx};
+use super::context::{strip_port, ConnInfo, RequestCtx, RequestUri};
 use super::http2;
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead};
-use super::response::{write_head, Body, HeadOptions, Response};
+use super::response::{write_head, Body, HeadOptions, Persistence, Response};
 use super::reuse::Reusable;
 use super::stream::ClientStream;
 use super::tls_accept::{self, Accepted};
@@ -200,22 +200,6 @@ enum BodyLeft {
     Unread(Leftover),
     /// Unread and not to be read (a 413, or a response that closes).
     Abandon,
-}
-
-/// Whether a request's URI could be normalised ([`RequestCtx::start`]):
-/// one that could not is answered 400 before any location.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RequestUri {
-    Normalised,
-    Invalid,
-}
-
-/// What the connection does once a response is out, as its head says
-/// (`Connection: keep-alive` or `close`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Persistence {
-    KeepAlive,
-    Close,
 }
 
 /// One client connection: the socket, its buffers, and what carries over
@@ -530,20 +514,12 @@ impl<H: Respond + 'static> Connection<H> {
             && !keepalive_timeout.is_zero()
             && !super::user_agent::closes_after(s.keepalive_disable, &ctx.head)
             && self.shutdown.mode() == Mode::Run;
-        let persistence = if keep_alive {
-            Persistence::KeepAlive
-        } else {
-            Persistence::Close
-        };
-        let sending = Sending::head_only_if(ctx.is_head());
+        let persistence = Persistence::keep_alive_if(keep_alive);
         if resp.status == 304 || resp.status == 204 {
             resp.body = Body::Empty;
         }
         self.worker.figures.ttfb.observe(ctx.start.elapsed());
-        if let Err(e) = self
-            .write_response(&mut ctx, &resp, persistence, sending)
-            .await
-        {
+        if let Err(e) = self.write_response(&mut ctx, &resp, persistence).await {
             log_send_error(&self.worker.log, &ctx, &e);
             ctx.write_access_log();
             let timed_out = e.kind() == io::ErrorKind::TimedOut;
@@ -590,13 +566,7 @@ impl<H: Respond + 'static> Connection<H> {
     /// `serve_request`'s future, itself boxed, so an idle connection keeps
     /// none of a request's state.
     fn start_request(&self, head: RequestHead) -> (RequestCtx, RequestUri) {
-        let (ctx, normalised) = RequestCtx::start(&self.info, self.group(), self.requests, head);
-        let uri = if normalised {
-            RequestUri::Normalised
-        } else {
-            RequestUri::Invalid
-        };
-        (ctx, uri)
+        RequestCtx::start(&self.info, self.group(), self.requests, head)
     }
 
     /// Lends the request body to the handlers and gets their response,
@@ -673,15 +643,16 @@ impl<H: Respond + 'static> Connection<H> {
         Ok((resp, left))
     }
 
-    /// Writes `resp` (head, then body) and records in `ctx` what was sent,
-    /// for the access log.
+    /// Writes `resp` (head, then body; the head alone for a HEAD), its head
+    /// saying `persistence`, and records in `ctx` what was sent, for the
+    /// access log.
     async fn write_response(
         &mut self,
         ctx: &mut RequestCtx,
         resp: &Response,
         persistence: Persistence,
-        sending: Sending,
     ) -> io::Result<()> {
+        let sending = Sending::head_only_if(ctx.is_head());
         let loc = Arc::clone(&ctx.loc);
         let s = &loc.s;
         if self.out.capacity() == 0 {
