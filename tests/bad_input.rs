@@ -1,5 +1,6 @@
 //! Malformed requests get the right 4xx/5xx, the connection is closed
-//! safely, and the server keeps serving.
+//! safely, and the server keeps serving; `TRACE` is NGINX's 405, beside
+//! Debian's nginx (`tests/common/beside.rs`).
 
 mod common;
 
@@ -8,6 +9,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
+use common::beside::{self, Both};
 use common::differential::{self, req, Cases};
 use common::*;
 
@@ -335,4 +337,16 @@ fn stricter_cases(_root: &Path, c: &mut Cases) {
         ],
         "porter keeps URIs as UTF-8 text; nginx maps any bytes to a file name",
     );
+}
+
+#[test]
+fn trace_is_405() {
+    let b = Both::start("", "location / { return 200 ok; }", 0);
+    for (who, port) in b.ports() {
+        let r = beside::ask(
+            port,
+            "TRACE / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        );
+        assert_eq!(r.status, 405, "{who}");
+    }
 }

@@ -1,13 +1,16 @@
 //! Conditional requests (`If-None-Match`, `If-Modified-Since`, `If-Match`,
 //! `If-Unmodified-Since`, `if_modified_since`, `etag off`) asked of porter
 //! and of Debian's nginx on the same docroot (`tests/common/differential.rs`),
-//! on files and on error pages and generated bodies.
+//! on files and on error pages and generated bodies; a proxied answer
+//! gets no 304 or 412 from the proxy (`tests/common/beside.rs`).
 
 mod common;
 
 use std::path::Path;
 
+use common::beside::{self, Both};
 use common::differential::{self, etag_of, req, req_ka, Cases, EARLIER, LAST_MODIFIED, LATER};
+use common::origin::{Origin, Reply};
 
 #[test]
 fn conditional_requests_answer_as_nginx() {
@@ -280,4 +283,29 @@ fn error_page_cases(root: &Path, c: &mut Cases) {
         "try_files directory redirect keeps the arguments",
         vec![req("GET", "/tf/dir?x=1", "")],
     );
+}
+
+#[test]
+fn proxied_responses_get_no_304_or_412_from_the_proxy() {
+    let origin = Origin::start(|_| {
+        Reply::ok(b"fresh")
+            .header("ETag", "\"v1\"")
+            .header("Last-Modified", "Sun, 13 Sep 2020 12:26:40 GMT")
+    });
+    let b = Both::start(
+        "",
+        "location / { proxy_pass http://127.0.0.1:{ORIGIN}; }",
+        origin.port,
+    );
+    for (who, port) in b.ports() {
+        for h in [
+            "If-None-Match: \"v1\"\r\n",
+            "If-Modified-Since: Sun, 13 Sep 2020 12:26:40 GMT\r\n",
+            "If-Match: \"other\"\r\n",
+            "If-Unmodified-Since: Sat, 12 Sep 2020 12:26:40 GMT\r\n",
+        ] {
+            let r = beside::get_h(port, "/", h);
+            assert_eq!((r.status, r.text().as_str()), (200, "fresh"), "{who}: {h}");
+        }
+    }
 }

@@ -130,6 +130,9 @@ const WORKERS: Option<u32> = Some(65534);
 /// Serializes the tests: each saturates the disk.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Serves a hot file that loses `hole_len` bytes here and there while
+/// cold files saturate a throttled disk, under `aio`, the files owned by
+/// `owner`: a lost page costs about one small read.
 fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize, owner: Option<u32>) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Files on the real disk (not a tmpfs): the test's temporary directory.
@@ -144,6 +147,37 @@ fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize, owner: Option<u32>)
             return;
         }
     };
+    let hot = write_files(&data, owner);
+    let s = Server::start(&site_conf(&data, aio));
+    throttle.enter(s.child.id());
+    // The hot file in the page cache (read by this process, unthrottled),
+    // served once through porter.
+    assert!(get(s.port, "/hot.bin").body == body(0));
+    let before = Metrics::fetch(s.port);
+    let run = probe_under_cold_load(&s, &hot, hole_len);
+    let after = Metrics::fetch(s.port);
+    // Under `aio on` small holes go through the ring, not the pool; large
+    // ones through the `default` pool's short lane (direct I/O).
+    let pool = if aio == "aio on" { "default" } else { "disk" };
+    let short = if aio == "aio on" && hole_len == SMALL_HOLE {
+        HOLES.len() as f64
+    } else {
+        after.must("porter_pool_short_tasks_total", &[("pool", pool)])
+            - before.must("porter_pool_short_tasks_total", &[("pool", pool)])
+    };
+    eprintln!(
+        "{aio}, files of uid {owner:?}, {hole_len}-byte holes: cold load {:.2}s (median cold request {:.2}s); hot file with a lost page: worst {:.3}s; \
+         {short} short-lane tasks",
+        run.load.as_secs_f64(),
+        run.median_cold.as_secs_f64(),
+        run.worst.as_secs_f64()
+    );
+    run.check(short);
+}
+
+/// The hot file (cached in single pages) and the cold ones (out of the
+/// page cache) in `data`, given to `owner` when set; the hot file's path.
+fn write_files(data: &TempDir, owner: Option<u32>) -> std::path::PathBuf {
     let give = |p: &Path| {
         if let Some(uid) = owner {
             std::os::unix::fs::chown(p, Some(uid), Some(uid)).unwrap();
@@ -159,7 +193,12 @@ fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize, owner: Option<u32>)
         std::fs::File::open(&p).unwrap().sync_all().unwrap();
         evict(&p, 0, FILE_LEN);
     }
-    let conf = format!(
+    hot
+}
+
+/// One worker serving `data` with `aio`, and `/metrics`.
+fn site_conf(data: &TempDir, aio: &str) -> String {
+    format!(
         "daemon off;\nworker_processes 1;\npid {{PREFIX}}/porter.pid;\n\
          error_log {{PREFIX}}/logs/error.log info;\n\
          thread_pool disk threads=16 max_queue=1000;\n\
@@ -170,13 +209,23 @@ fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize, owner: Option<u32>)
              location / {{ root {}; {aio}; sendfile on; \
                sendfile_max_chunk 512k; }}\n  }}\n}}\n",
         data.path().display()
-    );
-    let s = Server::start(&conf);
-    throttle.enter(s.child.id());
-    // The hot file in the page cache (read by this process, unthrottled),
-    // served once through porter.
-    assert!(get(s.port, "/hot.bin").body == body(0));
-    let before = Metrics::fetch(s.port);
+    )
+}
+
+/// What one run under the cold load measured.
+struct ColdLoadRun {
+    /// The whole cold load's time.
+    load: Duration,
+    /// The median cold request's time.
+    median_cold: Duration,
+    /// The slowest hot request with a lost page.
+    worst: Duration,
+}
+
+/// Every cold file requested at once, and while they are queued at the
+/// disk, the hot file asked for after each of its [`HOLES`] was dropped;
+/// every body checked.
+fn probe_under_cold_load(s: &Server, hot: &Path, hole_len: usize) -> ColdLoadRun {
     let start = Instant::now();
     let port = s.port;
     let cold: Vec<JoinHandle<(Resp, Duration)>> = (0..COLD)
@@ -186,7 +235,7 @@ fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize, owner: Option<u32>)
     for hole in HOLES {
         // The cold requests are queued at the disk by now.
         std::thread::sleep(Duration::from_millis(400));
-        evict(&hot, hole, hole_len);
+        evict(hot, hole, hole_len);
         let (r, took) = timed(s.port, "/hot.bin");
         assert_eq!(r.status, 200);
         assert!(r.body == body(0), "hot body differs");
@@ -201,37 +250,32 @@ fn hot_page_lost_under_cold_load(aio: &str, hole_len: usize, owner: Option<u32>)
     }
     let load = start.elapsed();
     cold_times.sort();
-    let median_cold = cold_times[COLD / 2];
-    let after = Metrics::fetch(s.port);
-    // Under `aio on` small holes go through the ring, not the pool; large
-    // ones through the `default` pool's short lane (direct I/O).
-    let pool = if aio == "aio on" { "default" } else { "disk" };
-    let short = if aio == "aio on" && hole_len == SMALL_HOLE {
-        HOLES.len() as f64
-    } else {
-        after.must("porter_pool_short_tasks_total", &[("pool", pool)])
-            - before.must("porter_pool_short_tasks_total", &[("pool", pool)])
-    };
-    eprintln!(
-        "{aio}, files of uid {owner:?}, {hole_len}-byte holes: cold load {:.2}s (median cold request {:.2}s); hot file with a lost page: worst {:.3}s; \
-         {short} short-lane tasks",
-        load.as_secs_f64(),
-        median_cold.as_secs_f64(),
-        worst.as_secs_f64()
-    );
-    // The test means something only if the disk was the bottleneck and
-    // the holes were read.
-    let expected = (COLD * FILE_LEN) as f64 / READ_BPS as f64;
-    assert!(
-        load.as_secs_f64() >= 0.7 * expected,
-        "the throttle did not hold: {load:?} for {expected:.1}s of reads"
-    );
-    assert!(short >= HOLES.len() as f64, "{short} short-lane tasks");
-    // Behind the disk's queue, a hole waits for most of a cold request;
-    // with the queue kept short it costs about one small read.
-    assert!(
-        worst.as_secs_f64() <= 0.15 * median_cold.as_secs_f64(),
-        "a hot file's lost page waited in the disk's queue: {worst:?}, \
-         median cold request {median_cold:?}"
-    );
+    ColdLoadRun {
+        load,
+        median_cold: cold_times[COLD / 2],
+        worst,
+    }
+}
+
+impl ColdLoadRun {
+    /// The disk was the bottleneck, the holes were read (`short` short-lane
+    /// tasks), and a hole cost about one small read.
+    fn check(&self, short: f64) {
+        let (load, worst, median_cold) = (self.load, self.worst, self.median_cold);
+        // The test means something only if the disk was the bottleneck and
+        // the holes were read.
+        let expected = (COLD * FILE_LEN) as f64 / READ_BPS as f64;
+        assert!(
+            load.as_secs_f64() >= 0.7 * expected,
+            "the throttle did not hold: {load:?} for {expected:.1}s of reads"
+        );
+        assert!(short >= HOLES.len() as f64, "{short} short-lane tasks");
+        // Behind the disk's queue, a hole waits for most of a cold request;
+        // with the queue kept short it costs about one small read.
+        assert!(
+            worst.as_secs_f64() <= 0.15 * median_cold.as_secs_f64(),
+            "a hot file's lost page waited in the disk's queue: {worst:?}, \
+             median cold request {median_cold:?}"
+        );
+    }
 }

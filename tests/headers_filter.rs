@@ -5,10 +5,12 @@
 //! access log configured, `expires $var`, `expires modified`, `expires
 //! @TIME`, a `map` whose `''` key matches an empty value, and `charset`
 //! with a `charset_types` list that leaves out text/html; `server_tokens
-//! build`.
+//! build`; `add_header Last-Modified`/`ETag` removing (`""`) or replacing
+//! the file's validators.
 
 mod common;
 
+use common::beside::{self, Both};
 use common::{both, one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 fn get(port: u16, path: &str, extra: &str) -> Resp {
@@ -228,5 +230,50 @@ fn server_tokens_build_is_on_without_a_build_name() {
         let r = get(n.port, "/", "");
         assert!(r.header("server").unwrap().starts_with("nginx/"));
         assert!(r.text().contains("<center>nginx/"), "{}", r.text());
+    }
+}
+
+#[test]
+fn add_header_last_modified_and_etag_remove_or_replace() {
+    let b = Both::start(
+        "",
+        "root {DOCROOT};\n\
+         location /rm/ { alias {DOCROOT}/; add_header Last-Modified \"\"; add_header ETag \"\"; }\n\
+         location /rep/ { alias {DOCROOT}/; add_header Last-Modified \"Mon, 01 Jan 2001 00:00:00 GMT\"; add_header ETag '\"mine\"'; }",
+        0,
+    );
+    for (who, port) in b.ports() {
+        let r = beside::get_h(port, "/rm/f.txt", "");
+        assert_eq!(r.status, 200, "{who}");
+        assert_eq!(
+            beside::header_count(&r, "last-modified"),
+            0,
+            "{who}: {:?}",
+            r.headers
+        );
+        assert_eq!(
+            beside::header_count(&r, "etag"),
+            0,
+            "{who}: {:?}",
+            r.headers
+        );
+        let r = beside::get_h(port, "/rep/f.txt", "");
+        assert_eq!(
+            beside::header_count(&r, "last-modified"),
+            1,
+            "{who}: {:?}",
+            r.headers
+        );
+        assert_eq!(
+            r.header("last-modified"),
+            Some("Mon, 01 Jan 2001 00:00:00 GMT")
+        );
+        assert_eq!(
+            beside::header_count(&r, "etag"),
+            1,
+            "{who}: {:?}",
+            r.headers
+        );
+        assert_eq!(r.header("etag"), Some("\"mine\""));
     }
 }

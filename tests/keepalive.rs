@@ -1,7 +1,9 @@
 //! HTTP/1.0 and keep-alive: `keepalive_requests`, a connection kept after
 //! error answers and request bodies, `Expect: 100-continue`, asked of
 //! porter and of Debian's nginx on the same docroot
-//! (`tests/common/differential.rs`); `keepalive_time`.
+//! (`tests/common/differential.rs`); `keepalive_time`; `Expect:
+//! 100-continue` with an empty body, proxied and on a file
+//! (`tests/common/beside.rs`).
 
 mod common;
 
@@ -10,7 +12,9 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
+use common::beside::{self, Both};
 use common::differential::{self, etag_of, req, req_ka, Cases};
+use common::origin::{Origin, Reply};
 use common::{both, read_response};
 
 #[test]
@@ -169,5 +173,32 @@ fn keepalive_time_closes_after_the_next_request() {
         let r = read_response(&mut s, &mut buf, false).unwrap();
         assert_eq!(r.status, 200);
         assert_eq!(r.header("connection"), Some("close"), "port {port}");
+    }
+}
+
+#[test]
+fn expect_100_continue_with_empty_body() {
+    let origin = Origin::start(|_| Reply::ok(b"up"));
+    let b = Both::start(
+        "",
+        "location /p/ { proxy_pass http://127.0.0.1:{ORIGIN}; }\nlocation / { root {DOCROOT}; }",
+        origin.port,
+    );
+    for (who, port) in b.ports() {
+        for path in ["/p/x", "/f.txt"] {
+            let a = beside::raw_answer(
+                port,
+                &format!("POST {path} HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+            );
+            if path == "/p/x" {
+                assert!(
+                    a.starts_with("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200"),
+                    "{who}: {a}"
+                );
+            } else {
+                // A POST to a file: refused before the body is asked for.
+                assert!(a.starts_with("HTTP/1.1 405 "), "{who}: {a}");
+            }
+        }
     }
 }

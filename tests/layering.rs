@@ -202,7 +202,7 @@ fn test_functions_stay_small() {
     let mut files = Vec::new();
     rust_files(&tests, &mut files);
     files.sort();
-    let mut over: Vec<String> = files
+    let over: Vec<String> = files
         .iter()
         .flat_map(|f| {
             let rel = f.strip_prefix(&tests).unwrap().display().to_string();
@@ -212,26 +212,8 @@ fn test_functions_stay_small() {
             )
         })
         .collect();
-    for (file, name) in TESTS_TO_SPLIT {
-        let at = over.iter().position(|o| {
-            o.starts_with(&format!("{file}:")) && o.contains(&format!(" fn {name} "))
-        });
-        assert!(
-            at.is_some(),
-            "{file}: fn {name} is short now: take it off TESTS_TO_SPLIT"
-        );
-        over.remove(at.unwrap());
-    }
     assert!(over.is_empty(), "over the limits:\n{}", over.join("\n"));
 }
-
-/// Long test functions in files that other branches were changing when
-/// the limit came to `tests/` (2026-11, issue 32): each is split when its
-/// branch lands, and comes off this list (the test says when).
-const TESTS_TO_SPLIT: &[(&str, &str)] = &[
-    ("tests/disk_queue.rs", "hot_page_lost_under_cold_load"),
-    ("tests/fastcgi_cache.rs", "cache_answers_as_nginx_does"),
-];
 
 /// One line for each function of `text` over [`MAX_FN_LINES`], named by
 /// `rel` and its line. rustfmt closes a function's body with `}` at the

@@ -21,7 +21,9 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::beside::{self, Both};
 use common::differential::{self, req, Cases};
+use common::origin::{Origin, Reply};
 use common::*;
 
 /// The `http { }` body both servers run (`{ROOT}` is the docroot).
@@ -620,4 +622,27 @@ fn alias_without_trailing_slash_does_not_leave_its_directory() {
     // that only extends it stays allowed.
     assert_eq!(get(srv.port, "/prefoo.png").text(), "sibling");
     assert_eq!(get(srv.port, "/pre/a.png").text(), "image");
+}
+
+#[test]
+fn proxied_location_with_slash_redirects_the_bare_name() {
+    let origin = Origin::start(|r| Reply::ok(r.target.as_bytes()));
+    let b = Both::start(
+        "",
+        "location /x/ { proxy_pass http://127.0.0.1:{ORIGIN}; }\nlocation / { return 200 other; }",
+        origin.port,
+    );
+    for (who, port) in b.ports() {
+        let r = beside::get_h(port, "/x", "");
+        assert_eq!(r.status, 301, "{who}");
+        let loc = r.header("location").unwrap_or_default();
+        assert_eq!(loc, format!("http://localhost:{port}/x/"), "{who}");
+        let r = beside::get_h(port, "/x?a=1", "");
+        assert_eq!(
+            r.header("location").unwrap_or_default(),
+            format!("http://localhost:{port}/x/?a=1"),
+            "{who}"
+        );
+        assert_eq!(beside::get_h(port, "/x/y", "").text(), "/x/y", "{who}");
+    }
 }

@@ -1,12 +1,15 @@
 //! URI normalisation (percent-decoding, dot segments, merged slashes,
 //! arguments and fragments, absolute-form targets, the Host in redirects)
 //! asked of porter and of Debian's nginx on the same docroot
-//! (`tests/common/differential.rs`); `merge_slashes off`.
+//! (`tests/common/differential.rs`); `merge_slashes off`; the host of an
+//! absolute-form target checked as a `Host` line is, beside nginx
+//! (`tests/common/beside.rs`).
 
 mod common;
 
 use std::path::Path;
 
+use common::beside::{self, Both};
 use common::differential::{self, req, req_ka, Cases, ReplaceHost};
 use common::{both, get};
 
@@ -77,4 +80,67 @@ fn merge_slashes_off_keeps_the_uri() {
             assert_eq!(get(n.port, "/a//b/").text(), want, "nginx, {extra:?}");
         }
     }
+}
+
+#[test]
+fn absolute_form_host_is_checked_like_host() {
+    let b = Both::start("", "location / { return 200 ok; }", 0);
+    let targets = [
+        ("http://localhost/", 200),
+        ("http://LOCALHOST:80/", 200),
+        ("http://a..b/", 400),
+        ("http://a/b\\c/", 200),
+        ("http://[::1/", 400),
+        ("http://a%41/", 400),
+        ("http://a\"b/", 400),
+        ("http://a@b/", 400),
+        ("http://./", 400),
+        ("http://../", 400),
+        ("http://a:b/", 400),
+        ("http://a:/", 200),
+        ("http://a:99999/", 200),
+        ("http://-a/", 200),
+        ("http://a_b/", 400),
+        ("http://a b/", 400),
+        ("http://[::1]/", 200),
+        ("http://[::1]:8/", 200),
+        ("http://a./", 200),
+        ("http://a:1:2/", 400),
+        ("http://a%/", 400),
+        ("http://a?b", 200),
+        ("http://a", 200),
+        ("http:///x", 400),
+        ("http://a$b/", 400),
+        ("http://a~b/", 400),
+        ("http://a!b/", 400),
+        ("http://a'b/", 400),
+        ("http://a,b/", 400),
+        ("http://a;b/", 400),
+        ("http://a=b/", 400),
+        ("http://a(b)/", 400),
+        ("http://a*b/", 400),
+        ("http://a+b/", 400),
+        ("http://a&b/", 400),
+        ("http://a|b/", 400),
+        ("http://a{b/", 400),
+        ("http://a#b/", 400),
+        ("http://[a]/", 200),
+        ("http://[]/", 200),
+        ("https://a/", 200),
+        ("ftp://a/", 200),
+        ("HTTP://a/", 200),
+    ];
+    let mut bad = Vec::new();
+    for (t, want) in targets {
+        for (who, port) in b.ports() {
+            let r = beside::ask(
+                port,
+                &format!("GET {t} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"),
+            );
+            if r.status != want {
+                bad.push(format!("{who}: {t} gave {} not {want}", r.status));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
 }

@@ -43,14 +43,14 @@ use tokio::net::TcpStream;
 use super::body::{BodyKind, ClientBody, DiscardError, Leftover};
 use super::buffers;
 use super::closing::{self, Linger, TimedOutClose};
-use super::context::{strip_port, ConnInfo, RequestCtx};
+use super::context::{strip_port, ConnInfo, RequestCtx, RequestUri};
 use super::http2;
 use super::request::{self, parse_head, BadHead, HeadError, HeadLimits, RequestHead};
-use super::response::{write_head, Body, HeadOptions, Response};
+use super::response::{write_head, Body, HeadOptions, Persistence, Response};
 use super::reuse::Reusable;
 use super::stream::ClientStream;
 use super::tls_accept::{self, Accepted};
-use super::writer::{log_send_error, Writer};
+use super::writer::{log_send_error, Follows, Sending, Writer};
 use crate::config::{Config, LingeringClose, ListenGroup, ServerConf};
 use crate::disk::Disk;
 use crate::log::{ErrorLog, Level};
@@ -491,11 +491,11 @@ impl<H: Respond + 'static> Connection<H> {
         metrics::inc(&metrics::REQUESTS);
         let _writing = Gauge::new(&metrics::WRITING);
         let consumed = head.head_len;
-        let (mut ctx, uri_ok) = self.start_request(head);
+        let (mut ctx, uri) = self.start_request(head);
         ctx.pipelined = self.pipelined;
         let body_kind = BodyKind::of(ctx.head.chunked, ctx.head.content_length);
         self.buf.drain(..consumed);
-        let (mut resp, left) = match self.call_handlers(&mut ctx, uri_ok, body_kind).await {
+        let (mut resp, left) = match self.call_handlers(&mut ctx, uri, body_kind).await {
             Ok(answer) => answer,
             Err(next) => return next,
         };
@@ -514,15 +514,12 @@ impl<H: Respond + 'static> Connection<H> {
             && !keepalive_timeout.is_zero()
             && !super::user_agent::closes_after(s.keepalive_disable, &ctx.head)
             && self.shutdown.mode() == Mode::Run;
-        let head_only = ctx.is_head();
+        let persistence = Persistence::keep_alive_if(keep_alive);
         if resp.status == 304 || resp.status == 204 {
             resp.body = Body::Empty;
         }
         self.worker.figures.ttfb.observe(ctx.start.elapsed());
-        if let Err(e) = self
-            .write_response(&mut ctx, &resp, keep_alive, head_only)
-            .await
-        {
+        if let Err(e) = self.write_response(&mut ctx, &resp, persistence).await {
             log_send_error(&self.worker.log, &ctx, &e);
             ctx.write_access_log();
             let timed_out = e.kind() == io::ErrorKind::TimedOut;
@@ -568,7 +565,7 @@ impl<H: Respond + 'static> Connection<H> {
     /// could be normalised ([`RequestCtx::start`]). Not boxed: it lives in
     /// `serve_request`'s future, itself boxed, so an idle connection keeps
     /// none of a request's state.
-    fn start_request(&self, head: RequestHead) -> (RequestCtx, bool) {
+    fn start_request(&self, head: RequestHead) -> (RequestCtx, RequestUri) {
         RequestCtx::start(&self.info, self.group(), self.requests, head)
     }
 
@@ -581,7 +578,7 @@ impl<H: Respond + 'static> Connection<H> {
     async fn call_handlers(
         &mut self,
         ctx: &mut RequestCtx,
-        uri_ok: bool,
+        uri: RequestUri,
         body_kind: BodyKind,
     ) -> Result<(Response, BodyLeft), Next> {
         // The body stays unread unless a handler reads it (the proxy); what
@@ -591,7 +588,7 @@ impl<H: Respond + 'static> Connection<H> {
         let handlers = &self.worker.handlers;
         // A request refused before its location: the status, the log line
         // and a close after the answer.
-        let refused = if !uri_ok {
+        let refused = if uri == RequestUri::Invalid {
             Some((400, "client sent invalid request".to_string()))
         } else {
             // `ssl_verify_client` of the server `Host` chose, as NGINX.
@@ -626,7 +623,7 @@ impl<H: Respond + 'static> Connection<H> {
         };
         if ctx.send_continue {
             let w = Writer::new(&self.stream, &self.worker.disk, &ctx.loc.s);
-            if w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n", false)
+            if w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n", Follows::Nothing)
                 .await
                 .is_err()
             {
@@ -646,15 +643,16 @@ impl<H: Respond + 'static> Connection<H> {
         Ok((resp, left))
     }
 
-    /// Writes `resp` (head, then body) and records in `ctx` what was sent,
-    /// for the access log.
+    /// Writes `resp` (head, then body; the head alone for a HEAD), its head
+    /// saying `persistence`, and records in `ctx` what was sent, for the
+    /// access log.
     async fn write_response(
         &mut self,
         ctx: &mut RequestCtx,
         resp: &Response,
-        keep_alive: bool,
-        head_only: bool,
+        persistence: Persistence,
     ) -> io::Result<()> {
+        let sending = Sending::head_only_if(ctx.is_head());
         let loc = Arc::clone(&ctx.loc);
         let s = &loc.s;
         if self.out.capacity() == 0 {
@@ -665,7 +663,7 @@ impl<H: Respond + 'static> Connection<H> {
         // `Date` value borrowed from the worker's per-second cache.
         crate::util::time::with_http_date(|date| {
             let opts = HeadOptions {
-                keep_alive,
+                keep_alive: persistence == Persistence::KeepAlive,
                 keep_alive_header: s.keepalive_header.map(|d| d.as_secs()),
                 server_tokens: s.server_tokens,
                 date,
@@ -679,14 +677,14 @@ impl<H: Respond + 'static> Connection<H> {
         let head_len = self.out.len() as u64;
         let writer =
             Writer::new(&self.stream, &self.worker.disk, s).with_limit_rate(resp.limit_rate);
-        let sent = writer.send(resp, head_only, &self.out).await;
+        let sent = writer.send(resp, sending, &self.out).await;
         ctx.status = resp.status;
         match sent {
             Ok(body_bytes) => {
                 ctx.body_bytes_sent = body_bytes;
                 ctx.bytes_sent = head_len + body_bytes;
                 // `add_trailer` values are rendered after the body.
-                super::trailers::send(ctx, &writer, resp, head_only).await
+                super::trailers::send(ctx, &writer, resp, sending).await
             }
             Err(e) => {
                 ctx.body_bytes_sent = 0;

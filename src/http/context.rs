@@ -141,6 +141,17 @@ pub(super) enum Mapped {
     Root,
 }
 
+/// Whether a request's URI could be normalised ([`RequestCtx::start`]):
+/// one that could not is answered 400 before any location, by the
+/// default server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestUri {
+    /// Normalised: the request goes on to its server and location.
+    Normalised,
+    /// Not normalisable (NGINX's "client sent invalid request").
+    Invalid,
+}
+
 /// One request in flight.
 pub struct RequestCtx {
     /// The connection.
@@ -253,7 +264,7 @@ impl RequestCtx {
         listen: &ListenGroup,
         requests: u64,
         head: RequestHead,
-    ) -> (RequestCtx, bool) {
+    ) -> (RequestCtx, RequestUri) {
         let default = &listen.servers[listen.default];
         let (path, args) = super::uri::split_target(head.target());
         let normalized = super::uri::normalize_with(path, default.limits.merge_slashes);
@@ -272,10 +283,14 @@ impl RequestCtx {
         if let Some(m) = matched {
             ctx.keep_match(m);
         }
-        let uri_ok = normalized.is_ok();
+        let uri = if normalized.is_ok() {
+            RequestUri::Normalised
+        } else {
+            RequestUri::Invalid
+        };
         ctx.uri = normalized.unwrap_or_else(|raw| raw);
         ctx.args = args;
-        (ctx, uri_ok)
+        (ctx, uri)
     }
 
     /// A request's state at the start of processing, at `server`'s level.

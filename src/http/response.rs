@@ -231,6 +231,27 @@ impl Response {
     }
 }
 
+/// What the connection does once a response is out, as its head says
+/// (`Connection: keep-alive` or `close`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// The connection waits for the next request.
+    KeepAlive,
+    /// The connection closes.
+    Close,
+}
+
+impl Persistence {
+    /// [`Persistence::KeepAlive`] when `keep_alive`.
+    pub fn keep_alive_if(keep_alive: bool) -> Persistence {
+        if keep_alive {
+            Persistence::KeepAlive
+        } else {
+            Persistence::Close
+        }
+    }
+}
+
 /// How the connection frames the response.
 pub struct HeadOptions<'a> {
     /// Keep the connection open afterwards.

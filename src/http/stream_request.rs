@@ -14,7 +14,7 @@ use http::request::Parts;
 
 use super::body::ClientBody;
 use super::connection::{Respond, WorkerEnv};
-use super::context::{ConnInfo, RequestCtx};
+use super::context::{ConnInfo, RequestCtx, RequestUri};
 use super::http2::request::head_of;
 use super::request::RequestHead;
 use super::response::Response;
@@ -39,9 +39,9 @@ pub fn start<H>(
     let listen = &w.config.listens[group];
     match head_of(parts, version) {
         Ok(h) => {
-            let (ctx, uri_ok) = RequestCtx::start(conn, listen, n, h);
+            let (ctx, uri) = RequestCtx::start(conn, listen, n, h);
             let ctx = Box::new(ctx);
-            let refused = if uri_ok {
+            let refused = if uri == RequestUri::Normalised {
                 client_cert_refusal(&ctx)
             } else {
                 Some((400, "client sent invalid request".to_string()))

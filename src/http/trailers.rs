@@ -8,7 +8,7 @@ use std::io;
 
 use super::context::RequestCtx;
 use super::response::Response;
-use super::writer::Writer;
+use super::writer::{Follows, Sending, Writer};
 
 /// Statuses a trailer applies to without `always` (NGINX's trailer
 /// filter's list).
@@ -37,13 +37,13 @@ pub(super) async fn send(
     ctx: &mut RequestCtx,
     w: &Writer<'_>,
     resp: &Response,
-    head_only: bool,
+    sending: Sending,
 ) -> io::Result<()> {
-    if !resp.trailers || head_only {
+    if !resp.trailers || sending == Sending::HeadOnly {
         return Ok(());
     }
     let last = super::chunked::last_chunk_with(&render(ctx, resp.status));
-    w.write_all(&last, false).await?;
+    w.write_all(&last, Follows::Nothing).await?;
     ctx.bytes_sent += last.len() as u64;
     Ok(())
 }

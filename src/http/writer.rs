@@ -34,6 +34,66 @@ use crate::log::{ErrorLog, Level};
 /// body's piece buffer.
 const COPY_CHUNK: usize = 64 * 1024;
 
+/// Whether a response's body follows its head: not for a HEAD request
+/// (NGINX's `r->header_only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sending {
+    /// The head alone.
+    HeadOnly,
+    /// The head, then the body.
+    HeadAndBody,
+}
+
+impl Sending {
+    /// The head alone when `head` (the request's method is HEAD).
+    pub fn head_only_if(head: bool) -> Sending {
+        if head {
+            Sending::HeadOnly
+        } else {
+            Sending::HeadAndBody
+        }
+    }
+}
+
+/// Whether more of the response follows a write: `MSG_MORE`, so the
+/// kernel may hold a partial packet for what comes next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Follows {
+    /// More follows (a body after its head, the rest of a file range).
+    More,
+    /// Nothing follows for now: the kernel sends what it holds.
+    Nothing,
+}
+
+impl Follows {
+    /// [`Follows::More`] when `more`.
+    fn more_if(more: bool) -> Follows {
+        if more {
+            Follows::More
+        } else {
+            Follows::Nothing
+        }
+    }
+}
+
+/// How a streamed body goes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// In chunks (`Transfer-Encoding: chunked`).
+    Chunked,
+    /// As it comes (a `Content-Length` body, or one the close ends).
+    Plain,
+}
+
+/// Who ends a chunked streamed body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LastChunk {
+    /// The stream's writer, with the last chunk.
+    Here,
+    /// The caller, with the trailers ([`super::trailers::send`]).
+    WithTrailers,
+}
+
 /// Writes one response to a client socket, with the settings of the
 /// location that produced it (`send_timeout`, `sendfile`,
 /// `sendfile_max_chunk`) and the worker's disk layer for file bodies.
@@ -66,16 +126,16 @@ impl<'a> Writer<'a> {
         self
     }
 
-    /// Writes `head` and the body of `resp` (none when `head_only`);
-    /// returns body bytes sent.
-    pub async fn send(&self, resp: &Response, head_only: bool, head: &[u8]) -> io::Result<u64> {
-        if head_only {
-            self.write_all(head, false).await?;
+    /// Writes `head` and the body of `resp` (none for
+    /// [`Sending::HeadOnly`]); returns body bytes sent.
+    pub async fn send(&self, resp: &Response, sending: Sending, head: &[u8]) -> io::Result<u64> {
+        if sending == Sending::HeadOnly {
+            self.write_all(head, Follows::Nothing).await?;
             return Ok(0);
         }
         match &resp.body {
             Body::Empty => {
-                self.write_all(head, false).await?;
+                self.write_all(head, Follows::Nothing).await?;
                 Ok(0)
             }
             Body::Bytes(b) => {
@@ -86,45 +146,55 @@ impl<'a> Writer<'a> {
             Body::File {
                 file, start, len, ..
             } => {
-                self.write_all(head, true).await?;
+                self.write_all(head, Follows::More).await?;
                 self.count(head.len());
                 self.send_file_range(file, *start, *len).await?;
                 Ok(*len)
             }
             Body::Multipart { file, parts } => {
-                self.write_all(head, true).await?;
+                self.write_all(head, Follows::More).await?;
                 self.count(head.len());
                 let mut total = 0;
                 for (hdr, range) in &parts.parts {
-                    self.write_all(hdr.as_bytes(), true).await?;
+                    self.write_all(hdr.as_bytes(), Follows::More).await?;
                     self.send_file_range(file, range.start, range.end - range.start)
                         .await?;
                     total += hdr.len() as u64 + (range.end - range.start);
                 }
-                self.write_all(parts.trailer.as_bytes(), false).await?;
+                self.write_all(parts.trailer.as_bytes(), Follows::Nothing)
+                    .await?;
                 Ok(total + parts.trailer.len() as u64)
             }
             Body::Stream(body) => {
-                self.send_stream(head, body, resp.chunked, !resp.trailers)
-                    .await
+                let framing = if resp.chunked {
+                    Framing::Chunked
+                } else {
+                    Framing::Plain
+                };
+                let last = if resp.trailers {
+                    LastChunk::WithTrailers
+                } else {
+                    LastChunk::Here
+                };
+                self.send_stream(head, body, framing, last).await
             }
         }
     }
 
     /// Sends `head` and a streamed body piece by piece, each written before
     /// the next is asked for (so a slow client holds back the source), with
-    /// chunked framing when `chunked`. A first piece already at hand goes
-    /// out with the head in one write (a small proxied response is one
+    /// in chunks when [`Framing::Chunked`]. A first piece already at hand
+    /// goes out with the head in one write (a small proxied response is one
     /// packet); otherwise the head goes at once, as the body may be a while
-    /// coming. The last chunk is left to the caller when `!last_chunk`
-    /// (it carries trailers). Returns body bytes sent.
+    /// coming. The last chunk is left to the caller for
+    /// [`LastChunk::WithTrailers`]. Returns body bytes sent.
     #[allow(clippy::await_holding_refcell_ref)]
     async fn send_stream(
         &self,
         head: &[u8],
         body: &StreamBody,
-        chunked: bool,
-        last_chunk: bool,
+        framing: Framing,
+        last: LastChunk,
     ) -> io::Result<u64> {
         // One writer per response: the borrow lasts the send and nothing else
         // touches the stream.
@@ -143,7 +213,7 @@ impl<'a> Writer<'a> {
         };
         let mut head = head;
         if at_hand.is_none() {
-            self.write_all(head, false).await?;
+            self.write_all(head, Follows::Nothing).await?;
             head = &[];
         }
         loop {
@@ -163,18 +233,19 @@ impl<'a> Writer<'a> {
             total += piece.len() as u64;
             let mut lead = head.to_vec();
             head = &[];
-            if chunked {
+            if framing == Framing::Chunked {
                 chunked::push_size_line(&mut lead, piece.len());
                 piece.extend_from_slice(chunked::CHUNK_END);
             }
             self.write_lead_and(&lead, &piece).await?;
         }
         let mut tail = head.to_vec();
-        if chunked && last_chunk {
+        let last_here = last == LastChunk::Here;
+        if framing == Framing::Chunked && last_here {
             tail.extend_from_slice(chunked::LAST_CHUNK);
         }
-        if last_chunk || !tail.is_empty() {
-            self.write_all(&tail, false).await?;
+        if last_here || !tail.is_empty() {
+            self.write_all(&tail, Follows::Nothing).await?;
         }
         Ok(total)
     }
@@ -244,8 +315,8 @@ impl<'a> Writer<'a> {
                 if n == 0 {
                     return Err(truncated());
                 }
-                self.write_all(&chunk[..n], offset + (n as u64) < end)
-                    .await?;
+                let follows = Follows::more_if(offset + (n as u64) < end);
+                self.write_all(&chunk[..n], follows).await?;
                 sent::count(Route::Read, n);
                 offset += n as u64;
                 since_yield += n as u64;
@@ -293,8 +364,9 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Writes all of `buf`; `more` sets `MSG_MORE` (a body follows).
-    pub async fn write_all(&self, buf: &[u8], more: bool) -> io::Result<()> {
+    /// Writes all of `buf`, with `MSG_MORE` when [`Follows::More`].
+    pub async fn write_all(&self, buf: &[u8], follows: Follows) -> io::Result<()> {
+        let more = follows == Follows::More;
         self.stream.write_all(buf, more, self.s.send_timeout).await
     }
 

@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 pub mod apps;
+pub mod beside;
 pub mod blkio;
+pub mod cache;
 pub mod differential;
 pub mod h2client;
 pub mod h3client;

@@ -53,9 +53,8 @@ impl<H: Respond + 'static> Connection<H> {
             return;
         };
         resp.close = true;
-        let head_only = ctx.is_head();
         ctx.completed = self
-            .write_response(&mut ctx, &resp, false, head_only)
+            .write_response(&mut ctx, &resp, Persistence::Close)
             .await
             .is_ok();
         ctx.write_access_log();
