@@ -1,9 +1,12 @@
 """WebSocket load client for bench/ws/run: opens N sockets through a
-proxy, then sends M echo round trips spread over them (one at a time per
-socket, all sockets at once), and prints the p50/p99 round trip in ms.
-Bounded: every step has a timeout. Usage: client.py PORT N M HOLD_FILE
-(HOLD_FILE is created once all N are open, and the client waits until it
-is removed, so the runner can read the server's memory meanwhile)."""
+proxy, then sends M echo round trips of 64 B spread over them (one at a
+time per socket, all sockets at once), then L round trips of 64 KiB
+spread over the first 100 sockets (one at a time per socket), and prints
+p50/p99/max round trip in ms for each size. Bounded: every step has a
+timeout, and the client stops by itself. Usage: client.py PORT N M
+HOLD_FILE [L] (HOLD_FILE is created once all N are open, and the client
+waits until it is removed, so the runner can read the server's memory
+meanwhile)."""
 import asyncio
 import os
 import resource
@@ -27,10 +30,9 @@ async def main():
     open(hold, "w").close()
     while os.path.exists(hold):
         await asyncio.sleep(0.1)
-    times = []
-    msg = b"x" * 64
+    large = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
 
-    async def one(ws, k):
+    async def one(ws, k, msg, times):
         for _ in range(k):
             t = time.perf_counter()
             await ws.send(msg)
@@ -38,11 +40,21 @@ async def main():
             times.append((time.perf_counter() - t) * 1000)
             assert got == msg
 
+    def summary(name, times):
+        times.sort()
+        p = lambda q: times[min(len(times) - 1, int(q * len(times)))]
+        return (f"{name}_round_trips={len(times)} {name}_p50_ms={p(0.5):.2f} "
+                f"{name}_p99_ms={p(0.99):.2f} {name}_max_ms={times[-1]:.2f}")
+
+    small = []
     per = max(1, m // n)
-    await asyncio.wait_for(asyncio.gather(*(one(ws, per) for ws in socks)), 120)
-    times.sort()
-    p = lambda q: times[min(len(times) - 1, int(q * len(times)))]
-    print(f"open={len(socks)} round_trips={len(times)} p50_ms={p(0.5):.2f} p99_ms={p(0.99):.2f}")
+    await asyncio.wait_for(asyncio.gather(*(one(ws, per, b"x" * 64, small) for ws in socks)), 120)
+    big = []
+    some = socks[:100]
+    per = max(1, large // len(some))
+    await asyncio.wait_for(
+        asyncio.gather(*(one(ws, per, b"y" * 65536, big) for ws in some)), 120)
+    print(f"open={len(socks)} {summary('small', small)} {summary('64k', big)}")
     await asyncio.wait_for(asyncio.gather(*(ws.close() for ws in socks)), 60)
 
 

@@ -84,6 +84,9 @@ pub struct RequestHead {
     pub keep_alive: bool,
     /// Bytes of the head, leading empty lines and final CRLF included.
     pub head_len: usize,
+    /// An HTTP/2 extended CONNECT for WebSocket (RFC 8441): it asks for
+    /// an upgrade as an HTTP/1.1 request's `Upgrade` does.
+    pub extended_connect: bool,
 }
 
 impl RequestHead {
@@ -117,6 +120,7 @@ impl RequestHead {
             chunked: false,
             keep_alive: false,
             head_len: 0,
+            extended_connect: false,
         }
     }
 
@@ -319,6 +323,7 @@ impl Clone for RequestHead {
             chunked: self.chunked,
             keep_alive: self.keep_alive,
             head_len: self.head_len,
+            extended_connect: self.extended_connect,
         }
     }
 }

@@ -319,13 +319,7 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
     if r.chunked && matches!(r.body, Body::Stream(_)) {
         out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
     }
-    // NGINX's header filter: a 101 says `upgrade` whatever the rest.
-    let connection = match (r.status, o.keep_alive) {
-        (101, _) => "upgrade",
-        (_, true) => "keep-alive",
-        (_, false) => "close",
-    };
-    header(out, "Connection", connection);
+    header(out, "Connection", connection_field(r.status, o.keep_alive));
     if o.keep_alive && r.status != 101 {
         if let Some(t) = o.keep_alive_header {
             header(out, "Keep-Alive", &format!("timeout={t}"));
@@ -341,6 +335,16 @@ pub fn write_head(r: &Response, o: &HeadOptions<'_>, out: &mut Vec<u8>) {
         out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
     }
     out.extend_from_slice(b"\r\n");
+}
+
+/// The `Connection` field of an HTTP/1.x head: NGINX's header filter,
+/// where a 101 says `upgrade` whatever the rest.
+fn connection_field(status: u16, keep_alive: bool) -> &'static str {
+    match (status, keep_alive) {
+        (101, _) => "upgrade",
+        (_, true) => "keep-alive",
+        (_, false) => "close",
+    }
 }
 
 impl Response {
@@ -371,6 +375,20 @@ impl Response {
         if let (Some(lm), false) = (self.last_modified, self.last_modified_inline) {
             v.push(("Last-Modified".into(), crate::util::time::http_date(lm)));
         }
+        v
+    }
+
+    /// [`sent_headers`](Self::sent_headers) and the fields an HTTP/1.x
+    /// head adds (`keep_alive`: the connection stays open), as NGINX's
+    /// `$sent_http_connection` and `$sent_http_transfer_encoding` read
+    /// them.
+    pub fn sent_headers_h1(&self, keep_alive: bool) -> Vec<(String, String)> {
+        let mut v = self.sent_headers();
+        if self.chunked && matches!(self.body, Body::Stream(_)) {
+            v.push(("Transfer-Encoding".into(), "chunked".into()));
+        }
+        let connection = connection_field(self.status, keep_alive);
+        v.push(("Connection".into(), connection.into()));
         v
     }
 }

@@ -111,14 +111,28 @@ impl Fault {
 }
 
 /// The idle deadline both directions share: each read pushes it on.
-struct Idle {
+pub(super) struct Idle {
     timeout: Duration,
     deadline: Cell<Instant>,
 }
 
 impl Idle {
-    fn touch(&self) {
+    /// A deadline `timeout` from now.
+    pub(super) fn new(timeout: Duration) -> Idle {
+        Idle {
+            timeout,
+            deadline: Cell::new(Instant::now() + timeout),
+        }
+    }
+
+    /// Pushes the deadline on: something was read.
+    pub(super) fn touch(&self) {
         self.deadline.set(Instant::now() + self.timeout);
+    }
+
+    /// When the tunnel is idle unless something is read before.
+    pub(super) fn deadline(&self) -> Instant {
+        self.deadline.get()
     }
 }
 
@@ -129,7 +143,8 @@ struct Counts {
     received: Option<Arc<AtomicU64>>,
 }
 
-fn timed_out(e: &io::Error) -> bool {
+/// Whether `e` is a write's timeout.
+pub(super) fn timed_out(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ETIMEDOUT) || e.kind() == io::ErrorKind::TimedOut
 }
 
@@ -140,7 +155,7 @@ fn timed_out(e: &io::Error) -> bool {
 /// keep-alive connection holds none. The wait ends at the shared idle
 /// deadline (`proxy_read_timeout`), unless a read of the other direction
 /// pushed it on meanwhile.
-async fn read_next<F: Future<Output = io::Result<()>>>(
+pub(super) async fn read_next<F: Future<Output = io::Result<()>>>(
     buf: &mut Vec<u8>,
     size: usize,
     idle: &Idle,
@@ -245,10 +260,7 @@ async fn peer_to_client(
 /// closed, or the first fault.
 pub async fn run(client: &ClientStream, pending: Vec<u8>, up: Upgrade) -> TunnelEnd {
     let size = up.buffer.max(1024);
-    let idle = Idle {
-        timeout: up.timeouts.idle,
-        deadline: Cell::new(Instant::now() + up.timeouts.idle),
-    };
+    let idle = Idle::new(up.timeouts.idle);
     let counts = Counts {
         to_client: Cell::new(0),
         to_peer: Cell::new(0),

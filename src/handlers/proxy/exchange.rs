@@ -39,6 +39,9 @@ pub(super) struct Outgoing {
     pub tls: Option<TlsTarget>,
     /// The client asked for an upgrade: a `101` becomes a tunnel.
     pub upgrade: bool,
+    /// A `101` the client did not ask for is relayed as a head without a
+    /// body (an HTTP/1.x client, as NGINX), not refused with a 502.
+    pub relay_101: bool,
     /// `proxy_protocol on`: the PROXY header a new connection starts with.
     pub proxy_header: Option<String>,
 }

@@ -99,6 +99,7 @@ pub async fn fetch_with(
         idempotent: Method::from_token(&method).idempotent(),
         tls,
         upgrade: http && upgrade_asked(ctx),
+        relay_101: http && !ctx.conn.multiplexed(),
         proxy_header: ctx
             .loc
             .s
@@ -330,8 +331,10 @@ fn upstream_response(
         fcgi,
     } = got;
     if rh.status == 101 {
-        // NGINX keeps no such connection (`u->keepalive = 0`).
-        if !out.upgrade {
+        // NGINX keeps no such connection (`u->keepalive = 0`). One the
+        // client did not ask for goes on as a head alone (`switched`);
+        // HTTP/2 has no 101 to send.
+        if !out.upgrade && !out.relay_101 {
             return Err(HeadError::UnaskedUpgrade);
         }
         let (addr, mut body) = (conn.addr.clone(), UpstreamBody::switched(conn, buf));

@@ -130,9 +130,11 @@ pub fn upstream_uri(
 /// Whether the client asked for an upgrade, so that a `101` from the
 /// upstream becomes a tunnel: its request carries `Upgrade` (NGINX's
 /// `r->headers_in.upgrade`, whatever `Connection` says) and came over
-/// HTTP/1.x (an HTTP/2 stream cannot switch protocols).
+/// HTTP/1.x, or is an HTTP/2 extended CONNECT for WebSocket (RFC 8441,
+/// `http2/request.rs`: its tunnel is the stream); another HTTP/2 stream
+/// cannot switch protocols.
 pub fn upgrade_asked(ctx: &RequestCtx) -> bool {
-    !ctx.conn.multiplexed() && ctx.head.header("upgrade").is_some()
+    (!ctx.conn.multiplexed() || ctx.head.extended_connect) && ctx.head.header("upgrade").is_some()
 }
 
 /// The method sent upstream: GET for a HEAD the cache asks as GET

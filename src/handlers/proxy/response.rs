@@ -109,13 +109,20 @@ pub fn forces_ranges(ctx: &RequestCtx, pass: &ProxyPass) -> bool {
     ctx.loc.s.proxy_force_ranges && matches!(pass.proto, Protocol::Http)
 }
 
-/// A `101` the client asked for (`fetch` refuses any other): no body, no
-/// length, and the connection becomes a tunnel once the head is sent.
+/// A `101`: no body, no length, and the connection becomes a tunnel
+/// once the head is sent when the client asked for it. One it did not
+/// ask for (`fetch` lets it through to an HTTP/1.x client only) is sent
+/// as a head alone and the connection closes, the upstream's dropped:
+/// what NGINX 1.22's client sees ("TODO: prevent upgrade if not
+/// requested"), but at once rather than at `proxy_read_timeout`.
 fn switched(ctx: &RequestCtx, mut r: Response, up: UpstreamResponse) -> Response {
     let s = &ctx.loc.s;
     r.content_length = None;
     r.body = Body::Empty;
     r.close = true;
+    if !super::request::upgrade_asked(ctx) {
+        return r;
+    }
     r.upgrade = up.body.into_upgrade().map(|sw| {
         Box::new(Upgrade {
             peer: Box::new(sw.conn),

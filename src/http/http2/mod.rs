@@ -32,12 +32,16 @@
 //!   and holds one chunk meanwhile;
 //! - stream-ID exhaustion: IDs only grow (`h2` refuses a lower one), and
 //!   `keepalive_requests` ends the connection long before 2^31.
+//!
+//! `SETTINGS_ENABLE_CONNECT_PROTOCOL` is sent: a WebSocket may come as an
+//! extended CONNECT stream (RFC 8441; `request.rs`, `tunnel.rs`).
 
 mod flood;
 mod io;
 pub(crate) mod request;
 pub mod send;
 mod stream;
+mod tunnel;
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -271,7 +275,9 @@ fn builder(s: &LocSettings, max_head: usize) -> h2::server::Builder {
         .max_send_buffer_size(2 * s.http2_chunk_size.max(send::READ_PIECE))
         .max_pending_accept_reset_streams(streams.max(20) as usize)
         .max_local_error_reset_streams(Some(1024))
-        .max_concurrent_reset_streams(streams.max(10) as usize);
+        .max_concurrent_reset_streams(streams.max(10) as usize)
+        // WebSocket over HTTP/2 (RFC 8441, `tunnel.rs`).
+        .enable_connect_protocol();
     b
 }
 

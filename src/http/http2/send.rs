@@ -341,7 +341,12 @@ impl Out {
     /// Resets the stream (a body that failed half-way: the client must
     /// not take a short body for a whole one).
     pub fn reset(&mut self) {
-        self.send.send_reset(h2::Reason::INTERNAL_ERROR);
+        self.reset_with(h2::Reason::INTERNAL_ERROR);
+    }
+
+    /// Resets the stream with `reason`.
+    pub fn reset_with(&mut self, reason: h2::Reason) {
+        self.send.send_reset(reason);
     }
 }
 

@@ -11,6 +11,9 @@
 //! the others go on. A client that resets the stream while the handlers
 //! work stops them (their future is dropped) and counts against the
 //! connection's reset budget (rapid reset, `mod.rs`).
+//!
+//! A WebSocket extended CONNECT (RFC 8441) has no body for the handlers:
+//! its DATA frames are kept for the tunnel its `101` opens (`tunnel.rs`).
 
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -49,7 +52,12 @@ pub async fn serve<H: Respond>(
         stream_request::start(&parts, "HTTP/2.0", &conn.info, conn.group, n, &w);
     ctx.start = start;
     let content_length = ctx.head.content_length;
-    let body = RefCell::new(ClientBody::h2(recv, content_length));
+    let (body, tunnel_recv) = if ctx.head.extended_connect {
+        (ClientBody::memory(Vec::new()), Some(recv))
+    } else {
+        (ClientBody::h2(recv, content_length), None)
+    };
+    let body = RefCell::new(body);
     body.borrow_mut().set_timeout(ctx.loc.s.client_body_timeout);
     // Boxed, as the HTTP/1.1 loop boxes a request's futures: the task
     // spawned per stream stays small until its handlers run.
@@ -72,6 +80,17 @@ pub async fn serve<H: Respond>(
         ctx.write_access_log();
         return;
     };
+    if let (true, Some(recv)) = (resp.upgrade.is_some(), tunnel_recv) {
+        Box::pin(super::tunnel::serve(
+            &mut ctx,
+            resp,
+            &mut respond,
+            recv,
+            &w.log,
+        ))
+        .await;
+        return;
+    }
     Box::pin(send_response(&mut ctx, resp, respond, &w, &conn)).await;
     // A body the handlers left unread (a POST to a static file answered
     // 404 or 405) is read and dropped, as NGINX discards it, so the
