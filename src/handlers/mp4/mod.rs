@@ -233,6 +233,38 @@ impl Reader<'_> {
     }
 }
 
+/// The `ftyp` atom whose `size` bytes of data start at `at`.
+async fn read_ftyp(r: &mut Reader<'_>, at: u64, size: u64) -> Result<Vec<u8>, Fail> {
+    if size > 1024 {
+        let path = r.path;
+        return Err(Mp4Error::new(format!("\"{path}\" mp4 ftyp atom is too large:{size}")).into());
+    }
+    let data = r.get(at, size as usize).await?;
+    Ok(trak::atom(b"ftyp", data))
+}
+
+/// The `moov` atom whose `size` bytes of data start at `at`, read whole
+/// (up to `mp4_max_buffer_size` when larger than `mp4_buffer_size`).
+async fn read_moov(
+    r: &mut Reader<'_>,
+    at: u64,
+    size: u64,
+    (buffer_size, max_buffer_size): (usize, u64),
+    span: &Span,
+) -> Result<Moov, Fail> {
+    let path = r.path;
+    if size > buffer_size as u64 && size > max_buffer_size {
+        return Err(Mp4Error::new(format!(
+            "\"{path}\" mp4 moov atom is too large:{size}, \
+             you may want to increase mp4_max_buffer_size"
+        ))
+        .into());
+    }
+    r.size = r.size.max(size as usize);
+    let data = r.get(at, size as usize).await?;
+    Ok(moov::read(data, span, path)?)
+}
+
 /// Reads the file's top-level atoms and builds the new head; `None` when
 /// the file goes as it is (its `moov` comes first and the whole file is
 /// asked for).
@@ -271,17 +303,10 @@ async fn cut(
         let data_at = off + hdr as u64;
         match &name {
             b"ftyp" => {
-                if data_size > 1024 {
-                    return Err(Mp4Error::new(format!(
-                        "\"{path}\" mp4 ftyp atom is too large:{data_size}"
-                    ))
-                    .into());
-                }
                 if ftyp.is_some() {
                     return Err(dup("ftyp").into());
                 }
-                let data = r.get(data_at, data_size as usize).await?;
-                ftyp = Some(trak::atom(b"ftyp", data));
+                ftyp = Some(read_ftyp(&mut r, data_at, data_size).await?);
             }
             b"moov" => {
                 let no_mdat = mdat.is_none();
@@ -291,16 +316,8 @@ async fn cut(
                 if moov.is_some() {
                     return Err(dup("moov").into());
                 }
-                if data_size > buffer_size as u64 && data_size > max_buffer_size {
-                    return Err(Mp4Error::new(format!(
-                        "\"{path}\" mp4 moov atom is too large:{data_size}, \
-                         you may want to increase mp4_max_buffer_size"
-                    ))
-                    .into());
-                }
-                r.size = r.size.max(data_size as usize);
-                let data = r.get(data_at, data_size as usize).await?;
-                moov = Some(moov::read(data, span, path)?);
+                let sizes = (buffer_size, max_buffer_size);
+                moov = Some(read_moov(&mut r, data_at, data_size, sizes, span).await?);
                 if !no_mdat {
                     break;
                 }
@@ -326,4 +343,24 @@ async fn cut(
         span,
         path,
     )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::atofp;
+
+    #[test]
+    fn start_and_end_are_read_in_thousandths_as_nginx_reads_them() {
+        assert_eq!(atofp("0"), 0);
+        assert_eq!(atofp("2"), 2000);
+        assert_eq!(atofp("7.1"), 7100);
+        assert_eq!(atofp("2.7"), 2700);
+        // A Flash player's many decimals: the fourth on is ignored.
+        assert_eq!(atofp("1.23456789"), 1234);
+        assert_eq!(atofp(".5"), 500);
+        assert_eq!(atofp("5."), 5000);
+        for bad in ["", "-1", "1.2.3", "x", "1e3", "99999999999999999999"] {
+            assert_eq!(atofp(bad), -1, "{bad}");
+        }
+    }
 }

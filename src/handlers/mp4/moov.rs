@@ -58,12 +58,11 @@ pub(super) fn header(
     Ok(Some((size, hdr)))
 }
 
+/// What a walk calls with each atom's name and data.
+type Visit<'a> = dyn FnMut(&[u8; 4], &[u8]) -> Result<Walk, Mp4Error> + 'a;
+
 /// Walks the atoms of `data`, calling `f` with each one's name and data.
-fn walk(
-    data: &[u8],
-    path: &str,
-    f: &mut dyn FnMut(&[u8; 4], &[u8]) -> Result<Walk, Mp4Error>,
-) -> Result<Walk, Mp4Error> {
+fn walk(data: &[u8], path: &str, f: &mut Visit<'_>) -> Result<Walk, Mp4Error> {
     let mut off = 0;
     while off < data.len() {
         let Some((size, hdr)) = header(data, off, (data.len() - off) as u64, path)? else {

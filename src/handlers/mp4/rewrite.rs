@@ -209,3 +209,16 @@ fn edts(t: &Trak) -> Vec<u8> {
     elst.extend_from_slice(&0u16.to_be_bytes());
     boxed(b"edts", &boxed(b"elst", &elst))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::mdat_header;
+
+    #[test]
+    fn an_mdat_too_large_for_32_bits_gets_a_64_bit_header() {
+        assert_eq!(mdat_header(100), b"\x00\x00\x00\x6cmdat");
+        let h = mdat_header(u64::from(u32::MAX));
+        assert_eq!(&h[..8], b"\x00\x00\x00\x01mdat");
+        assert_eq!(h[8..], (u64::from(u32::MAX) + 16).to_be_bytes());
+    }
+}
