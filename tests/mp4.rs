@@ -141,7 +141,13 @@ fn a_file_that_cannot_be_cut_is_a_500_with_nginx_s_line() {
     for t in targets {
         assert_eq!(ask(srv.port, "GET", t, "").status, 500, "{t}");
     }
-    let log = std::fs::read_to_string(srv.prefix.path().join("logs/error.log")).unwrap();
+    // The log thread writes the lines after the answers: wait for them.
+    let read_log = || std::fs::read_to_string(srv.prefix.path().join("logs/error.log")).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while messages(&read_log()).len() < targets.len() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let log = read_log();
     let ours = messages(&log);
     assert!(
         ours.iter()
@@ -155,6 +161,10 @@ fn a_file_that_cannot_be_cut_is_a_500_with_nginx_s_line() {
     };
     for t in targets {
         assert_eq!(ask(ngx.port, "GET", t, "").status, 500, "{t}");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while messages(&ngx.error_log()).len() < targets.len() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let theirs = messages(&ngx.error_log());
     let strip = |v: Vec<String>| -> Vec<String> {
