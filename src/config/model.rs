@@ -164,6 +164,10 @@ pub enum Handler {
     Status(Arc<crate::upstream::AllGroups>),
     /// `empty_gif`.
     EmptyGif,
+    /// `flv` (`handlers/flv.rs`).
+    Flv,
+    /// `mp4` (`handlers/mp4/`).
+    Mp4,
     /// `proxy_pass`.
     Proxy(Arc<crate::upstream::ProxyPass>),
     /// `grpc_pass`: the target as `proxy_pass` keeps one (`grpc://` as
@@ -665,4 +669,11 @@ loc_settings! {
     limit_rate: u64 = 0;
     /// `limit_rate_after`.
     limit_rate_after: u64 = 0;
+    /// `mp4_buffer_size`, `mp4_max_buffer_size`, `mp4_start_key_frame`
+    /// (`handlers/mp4/`, `directives/media.rs`).
+    mp4_buffer_size: u64 = 512 * 1024;
+    /// See `mp4_buffer_size`.
+    mp4_max_buffer_size: u64 = 10 * 1024 * 1024;
+    /// See `mp4_buffer_size`.
+    mp4_start_key_frame: bool = false;
 }

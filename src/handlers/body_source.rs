@@ -30,8 +30,11 @@ pub fn frame_unknown_length(ctx: &RequestCtx, resp: &mut Response) {
 pub enum PieceSource {
     /// A body in memory (taken whole at the first piece).
     Bytes(Vec<u8>),
-    /// A file range.
+    /// Bytes in memory (a spliced body's lead, maybe none), then a file
+    /// range.
     File {
+        /// The bytes before the file's (taken whole at the first piece).
+        lead: Vec<u8>,
         /// The open file.
         file: Rc<OpenFile>,
         /// The next byte to read.
@@ -44,8 +47,8 @@ pub enum PieceSource {
 }
 
 impl PieceSource {
-    /// The source of `body` (a multipart body never reaches a body
-    /// filter: ranges come after them; it and an empty body read as
+    /// The source of `body` (a spliced body reads its lead first; a
+    /// multipart body never reaches a body filter: ranges come after them; it and an empty body read as
     /// empty).
     pub fn of(body: Body) -> PieceSource {
         match body {
@@ -53,6 +56,19 @@ impl PieceSource {
             Body::File {
                 file, start, len, ..
             } => PieceSource::File {
+                lead: Vec::new(),
+                file,
+                pos: start,
+                end: start + len,
+            },
+            Body::Spliced {
+                lead,
+                file,
+                start,
+                len,
+                ..
+            } => PieceSource::File {
+                lead: lead.to_vec(),
                 file,
                 pos: start,
                 end: start + len,
@@ -71,7 +87,15 @@ impl PieceSource {
     pub async fn next(&mut self) -> io::Result<(Vec<u8>, bool)> {
         match self {
             PieceSource::Bytes(b) => Ok((std::mem::take(b), true)),
-            PieceSource::File { file, pos, end } => {
+            PieceSource::File {
+                lead,
+                file,
+                pos,
+                end,
+            } => {
+                if !lead.is_empty() {
+                    return Ok((std::mem::take(lead), *pos >= *end));
+                }
                 let want = (*end - *pos).min(FILE_PIECE) as usize;
                 let mut buf = vec![0u8; want];
                 let n = file.read_at(&mut buf, *pos).await?;

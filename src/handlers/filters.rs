@@ -219,7 +219,7 @@ pub(super) fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
             len: blen,
             path,
         } if *blen == len => Some((Rc::clone(file), *start, Rc::clone(path))),
-        Body::Stream(_) => None,
+        Body::Stream(_) | Body::Spliced { .. } => None,
         _ => return Ok(()),
     };
     let wanted = match (ctx.header("range"), ctx.header("if-range")) {
@@ -240,6 +240,7 @@ pub(super) fn ranges(ctx: &RequestCtx, resp: &mut Response) -> Result<(), u16> {
         }
         RangeOutcome::Partial(ranges) => match file {
             Some((file, base, path)) => file_ranges(resp, (file, path), base, &ranges, len),
+            None if matches!(resp.body, Body::Spliced { .. }) => spliced_ranges(resp, &ranges, len),
             None => stream_range(resp, &ranges, len),
         },
     }
@@ -277,6 +278,61 @@ fn file_ranges(
         resp.content_type = Some(parts.content_type_header().into());
         resp.content_length = Some(parts.content_length());
         resp.body = Body::Multipart { file, parts };
+    }
+}
+
+/// 206 for one range of a body in memory then a file (flv, mp4), cut from
+/// both parts; several ranges get the whole 200 (the mp4 module asks for
+/// `single_range`; NGINX's range filter fails an flv one with "range in
+/// overlapped buffers" unless every range lies in the 13-byte header).
+fn spliced_ranges(resp: &mut Response, ranges: &[std::ops::Range<u64>], len: u64) {
+    let Body::Spliced {
+        lead,
+        file,
+        start,
+        path,
+        ..
+    } = std::mem::replace(&mut resp.body, Body::Empty)
+    else {
+        unreachable!("called for a spliced body");
+    };
+    let ll = lead.len() as u64;
+    if let [r] = ranges {
+        resp.status = 206;
+        resp.headers.push((
+            "Content-Range".into(),
+            format!("bytes {}-{}/{len}", r.start, r.end - 1),
+        ));
+        resp.content_length = Some(r.end - r.start);
+        let from_lead = r.start.min(ll) as usize..r.end.min(ll) as usize;
+        let in_file = r.start.max(ll) - ll..r.end.max(ll) - ll;
+        resp.body = if in_file.is_empty() {
+            Body::Bytes(lead[from_lead].to_vec())
+        } else if from_lead.is_empty() {
+            Body::File {
+                file,
+                start: start + in_file.start,
+                len: in_file.end - in_file.start,
+                path,
+            }
+        } else {
+            Body::Spliced {
+                lead: lead[from_lead].into(),
+                file,
+                start,
+                len: in_file.end,
+                path,
+            }
+        };
+    } else {
+        resp.body = Body::Spliced {
+            lead,
+            file,
+            start,
+            len: len - ll,
+            path,
+        };
+        resp.accept_ranges = true;
     }
 }
 

@@ -438,6 +438,7 @@ impl GzipStream {
         let inline = match &body {
             Body::Bytes(b) => b.len() as u64 <= INLINE_BODY,
             Body::File { len, .. } => *len <= INLINE_BODY,
+            Body::Spliced { .. } => body.len() <= INLINE_BODY,
             Body::Stream(_) => false,
             Body::Empty | Body::Multipart { .. } => true,
         };

@@ -27,11 +27,13 @@ pub mod disk_io;
 mod empty_gif;
 mod file;
 pub mod filters;
+mod flv;
 pub mod grpc;
 pub mod gzip;
 mod gzip_static;
 pub mod metrics;
 mod mirror;
+mod mp4;
 pub mod outcome;
 pub mod proxy;
 pub mod realip;
@@ -471,6 +473,16 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Handler::Metrics(ref groups) => metrics::serve(ctx, env, groups),
         Handler::Status(ref groups) => status_page::serve(ctx, env, groups),
         Handler::EmptyGif => empty_gif::serve(ctx),
+        // The media modules decline a directory or a URI ending in `/`;
+        // the static and index handlers answer it then.
+        Handler::Flv => match flv::serve(ctx, env).await {
+            Content::Answered(o) => o,
+            Content::Declined => static_file::serve(ctx, env).await,
+        },
+        Handler::Mp4 => match Box::pin(mp4::serve(ctx, env)).await {
+            Content::Answered(o) => o,
+            Content::Declined => static_file::serve(ctx, env).await,
+        },
         // Boxed: the proxy's state is large, and a request's future is
         // allocated and moved whole (`http::connection`); a static file's
         // request should not carry the proxy's size.

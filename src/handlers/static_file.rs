@@ -29,7 +29,7 @@ fn is_not_found(e: &io::Error) -> bool {
 }
 
 /// Maps a failed open to NGINX's status and log line.
-fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
+pub(super) fn open_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
     if Failure::is_pool(e) {
         return failed(ctx, env, e, "open", path);
     }

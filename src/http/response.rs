@@ -32,6 +32,22 @@ pub enum Body {
         /// response's is its cache file, not `$request_filename`).
         path: Rc<str>,
     },
+    /// Bytes in memory, then `len` bytes of `file` from `start`: NGINX's
+    /// chain of a memory buffer and a file buffer (the flv module's header
+    /// before the file's tail, the mp4 module's rewritten `moov` before
+    /// the `mdat` range).
+    Spliced {
+        /// The bytes sent first.
+        lead: Rc<[u8]>,
+        /// The open file.
+        file: Rc<OpenFile>,
+        /// First byte of the file's part.
+        start: u64,
+        /// Byte count of the file's part.
+        len: u64,
+        /// The file's path, for the lines that name it.
+        path: Rc<str>,
+    },
     /// A `multipart/byteranges` body over `file`.
     Multipart {
         /// The open file.
@@ -74,6 +90,7 @@ impl Body {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
             Body::File { len, .. } => *len,
+            Body::Spliced { lead, len, .. } => lead.len() as u64 + *len,
             Body::Multipart { parts, .. } => parts.content_length(),
             Body::Stream(_) => 0,
         }

@@ -151,6 +151,17 @@ impl<'a> Writer<'a> {
                 self.send_file_range(file, *start, *len).await?;
                 Ok(*len)
             }
+            Body::Spliced {
+                lead,
+                file,
+                start,
+                len,
+                ..
+            } => {
+                self.write_lead_and(head, lead).await?;
+                self.send_file_range(file, *start, *len).await?;
+                Ok(lead.len() as u64 + *len)
+            }
             Body::Multipart { file, parts } => {
                 self.write_all(head, Follows::More).await?;
                 self.count(head.len());

@@ -34,6 +34,7 @@
 //! | `referer.rs` | `valid_referers`, `referer_hash_*` |
 //! | `secure_link.rs` | `secure_link`, `secure_link_md5`, `secure_link_secret` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
+//! | `media.rs` | `flv`, `mp4`, `mp4_*` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -190,6 +191,7 @@ mod limit_except;
 mod listen;
 mod logs;
 mod map;
+mod media;
 mod proxy;
 mod proxy_extra;
 mod proxy_socket;
@@ -257,6 +259,7 @@ static AREAS: &[&[Spec]] = &[
     rewrite::ROWS,
     map::ROWS,
     content::ROWS,
+    media::ROWS,
     sub_filter::ROWS,
     ssi::ROWS,
     upstream::ROWS,

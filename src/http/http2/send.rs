@@ -185,6 +185,16 @@ impl Out {
             Body::File {
                 file, start, len, ..
             } => self.file(file, *start, *len, true).await,
+            Body::Spliced {
+                lead,
+                file,
+                start,
+                len,
+                ..
+            } => {
+                self.bytes(lead, false).await?;
+                self.file(file, *start, *len, true).await
+            }
             Body::Multipart { file, parts } => {
                 for (hdr, range) in &parts.parts {
                     self.bytes(hdr.as_bytes(), false).await?;

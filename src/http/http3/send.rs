@@ -70,6 +70,16 @@ impl Out {
             Body::File {
                 file, start, len, ..
             } => self.file(file, *start, *len).await?,
+            Body::Spliced {
+                lead,
+                file,
+                start,
+                len,
+                ..
+            } => {
+                self.data(Bytes::copy_from_slice(lead)).await?;
+                self.file(file, *start, *len).await?
+            }
             Body::Multipart { file, parts } => {
                 for (hdr, range) in &parts.parts {
                     self.data(Bytes::copy_from_slice(hdr.as_bytes())).await?;
