@@ -672,7 +672,7 @@ impl<H: Respond + 'static> Connection<H> {
         });
         if !s.access_log.is_empty() {
             // Only an access log reads `$sent_http_*`.
-            ctx.sent_headers = resp.sent_headers_h1(keep_alive);
+            ctx.sent_headers = resp.sent_headers_h1(persistence == Persistence::KeepAlive);
         }
         let head_len = self.out.len() as u64;
         let writer =
