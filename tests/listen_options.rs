@@ -43,7 +43,13 @@ fn listening_port(fd: RawFd) -> Option<u16> {
     let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: a sockaddr_storage and its size.
-    unsafe { libc::getsockname(fd, (&mut ss as *mut libc::sockaddr_storage).cast(), &mut len) };
+    unsafe {
+        libc::getsockname(
+            fd,
+            (&mut ss as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    };
     let port = match ss.ss_family as i32 {
         libc::AF_INET => unsafe { (*(&ss as *const _ as *const libc::sockaddr_in)).sin_port },
         libc::AF_INET6 => unsafe { (*(&ss as *const _ as *const libc::sockaddr_in6)).sin6_port },
@@ -56,7 +62,11 @@ fn listening_port(fd: RawFd) -> Option<u16> {
 fn listening_socket(pid: u32, port: u16) -> OwnedFd {
     // SAFETY: plain system calls; the descriptors returned are ours.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as i32, 0) } as RawFd;
-    assert!(pidfd >= 0, "pidfd_open: {}", std::io::Error::last_os_error());
+    assert!(
+        pidfd >= 0,
+        "pidfd_open: {}",
+        std::io::Error::last_os_error()
+    );
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     use std::os::fd::AsRawFd;
     let dir = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
@@ -141,7 +151,10 @@ fn options_are_set_on_the_socket_as_nginx_sets_them() {
 fn so_keepalive_off_and_defaults_match_nginx() {
     let s = Server::start(&conf("so_keepalive=off"));
     let porter = opts(s.child.id(), s.port);
-    assert_eq!((porter.keepalive, porter.fastopen, porter.defer_accept), (0, 0, 0));
+    assert_eq!(
+        (porter.keepalive, porter.fastopen, porter.defer_accept),
+        (0, 0, 0)
+    );
     assert_eq!(porter.backlog, 511);
     let line = "server { listen 127.0.0.1:{PORT} so_keepalive=off; }";
     if let Some(n) = Nginx::start(line) {
@@ -153,7 +166,10 @@ fn so_keepalive_off_and_defaults_match_nginx() {
 fn a_reload_sets_changed_options_on_the_sockets_it_keeps() {
     let s = Server::start(&conf("deferred fastopen=8 backlog=50"));
     let before = opts(s.child.id(), s.port);
-    assert_eq!((before.defer_accept, before.fastopen, before.backlog), (1, 8, 50));
+    assert_eq!(
+        (before.defer_accept, before.fastopen, before.backlog),
+        (1, 8, 50)
+    );
     let next = config_text(&conf("fastopen=16 backlog=60"), s.port, s.prefix.path());
     s.prefix.write("porter.conf", next);
     s.signal(libc::SIGHUP);
@@ -165,7 +181,10 @@ fn a_reload_sets_changed_options_on_the_sockets_it_keeps() {
     }
     // NGINX's reload: listen() again for the backlog, TCP_DEFER_ACCEPT
     // taken off, the new fastopen queue.
-    assert_eq!((after.defer_accept, after.fastopen, after.backlog), (0, 16, 60));
+    assert_eq!(
+        (after.defer_accept, after.fastopen, after.backlog),
+        (0, 16, 60)
+    );
     assert_eq!(get(s.port, "/").status, 200);
 }
 
@@ -182,7 +201,11 @@ fn ipv6only_off_takes_ipv4_connections() {
     let s = Server::start(body);
     let r = get(s.port, "/");
     assert_eq!(r.status, 200);
-    assert_eq!(r.text(), "::ffff:127.0.0.1", "NGINX names the mapped address");
+    assert_eq!(
+        r.text(),
+        "::ffff:127.0.0.1",
+        "NGINX names the mapped address"
+    );
 }
 
 #[test]
@@ -236,7 +259,10 @@ fn bad_values_are_nginx_s_errors() {
         ("ipv6only=yes", "invalid ipv6only flags \"yes\""),
         // FreeBSD's; NGINX on Linux does not know it.
         ("setfib=1", "invalid parameter \"setfib=1\""),
-        ("quic fastopen=1", "\"fastopen\" parameter is incompatible with \"quic\""),
+        (
+            "quic fastopen=1",
+            "\"fastopen\" parameter is incompatible with \"quic\"",
+        ),
     ] {
         let (ok, stderr) = check(&format!("127.0.0.1:8080 {params}"));
         assert!(!ok, "{params} accepted");

@@ -36,7 +36,10 @@ fn masked(d: &str) -> String {
     let (pri, rest) = d.split_once('>').expect("<PRI>");
     // `Mmm dd hh:mm:ss ` is 16 bytes.
     let time = &rest[..16];
-    assert!(time.as_bytes()[3] == b' ' && time.as_bytes()[9] == b':', "{d}");
+    assert!(
+        time.as_bytes()[3] == b' ' && time.as_bytes()[9] == b':',
+        "{d}"
+    );
     let rest = &rest[16..];
     let host = format!("{} ", hostname());
     let (host, rest) = match rest.strip_prefix(&host) {
@@ -135,10 +138,22 @@ fn a_collector_that_comes_back_gets_lines_again() {
 fn bad_syslog_parameters_are_nginx_s_errors() {
     for (target, err) in [
         ("syslog:facility=user", "no syslog server specified"),
-        ("syslog:server=127.0.0.1,facility=x", "unknown syslog facility \"x\""),
-        ("syslog:server=127.0.0.1,severity=err", "unknown syslog severity \"err\""),
-        ("syslog:server=127.0.0.1,tag=a-b", "syslog \"tag\" only allows alphanumeric characters and underscore"),
-        ("syslog:server=127.0.0.1,bogus", "unknown syslog parameter \"bogus\""),
+        (
+            "syslog:server=127.0.0.1,facility=x",
+            "unknown syslog facility \"x\"",
+        ),
+        (
+            "syslog:server=127.0.0.1,severity=err",
+            "unknown syslog severity \"err\"",
+        ),
+        (
+            "syslog:server=127.0.0.1,tag=a-b",
+            "syslog \"tag\" only allows alphanumeric characters and underscore",
+        ),
+        (
+            "syslog:server=127.0.0.1,bogus",
+            "unknown syslog parameter \"bogus\"",
+        ),
     ] {
         let e = config_error(&format!("error_log {target}; events {{}} http {{}}"));
         assert!(e.contains(err), "{target}: {e}");

@@ -75,8 +75,8 @@ impl ListenOpts {
             }
             _ if p.starts_with("so_keepalive=") => {
                 let v = &p[13..];
-                let k = keepalive(v)
-                    .ok_or_else(|| format!("invalid so_keepalive value: \"{v}\""))?;
+                let k =
+                    keepalive(v).ok_or_else(|| format!("invalid so_keepalive value: \"{v}\""))?;
                 self.keepalive = Some(k);
             }
             _ => return Ok(false),
@@ -97,7 +97,12 @@ fn atoi(s: &str) -> Option<i32> {
 /// `on`, `off`, or `idle:intvl:cnt` with any part empty (not all).
 fn keepalive(v: &str) -> Option<KeepAlive> {
     match v {
-        "on" => return Some(KeepAlive { on: true, ..KeepAlive::default() }),
+        "on" => {
+            return Some(KeepAlive {
+                on: true,
+                ..KeepAlive::default()
+            })
+        }
         "off" => return Some(KeepAlive::default()),
         _ => {}
     }
@@ -152,7 +157,10 @@ mod tests {
     #[test]
     fn so_keepalive_reads_nginx_forms() {
         let k = take("so_keepalive=30m::10").unwrap().keepalive.unwrap();
-        assert_eq!((k.on, k.idle, k.intvl, k.cnt), (true, Some(1800), None, Some(10)));
+        assert_eq!(
+            (k.on, k.idle, k.intvl, k.cnt),
+            (true, Some(1800), None, Some(10))
+        );
         assert!(!take("so_keepalive=off").unwrap().keepalive.unwrap().on);
         assert!(take("so_keepalive=on").unwrap().keepalive.unwrap().on);
         assert_eq!(

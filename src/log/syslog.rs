@@ -25,9 +25,9 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use super::Level;
 
 const FACILITIES: [&str; 24] = [
-    "kern", "user", "mail", "daemon", "auth", "intern", "lpr", "news", "uucp", "clock",
-    "authpriv", "ftp", "ntp", "audit", "alert", "cron", "local0", "local1", "local2", "local3",
-    "local4", "local5", "local6", "local7",
+    "kern", "user", "mail", "daemon", "auth", "intern", "lpr", "news", "uucp", "clock", "authpriv",
+    "ftp", "ntp", "audit", "alert", "cron", "local0", "local1", "local2", "local3", "local4",
+    "local5", "local6", "local7",
 ];
 
 const SEVERITIES: [&str; 8] = [
@@ -214,12 +214,16 @@ mod tests {
 
     #[test]
     fn parameters_in_any_order() {
-        let p = SyslogPeer::parse("severity=alert,server=[::1]:5140,facility=user,tag=X_1,nohostname")
-            .unwrap();
+        let p =
+            SyslogPeer::parse("severity=alert,server=[::1]:5140,facility=user,tag=X_1,nohostname")
+                .unwrap();
         assert_eq!(p.server, Server::Inet("[::1]:5140".parse().unwrap()));
         assert_eq!((p.facility, p.severity), (1, 1));
         let h = p.header(p.severity);
-        assert!(h.starts_with("<9>") && h.ends_with(":00 X_1: ") || h.ends_with(" X_1: "), "{h}");
+        assert!(
+            h.starts_with("<9>") && h.ends_with(":00 X_1: ") || h.ends_with(" X_1: "),
+            "{h}"
+        );
         assert!(!p.header(1).contains(&format!(" {} ", hostname())), "{h}");
     }
 
@@ -227,11 +231,26 @@ mod tests {
     fn errors_are_nginx_s() {
         let e = |a: &str| SyslogPeer::parse(a).unwrap_err();
         assert_eq!(e("facility=user"), "no syslog server specified");
-        assert_eq!(e("server=1.2.3.4,facility=x"), "unknown syslog facility \"x\"");
-        assert_eq!(e("server=1.2.3.4,severity=err"), "unknown syslog severity \"err\"");
-        assert_eq!(e("server=1.2.3.4,tag=a-b"), "syslog \"tag\" only allows alphanumeric characters and underscore");
+        assert_eq!(
+            e("server=1.2.3.4,facility=x"),
+            "unknown syslog facility \"x\""
+        );
+        assert_eq!(
+            e("server=1.2.3.4,severity=err"),
+            "unknown syslog severity \"err\""
+        );
+        assert_eq!(
+            e("server=1.2.3.4,tag=a-b"),
+            "syslog \"tag\" only allows alphanumeric characters and underscore"
+        );
         assert_eq!(e("server=1.2.3.4,foo"), "unknown syslog parameter \"foo\"");
-        assert_eq!(e("server=1.2.3.4,server=1.2.3.4"), "duplicate syslog \"server\"");
-        assert_eq!(e("server=1.2.3.4:x"), "invalid port in syslog server \"1.2.3.4:x\"");
+        assert_eq!(
+            e("server=1.2.3.4,server=1.2.3.4"),
+            "duplicate syslog \"server\""
+        );
+        assert_eq!(
+            e("server=1.2.3.4:x"),
+            "invalid port in syslog server \"1.2.3.4:x\""
+        );
     }
 }

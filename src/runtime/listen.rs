@@ -40,7 +40,11 @@ pub struct Listeners {
 
 fn socket(addr: SocketAddr, reuseport: bool, opts: &ListenOpts) -> io::Result<Socket> {
     // `multipath`: MPTCP, which falls back to TCP per connection.
-    let proto = Protocol::from(if opts.multipath { libc::IPPROTO_MPTCP } else { libc::IPPROTO_TCP });
+    let proto = Protocol::from(if opts.multipath {
+        libc::IPPROTO_MPTCP
+    } else {
+        libc::IPPROTO_TCP
+    });
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto))?;
     s.set_reuse_address(true)?;
     if reuseport {
@@ -77,10 +81,12 @@ fn set_bufs(s: &Socket, addr: SocketAddr, bufs: SocketBufs) -> Result<(), String
         format!("setsockopt({name}, {n}) {addr} failed {}", errno_text(&e))
     };
     if let Some(n) = bufs.sndbuf {
-        s.set_send_buffer_size(n).map_err(|e| fail("SO_SNDBUF", n, e))?;
+        s.set_send_buffer_size(n)
+            .map_err(|e| fail("SO_SNDBUF", n, e))?;
     }
     if let Some(n) = bufs.rcvbuf {
-        s.set_recv_buffer_size(n).map_err(|e| fail("SO_RCVBUF", n, e))?;
+        s.set_recv_buffer_size(n)
+            .map_err(|e| fail("SO_RCVBUF", n, e))?;
     }
     Ok(())
 }
@@ -91,9 +97,8 @@ fn set_bufs(s: &Socket, addr: SocketAddr, bufs: SocketBufs) -> Result<(), String
 /// connections), `fastopen=` and, last, `deferred` (1 second, NGINX's
 /// value; 0 takes it off a kept socket).
 fn configure(s: &Socket, addr: SocketAddr, g: &ListenGroup, kept: bool) -> Result<(), String> {
-    let fail = |what: String, e: io::Error| {
-        format!("setsockopt({what}) {addr} failed {}", errno_text(&e))
-    };
+    let fail =
+        |what: String, e: io::Error| format!("setsockopt({what}) {addr} failed {}", errno_text(&e));
     if kept {
         set_bufs(s, addr, g.bufs)?;
         s.listen(g.backlog).map_err(|e| {

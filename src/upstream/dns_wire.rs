@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn names_longer_than_255_bytes_are_asked() {
-        let long = ["a".repeat(63); 4].join(".");
+        let long = vec!["a".repeat(63); 4].join(".");
         let (_, q) = query(&long, TYPE_A).unwrap();
         assert_eq!(q.len(), 12 + 257 + 4);
     }

@@ -212,7 +212,9 @@ async fn ask(server: SocketAddr, queries: &[(u16, Vec<u8>)], answers: &mut [Opti
         let Ok(n) = sock.recv(&mut buf).await else {
             return std::future::pending().await;
         };
-        let Some(r) = dns_wire::parse(&buf[..n]) else { continue };
+        let Some(r) = dns_wire::parse(&buf[..n]) else {
+            continue;
+        };
         let Some(pos) = queries.iter().position(|(qid, _)| *qid == r.id) else {
             continue;
         };
@@ -227,7 +229,9 @@ async fn ask(server: SocketAddr, queries: &[(u16, Vec<u8>)], answers: &mut [Opti
         // NGINX's `ngx_resolver_send_tcp_query`: the same query, same server.
         let tcp = tcp_exchange(server, &queries[pos].1).await;
         match tcp.as_deref().and_then(dns_wire::parse) {
-            Some(t) if t.id == r.id && !t.truncated => answers[pos] = Some(Answer { seq, reply: t }),
+            Some(t) if t.id == r.id && !t.truncated => {
+                answers[pos] = Some(Answer { seq, reply: t })
+            }
             _ => return std::future::pending().await,
         }
     }
@@ -328,7 +332,10 @@ mod tests {
 
     #[test]
     fn a_and_aaaa_combine_with_the_smallest_ttl() {
-        let r = combine(vec![answer(0, 0, &["10.0.0.1"], 30), answer(1, 0, &["::1"], 20)]);
+        let r = combine(vec![
+            answer(0, 0, &["10.0.0.1"], 30),
+            answer(1, 0, &["::1"], 20),
+        ]);
         assert_eq!(addrs(r.unwrap()), (2, Duration::from_secs(20)));
         // An empty AAAA answer does not shorten the A records' TTL.
         let r = combine(vec![answer(0, 0, &["10.0.0.1"], 30), answer(1, 0, &[], 0)]);
@@ -338,7 +345,10 @@ mod tests {
     #[test]
     fn errors_fail_the_name() {
         let e = |v| combine(v).unwrap_err();
-        assert_eq!(e(vec![answer(0, 3, &[], 0), answer(1, 3, &[], 0)]), ResolveError::Code(3));
+        assert_eq!(
+            e(vec![answer(0, 3, &[], 0), answer(1, 3, &[], 0)]),
+            ResolveError::Code(3)
+        );
         assert_eq!(e(vec![answer(0, 0, &[], 0)]), ResolveError::Code(3));
         assert_eq!(e(vec![answer(0, 2, &[], 0)]), ResolveError::Code(2));
         // NGINX: an error in either answer fails the name.

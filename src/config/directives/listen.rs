@@ -166,7 +166,8 @@ pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
             "ssl" => ssl = Some((d.file.clone(), d.line)),
             p if p.starts_with("accept_filter=") => {
                 // NGINX on Linux: an [emerg] line, and the parameter ignored.
-                let what = format!("accept filters \"{p}\" are not supported on this platform, ignored");
+                let what =
+                    format!("accept filters \"{p}\" are not supported on this platform, ignored");
                 say_at("emerg", &d.file, d.line, &what);
             }
             p if p.starts_with("backlog=") => {
@@ -227,4 +228,3 @@ pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
     }
     Ok(())
 }
-
