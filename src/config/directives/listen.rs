@@ -138,6 +138,30 @@ fn unix_path(b: &Build, s: &str) -> Result<Option<Arc<Path>>, String> {
     Ok(Some(Arc::from(b.full_path(path).as_path())))
 }
 
+/// `backlog=`, `sndbuf=` and `rcvbuf=`: true when `p` is one of them.
+fn sizes(p: &str, backlog: &mut i32, bufs: &mut SocketBufs) -> Result<bool, String> {
+    if let Some(v) = p.strip_prefix("backlog=") {
+        *backlog = v
+            .parse::<i32>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| format!("invalid backlog \"{p}\""))?;
+        return Ok(true);
+    }
+    if !(p.starts_with("sndbuf=") || p.starts_with("rcvbuf=")) {
+        return Ok(false);
+    }
+    let size = parse_size(&p[7..])
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("invalid {} \"{p}\"", &p[..6]))?;
+    if p.starts_with('s') {
+        bufs.sndbuf = Some(size as usize);
+    } else {
+        bufs.rcvbuf = Some(size as usize);
+    }
+    Ok(true)
+}
+
 pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
     // A UNIX-domain socket has one address; the placeholder `0.0.0.0:0`
     // stands for it where an IP address is kept (`ListenGroup::unix`).
@@ -158,8 +182,9 @@ pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
         if opts.take(p)? {
             continue;
         }
-        if p.starts_with("backlog=") || p.starts_with("sndbuf=") || p.starts_with("rcvbuf=") {
+        if sizes(p, &mut backlog, &mut bufs)? {
             opts.set = true;
+            continue;
         }
         match p.as_str() {
             "default_server" | "default" => default_server = true,
@@ -169,24 +194,6 @@ pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
                 let what =
                     format!("accept filters \"{p}\" are not supported on this platform, ignored");
                 say_at("emerg", &d.file, d.line, &what);
-            }
-            p if p.starts_with("backlog=") => {
-                backlog = p[8..]
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("invalid backlog \"{p}\""))?;
-            }
-            p if p.starts_with("sndbuf=") || p.starts_with("rcvbuf=") => {
-                let size = parse_size(&p[7..])
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("invalid {} \"{p}\"", &p[..6]))?;
-                let size = Some(size as usize);
-                if p.starts_with('s') {
-                    bufs.sndbuf = size;
-                } else {
-                    bufs.rcvbuf = size;
-                }
             }
             "http2" => {
                 // NGINX 1.25.1's warning; the parameter still works.
