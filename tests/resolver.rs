@@ -252,10 +252,10 @@ fn valid_overrides_the_ttl() {
     std::thread::sleep(Duration::from_millis(1300));
     assert_eq!(status(s.port, "/?h=v.test"), 200);
     assert_eq!(dns.count("v.test 1"), 2);
-    // A negative answer is kept too (`valid=` here): asked once.
+    // A negative answer is not kept (NGINX drops the node): asked again.
     assert_eq!(status(s.port, "/?h=nx.test"), 502);
     assert_eq!(status(s.port, "/?h=nx.test"), 502);
-    assert_eq!(dns.count("nx.test 1"), 1);
+    assert_eq!(dns.count("nx.test 1"), 2);
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod directives;
 pub mod error;
 mod group;
 pub mod lexer;
+pub mod listen_opts;
 pub mod locations;
 pub mod main_conf;
 pub mod model;

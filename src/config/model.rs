@@ -53,6 +53,8 @@ pub struct ListenGroup {
     pub backlog: i32,
     /// `sndbuf=` / `rcvbuf=`.
     pub bufs: SocketBufs,
+    /// `fastopen=`, `deferred`, `so_keepalive=`, `ipv6only=`, `multipath`.
+    pub opts: super::listen_opts::ListenOpts,
     /// Servers listening here, in file order.
     pub servers: Vec<Arc<ServerConf>>,
     /// Index into `servers` of the default server.

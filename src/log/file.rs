@@ -27,6 +27,8 @@ enum Sink {
     /// The process's standard output (`/dev/stdout`): written to the
     /// descriptor rather than opened, which fails on a socket (ENXIO).
     Stdout,
+    /// `syslog:...`: datagrams, sent by the thread that logs (`syslog.rs`).
+    Syslog(super::syslog::SyslogPeer),
 }
 
 /// An open log file (or stderr), written only by the writer thread.
@@ -67,6 +69,22 @@ impl LogFile {
         Ok(f)
     }
 
+    /// A `syslog:ARGS` destination (`args` is what follows `syslog:`).
+    pub fn syslog(args: &str) -> Result<Arc<LogFile>, String> {
+        Ok(Arc::new(LogFile {
+            path: PathBuf::from(format!("syslog:{args}")),
+            sink: Sink::Syslog(super::syslog::SyslogPeer::parse(args)?),
+        }))
+    }
+
+    /// The syslog peer, when this is a `syslog:` destination.
+    pub fn syslog_peer(&self) -> Option<&super::syslog::SyslogPeer> {
+        match &self.sink {
+            Sink::Syslog(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The process's standard error.
     pub fn stderr() -> Arc<LogFile> {
         Arc::new(LogFile {
@@ -90,6 +108,12 @@ impl LogFile {
             Sink::File(f) => (&*f.lock().unwrap_or_else(|e| e.into_inner())).write_all(buf),
             Sink::Stderr => io::stderr().lock().write_all(buf),
             Sink::Stdout => io::stdout().lock().write_all(buf),
+            Sink::Syslog(p) => {
+                for line in buf.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                    p.send(None, line);
+                }
+                Ok(())
+            }
         }
     }
 

@@ -123,7 +123,10 @@ impl AccessLog {
             }
         }
         let line = self.format.render(src);
-        submit(&self.file, line.as_bytes());
+        match self.file.syslog_peer() {
+            Some(p) => p.send(None, line.strip_suffix('\n').unwrap_or(&line).as_bytes()),
+            None => submit(&self.file, line.as_bytes()),
+        }
     }
 }
 

@@ -9,10 +9,13 @@
 //! Error lines use NGINX's format so users' tooling keeps working:
 //! `2026/11/22 08:00:00 [error] PID#TID: *CONN message, client: ...`;
 //! a request's lines go through its [`RequestLog`] (`request.rs`).
+//! A `syslog:` destination sends its lines as datagrams at once
+//! (`syslog.rs`), never through the writer thread.
 
 pub mod file;
 pub mod format;
 pub mod request;
+pub mod syslog;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -149,7 +152,10 @@ impl ErrorLog {
         let _ = write!(line, "{msg}{ctx}");
         line.push('\n');
         for t in self.targets.iter().filter(|t| level <= t.level) {
-            submit(&t.file, line.as_bytes());
+            match t.file.syslog_peer() {
+                Some(p) => p.send(Some(level), line.trim_end().as_bytes()),
+                None => submit(&t.file, line.as_bytes()),
+            }
         }
     }
 }
@@ -234,8 +240,13 @@ pub fn shutdown() {
     }
 }
 
-/// Hands one complete line to the writer.
+/// Hands one complete line to the writer (a `syslog:` destination's
+/// line is sent at once instead, never queued behind disk writes).
 pub fn submit(file: &Arc<LogFile>, line: &[u8]) {
+    if file.syslog_peer().is_some() {
+        let _ = file.write_all(line);
+        return;
+    }
     match WRITER.get() {
         Some(w) if STARTED.load(Ordering::Acquire) == 1 => {
             match w.tx.try_send(Msg::Line(file.clone(), line.to_vec())) {

@@ -23,8 +23,9 @@ use std::sync::Arc;
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::config::listen_opts::ListenOpts;
 use crate::config::model::SocketBufs;
-use crate::config::Config;
+use crate::config::{Config, ListenGroup};
 use crate::util::errno_text;
 
 /// The sockets of every address, indexed by worker.
@@ -37,48 +38,117 @@ pub struct Listeners {
     unix: HashMap<Arc<Path>, UnixListener>,
 }
 
-fn socket(addr: SocketAddr, reuseport: bool) -> io::Result<Socket> {
-    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+fn socket(addr: SocketAddr, reuseport: bool, opts: &ListenOpts) -> io::Result<Socket> {
+    // `multipath`: MPTCP, which falls back to TCP per connection.
+    let proto = Protocol::from(if opts.multipath {
+        libc::IPPROTO_MPTCP
+    } else {
+        libc::IPPROTO_TCP
+    });
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(proto))?;
     s.set_reuse_address(true)?;
     if reuseport {
         s.set_reuse_port(true)?;
     }
     if addr.is_ipv6() {
-        s.set_only_v6(true)?;
+        s.set_only_v6(opts.ipv6only)?;
     }
     s.set_nonblocking(true)?;
     s.set_cloexec(true)?;
     Ok(s)
 }
 
-fn bind_one(addr: SocketAddr, backlog: i32, bufs: SocketBufs) -> Result<TcpListener, String> {
-    let s = socket(addr, true).map_err(|e| format!("socket() {addr} failed {}", errno_text(&e)))?;
-    // Set before listen(): accepted connections inherit the sizes.
-    if let Some(n) = bufs.sndbuf {
-        s.set_send_buffer_size(n).map_err(|e| {
-            format!(
-                "setsockopt(SO_SNDBUF, {n}) {addr} failed {}",
-                errno_text(&e)
-            )
-        })?;
-    }
-    if let Some(n) = bufs.rcvbuf {
-        s.set_recv_buffer_size(n).map_err(|e| {
-            format!(
-                "setsockopt(SO_RCVBUF, {n}) {addr} failed {}",
-                errno_text(&e)
-            )
-        })?;
-    }
+fn bind_one(addr: SocketAddr, g: &ListenGroup) -> Result<TcpListener, String> {
+    let s = socket(addr, true, &g.opts)
+        .map_err(|e| format!("socket() {addr} failed {}", errno_text(&e)))?;
+    // Buffers before listen(): accepted connections inherit the sizes.
+    set_bufs(&s, addr, g.bufs)?;
     s.bind(&addr.into())
         .map_err(|e| format!("bind() to {addr} failed {}", errno_text(&e)))?;
-    s.listen(backlog).map_err(|e| {
+    s.listen(g.backlog).map_err(|e| {
         format!(
-            "listen() to {addr}, backlog {backlog} failed {}",
+            "listen() to {addr}, backlog {} failed {}",
+            g.backlog,
             errno_text(&e)
         )
     })?;
+    configure(&s, addr, g, false)?;
     Ok(s.into())
+}
+
+fn set_bufs(s: &Socket, addr: SocketAddr, bufs: SocketBufs) -> Result<(), String> {
+    let fail = |name: &str, n: usize, e: io::Error| {
+        format!("setsockopt({name}, {n}) {addr} failed {}", errno_text(&e))
+    };
+    if let Some(n) = bufs.sndbuf {
+        s.set_send_buffer_size(n)
+            .map_err(|e| fail("SO_SNDBUF", n, e))?;
+    }
+    if let Some(n) = bufs.rcvbuf {
+        s.set_recv_buffer_size(n)
+            .map_err(|e| fail("SO_RCVBUF", n, e))?;
+    }
+    Ok(())
+}
+
+/// What NGINX's `ngx_configure_listening_sockets` sets after `listen()`,
+/// on a new socket and again on one a reload keeps (`kept`: its buffers
+/// and backlog are set anew too): `so_keepalive=` (inherited by accepted
+/// connections), `fastopen=` and, last, `deferred` (1 second, NGINX's
+/// value; 0 takes it off a kept socket).
+fn configure(s: &Socket, addr: SocketAddr, g: &ListenGroup, kept: bool) -> Result<(), String> {
+    let fail =
+        |what: String, e: io::Error| format!("setsockopt({what}) {addr} failed {}", errno_text(&e));
+    if kept {
+        set_bufs(s, addr, g.bufs)?;
+        s.listen(g.backlog).map_err(|e| {
+            let e = errno_text(&e);
+            format!("listen() to {addr}, backlog {} failed {e}", g.backlog)
+        })?;
+    }
+    if let Some(k) = g.opts.keepalive {
+        s.set_keepalive(k.on)
+            .map_err(|e| fail("SO_KEEPALIVE".into(), e))?;
+        let tunables = [
+            (libc::TCP_KEEPIDLE, "TCP_KEEPIDLE", k.idle),
+            (libc::TCP_KEEPINTVL, "TCP_KEEPINTVL", k.intvl),
+            (libc::TCP_KEEPCNT, "TCP_KEEPCNT", k.cnt),
+        ];
+        for (opt, name, v) in tunables {
+            if let Some(v) = v {
+                set_tcp_int(s, opt, v as i32).map_err(|e| fail(format!("{name}, {v}"), e))?;
+            }
+        }
+    }
+    if let Some(n) = g.opts.fastopen {
+        set_tcp_int(s, libc::TCP_FASTOPEN, n).map_err(|e| fail(format!("TCP_FASTOPEN, {n}"), e))?;
+    }
+    if g.opts.deferred || kept {
+        let v = i32::from(g.opts.deferred);
+        set_tcp_int(s, libc::TCP_DEFER_ACCEPT, v)
+            .map_err(|e| fail(format!("TCP_DEFER_ACCEPT, {v}"), e))?;
+    }
+    Ok(())
+}
+
+/// An `IPPROTO_TCP` integer option socket2 has no setter for.
+fn set_tcp_int(s: &Socket, opt: libc::c_int, v: i32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid descriptor, a pointer to an int and its size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            opt,
+            (&v as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// A UNIX-domain listening socket at `path` (NGINX's messages; a file
@@ -124,9 +194,9 @@ fn bind_unix(path: &Path, backlog: i32, bufs: SocketBufs) -> Result<UnixListener
 /// With `SO_REUSEPORT`, a second server of the same user could bind the
 /// same port silently; a plain bind first detects "Address already in use"
 /// as NGINX users expect.
-fn probe_free(addr: SocketAddr) -> Result<(), String> {
-    let s =
-        socket(addr, false).map_err(|e| format!("socket() {addr} failed {}", errno_text(&e)))?;
+fn probe_free(addr: SocketAddr, opts: &ListenOpts) -> Result<(), String> {
+    let s = socket(addr, false, opts)
+        .map_err(|e| format!("socket() {addr} failed {}", errno_text(&e)))?;
     s.bind(&addr.into())
         .map_err(|e| format!("bind() to {addr} failed {}", errno_text(&e)))
 }
@@ -188,13 +258,19 @@ impl Listeners {
         for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
             let have = self.by_addr.get(&g.addr).map_or(0, Vec::len);
             if have == 0 {
-                probe_free(g.addr)?;
+                probe_free(g.addr, &g.opts)?;
             }
             let mut v = Vec::new();
             for _ in have..workers {
-                v.push(bind_one(g.addr, g.backlog, g.bufs)?);
+                v.push(bind_one(g.addr, g)?);
             }
             fresh.insert(g.addr, v);
+        }
+        // Sockets kept take the options as they are now (NGINX's reload).
+        for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
+            for l in self.by_addr.get(&g.addr).into_iter().flatten() {
+                configure(&socket2::SockRef::from(l), g.addr, g, true)?;
+            }
         }
         // Last: nothing fails after it, so no file it makes is left behind.
         let unix = self.update_unix(cfg)?;

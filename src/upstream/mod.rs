@@ -5,7 +5,7 @@
 //! [`scgi`], and [`app_head`] for the latter two's answers), HTTP/2 to
 //! peers for gRPC ([`http2`]), `Set-Cookie` rewriting ([`cookie`]), the peer's address, TCP or unix socket ([`addr`]), the
 //! socket plain or TLS ([`stream`]), names resolved at run time
-//! ([`resolver`]), and the pieces a
+//! ([`resolver`], its DNS messages in `dns_wire`), and the pieces a
 //! proxied exchange is made of: connecting with `proxy_connect_timeout`,
 //! the parsed [`UpstreamResponse`] and its streaming [`UpstreamBody`].
 //!
@@ -19,6 +19,7 @@ pub mod addr;
 pub mod app_head;
 pub mod balance;
 pub mod cookie;
+mod dns_wire;
 pub mod fastcgi;
 pub mod http2;
 mod ketama;

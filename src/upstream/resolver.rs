@@ -5,13 +5,18 @@
 //!
 //! As `ngx_resolver.c`: an A query (and an AAAA one unless `ipv6=off`) goes
 //! to one server, is sent again to the next one every 5 s, and the lookup
-//! gives up after `resolver_timeout` (`110: Operation timed out`). Answers
-//! are cached for the smallest TTL of their records, or `valid=` when
-//! given; a negative answer (NXDOMAIN, or no address) for `valid=` or 10 s.
+//! gives up after `resolver_timeout` (`110: Operation timed out`). A
+//! truncated answer (TC) is asked again over TCP of the same server. An
+//! answer with a CNAME and no address is cached as that alias and the
+//! alias looked up in turn (DNAME records skipped, at most 50 steps).
+//! Answers are cached for the smallest TTL of all their records (CNAMEs
+//! included), or `valid=` when given; an error answer (NXDOMAIN, SERVFAIL,
+//! no address) is not cached, as NGINX drops the node. A reply whose id
+//! is not the query's is ignored (the resend may bring the right one).
 //! The cache is one per `resolver` directive, shared by every worker under
 //! a `Mutex` held only to look up or store an entry.
 //!
-//! The DNS messages are built and parsed with `hickory-proto`; the cache,
+//! The DNS messages are built and read by `dns_wire.rs`; the cache,
 //! the resend and the timeout are written here rather than taken from
 //! `hickory-resolver` because NGINX's rules for them differ from a stub
 //! resolver's (`valid=` overriding TTLs, negative answers cached 10 s, one
@@ -25,15 +30,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hickory_proto::op::{Message, MessageType, Query, ResponseCode};
-use hickory_proto::rr::{Name, RecordType};
+use super::dns_wire::{self, Reply, TYPE_A, TYPE_AAAA};
 use tokio::net::UdpSocket;
 
 /// NGINX's `resend_timeout`: a query is sent to the next server after this.
 const RESEND: Duration = Duration::from_secs(5);
-
-/// How long a negative answer is kept without `valid=` (NGINX's 10 s).
-const NEGATIVE_TTL: Duration = Duration::from_secs(10);
 
 /// Why a name did not resolve, as NGINX numbers and words it in
 /// `NAME could not be resolved (N: TEXT)`.
@@ -66,11 +67,21 @@ impl std::fmt::Display for ResolveError {
     }
 }
 
+/// What a name is known to be: its addresses, or an alias.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Known {
+    Addrs(Vec<IpAddr>),
+    Cname(String),
+}
+
 #[derive(Debug, Clone)]
 struct Entry {
-    answer: Result<Vec<IpAddr>, ResolveError>,
+    known: Known,
     until: Instant,
 }
+
+/// NGINX's `NGX_RESOLVER_MAX_RECURSION`: CNAME steps followed.
+const MAX_RECURSION: usize = 50;
 
 /// One `resolver` directive: its servers, options and cache.
 #[derive(Debug)]
@@ -95,10 +106,10 @@ impl Resolver {
         }
     }
 
-    fn cached(&self, name: &str) -> Option<Result<Vec<IpAddr>, ResolveError>> {
+    fn cached(&self, name: &str) -> Option<Known> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         match cache.get(name) {
-            Some(e) if e.until > Instant::now() => Some(e.answer.clone()),
+            Some(e) if e.until > Instant::now() => Some(e.known.clone()),
             Some(_) => {
                 cache.remove(name);
                 None
@@ -107,9 +118,9 @@ impl Resolver {
         }
     }
 
-    fn store(&self, name: &str, answer: Result<Vec<IpAddr>, ResolveError>, ttl: Duration) {
+    fn store(&self, name: &str, known: Known, ttl: Duration) {
         let entry = Entry {
-            answer,
+            known,
             until: Instant::now() + ttl,
         };
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -117,154 +128,195 @@ impl Resolver {
     }
 
     /// The addresses of `name` (IPv4 first), from the cache or the name
-    /// servers, within `timeout`.
+    /// servers, within `timeout`, following CNAMEs.
     pub async fn resolve(
         &self,
         name: &str,
         timeout: Duration,
     ) -> Result<Vec<IpAddr>, ResolveError> {
-        let name = name.to_ascii_lowercase();
-        if let Some(a) = self.cached(&name) {
-            return a;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut name = name.to_ascii_lowercase();
+        for _ in 0..=MAX_RECURSION {
+            let known = match self.cached(&name) {
+                Some(k) => k,
+                None => {
+                    let looked = tokio::time::timeout_at(deadline, self.lookup(&name)).await;
+                    let (known, ttl) = match looked {
+                        Err(_) => return Err(ResolveError::TimedOut),
+                        Ok(r) => r?,
+                    };
+                    self.store(&name, known.clone(), self.valid.unwrap_or(ttl));
+                    known
+                }
+            };
+            match known {
+                Known::Addrs(a) => return Ok(a),
+                Known::Cname(alias) => name = alias,
+            }
         }
-        let Ok(qname) = Name::from_ascii(format!("{name}.")) else {
-            return Err(ResolveError::Code(1));
-        };
-        let looked = tokio::time::timeout(timeout, self.lookup(&qname)).await;
-        let (answer, ttl) = match looked {
-            Err(_) | Ok(Err(ResolveError::TimedOut)) => return Err(ResolveError::TimedOut),
-            Ok(Ok((addrs, ttl))) => (Ok(addrs), self.valid.unwrap_or(ttl)),
-            Ok(Err(e)) => (Err(e), self.valid.unwrap_or(NEGATIVE_TTL)),
-        };
-        self.store(&name, answer.clone(), ttl);
-        answer
+        Err(ResolveError::Code(3))
     }
 
     /// Asks the servers in turn, resending every [`RESEND`], until the A
-    /// (and AAAA) answers are in: the addresses and their smallest TTL.
-    async fn lookup(&self, qname: &Name) -> Result<(Vec<IpAddr>, Duration), ResolveError> {
+    /// (and AAAA) answers are in: the addresses or alias, and the smallest
+    /// TTL.
+    async fn lookup(&self, name: &str) -> Result<(Known, Duration), ResolveError> {
         if self.servers.is_empty() {
             return Err(ResolveError::TimedOut);
         }
-        let mut types = vec![RecordType::A];
+        let mut types = vec![TYPE_A];
         if self.ipv6 {
-            types.push(RecordType::AAAA);
+            types.push(TYPE_AAAA);
         }
         let queries: Vec<(u16, Vec<u8>)> = types
             .iter()
-            .map(|&t| query(qname, t))
+            .map(|&t| dns_wire::query(name, t))
             .collect::<Option<_>>()
             .ok_or(ResolveError::Code(1))?;
         let mut answers: Vec<Option<Answer>> = vec![None; queries.len()];
-        let mut buf = vec![0u8; 4096];
         loop {
             let i = self.next.fetch_add(1, Ordering::Relaxed) % self.servers.len();
             let server = self.servers[i];
-            let bind: SocketAddr = match server {
-                SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
-                SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-            };
-            let Ok(sock) = UdpSocket::bind(bind).await else {
-                return Err(ResolveError::TimedOut);
-            };
-            if sock.connect(server).await.is_err() {
-                tokio::time::sleep(RESEND).await;
-                continue;
-            }
-            for ((_, q), a) in queries.iter().zip(&answers) {
-                if a.is_none() {
-                    let _ = sock.send(q).await;
-                }
-            }
-            let round = tokio::time::sleep(RESEND);
-            tokio::pin!(round);
-            loop {
-                tokio::select! {
-                    _ = &mut round => break,
-                    r = sock.recv(&mut buf) => {
-                        let Ok(n) = r else { break };
-                        let Some((id, a)) = parse(&buf[..n]) else { continue };
-                        if let Some(pos) = queries.iter().position(|(qid, _)| *qid == id) {
-                            answers[pos] = Some(a);
-                        }
-                        if answers.iter().all(Option::is_some) {
-                            return combine(answers.into_iter().flatten().collect());
-                        }
-                    }
-                }
+            // `ask` returns only with every answer in; else the next
+            // server after RESEND.
+            let _ = tokio::time::timeout(RESEND, ask(server, &queries, &mut answers)).await;
+            if answers.iter().all(Option::is_some) {
+                return combine(answers.into_iter().flatten().collect());
             }
         }
     }
 }
 
-/// One query's answer: its code, addresses and smallest TTL.
+/// One round with `server`: the queries not yet answered sent over UDP,
+/// replies taken as they come (a truncated one asked again over TCP).
+/// Returns once every query has its answer; on a failure it waits (for
+/// the caller's resend to the next server).
+async fn ask(server: SocketAddr, queries: &[(u16, Vec<u8>)], answers: &mut [Option<Answer>]) {
+    let bind: SocketAddr = match server {
+        SocketAddr::V4(_) => (std::net::Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let Ok(sock) = UdpSocket::bind(bind).await else {
+        return std::future::pending().await;
+    };
+    if sock.connect(server).await.is_err() {
+        return std::future::pending().await;
+    }
+    for ((_, q), a) in queries.iter().zip(answers.iter()) {
+        if a.is_none() {
+            let _ = sock.send(q).await;
+        }
+    }
+    let mut buf = vec![0u8; 4096];
+    while answers.iter().any(Option::is_none) {
+        let Ok(n) = sock.recv(&mut buf).await else {
+            return std::future::pending().await;
+        };
+        let Some(r) = dns_wire::parse(&buf[..n]) else {
+            continue;
+        };
+        let Some(pos) = queries.iter().position(|(qid, _)| *qid == r.id) else {
+            continue;
+        };
+        if answers[pos].is_some() {
+            continue;
+        }
+        let seq = answers.iter().flatten().count();
+        if !r.truncated {
+            answers[pos] = Some(Answer { seq, reply: r });
+            continue;
+        }
+        // NGINX's `ngx_resolver_send_tcp_query`: the same query, same server.
+        let tcp = tcp_exchange(server, &queries[pos].1).await;
+        match tcp.as_deref().and_then(dns_wire::parse) {
+            Some(t) if t.id == r.id && !t.truncated => {
+                answers[pos] = Some(Answer { seq, reply: t })
+            }
+            _ => return std::future::pending().await,
+        }
+    }
+}
+
+/// `query` over TCP (two length bytes before each message), its answer.
+async fn tcp_exchange(server: SocketAddr, query: &[u8]) -> Option<Vec<u8>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut s = tokio::net::TcpStream::connect(server).await.ok()?;
+        let mut msg = (query.len() as u16).to_be_bytes().to_vec();
+        msg.extend_from_slice(query);
+        s.write_all(&msg).await.ok()?;
+        let len = s.read_u16().await.ok()?;
+        let mut buf = vec![0u8; len as usize];
+        s.read_exact(&mut buf).await.ok()?;
+        Some(buf)
+    };
+    tokio::time::timeout(RESEND, exchange).await.ok().flatten()
+}
+
+/// One query's reply and the order it came in.
 #[derive(Debug, Clone)]
 struct Answer {
-    code: u8,
-    addrs: Vec<IpAddr>,
-    ttl: u32,
+    seq: usize,
+    reply: Reply,
 }
 
-/// A recursive query for `name`'s `t` records: its id and bytes.
-fn query(name: &Name, t: RecordType) -> Option<(u16, Vec<u8>)> {
-    let mut m = Message::query();
-    m.metadata.recursion_desired = true;
-    m.add_query(Query::query(name.clone(), t));
-    let id = m.metadata.id;
-    m.to_vec().ok().map(|b| (id, b))
-}
-
-fn parse(bytes: &[u8]) -> Option<(u16, Answer)> {
-    let m = Message::from_vec(bytes).ok()?;
-    if m.metadata.message_type != MessageType::Response {
-        return None;
-    }
-    let mut addrs = Vec::new();
-    let mut ttl = u32::MAX;
-    for r in &m.answers {
-        if let Some(ip) = r.data.ip_addr() {
-            addrs.push(ip);
-            ttl = ttl.min(r.ttl);
-        }
-    }
-    let code = match m.metadata.response_code {
-        ResponseCode::NoError => 0,
-        c => c.low(),
+/// The A and AAAA replies as one, as NGINX's `ngx_resolver_process_a`
+/// takes them in the order they came: an error code fails the name (the
+/// last reply's, else the first's); else the addresses of both (IPv4
+/// first); else, when the last reply has records, its CNAME's alias (a
+/// last reply with none is "Host not found" even after a CNAME); with the
+/// smallest TTL of every record.
+fn combine(mut answers: Vec<Answer>) -> Result<(Known, Duration), ResolveError> {
+    answers.sort_by_key(|a| a.seq);
+    let replies: Vec<Reply> = answers.into_iter().map(|a| a.reply).collect();
+    let Some(last) = replies.last() else {
+        return Err(ResolveError::Code(3));
     };
-    Some((m.metadata.id, Answer { code, addrs, ttl }))
-}
-
-/// The A and AAAA answers as one: the addresses (IPv4 first) and their
-/// smallest TTL, or the error (NGINX's: the first answer's code, "Host not
-/// found" when no address came back).
-fn combine(answers: Vec<Answer>) -> Result<(Vec<IpAddr>, Duration), ResolveError> {
-    let addrs: Vec<IpAddr> = answers.iter().flat_map(|a| a.addrs.clone()).collect();
-    if addrs.is_empty() {
-        let code = answers
-            .iter()
-            .map(|a| a.code)
-            .find(|&c| c != 0)
-            .unwrap_or(3);
+    let first_code = replies.iter().map(|r| r.code).find(|&c| c != 0);
+    if let Some(code) = (last.code != 0).then_some(last.code).or(first_code) {
         return Err(ResolveError::Code(code));
     }
-    let ttl = answers
-        .iter()
-        .filter(|a| !a.addrs.is_empty())
-        .map(|a| a.ttl)
-        .min()
-        .unwrap_or(0);
-    Ok((addrs, Duration::from_secs(ttl as u64)))
+    let ttl = replies.iter().filter_map(|r| r.ttl).min().unwrap_or(0);
+    let ttl = Duration::from_secs(ttl as u64);
+    let mut addrs: Vec<IpAddr> = replies.iter().flat_map(|r| r.addrs.clone()).collect();
+    addrs.sort_by_key(IpAddr::is_ipv6);
+    if !addrs.is_empty() {
+        return Ok((Known::Addrs(addrs), ttl));
+    }
+    match (&last.cname, last.records) {
+        (Some(alias), n) if n > 0 => Ok((Known::Cname(alias.clone()), ttl)),
+        _ => Err(ResolveError::Code(3)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn answer(code: u8, addrs: &[&str], ttl: u32) -> Answer {
-        Answer {
+    fn answer(seq: usize, code: u8, addrs: &[&str], ttl: u32) -> Answer {
+        let addrs: Vec<IpAddr> = addrs.iter().map(|a| a.parse().unwrap()).collect();
+        let reply = Reply {
             code,
-            addrs: addrs.iter().map(|a| a.parse().unwrap()).collect(),
-            ttl,
+            records: addrs.len(),
+            ttl: (!addrs.is_empty()).then_some(ttl),
+            addrs,
+            ..Reply::default()
+        };
+        Answer { seq, reply }
+    }
+
+    fn cname(seq: usize, alias: &str, ttl: u32) -> Answer {
+        let mut a = answer(seq, 0, &[], 0);
+        a.reply.cname = Some(alias.into());
+        a.reply.records = 1;
+        a.reply.ttl = Some(ttl);
+        a
+    }
+
+    fn addrs(r: (Known, Duration)) -> (usize, Duration) {
+        match r.0 {
+            Known::Addrs(a) => (a.len(), r.1),
+            k => panic!("{k:?}"),
         }
     }
 
@@ -280,31 +332,42 @@ mod tests {
 
     #[test]
     fn a_and_aaaa_combine_with_the_smallest_ttl() {
-        let r = combine(vec![answer(0, &["10.0.0.1"], 30), answer(0, &["::1"], 20)]).unwrap();
-        assert_eq!(r.0.len(), 2);
-        assert_eq!(r.1, Duration::from_secs(20));
+        let r = combine(vec![
+            answer(0, 0, &["10.0.0.1"], 30),
+            answer(1, 0, &["::1"], 20),
+        ]);
+        assert_eq!(addrs(r.unwrap()), (2, Duration::from_secs(20)));
         // An empty AAAA answer does not shorten the A records' TTL.
-        let r = combine(vec![answer(0, &["10.0.0.1"], 30), answer(0, &[], 0)]).unwrap();
-        assert_eq!(r.1, Duration::from_secs(30));
+        let r = combine(vec![answer(0, 0, &["10.0.0.1"], 30), answer(1, 0, &[], 0)]);
+        assert_eq!(addrs(r.unwrap()), (1, Duration::from_secs(30)));
     }
 
     #[test]
-    fn no_address_is_host_not_found() {
+    fn errors_fail_the_name() {
+        let e = |v| combine(v).unwrap_err();
         assert_eq!(
-            combine(vec![answer(3, &[], 0), answer(3, &[], 0)]),
-            Err(ResolveError::Code(3))
+            e(vec![answer(0, 3, &[], 0), answer(1, 3, &[], 0)]),
+            ResolveError::Code(3)
         );
-        assert_eq!(combine(vec![answer(0, &[], 0)]), Err(ResolveError::Code(3)));
-        assert_eq!(combine(vec![answer(2, &[], 0)]), Err(ResolveError::Code(2)));
+        assert_eq!(e(vec![answer(0, 0, &[], 0)]), ResolveError::Code(3));
+        assert_eq!(e(vec![answer(0, 2, &[], 0)]), ResolveError::Code(2));
+        // NGINX: an error in either answer fails the name.
+        assert_eq!(
+            e(vec![answer(0, 0, &["10.0.0.1"], 30), answer(1, 2, &[], 0)]),
+            ResolveError::Code(2)
+        );
     }
 
     #[test]
-    fn queries_parse_back() {
-        let name = Name::from_ascii("example.test.").unwrap();
-        let (id, bytes) = query(&name, RecordType::A).unwrap();
-        let m = Message::from_vec(&bytes).unwrap();
-        assert_eq!(m.metadata.id, id);
-        assert_eq!(m.queries[0].query_type(), RecordType::A);
-        assert!(parse(&bytes).is_none(), "a query is not an answer");
+    fn a_cname_is_followed_as_nginx_takes_it() {
+        let alias = |a: &str| Known::Cname(a.into());
+        // The last reply's alias (A: alias4, AAAA: alias6).
+        let r = combine(vec![cname(1, "alias6", 7), cname(0, "alias4", 9)]).unwrap();
+        assert_eq!(r, (alias("alias6"), Duration::from_secs(7)));
+        let r = combine(vec![answer(0, 0, &[], 0), cname(1, "alias", 5)]).unwrap();
+        assert_eq!(r.0, alias("alias"));
+        // A CNAME, then an AAAA reply with no records: not found.
+        let r = combine(vec![cname(0, "alias", 5), answer(1, 0, &[], 0)]);
+        assert_eq!(r, Err(ResolveError::Code(3)));
     }
 }

@@ -311,6 +311,7 @@ impl Build {
                     http2: false,
                     proxy_protocol: false,
                     quic: None,
+                    opts: Default::default(),
                 });
             }
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
@@ -619,6 +620,12 @@ fn add_listens(
                 if l.bufs != SocketBufs::default() {
                     g.bufs = l.bufs;
                 }
+                // The line with socket options gives the address its
+                // socket's (NGINX: at most one line per address has them).
+                if l.opts.set {
+                    g.opts = l.opts;
+                    g.backlog = l.backlog;
+                }
                 g.proxy_protocol |= l.proxy_protocol;
                 if l.default_server {
                     if *has_default {
@@ -636,6 +643,7 @@ fn add_listens(
                     unix: l.unix.clone(),
                     backlog: l.backlog,
                     bufs: l.bufs,
+                    opts: l.opts,
                     servers: vec![server.clone()],
                     default: 0,
                     ssl: l.ssl.is_some(),

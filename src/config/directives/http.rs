@@ -1,4 +1,4 @@
-//! HTTP core directives: `http`, `server`, `listen`, `server_name`,
+//! HTTP core directives: `http`, `server`, `listen` (parsed in `listen.rs`), `server_name`,
 //! `location`, `return`, `error_page`, timeouts, header limits, redirects,
 //! `split_clients`, and the handlers `stub_status`, `porter_metrics` and
 //! `porter_status`.
@@ -20,7 +20,7 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     blk("split_clients", HTTP, Arity::N(2), set_split_clients),
     blk("server", HTTP, Arity::N(0), set_server),
-    d("listen", SRV, Arity::Min(1), set_listen),
+    d("listen", SRV, Arity::Min(1), super::listen::set_listen),
     d("server_name", SRV, Arity::Min(1), set_server_name),
     blk("location", SRV | LOC, Arity::Range(1, 2), set_location),
     d("internal", LOC, Arity::N(0), |b, _| {
@@ -216,165 +216,6 @@ fn set_server(b: &mut Build, d: &Directive) -> Res {
     let r = b.walk_nested(d, SRV);
     b.cur_loc = saved;
     r
-}
-
-/// Parses a `listen` address: `8000`, `127.0.0.1:8000`, `*:80`, `[::1]:80`,
-/// `localhost:8000`, `127.0.0.1` (port 80). `unix:PATH` is [`unix_path`]'s.
-pub fn parse_listen_addr(s: &str) -> Result<Vec<SocketAddr>, String> {
-    let bad_port = || format!("invalid port in \"{s}\" of the \"listen\" directive");
-    let port = |p: &str| -> Result<u16, String> {
-        match p.parse::<u32>() {
-            Ok(n) if (1..=65535).contains(&n) => Ok(n as u16),
-            _ => Err(bad_port()),
-        }
-    };
-    if s.bytes().all(|c| c.is_ascii_digit()) {
-        return Ok(vec![SocketAddr::from(([0, 0, 0, 0], port(s)?))]);
-    }
-    let (host, p) = if let Some(rest) = s.strip_prefix('[') {
-        let end = rest
-            .find(']')
-            .ok_or_else(|| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
-        let host = &rest[..end];
-        let after = &rest[end + 1..];
-        let p = match after.strip_prefix(':') {
-            Some(p) => port(p)?,
-            None if after.is_empty() => 80,
-            None => return Err(bad_port()),
-        };
-        let ip: std::net::Ipv6Addr = host
-            .parse()
-            .map_err(|_| format!("invalid host in \"{s}\" of the \"listen\" directive"))?;
-        return Ok(vec![SocketAddr::from((ip, p))]);
-    } else {
-        match s.rsplit_once(':') {
-            Some((h, p)) => (h, port(p)?),
-            None => (s, 80),
-        }
-    };
-    if host == "*" {
-        return Ok(vec![SocketAddr::from(([0, 0, 0, 0], p))]);
-    }
-    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
-        return Ok(vec![SocketAddr::from((ip, p))]);
-    }
-    let addrs: Vec<SocketAddr> = (host, p)
-        .to_socket_addrs()
-        .map_err(|_| format!("host not found in \"{s}\" of the \"listen\" directive"))?
-        .filter(|a| a.is_ipv4())
-        .collect();
-    if addrs.is_empty() {
-        return Err(format!(
-            "host not found in \"{s}\" of the \"listen\" directive"
-        ));
-    }
-    Ok(addrs)
-}
-
-/// The first `listen` parameter that has no meaning on a UDP socket
-/// (NGINX's "... parameter is incompatible with "quic"").
-fn tcp_only(params: &[String]) -> Option<&str> {
-    params.iter().find_map(|p| {
-        let name = p.split('=').next().unwrap_or(p);
-        matches!(
-            name,
-            "ssl" | "http2" | "proxy_protocol" | "deferred" | "backlog" | "so_keepalive"
-        )
-        .then_some(name)
-    })
-}
-
-/// `listen unix:PATH`: the socket file's path (a relative one under the
-/// prefix), or NGINX's error for an empty one.
-fn unix_path(b: &Build, s: &str) -> Result<Option<Arc<Path>>, String> {
-    let Some(path) = s.strip_prefix("unix:") else {
-        return Ok(None);
-    };
-    if path.is_empty() {
-        return Err(format!(
-            "no path in the unix domain socket in \"{s}\" of the \"listen\" directive"
-        ));
-    }
-    Ok(Some(Arc::from(b.full_path(path).as_path())))
-}
-
-fn set_listen(b: &mut Build, d: &Directive) -> Res {
-    // A UNIX-domain socket has one address; the placeholder `0.0.0.0:0`
-    // stands for it where an IP address is kept (`ListenGroup::unix`).
-    let unix = unix_path(b, &d.args[0])?;
-    let addrs = match &unix {
-        Some(_) => vec![SocketAddr::from(([0, 0, 0, 0], 0))],
-        None => parse_listen_addr(&d.args[0])?,
-    };
-    let mut default_server = false;
-    let mut backlog = 511;
-    let mut bufs = SocketBufs::default();
-    let mut ssl = None;
-    let mut http2 = false;
-    let mut proxy_protocol = false;
-    let mut quic = None;
-    for p in &d.args[1..] {
-        match p.as_str() {
-            "default_server" | "default" => default_server = true,
-            "ssl" => ssl = Some((d.file.clone(), d.line)),
-            "reuseport" | "deferred" | "bind" => {}
-            p if p.starts_with("backlog=") => {
-                backlog = p[8..]
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("invalid backlog \"{}\"", &p[8..]))?;
-            }
-            p if p.starts_with("sndbuf=") || p.starts_with("rcvbuf=") => {
-                let size = parse_size(&p[7..])
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("invalid {} \"{p}\"", &p[..6]))?;
-                let size = Some(size as usize);
-                if p.starts_with('s') {
-                    bufs.sndbuf = size;
-                } else {
-                    bufs.rcvbuf = size;
-                }
-            }
-            p if p.starts_with("ipv6only=") || p.starts_with("so_keepalive=") => {}
-            "http2" => {
-                // NGINX 1.25.1's warning; the parameter still works.
-                warn(
-                    d,
-                    "the \"listen ... http2\" directive is deprecated, use the \"http2\" directive instead",
-                );
-                http2 = true;
-            }
-            "proxy_protocol" => proxy_protocol = true,
-            "quic" => quic = Some((d.file.clone(), d.line)),
-            p => return Err(format!("invalid parameter \"{p}\"")),
-        }
-    }
-    if let (Some(_), Some(p)) = (&quic, tcp_only(&d.args[1..])) {
-        return Err(format!("\"{p}\" parameter is incompatible with \"quic\""));
-    }
-    let srv = b.server();
-    for addr in addrs {
-        if srv
-            .listens
-            .iter()
-            .any(|l| l.addr == addr && l.quic.is_some() == quic.is_some() && l.unix == unix)
-        {
-            return Err(format!("a duplicate listen {}", d.args[0]));
-        }
-        srv.listens.push(ListenB {
-            addr,
-            unix: unix.clone(),
-            default_server,
-            backlog,
-            bufs,
-            ssl: ssl.clone(),
-            http2,
-            proxy_protocol,
-            quic: quic.clone(),
-        });
-    }
-    Ok(())
 }
 
 fn set_server_name(b: &mut Build, d: &Directive) -> Res {

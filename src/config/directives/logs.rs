@@ -2,6 +2,7 @@
 //! `log_not_found`. `error_log` in `http`, `server` or `location` gives
 //! that level's requests their own error log (`RequestCtx::log`);
 //! `access_log ... if=COND` skips the line when COND renders empty or `0`.
+//! A `syslog:...` target of either is a `LogFile::syslog` (`log/syslog.rs`).
 
 #[allow(unused_imports)]
 use super::*;
@@ -20,15 +21,17 @@ fn set_error_log(b: &mut Build, d: &Directive) -> Res {
         None => Level::Error,
     };
     let target = &d.args[0];
-    if target.starts_with("syslog:") || target.starts_with("memory:") {
+    if target.starts_with("memory:") {
         return Err(format!("\"{target}\" is not supported by porter"));
     }
-    let path = if target == "stderr" {
-        PathBuf::from("stderr")
-    } else {
-        b.full_path(target)
+    let file = match target.strip_prefix("syslog:") {
+        Some(args) => crate::log::LogFile::syslog(args)?,
+        None if target == "stderr" => b.logs.get(Path::new("stderr"))?,
+        None => {
+            let path = b.full_path(target);
+            b.logs.get(&path)?
+        }
     };
-    let file = b.logs.get(&path)?;
     let spec = ErrorLogSpec { file, level };
     if b.ctx == MAIN {
         b.error_log.push(spec);
@@ -96,6 +99,7 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
         None => LogFormat::combined(),
     };
     let mut condition = None;
+    let syslog = d.args[0].strip_prefix("syslog:");
     for extra in d.args.iter().skip(2) {
         if let Some(c) = extra.strip_prefix("if=") {
             condition = Some(template(c)?);
@@ -104,10 +108,17 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
             || extra.starts_with("gzip"))
         {
             return Err(format!("invalid parameter \"{extra}\""));
+        } else if syslog.is_some() {
+            return Err("logs to syslog cannot be buffered".into());
         }
     }
-    let path = b.full_path(&d.args[0]);
-    let file = b.logs.get(&path)?;
+    let file = match syslog {
+        Some(args) => crate::log::LogFile::syslog(args)?,
+        None => {
+            let path = b.full_path(&d.args[0]);
+            b.logs.get(&path)?
+        }
+    };
     let slot = &mut b.loc().access_log;
     let mut list: Vec<AccessLog> = slot.as_deref().cloned().unwrap_or_default();
     list.push(AccessLog {

@@ -8,7 +8,8 @@
 //! | File | Area |
 //! |---|---|
 //! | `core.rs` | main and `events` contexts |
-//! | `http.rs` | HTTP core: servers, listen, locations, timeouts, `return`, `error_page` |
+//! | `http.rs` | HTTP core: servers, locations, timeouts, `return`, `error_page` |
+//! | `listen.rs` | `listen`: addresses, port ranges, parameters (options in `config::listen_opts`) |
 //! | `logs.rs` | `error_log`, `log_format`, `access_log` |
 //! | `static_files.rs` | `root`/`alias`, `index`, `try_files`, `types`, headers |
 //! | `aio.rs` | `thread_pool`, `aio`, `sendfile`, `open_file_cache` |
@@ -214,8 +215,7 @@ mod uwsgi;
 
 pub use build::Build;
 use build::{LocB, ServerB, NESTED};
-pub use http::parse_listen_addr;
-use listen::ListenB;
+pub use listen::parse_listen_addr;
 pub(crate) use proxy_ssl::default_ciphers as default_proxy_ciphers;
 use rewrite::OpB;
 use upstream::resolve_upstream;
