@@ -95,6 +95,9 @@ pub struct ServerConf {
     pub limits: HeadLimitsConf,
     /// Its TLS (`ssl_certificate` and the other `ssl_*`), if it has any.
     pub tls: Option<Arc<crate::tls::ServerTls>>,
+    /// The variables the configuration defines (`set`, `map`, …), for
+    /// lookups by name while requests run (SSI's `echo`).
+    pub variables: Arc<std::collections::HashMap<String, crate::vars::template::Var>>,
 }
 
 impl ServerConf {
@@ -366,6 +369,10 @@ loc_settings! {
     ssi_last_modified: bool = false;
     /// `access_log` targets (empty = off).
     access_log: Arc<Vec<AccessLog>> = Arc::new(Vec::new());
+    /// `log_subrequest`: subrequests write their location's access log.
+    log_subrequest: bool = false;
+    /// `open_log_file_cache` (for access logs whose path has variables).
+    open_log_file_cache: Option<Arc<crate::log::OpenLogCache>> = None;
     /// `log_not_found`.
     log_not_found: bool = true;
     /// `max_ranges` (None = unlimited).
@@ -391,6 +398,9 @@ loc_settings! {
     disable_symlinks: DisableSymlinks = DisableSymlinks::default();
     /// `charset` (None = off).
     charset: Option<String> = None;
+    /// `charset $var`: the name rendered per request (`charset` then
+    /// holds the text as written).
+    charset_var: Option<Template> = None;
     /// `expires` (None = off).
     expires: Option<Expires> = None;
     /// `try_files`.
@@ -523,6 +533,8 @@ loc_settings! {
     access_rules: Arc<Vec<crate::access::rules::AccessRule>> = Arc::new(Vec::new());
     /// `satisfy any` (else `all`).
     satisfy_any: bool = false;
+    /// `auth_delay`: how long a 401 of the access phase waits.
+    auth_delay: Duration = Duration::ZERO;
     /// `auth_basic` realm (rendering `off`: no authentication).
     auth_basic: Option<Template> = None;
     /// `auth_basic_user_file`.
@@ -653,6 +665,8 @@ loc_settings! {
     autoindex_localtime: bool = false;
     /// `source_charset` (None: the response is not recoded).
     source_charset: Option<String> = None;
+    /// `source_charset $var`, the same.
+    source_charset_var: Option<Template> = None;
     /// `override_charset`.
     override_charset: bool = false;
     /// `charset_types` (lowercase; `*` matches any).
@@ -665,4 +679,9 @@ loc_settings! {
     limit_rate: u64 = 0;
     /// `limit_rate_after`.
     limit_rate_after: u64 = 0;
+    /// `limit_rate $var`: rendered per request, a size (0 when it does
+    /// not parse), in place of `limit_rate`.
+    limit_rate_var: Option<Template> = None;
+    /// `limit_rate_after $var`, the same.
+    limit_rate_after_var: Option<Template> = None;
 }

@@ -236,6 +236,9 @@ pub struct RequestCtx {
     /// Background subrequests (`mirror`) still running: the connection
     /// reads its next request once they end, as NGINX's does.
     pub background: Vec<tokio::task::JoinHandle<()>>,
+    /// `set $limit_rate`: the rate the request was given, in place of
+    /// the location's `limit_rate` (`$limit_rate`).
+    pub limit_rate: Option<u64>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -324,6 +327,7 @@ impl RequestCtx {
             subrequest: false,
             filter_state: None,
             background: Vec::new(),
+            limit_rate: None,
             head,
         }
     }
@@ -403,6 +407,9 @@ pub fn strip_port(h: &str) -> &str {
 }
 
 pub(super) fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
+    if name.is_empty() {
+        return None;
+    }
     args.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         k.eq_ignore_ascii_case(name).then_some(v)
@@ -507,15 +514,17 @@ impl RequestCtx {
     /// A `set`, capture or `map` slot's value; reading a `set` variable
     /// before it is set is noted for `uninitialized_variable_warn`.
     fn indexed(&self, v: &Arc<Indexed>, out: &mut String) {
-        match self.slots.borrow().get(v.index) {
-            Some(Some(s)) => out.push_str(s),
-            _ => {
-                if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
-                    && self.loc.s.uninitialized_variable_warn
-                {
-                    self.unset_read.borrow_mut().push(Arc::clone(v));
-                }
-            }
+        if let Some(Some(s)) = self.slots.borrow().get(v.index) {
+            out.push_str(s);
+            return;
+        }
+        if let Some(b) = &v.builtin {
+            // `set $http_foo` not run (yet): the header's value.
+            self.append(b, out);
+        } else if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+            && self.loc.s.uninitialized_variable_warn
+        {
+            self.unset_read.borrow_mut().push(Arc::clone(v));
         }
     }
 
@@ -531,8 +540,9 @@ impl RequestCtx {
     /// here (`metrics::STATUS_CLASSES`).
     pub fn write_access_log(&self) {
         crate::metrics::count_status(self.status);
+        let cache = self.loc.s.open_log_file_cache.as_ref();
         for l in self.loc.s.access_log.iter() {
-            l.write(self);
+            l.write(self, cache);
         }
     }
 

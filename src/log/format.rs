@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{submit, LogFile};
+use super::{submit, LogFile, OpenLogCache};
 use crate::vars::template::{Template, TemplateError, Var, VarSource};
 
 /// NGINX's predefined `combined` format.
@@ -101,21 +101,44 @@ fn escape_json(v: &str, out: &mut String) {
     }
 }
 
-/// One `access_log PATH [FORMAT]` target.
+/// Where an `access_log` writes.
+#[derive(Debug, Clone)]
+pub enum LogDest {
+    /// A file opened when the configuration loads.
+    File(Arc<LogFile>),
+    /// A path with variables, rendered per request and written by
+    /// `by_path.rs`'s thread.
+    Path(Template),
+}
+
+/// One `access_log PATH [FORMAT] [gzip[=LEVEL]] [if=COND]` target.
 #[derive(Debug, Clone)]
 pub struct AccessLog {
-    /// The file written.
-    pub file: Arc<LogFile>,
+    /// Where lines go.
+    pub dest: LogDest,
     /// The format used.
     pub format: Arc<LogFormat>,
     /// `if=condition`: no line when it renders empty or `0`.
     pub condition: Option<crate::vars::template::Template>,
+    /// `gzip[=LEVEL]`: lines written compressed.
+    pub gzip: Option<u32>,
 }
 
 impl AccessLog {
+    /// A log to `file` in `format`, with no condition.
+    pub fn to_file(file: Arc<LogFile>, format: Arc<LogFormat>) -> AccessLog {
+        AccessLog {
+            dest: LogDest::File(file),
+            format,
+            condition: None,
+            gzip: None,
+        }
+    }
+
     /// Formats and queues one line for the request described by `src`,
-    /// unless its `if=` condition renders empty or `0`.
-    pub fn write(&self, src: &dyn VarSource) {
+    /// unless its `if=` condition renders empty or `0`; `cache` is the
+    /// location's `open_log_file_cache`, for a path with variables.
+    pub fn write(&self, src: &dyn VarSource, cache: Option<&Arc<OpenLogCache>>) {
         if let Some(c) = &self.condition {
             let v = c.render(src);
             if v.is_empty() || v == "0" {
@@ -123,7 +146,24 @@ impl AccessLog {
             }
         }
         let line = self.format.render(src);
-        submit(&self.file, line.as_bytes());
+        match (&self.dest, self.gzip) {
+            (LogDest::File(f), None) => submit(f, line.as_bytes()),
+            (LogDest::File(f), Some(level)) => super::submit_gzip(f, level, line.as_bytes()),
+            (LogDest::Path(t), gzip) => {
+                let mut root = String::new();
+                src.append(&Var::DocumentRoot, &mut root);
+                let data = match gzip {
+                    Some(level) => super::gzip_member(line.as_bytes(), level),
+                    None => line.into_bytes(),
+                };
+                super::by_path::submit(super::by_path::PathLine {
+                    path: t.render(src).into(),
+                    root,
+                    data,
+                    cache: cache.cloned(),
+                });
+            }
+        }
     }
 }
 
