@@ -385,6 +385,9 @@ loc_settings! {
     server_tokens: bool = true;
     /// `msie_padding`: pad error pages for MSIE and Chrome.
     msie_padding: bool = true;
+    /// `msie_refresh`: a 301/302 redirect answered to MSIE as a page that
+    /// refreshes to the target.
+    msie_refresh: bool = false;
     /// `chunked_transfer_encoding`: off closes the connection after a
     /// body of unknown length instead of chunking it.
     chunked_transfer_encoding: bool = true;
@@ -539,6 +542,9 @@ loc_settings! {
     auth_basic: Option<Template> = None;
     /// `auth_basic_user_file`.
     auth_basic_user_file: Option<Template> = None;
+    /// The prefix a rendered `auth_basic_user_file $var` that is relative
+    /// is read under (NGINX's `conf_prefix`).
+    auth_basic_file_prefix: Option<Arc<str>> = None;
     /// `auth_request URI` (None: off).
     auth_request: Option<Arc<str>> = None;
     /// `auth_request_set` lines: the variable and its value, rendered in

@@ -340,7 +340,11 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
         );
         return basic_challenge(&realm);
     };
-    let path = file.render(ctx);
+    let mut path = file.render(ctx);
+    if let (false, Some(prefix)) = (path.starts_with('/'), &s.auth_basic_file_prefix) {
+        // `auth_basic_user_file $var` rendered relative: under the prefix.
+        path = format!("{prefix}{path}");
+    }
     let content = match read_user_file(ctx, env, &path).await {
         Ok(c) => c,
         Err(e) => {

@@ -260,8 +260,6 @@ impl RequestCtx {
         let default = &listen.servers[listen.default];
         let (path, args) = super::uri::split_target(head.target());
         let normalized = super::uri::normalize_with(path, default.limits.merge_slashes);
-        // The raw path is kept only when it cannot be normalised.
-        let normalized = normalized.map_err(|_| path.to_string());
         let args = args.map(str::to_string);
         // A URI NGINX cannot normalise is refused while it parses the
         // request line, before Host picks a server: the default server
@@ -276,7 +274,9 @@ impl RequestCtx {
             ctx.keep_match(m);
         }
         let uri_ok = normalized.is_ok();
-        ctx.uri = normalized.unwrap_or_else(|raw| raw);
+        // NGINX never parsed one it refuses: `$uri` is empty (its line
+        // is in `$request`).
+        ctx.uri = normalized.unwrap_or_default();
         ctx.args = args;
         (ctx, uri_ok)
     }

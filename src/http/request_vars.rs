@@ -181,12 +181,15 @@ impl RequestCtx {
                 }
             }
             Var::SentHttp(name) => {
-                if let Some((_, v)) = self
-                    .sent_headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                {
-                    out.push_str(v)
+                // Repeated lines join with ", " (NGINX 1.23 on; 1.22
+                // did so for `Cache-Control` and `Link`).
+                let mut lines = self.sent_headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name));
+                if let Some((_, first)) = lines.next() {
+                    out.push_str(first);
+                    for (_, v) in lines {
+                        out.push_str(", ");
+                        out.push_str(v);
+                    }
                 }
             }
             Var::ProxyAddXForwardedFor => {

@@ -223,7 +223,7 @@ impl<'a> Writer<'a> {
             while offset < end {
                 let mut want = (end - offset).min(max_chunk - since_yield) as usize;
                 if let Some(p) = &self.pacer {
-                    want = p.take(want).await;
+                    want = self.paced(p, want).await?;
                 }
                 match self
                     .disk
@@ -260,7 +260,7 @@ impl<'a> Writer<'a> {
                     want = want.min((a - offset % a) as usize);
                 }
                 if let Some(p) = &self.pacer {
-                    want = p.take(want).await;
+                    want = self.paced(p, want).await?;
                 }
                 let n = file.read_at(&mut chunk[..want], offset).await?;
                 if let Some(p) = &self.pacer {
@@ -288,6 +288,28 @@ impl<'a> Writer<'a> {
         self.stream.write_two(head, body, self.s.send_timeout).await
     }
 
+    /// The room `limit_rate` gives for up to `want` bytes, waiting for
+    /// it; a client that closes meanwhile ends the wait with an error, as
+    /// NGINX's `ngx_http_test_reading` notices while a write is delayed.
+    async fn paced(&self, p: &Pacer, want: usize) -> io::Result<usize> {
+        tokio::select! {
+            n = p.take(want) => Ok(n),
+            e = self.client_closed() => Err(e),
+        }
+    }
+
+    /// Resolves when the client's end is closed (a peek reads nothing);
+    /// never while it has sent bytes not yet read (a pipelined request,
+    /// a TLS record), which the connection reads later.
+    async fn client_closed(&self) -> io::Error {
+        let mut one = [0u8; 1];
+        match self.stream.tcp().peek(&mut one).await {
+            Ok(0) => io::Error::from(io::ErrorKind::ConnectionReset),
+            Ok(_) => std::future::pending().await,
+            Err(e) => e,
+        }
+    }
+
     /// Counts `n` bytes written outside the paced writes (a head).
     fn count(&self, n: usize) {
         if let Some(p) = &self.pacer {
@@ -304,7 +326,7 @@ impl<'a> Writer<'a> {
         let mut rest = body;
         let mut lead = lead;
         loop {
-            let n = p.take(lead.len() + rest.len()).await;
+            let n = self.paced(p, lead.len() + rest.len()).await?;
             let from_lead = n.min(lead.len());
             let from_body = (n - from_lead).min(rest.len());
             self.write_two(&lead[..from_lead], &rest[..from_body])

@@ -52,8 +52,9 @@ impl LogFormat {
             .render_with(src, &mut out, &|v, var, out| match escape {
                 Escape::Default => {
                     // NGINX prints `-` for a variable without a value;
-                    // `$request_completion` has one, empty.
-                    if v.is_empty() && *var != Var::RequestCompletion {
+                    // `$request_completion` and `$uri` (empty for a
+                    // request line refused) have one, empty.
+                    if v.is_empty() && !matches!(var, Var::RequestCompletion | Var::Uri) {
                         out.push('-');
                     }
                     if *var == Var::BinaryRemoteAddr {
@@ -95,7 +96,7 @@ fn escape_json(v: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
             c => out.push(c),
         }
     }

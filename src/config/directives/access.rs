@@ -32,6 +32,10 @@ pub(super) static ROWS: &[Spec] = &[
             b.full_path(raw).to_string_lossy().into_owned()
         };
         let v = template(&full)?;
+        if raw.starts_with('$') {
+            let prefix = b.full_path(".").to_string_lossy().into_owned();
+            b.loc().auth_basic_file_prefix = Some(Some(Arc::from(prefix.trim_end_matches('.'))));
+        }
         set_once(&mut b.loc().auth_basic_user_file, Some(v), d)
     }),
     d("limit_req_zone", HTTP, Arity::N(3), set_limit_req_zone),
