@@ -85,7 +85,10 @@ fn paths_with_variables_gzip_and_subrequests_log_as_nginx() {
 fn a_buffered_log_cannot_have_variables_in_its_name() {
     let conf = one_server_conf("", "access_log {PREFIX}/$host.log combined buffer=4k;");
     let e = config_error(&conf);
-    assert!(e.contains("buffered logs cannot have variables in name"), "{e}");
+    assert!(
+        e.contains("buffered logs cannot have variables in name"),
+        "{e}"
+    );
     let conf = one_server_conf("", "access_log {PREFIX}/a.log combined flush=1s;");
     let e = config_error(&conf);
     assert!(e.contains("no buffer is defined for access_log"), "{e}");

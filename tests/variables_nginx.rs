@@ -39,8 +39,18 @@ fn upstream_cookie_reads_the_set_cookie_lines_as_nginx() {
                      add_header Set-Cookie \"tc=v3\"; return 204; }";
     let (p, n) = both("", server);
     let cases: Vec<String> = [
-        "tc=", "tc= ;", "tc=x", "tc=\"q\"", "tc =  content", "tc==;abc", "=tc=c", "tc\t=\tc",
-        "tc=first,tc=second", "tc=first;tc=second", "tcx=1", "tc=con  tent; Domain=e",
+        "tc=",
+        "tc= ;",
+        "tc=x",
+        "tc=\"q\"",
+        "tc =  content",
+        "tc==;abc",
+        "=tc=c",
+        "tc\t=\tc",
+        "tc=first,tc=second",
+        "tc=first;tc=second",
+        "tcx=1",
+        "tc=con  tent; Domain=e",
     ]
     .iter()
     .map(|c| format!("X-C: {c}\r\n"))
@@ -65,7 +75,9 @@ fn sent_trailer_reads_the_trailers_added_before() {
             .unwrap();
         let all = String::from_utf8_lossy(&read_all(&mut s)).into_owned();
         // The trailer section: after the last chunk.
-        all.split_once("\r\n0\r\n").map(|(_, t)| t.to_string()).unwrap_or(all)
+        all.split_once("\r\n0\r\n")
+            .map(|(_, t)| t.to_string())
+            .unwrap_or(all)
     };
     let porter = ask(p.port);
     assert!(porter.contains("X-B: <localhost>"), "{porter}");

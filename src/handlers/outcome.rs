@@ -93,7 +93,9 @@ pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
 /// NGINX writes a Location it made absolute itself before `Connection`, and
 /// one configured as a full URL among the other headers after it.
 pub fn redirect(ctx: &RequestCtx, status: u16, target: &str) -> Response {
-    let msie = ctx.header("user-agent").is_some_and(crate::http::user_agent::msie);
+    let msie = ctx
+        .header("user-agent")
+        .is_some_and(crate::http::user_agent::msie);
     if matches!(status, 301 | 302) && ctx.loc.s.msie_refresh && msie {
         return refresh_page(target);
     }

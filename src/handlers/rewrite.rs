@@ -70,9 +70,7 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
                 let v = value.render(ctx);
                 match crate::config::value::parse_size(&v) {
                     Some(n) => ctx.limit_rate = Some(n),
-                    None => ctx
-                        .log(env.log)
-                        .error(format_args!("invalid size \"{v}\"")),
+                    None => ctx.log(env.log).error(format_args!("invalid size \"{v}\"")),
                 }
             }
             Op::Break => {

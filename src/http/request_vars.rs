@@ -183,7 +183,10 @@ impl RequestCtx {
             Var::SentHttp(name) => {
                 // Repeated lines join with ", " (NGINX 1.23 on; 1.22
                 // did so for `Cache-Control` and `Link`).
-                let mut lines = self.sent_headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name));
+                let mut lines = self
+                    .sent_headers
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(name));
                 if let Some((_, first)) = lines.next() {
                     out.push_str(first);
                     for (_, v) in lines {

@@ -124,7 +124,11 @@ impl UpstreamVars {
                 }
             }
             Var::UpstreamCookie(name) => {
-                if let Some(v) = self.headers.all("set-cookie").find_map(|l| set_cookie(l, name)) {
+                if let Some(v) = self
+                    .headers
+                    .all("set-cookie")
+                    .find_map(|l| set_cookie(l, name))
+                {
                     out.push_str(v)
                 }
             }

@@ -66,7 +66,10 @@ impl<'a> Writer<'a> {
     /// `ngx_http_complex_value_size`), and `limit_rate_after` likewise.
     pub fn with_request_pace(mut self, ctx: &RequestCtx) -> Writer<'a> {
         let s = self.s;
-        if ctx.limit_rate.is_none() && s.limit_rate_var.is_none() && s.limit_rate_after_var.is_none() {
+        if ctx.limit_rate.is_none()
+            && s.limit_rate_var.is_none()
+            && s.limit_rate_after_var.is_none()
+        {
             return self;
         }
         let size = |t: &Option<crate::vars::template::Template>, fixed: u64| match t {

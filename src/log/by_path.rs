@@ -98,7 +98,10 @@ fn run(rx: Receiver<PathLine>) {
         let written = match &l.cache {
             None => super::file::open_append(&l.path).and_then(|mut f| f.write_all(&l.data)),
             Some(c) => {
-                let at = match caches.iter().position(|(w, _)| w.as_ptr() == Arc::as_ptr(c)) {
+                let at = match caches
+                    .iter()
+                    .position(|(w, _)| w.as_ptr() == Arc::as_ptr(c))
+                {
                     Some(i) => i,
                     None => {
                         caches.push((Arc::downgrade(c), Files::default()));
@@ -138,7 +141,8 @@ impl Files {
         data: &[u8],
         now: Instant,
     ) -> std::io::Result<()> {
-        self.entries.retain(|e| now.duration_since(e.used) <= c.inactive);
+        self.entries
+            .retain(|e| now.duration_since(e.used) <= c.inactive);
         let Some(i) = self.entries.iter().position(|e| e.path == path) else {
             let file = super::file::open_append(path)?;
             if self.entries.len() >= c.max.max(1) {

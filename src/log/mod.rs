@@ -259,7 +259,10 @@ pub(crate) fn gzip_member(data: &[u8], level: u32) -> Vec<u8> {
 pub fn submit_gzip(file: &Arc<LogFile>, level: u32, line: &[u8]) {
     match WRITER.get() {
         Some(w) if STARTED.load(Ordering::Acquire) == 1 => {
-            if w.tx.try_send(Msg::Gzip(file.clone(), level, line.to_vec())).is_err() {
+            if w.tx
+                .try_send(Msg::Gzip(file.clone(), level, line.to_vec()))
+                .is_err()
+            {
                 count_dropped(1);
             }
         }
@@ -301,7 +304,10 @@ fn writer_loop(rx: Receiver<Msg>) {
                     None => batch.push((f, line)),
                 },
                 Msg::Gzip(f, level, line) => {
-                    match gz.iter_mut().find(|(g, l, _)| Arc::ptr_eq(g, &f) && *l == level) {
+                    match gz
+                        .iter_mut()
+                        .find(|(g, l, _)| Arc::ptr_eq(g, &f) && *l == level)
+                    {
                         Some((_, _, buf)) => buf.extend_from_slice(&line),
                         None => gz.push((f, level, line)),
                     }
@@ -318,7 +324,9 @@ fn writer_loop(rx: Receiver<Msg>) {
             }
             next = rx.try_recv().ok();
         }
-        let packed = gz.drain(..).map(|(f, level, buf)| (f, gzip_member(&buf, level)));
+        let packed = gz
+            .drain(..)
+            .map(|(f, level, buf)| (f, gzip_member(&buf, level)));
         for (f, buf) in batch.drain(..).chain(packed) {
             if f.write_all(&buf).is_err() {
                 DROPPED.fetch_add(

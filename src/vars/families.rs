@@ -34,5 +34,4 @@ impl Var {
                 | Var::SentTrailer(_)
         )
     }
-
 }

@@ -272,7 +272,10 @@ mod tests {
 
     #[test]
     fn quoted_text_matches_literally() {
-        assert_eq!(unquote(r"^(?P<n>[a-z]+)\Q.example.com\E$"), r"^(?P<n>[a-z]+)\.example\.com$");
+        assert_eq!(
+            unquote(r"^(?P<n>[a-z]+)\Q.example.com\E$"),
+            r"^(?P<n>[a-z]+)\.example\.com$"
+        );
         assert_eq!(unquote(r"a\Q*+"), r"a\*\+");
         assert_eq!(unquote(r"\\Q\d\E"), r"\\Q\d");
         let re = Regex::compile(r"^(?P<name>[a-z]+)\Q.example.com\E$", false).unwrap();

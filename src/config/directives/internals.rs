@@ -131,7 +131,11 @@ fn set_open_log_file_cache(b: &mut Build, d: &Directive) -> Res {
     };
     for a in &d.args {
         let ok = match a.split_once('=') {
-            Some(("max", n)) => n.parse::<usize>().ok().filter(|&n| n > 0).map(|n| c.max = n),
+            Some(("max", n)) => n
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(|n| c.max = n),
             Some(("min_uses", n)) => n.parse::<u32>().ok().map(|n| c.min_uses = n),
             Some(("inactive", t)) => parse_time(t).map(|t| c.inactive = t),
             Some(("valid", t)) => parse_time(t).map(|t| c.valid = t),

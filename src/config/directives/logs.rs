@@ -15,7 +15,12 @@ pub(super) static ROWS: &[Spec] = &[
     d("log_format", HTTP, Arity::Min(2), set_log_format),
     d("access_log", HSL | LMT, Arity::Min(1), set_access_log),
     d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
-    d("log_subrequest", HSL, Arity::N(1), loc_flag!(log_subrequest)),
+    d(
+        "log_subrequest",
+        HSL,
+        Arity::N(1),
+        loc_flag!(log_subrequest),
+    ),
 ];
 
 fn set_error_log(b: &mut Build, d: &Directive) -> Res {
