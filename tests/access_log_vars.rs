@@ -35,7 +35,7 @@ fn server(dir: &Path) -> String {
         "root {d};
          location /v {{ access_log {d}/v_$arg_n.log t; return 200 ok; }}
          location /gz {{ access_log {d}/gz.log t buffer=1k gzip flush=100ms; return 200 ok; }}
-         location /m {{ mirror /mirror; return 200 ok; }}
+         location /m {{ mirror /mirror; }}
          location /mirror {{ log_subrequest on; access_log {d}/sub$args.log t; return 204; }}",
         d = dir.display()
     )
@@ -64,6 +64,7 @@ fn logs(port: u16, dir: &Path) -> Vec<String> {
 fn paths_with_variables_gzip_and_subrequests_log_as_nginx() {
     let http = "log_format t \"$uri:$status\";";
     let pd = log_dir("alv-porter");
+    pd.write("m", "m");
     let p = Server::start(&one_server_conf(http, &server(pd.path())));
     let porter = logs(p.port, pd.path());
     assert_eq!(
@@ -71,6 +72,7 @@ fn paths_with_variables_gzip_and_subrequests_log_as_nginx() {
         ["/v:200\n/v:200\n", "/v:200\n", "/gz:200\n", "/mirror:204\n"]
     );
     let nd = log_dir("alv-nginx");
+    nd.write("m", "m");
     let n = Nginx::start(&format!(
         "{http}\nserver {{ listen 127.0.0.1:{{PORT}}; server_name localhost;\n{}\n}}",
         server(nd.path())
@@ -83,13 +85,12 @@ fn paths_with_variables_gzip_and_subrequests_log_as_nginx() {
 
 #[test]
 fn a_buffered_log_cannot_have_variables_in_its_name() {
-    let conf = one_server_conf("", "access_log {PREFIX}/$host.log combined buffer=4k;");
-    let e = config_error(&conf);
+    let server = |line: &str| one_worker_conf(&format!("server {{ listen 127.0.0.1:1; {line} }}"));
+    let e = config_error(&server("access_log {PREFIX}/$host.log combined buffer=4k;"));
     assert!(
         e.contains("buffered logs cannot have variables in name"),
         "{e}"
     );
-    let conf = one_server_conf("", "access_log {PREFIX}/a.log combined flush=1s;");
-    let e = config_error(&conf);
+    let e = config_error(&server("access_log {PREFIX}/a.log combined flush=1s;"));
     assert!(e.contains("no buffer is defined for access_log"), "{e}");
 }

@@ -47,8 +47,9 @@ fn expires_modified_and_charset_take_variables() {
     root.write("c.html", "c");
     let (p, n) = both("", &server(root.path()));
     let porter = answers(p.port);
-    // The file is new: max-age is 2048 less the seconds since it was written.
-    assert!(porter[0].contains("cc=max-age=204"), "{porter:#?}");
+    // The file is new: max-age is 2048 less the seconds since it was
+    // written (the value is cut to `max-age=20`).
+    assert!(porter[0].contains("cc=max-age=20 "), "{porter:#?}");
     assert!(porter[1].contains("cc=-"), "{porter:#?}");
     assert!(
         porter[4].contains("text/html; charset=utf-8"),

@@ -104,7 +104,8 @@ fn set_gives_a_built_in_a_value_of_its_own() {
                   location /o { set $http_bar set_bar; return 204; }
                   location /auth { return 204; }
                   location /a { auth_request /auth; auth_request_set $args a=setargs;
-                      return 200 \"[$args]\"; }";
+                      proxy_pass http://127.0.0.1:{PORT}/echo; }
+                  location /echo { return 200 \"[$args]\"; }";
     let (p, n) = both("", server);
     let ask = |port: u16| -> Vec<String> {
         ["/t1", "/t2?a=1", "/ssi.html", "/a?b=2"]

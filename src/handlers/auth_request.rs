@@ -37,7 +37,7 @@ pub async fn check(ctx: &mut RequestCtx, env: &Env<'_>, uri: &str) -> Verdict {
     for (var, value) in ctx.loc.s.auth_request_set.clone().iter() {
         let v = value.render(&answer.ctx);
         match var.name.as_str() {
-            // The built-ins with a setter (`template::builtin_setter`): no
+            // The built-ins with a setter (`vars::families::builtin_setter`): no
             // `set` or block declares a variable of these names.
             "args" => ctx.args = Some(v).filter(|a| !a.is_empty()),
             "limit_rate" => {

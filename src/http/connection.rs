@@ -677,9 +677,8 @@ impl<H: Respond + 'static> Connection<H> {
             ctx.sent_headers = resp.sent_headers();
         }
         let head_len = self.out.len() as u64;
-        let writer = Writer::new(&self.stream, &self.worker.disk, s)
-            .with_request_pace(ctx)
-            .with_limit_rate(resp.limit_rate);
+        let writer =
+            Writer::new(&self.stream, &self.worker.disk, s).with_request_pace(ctx, resp.limit_rate);
         let sent = writer.send(resp, head_only, &self.out).await;
         ctx.status = resp.status;
         match sent {

@@ -59,7 +59,7 @@ fn secs(d: Duration, out: &mut String) {
 
 /// The value `line` (a `Set-Cookie` value) gives the cookie `name`, as
 /// NGINX's `ngx_http_parse_set_cookie_lines`: the name (any case), spaces,
-/// `=`, spaces, then up to the first `;` without its trailing spaces.
+/// `=`, spaces, then up to the first `;` (trailing spaces kept, as NGINX).
 /// A line naming another cookie, or without `=` after the name, gives none.
 fn set_cookie<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     let head = line.get(..name.len())?;
@@ -68,8 +68,7 @@ fn set_cookie<'a>(line: &'a str, name: &str) -> Option<&'a str> {
     }
     let rest = line[name.len()..].trim_start_matches(' ');
     let rest = rest.strip_prefix('=')?.trim_start_matches(' ');
-    let value = rest.split(';').next().unwrap_or("");
-    Some(value.trim_end_matches(' '))
+    rest.split(';').next()
 }
 
 impl UpstreamVars {

@@ -63,31 +63,29 @@ impl<'a> Writer<'a> {
     /// The pace of the request in `ctx` in place of the location's fixed
     /// one: `set $limit_rate`, else `limit_rate $var` rendered now (a value
     /// that is not a size is 0, no limit, as NGINX's
-    /// `ngx_http_complex_value_size`), and `limit_rate_after` likewise.
-    pub fn with_request_pace(mut self, ctx: &RequestCtx) -> Writer<'a> {
+    /// `ngx_http_complex_value_size`), and `limit_rate_after` likewise;
+    /// then `accel` (`X-Accel-Limit-Rate`) over them.
+    pub fn with_request_pace(mut self, ctx: &RequestCtx, accel: Option<u64>) -> Writer<'a> {
         let s = self.s;
-        if ctx.limit_rate.is_none()
-            && s.limit_rate_var.is_none()
-            && s.limit_rate_after_var.is_none()
-        {
-            return self;
+        let vars = s.limit_rate_var.is_some() || s.limit_rate_after_var.is_some();
+        if ctx.limit_rate.is_some() || vars {
+            let size = |t: &Option<crate::vars::template::Template>, fixed: u64| match t {
+                Some(t) => crate::config::value::parse_size(&t.render(ctx)).unwrap_or(0),
+                None => fixed,
+            };
+            let rate = match ctx.limit_rate {
+                Some(r) => r,
+                None => size(&s.limit_rate_var, s.limit_rate),
+            };
+            self.after = size(&s.limit_rate_after_var, s.limit_rate_after);
+            self.pacer = Pacer::new(rate, self.after);
         }
-        let size = |t: &Option<crate::vars::template::Template>, fixed: u64| match t {
-            Some(t) => crate::config::value::parse_size(&t.render(ctx)).unwrap_or(0),
-            None => fixed,
-        };
-        let rate = match ctx.limit_rate {
-            Some(r) => r,
-            None => size(&s.limit_rate_var, s.limit_rate),
-        };
-        self.after = size(&s.limit_rate_after_var, s.limit_rate_after);
-        self.pacer = Pacer::new(rate, self.after);
-        self
+        self.with_limit_rate(accel)
     }
 
     /// The pace `resp` asks for in place of the location's `limit_rate`
     /// (`X-Accel-Limit-Rate`; 0: none), `limit_rate_after` kept.
-    pub fn with_limit_rate(mut self, rate: Option<u64>) -> Writer<'a> {
+    fn with_limit_rate(mut self, rate: Option<u64>) -> Writer<'a> {
         if let Some(r) = rate {
             self.pacer = Pacer::new(r, self.after);
         }

@@ -3,7 +3,9 @@
 //! `auth_request_set` may give a value of their own (NGINX's changeable
 //! variables).
 
-use super::template::Var;
+use std::sync::Arc;
+
+use super::template::{new_slot, Indexed, Var};
 
 /// Which figure a `$connections_*` variable reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,4 +36,15 @@ impl Var {
                 | Var::SentTrailer(_)
         )
     }
+}
+
+/// A slot for `auth_request_set $args` (or `$limit_rate`): the value
+/// goes to the request itself, so the name stays the built-in's.
+pub fn builtin_setter(name: &str) -> Arc<Indexed> {
+    Arc::new(Indexed {
+        name: name.to_string(),
+        index: new_slot(),
+        by_set: std::sync::atomic::AtomicBool::new(false),
+        builtin: None,
+    })
 }

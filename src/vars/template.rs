@@ -274,17 +274,6 @@ pub fn declare_indexed(name: &str) -> Arc<Indexed> {
     v
 }
 
-/// A slot for `auth_request_set $args` (or `$limit_rate`): the value
-/// goes to the request itself, so the name stays the built-in's.
-pub fn builtin_setter(name: &str) -> Arc<Indexed> {
-    Arc::new(Indexed {
-        name: name.to_string(),
-        index: new_slot(),
-        by_set: std::sync::atomic::AtomicBool::new(false),
-        builtin: None,
-    })
-}
-
 /// The variables this build defined so far, by name (for lookups by
 /// name when requests run: SSI's `echo`).
 pub fn defined() -> HashMap<String, Var> {

@@ -41,7 +41,7 @@ fn set_auth_request_set(b: &mut Build, d: &Directive) -> Res {
     let var = match Var::from_name(name) {
         // `$args` and `$limit_rate` change the request itself: a slot
         // of their name, which `handlers::auth_request` knows.
-        Some(Var::Args | Var::LimitRate) => template::builtin_setter(name),
+        Some(Var::Args | Var::LimitRate) => crate::vars::families::builtin_setter(name),
         Some(v) if !matches!(v, Var::Indexed(_)) && !v.changeable() => {
             return Err(format!("the duplicate \"{name}\" variable"));
         }
