@@ -59,7 +59,7 @@ fn upstream_cookie_reads_the_set_cookie_lines_as_nginx() {
     paths.push(("/om", ""));
     let porter = headers(p.port, &paths, "x-uc");
     assert_eq!(porter[2], "/ 204: x", "{porter:#?}");
-    assert_eq!(porter[12], "/om 204: v2", "{porter:#?}");
+    assert_eq!(porter[12], "/om 204: v2 ", "{porter:#?}");
     compare(n, porter, |port| headers(port, &paths, "x-uc"));
 }
 
