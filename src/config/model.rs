@@ -97,6 +97,9 @@ pub struct ServerConf {
     pub limits: HeadLimitsConf,
     /// Its TLS (`ssl_certificate` and the other `ssl_*`), if it has any.
     pub tls: Option<Arc<crate::tls::ServerTls>>,
+    /// The variables the configuration defines (`set`, `map`, …), for
+    /// lookups by name while requests run (SSI's `echo`).
+    pub variables: Arc<std::collections::HashMap<String, crate::vars::template::Var>>,
 }
 
 impl ServerConf {
@@ -372,6 +375,10 @@ loc_settings! {
     ssi_last_modified: bool = false;
     /// `access_log` targets (empty = off).
     access_log: Arc<Vec<AccessLog>> = Arc::new(Vec::new());
+    /// `log_subrequest`: subrequests write their location's access log.
+    log_subrequest: bool = false;
+    /// `open_log_file_cache` (for access logs whose path has variables).
+    open_log_file_cache: Option<Arc<crate::log::OpenLogCache>> = None;
     /// `log_not_found`.
     log_not_found: bool = true;
     /// `max_ranges` (None = unlimited).
@@ -384,6 +391,9 @@ loc_settings! {
     server_tokens: bool = true;
     /// `msie_padding`: pad error pages for MSIE and Chrome.
     msie_padding: bool = true;
+    /// `msie_refresh`: a 301/302 redirect answered to MSIE as a page that
+    /// refreshes to the target.
+    msie_refresh: bool = false;
     /// `chunked_transfer_encoding`: off closes the connection after a
     /// body of unknown length instead of chunking it.
     chunked_transfer_encoding: bool = true;
@@ -397,6 +407,9 @@ loc_settings! {
     disable_symlinks: DisableSymlinks = DisableSymlinks::default();
     /// `charset` (None = off).
     charset: Option<String> = None;
+    /// `charset $var`: the name rendered per request (`charset` then
+    /// holds the text as written).
+    charset_var: Option<Template> = None;
     /// `expires` (None = off).
     expires: Option<Expires> = None;
     /// `try_files`.
@@ -529,10 +542,15 @@ loc_settings! {
     access_rules: Arc<Vec<crate::access::rules::AccessRule>> = Arc::new(Vec::new());
     /// `satisfy any` (else `all`).
     satisfy_any: bool = false;
+    /// `auth_delay`: how long a 401 of the access phase waits.
+    auth_delay: Duration = Duration::ZERO;
     /// `auth_basic` realm (rendering `off`: no authentication).
     auth_basic: Option<Template> = None;
     /// `auth_basic_user_file`.
     auth_basic_user_file: Option<Template> = None;
+    /// The prefix a rendered `auth_basic_user_file $var` that is relative
+    /// is read under (NGINX's `conf_prefix`).
+    auth_basic_file_prefix: Option<Arc<str>> = None;
     /// `auth_request URI` (None: off).
     auth_request: Option<Arc<str>> = None;
     /// `auth_request_set` lines: the variable and its value, rendered in
@@ -659,6 +677,8 @@ loc_settings! {
     autoindex_localtime: bool = false;
     /// `source_charset` (None: the response is not recoded).
     source_charset: Option<String> = None;
+    /// `source_charset $var`, the same.
+    source_charset_var: Option<Template> = None;
     /// `override_charset`.
     override_charset: bool = false;
     /// `charset_types` (lowercase; `*` matches any).
@@ -678,4 +698,9 @@ loc_settings! {
     mp4_max_buffer_size: u64 = 10 * 1024 * 1024;
     /// See `mp4_buffer_size`.
     mp4_start_key_frame: bool = false;
+    /// `limit_rate $var`: rendered per request, a size (0 when it does
+    /// not parse), in place of `limit_rate`.
+    limit_rate_var: Option<Template> = None;
+    /// `limit_rate_after $var`, the same.
+    limit_rate_after_var: Option<Template> = None;
 }

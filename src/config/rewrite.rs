@@ -20,6 +20,8 @@ pub enum Op {
     Set(Arc<Indexed>, Template),
     /// `set $args VALUE`: the request's arguments.
     SetArgs(Template),
+    /// `set $limit_rate VALUE`: the request's rate, a size.
+    SetLimitRate(Template),
     /// `if (COND) { … }`.
     If(Box<If>),
     /// `break`.

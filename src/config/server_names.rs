@@ -57,6 +57,14 @@ impl ListenGroup {
                     }
                 }
             }
+        } else if let Some(s) = self
+            .servers
+            .iter()
+            .find(|s| s.names.contains(&ServerName::Exact(String::new())))
+        {
+            // No `Host` (HTTP/1.0): NGINX looks the empty name up, which
+            // `server_name ""` has; no regex is tried.
+            return (s, None);
         }
         (&self.servers[self.default], None)
     }

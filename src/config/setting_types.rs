@@ -70,6 +70,9 @@ pub enum Expires {
     /// `expires $var` (a value with variables): parsed per request; a value
     /// that does not parse sets nothing, as NGINX ignores it.
     Var(Template),
+    /// `expires modified $var`: the same, counted from the file's
+    /// modification time (a value such as `epoch` or `@15h` sets nothing).
+    ModifiedVar(Template),
 }
 
 /// One parsed `expires` value.

@@ -231,9 +231,20 @@ fn limit_conn(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     None
 }
 
-/// The access phase: `allow`/`deny`, `auth_basic`, then `auth_request`
-/// (NGINX's order), under `satisfy`.
+/// The access phase; a 401 it answers waits `auth_delay` first (NGINX
+/// 1.17.10: against timing attacks on passwords), on a loop timer.
 async fn access(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
+    let answer = checks(ctx, env).await;
+    let delay = ctx.loc.s.auth_delay;
+    if matches!(answer, Some(Outcome::Status(401))) && !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    answer
+}
+
+/// `allow`/`deny`, `auth_basic`, then `auth_request` (NGINX's order),
+/// under `satisfy`.
+async fn checks(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
     let any = ctx.loc.s.satisfy_any;
     // NGINX's `r->access_code` under `satisfy any`.
     let mut refused: Option<Check> = None;
@@ -329,7 +340,11 @@ async fn auth_basic(ctx: &RequestCtx, env: &Env<'_>) -> Check {
         );
         return basic_challenge(&realm);
     };
-    let path = file.render(ctx);
+    let mut path = file.render(ctx);
+    if let (false, Some(prefix)) = (path.starts_with('/'), &s.auth_basic_file_prefix) {
+        // `auth_basic_user_file $var` rendered relative: under the prefix.
+        path = format!("{prefix}{path}");
+    }
     let content = match read_user_file(ctx, env, &path).await {
         Ok(c) => c,
         Err(e) => {

@@ -36,7 +36,17 @@ pub async fn check(ctx: &mut RequestCtx, env: &Env<'_>, uri: &str) -> Verdict {
     let answer = sub.run(uri.to_string(), None).await;
     for (var, value) in ctx.loc.s.auth_request_set.clone().iter() {
         let v = value.render(&answer.ctx);
-        ctx.set_slot(var.index, v);
+        match var.name.as_str() {
+            // The built-ins with a setter (`vars::families::builtin_setter`): no
+            // `set` or block declares a variable of these names.
+            "args" => ctx.args = Some(v).filter(|a| !a.is_empty()),
+            "limit_rate" => {
+                if let Some(n) = crate::config::value::parse_size(&v) {
+                    ctx.limit_rate = Some(n)
+                }
+            }
+            _ => ctx.set_slot(var.index, v),
+        }
     }
     match answer.status() {
         200..=299 => Verdict::Allowed,

@@ -55,11 +55,12 @@ pub fn header_filter(
     }
     let ct = resp.content_type.clone()?;
     let (base, own) = split_type(&ct);
+    let (charset, source_charset) = names(ctx);
     let typed = s
         .charset_types
         .iter()
         .any(|t| t == "*" || t.eq_ignore_ascii_case(base));
-    let dest = match &s.charset {
+    let dest = match &charset {
         Some(cs) if own.is_some() && s.override_charset => cs.clone(),
         Some(_) if own.is_some() => return None,
         Some(cs) if typed => cs.clone(),
@@ -72,7 +73,7 @@ pub fn header_filter(
     if matches!(resp.status, 301 | 302) {
         return None;
     }
-    let source = own.map(str::to_string).or_else(|| s.source_charset.clone());
+    let source = own.map(str::to_string).or(source_charset);
     let Some(source) = source.filter(|src| !src.eq_ignore_ascii_case(&dest)) else {
         label(resp, base, &dest);
         return Some(dest);
@@ -91,6 +92,20 @@ pub fn header_filter(
     label(resp, base, &dest);
     recode(ctx, resp, table);
     Some(dest)
+}
+
+/// `charset` and `source_charset` for this request: a name with
+/// variables rendered now (empty: none).
+fn names(ctx: &RequestCtx) -> (Option<String>, Option<String>) {
+    let s = &ctx.loc.s;
+    let pick = |var: &Option<crate::vars::template::Template>, fixed: &Option<String>| match var {
+        Some(t) => Some(t.render(ctx)).filter(|n| !n.is_empty()),
+        None => fixed.clone(),
+    };
+    (
+        pick(&s.charset_var, &s.charset),
+        pick(&s.source_charset_var, &s.source_charset),
+    )
 }
 
 /// An upstream's `X-Accel-Charset: CS` (NGINX's `override_charset` of

@@ -94,7 +94,8 @@ pub(super) fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
     if s.add_headers.is_empty() && s.expires.is_none() {
         return;
     }
-    if matches!(s.expires, Some(Expires::Var(_))) || s.add_headers.iter().any(|h| h.reads_response)
+    if matches!(s.expires, Some(Expires::Var(_) | Expires::ModifiedVar(_)))
+        || s.add_headers.iter().any(|h| h.reads_response)
     {
         ctx.sent_headers = resp.sent_headers();
     }
@@ -102,9 +103,10 @@ pub(super) fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
     if applies {
         match &s.expires {
             Some(Expires::Fixed(rule)) => expires_headers(*rule, resp),
-            Some(Expires::Var(t)) => {
+            Some(e @ (Expires::Var(t) | Expires::ModifiedVar(t))) => {
                 // A value that does not parse sets nothing (NGINX).
-                if let Ok(rule) = ExpiresRule::parse(false, &t.render(&*ctx)) {
+                let modified = matches!(e, Expires::ModifiedVar(_));
+                if let Ok(rule) = ExpiresRule::parse(modified, &t.render(&*ctx)) {
                     expires_headers(rule, resp);
                 }
             }

@@ -93,6 +93,12 @@ pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {
 /// NGINX writes a Location it made absolute itself before `Connection`, and
 /// one configured as a full URL among the other headers after it.
 pub fn redirect(ctx: &RequestCtx, status: u16, target: &str) -> Response {
+    let msie = ctx
+        .header("user-agent")
+        .is_some_and(crate::http::user_agent::msie);
+    if matches!(status, 301 | 302) && ctx.loc.s.msie_refresh && msie {
+        return refresh_page(target);
+    }
     let mut r = Response::special(status, ctx.loc.s.server_tokens);
     if target.starts_with('/') {
         r.location = Some(absolute_location(ctx, target));
@@ -100,6 +106,22 @@ pub fn redirect(ctx: &RequestCtx, status: u16, target: &str) -> Response {
         r.headers.push(("Location".into(), target.to_string()));
     }
     r
+}
+
+/// `msie_refresh`: NGINX's `ngx_http_send_refresh`, a 200 page whose
+/// `Refresh` goes to `target` (escaped as `NGX_ESCAPE_REFRESH`: space,
+/// quotes and bytes outside 0x20–0x7e), in place of the redirect.
+fn refresh_page(target: &str) -> Response {
+    let mut page = String::from("<html><head><meta http-equiv=\"Refresh\" content=\"0; URL=");
+    for b in target.bytes() {
+        if matches!(b, b' ' | b'"' | b'\'') || !(0x20..0x7f).contains(&b) {
+            page.push_str(&format!("%{b:02X}"));
+        } else {
+            page.push(b as char);
+        }
+    }
+    page.push_str("\"></head><body></body></html>\r\n");
+    Response::bytes(200, "text/html", page.into_bytes())
 }
 
 /// A target's URI and its arguments (after `?`).

@@ -64,6 +64,15 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
                 let v = value.render(ctx);
                 ctx.args = Some(v).filter(|a| !a.is_empty());
             }
+            Op::SetLimitRate(value) => {
+                // NGINX's `ngx_http_variable_request_set_size`: a value
+                // that is not a size is logged and changes nothing.
+                let v = value.render(ctx);
+                match crate::config::value::parse_size(&v) {
+                    Some(n) => ctx.limit_rate = Some(n),
+                    None => ctx.log(env.log).error(format_args!("invalid size \"{v}\"")),
+                }
+            }
             Op::Break => {
                 ctx.uri_changed = false;
                 return None;

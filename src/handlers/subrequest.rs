@@ -183,6 +183,14 @@ impl Subrequest {
                 ctx.status = r.status;
                 ctx.sent_headers = r.sent_headers();
             }
+            if ctx.loc.s.log_subrequest {
+                // NGINX logs a subrequest only under `log_subrequest on`,
+                // in the access logs of the location it ended in.
+                let cache = ctx.loc.s.open_log_file_cache.as_ref();
+                for l in ctx.loc.s.access_log.iter() {
+                    l.write(&ctx, cache);
+                }
+            }
             Answer { ctx, response }
         })
     }

@@ -676,7 +676,7 @@ impl<H: Respond + 'static> Connection<H> {
         }
         let head_len = self.out.len() as u64;
         let writer =
-            Writer::new(&self.stream, &self.worker.disk, s).with_limit_rate(resp.limit_rate);
+            Writer::new(&self.stream, &self.worker.disk, s).with_request_pace(ctx, resp.limit_rate);
         let sent = writer.send(resp, sending, &self.out).await;
         ctx.status = resp.status;
         match sent {

@@ -247,6 +247,9 @@ pub struct RequestCtx {
     /// Background subrequests (`mirror`) still running: the connection
     /// reads its next request once they end, as NGINX's does.
     pub background: Vec<tokio::task::JoinHandle<()>>,
+    /// `set $limit_rate`: the rate the request was given, in place of
+    /// the location's `limit_rate` (`$limit_rate`).
+    pub limit_rate: Option<u64>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -268,8 +271,6 @@ impl RequestCtx {
         let default = &listen.servers[listen.default];
         let (path, args) = super::uri::split_target(head.target());
         let normalized = super::uri::normalize_with(path, default.limits.merge_slashes);
-        // The raw path is kept only when it cannot be normalised.
-        let normalized = normalized.map_err(|_| path.to_string());
         let args = args.map(str::to_string);
         // A URI NGINX cannot normalise is refused while it parses the
         // request line, before Host picks a server: the default server
@@ -288,7 +289,9 @@ impl RequestCtx {
         } else {
             RequestUri::Invalid
         };
-        ctx.uri = normalized.unwrap_or_else(|raw| raw);
+        // NGINX never parsed one it refuses: `$uri` is empty (its line
+        // is in `$request`).
+        ctx.uri = normalized.unwrap_or_default();
         ctx.args = args;
         (ctx, uri)
     }
@@ -339,6 +342,7 @@ impl RequestCtx {
             subrequest: false,
             filter_state: None,
             background: Vec::new(),
+            limit_rate: None,
             head,
         }
     }
@@ -418,6 +422,9 @@ pub fn strip_port(h: &str) -> &str {
 }
 
 pub(super) fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
+    if name.is_empty() {
+        return None;
+    }
     args.split('&').find_map(|kv| {
         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
         k.eq_ignore_ascii_case(name).then_some(v)
@@ -522,15 +529,17 @@ impl RequestCtx {
     /// A `set`, capture or `map` slot's value; reading a `set` variable
     /// before it is set is noted for `uninitialized_variable_warn`.
     fn indexed(&self, v: &Arc<Indexed>, out: &mut String) {
-        match self.slots.borrow().get(v.index) {
-            Some(Some(s)) => out.push_str(s),
-            _ => {
-                if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
-                    && self.loc.s.uninitialized_variable_warn
-                {
-                    self.unset_read.borrow_mut().push(Arc::clone(v));
-                }
-            }
+        if let Some(Some(s)) = self.slots.borrow().get(v.index) {
+            out.push_str(s);
+            return;
+        }
+        if let Some(b) = &v.builtin {
+            // `set $http_foo` not run (yet): the header's value.
+            self.append(b, out);
+        } else if v.by_set.load(std::sync::atomic::Ordering::Relaxed)
+            && self.loc.s.uninitialized_variable_warn
+        {
+            self.unset_read.borrow_mut().push(Arc::clone(v));
         }
     }
 
@@ -546,8 +555,9 @@ impl RequestCtx {
     /// here (`metrics::STATUS_CLASSES`).
     pub fn write_access_log(&self) {
         crate::metrics::count_status(self.status);
+        let cache = self.loc.s.open_log_file_cache.as_ref();
         for l in self.loc.s.access_log.iter() {
-            l.write(self);
+            l.write(self, cache);
         }
     }
 

@@ -6,7 +6,21 @@
 
 use super::context::RequestCtx;
 use crate::access::secure_link;
-use crate::vars::template::{Var, VarSource};
+use crate::vars::template::{ConnCount, Var, VarSource};
+
+/// `$connections_*`: the `stub_status` page's figures (waiting is what
+/// is neither reading nor writing, as the page counts it).
+fn connections(which: ConnCount, out: &mut String) {
+    use crate::metrics::{get, ACTIVE, READING, WRITING};
+    use std::fmt::Write as _;
+    let n = match which {
+        ConnCount::Active => get(&ACTIVE),
+        ConnCount::Reading => get(&READING),
+        ConnCount::Writing => get(&WRITING),
+        ConnCount::Waiting => get(&ACTIVE).saturating_sub(get(&READING) + get(&WRITING)),
+    };
+    let _ = write!(out, "{n}");
+}
 
 impl RequestCtx {
     /// Appends the value of a configuration-defined variable.
@@ -43,6 +57,16 @@ impl RequestCtx {
                     }
                     _ => out.push_str(info),
                 }
+            }
+            Var::UpstreamCookie(_) => {
+                if let Some(u) = &self.upstream {
+                    u.append(var, out)
+                }
+            }
+            Var::Connections(which) => connections(*which, out),
+            Var::LimitRate => {
+                use std::fmt::Write as _;
+                let _ = write!(out, "{}", self.limit_rate.unwrap_or(0));
             }
             _ => self.append_connection(var, out),
         }

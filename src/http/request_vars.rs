@@ -180,15 +180,7 @@ impl RequestCtx {
                     }
                 }
             }
-            Var::SentHttp(name) => {
-                if let Some((_, v)) = self
-                    .sent_headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                {
-                    out.push_str(v)
-                }
-            }
+            Var::SentHttp(name) => self.sent_http(name, out),
             Var::ProxyAddXForwardedFor => {
                 let mut first = true;
                 for (n, v) in self.head.headers() {
@@ -219,6 +211,24 @@ impl RequestCtx {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+impl RequestCtx {
+    /// `$sent_http_NAME`: repeated lines join with ", " (NGINX 1.23 on;
+    /// 1.22 did so for `Cache-Control` and `Link`).
+    fn sent_http(&self, name: &str, out: &mut String) {
+        let mut lines = self
+            .sent_headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name));
+        if let Some((_, first)) = lines.next() {
+            out.push_str(first);
+            for (_, v) in lines {
+                out.push_str(", ");
+                out.push_str(v);
+            }
         }
     }
 }

@@ -392,6 +392,9 @@ impl Response {
         if let (Some(lm), false) = (self.last_modified, self.last_modified_inline) {
             v.push(("Last-Modified".into(), crate::util::time::http_date(lm)));
         }
+        if self.accept_ranges {
+            v.push(("Accept-Ranges".into(), "bytes".into()));
+        }
         v
     }
 

@@ -57,6 +57,20 @@ fn secs(d: Duration, out: &mut String) {
     let _ = write!(out, "{}.{:03}", ms / 1000, ms % 1000);
 }
 
+/// The value `line` (a `Set-Cookie` value) gives the cookie `name`, as
+/// NGINX's `ngx_http_parse_set_cookie_lines`: the name (any case), spaces,
+/// `=`, spaces, then up to the first `;` (trailing spaces kept, as NGINX).
+/// A line naming another cookie, or without `=` after the name, gives none.
+fn set_cookie<'a>(line: &'a str, name: &str) -> Option<&'a str> {
+    let head = line.get(..name.len())?;
+    if !head.eq_ignore_ascii_case(name) || line.len() <= name.len() {
+        return None;
+    }
+    let rest = line[name.len()..].trim_start_matches(' ');
+    let rest = rest.strip_prefix('=')?.trim_start_matches(' ');
+    rest.split(';').next()
+}
+
 impl UpstreamVars {
     /// Appends the value of a proxy or upstream variable to `out`; tries
     /// are joined with `, ` and a missing value is `-`, as in NGINX.
@@ -105,6 +119,15 @@ impl UpstreamVars {
             }),
             Var::UpstreamHttp(name) => {
                 if let Some(v) = self.headers.get(name) {
+                    out.push_str(v)
+                }
+            }
+            Var::UpstreamCookie(name) => {
+                if let Some(v) = self
+                    .headers
+                    .all("set-cookie")
+                    .find_map(|l| set_cookie(l, name))
+                {
                     out.push_str(v)
                 }
             }

@@ -1,7 +1,8 @@
 //! The browsers NGINX tells apart by `User-Agent`
 //! (`ngx_http_process_user_agent`), for `keepalive_disable`: MSIE up to 6
 //! (a POST answered on a kept-alive connection may stall it) and Safari on
-//! Mac OS X (which may send a POST on a connection the server closed).
+//! Mac OS X (which may send a POST on a connection the server closed);
+//! any MSIE for `msie_refresh`.
 
 use super::request::RequestHead;
 use crate::config::KeepaliveDisable;
@@ -18,6 +19,12 @@ pub fn closes(off: KeepaliveDisable, user_agent: Option<&str>, post: bool) -> bo
         return false;
     };
     (off.msie6 && post && msie6(ua)) || (off.safari && safari(ua))
+}
+
+/// Any MSIE (NGINX's `r->headers_in.msie`: `MSIE ` with at least eight
+/// bytes from it), for `msie_refresh`.
+pub fn msie(ua: &str) -> bool {
+    ua.find("MSIE ").is_some_and(|at| at + 7 < ua.len())
 }
 
 /// `MSIE 4.x`, `5.x`, or `6.x` without `SV1`, not Opera (NGINX's test: the

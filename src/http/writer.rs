@@ -103,6 +103,8 @@ pub struct Writer<'a> {
     s: &'a LocSettings,
     /// `limit_rate`, when set: every body write takes its room first.
     pacer: Option<Pacer>,
+    /// `limit_rate_after` as the request rendered it.
+    after: u64,
 }
 
 impl<'a> Writer<'a> {
@@ -114,14 +116,38 @@ impl<'a> Writer<'a> {
             disk,
             s,
             pacer,
+            after: s.limit_rate_after,
         }
+    }
+
+    /// The pace of the request in `ctx` in place of the location's fixed
+    /// one: `set $limit_rate`, else `limit_rate $var` rendered now (a value
+    /// that is not a size is 0, no limit, as NGINX's
+    /// `ngx_http_complex_value_size`), and `limit_rate_after` likewise;
+    /// then `accel` (`X-Accel-Limit-Rate`) over them.
+    pub fn with_request_pace(mut self, ctx: &RequestCtx, accel: Option<u64>) -> Writer<'a> {
+        let s = self.s;
+        let vars = s.limit_rate_var.is_some() || s.limit_rate_after_var.is_some();
+        if ctx.limit_rate.is_some() || vars {
+            let size = |t: &Option<crate::vars::template::Template>, fixed: u64| match t {
+                Some(t) => crate::config::value::parse_size(&t.render(ctx)).unwrap_or(0),
+                None => fixed,
+            };
+            let rate = match ctx.limit_rate {
+                Some(r) => r,
+                None => size(&s.limit_rate_var, s.limit_rate),
+            };
+            self.after = size(&s.limit_rate_after_var, s.limit_rate_after);
+            self.pacer = Pacer::new(rate, self.after);
+        }
+        self.with_limit_rate(accel)
     }
 
     /// The pace `resp` asks for in place of the location's `limit_rate`
     /// (`X-Accel-Limit-Rate`; 0: none), `limit_rate_after` kept.
-    pub fn with_limit_rate(mut self, rate: Option<u64>) -> Writer<'a> {
+    fn with_limit_rate(mut self, rate: Option<u64>) -> Writer<'a> {
         if let Some(r) = rate {
-            self.pacer = Pacer::new(r, self.s.limit_rate_after);
+            self.pacer = Pacer::new(r, self.after);
         }
         self
     }
@@ -280,7 +306,7 @@ impl<'a> Writer<'a> {
             while offset < end {
                 let mut want = (end - offset).min(max_chunk - since_yield) as usize;
                 if let Some(p) = &self.pacer {
-                    want = p.take(want).await;
+                    want = self.paced(p, want).await?;
                 }
                 match self
                     .disk
@@ -317,7 +343,7 @@ impl<'a> Writer<'a> {
                     want = want.min((a - offset % a) as usize);
                 }
                 if let Some(p) = &self.pacer {
-                    want = p.take(want).await;
+                    want = self.paced(p, want).await?;
                 }
                 let n = file.read_at(&mut chunk[..want], offset).await?;
                 if let Some(p) = &self.pacer {
@@ -345,6 +371,28 @@ impl<'a> Writer<'a> {
         self.stream.write_two(head, body, self.s.send_timeout).await
     }
 
+    /// The room `limit_rate` gives for up to `want` bytes, waiting for
+    /// it; a client that closes meanwhile ends the wait with an error, as
+    /// NGINX's `ngx_http_test_reading` notices while a write is delayed.
+    async fn paced(&self, p: &Pacer, want: usize) -> io::Result<usize> {
+        tokio::select! {
+            n = p.take(want) => Ok(n),
+            e = self.client_closed() => Err(e),
+        }
+    }
+
+    /// Resolves when the client's end is closed (a peek reads nothing);
+    /// never while it has sent bytes not yet read (a pipelined request,
+    /// a TLS record), which the connection reads later.
+    async fn client_closed(&self) -> io::Error {
+        let mut one = [0u8; 1];
+        match self.stream.tcp().peek(&mut one).await {
+            Ok(0) => io::Error::from(io::ErrorKind::ConnectionReset),
+            Ok(_) => std::future::pending().await,
+            Err(e) => e,
+        }
+    }
+
     /// Counts `n` bytes written outside the paced writes (a head).
     fn count(&self, n: usize) {
         if let Some(p) = &self.pacer {
@@ -361,7 +409,7 @@ impl<'a> Writer<'a> {
         let mut rest = body;
         let mut lead = lead;
         loop {
-            let n = p.take(lead.len() + rest.len()).await;
+            let n = self.paced(p, lead.len() + rest.len()).await?;
             let from_lead = n.min(lead.len());
             let from_body = (n - from_lead).min(rest.len());
             self.write_two(&lead[..from_lead], &rest[..from_body])

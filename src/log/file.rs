@@ -41,7 +41,8 @@ pub struct LogFile {
 /// Every file opened and still in use, for [`reopen_all`].
 static OPEN: Mutex<Vec<Weak<LogFile>>> = Mutex::new(Vec::new());
 
-fn open_append(path: &Path) -> io::Result<File> {
+/// Opens `path` for appending, created 0644 as NGINX does.
+pub(super) fn open_append(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .append(true)
         .create(true)

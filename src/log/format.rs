@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{submit, LogFile};
+use super::{submit, LogFile, OpenLogCache};
 use crate::vars::template::{Template, TemplateError, Var, VarSource};
 
 /// NGINX's predefined `combined` format.
@@ -52,8 +52,9 @@ impl LogFormat {
             .render_with(src, &mut out, &|v, var, out| match escape {
                 Escape::Default => {
                     // NGINX prints `-` for a variable without a value;
-                    // `$request_completion` has one, empty.
-                    if v.is_empty() && *var != Var::RequestCompletion {
+                    // `$request_completion` and `$uri` (empty for a
+                    // request line refused) have one, empty.
+                    if v.is_empty() && !matches!(var, Var::RequestCompletion | Var::Uri) {
                         out.push('-');
                     }
                     if *var == Var::BinaryRemoteAddr {
@@ -95,27 +96,50 @@ fn escape_json(v: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
             c => out.push(c),
         }
     }
 }
 
-/// One `access_log PATH [FORMAT]` target.
+/// Where an `access_log` writes.
+#[derive(Debug, Clone)]
+pub enum LogDest {
+    /// A file opened when the configuration loads.
+    File(Arc<LogFile>),
+    /// A path with variables, rendered per request and written by
+    /// `by_path.rs`'s thread.
+    Path(Template),
+}
+
+/// One `access_log PATH [FORMAT] [gzip[=LEVEL]] [if=COND]` target.
 #[derive(Debug, Clone)]
 pub struct AccessLog {
-    /// The file written.
-    pub file: Arc<LogFile>,
+    /// Where lines go.
+    pub dest: LogDest,
     /// The format used.
     pub format: Arc<LogFormat>,
     /// `if=condition`: no line when it renders empty or `0`.
     pub condition: Option<crate::vars::template::Template>,
+    /// `gzip[=LEVEL]`: lines written compressed.
+    pub gzip: Option<u32>,
 }
 
 impl AccessLog {
+    /// A log to `file` in `format`, with no condition.
+    pub fn to_file(file: Arc<LogFile>, format: Arc<LogFormat>) -> AccessLog {
+        AccessLog {
+            dest: LogDest::File(file),
+            format,
+            condition: None,
+            gzip: None,
+        }
+    }
+
     /// Formats and queues one line for the request described by `src`,
-    /// unless its `if=` condition renders empty or `0`.
-    pub fn write(&self, src: &dyn VarSource) {
+    /// unless its `if=` condition renders empty or `0`; `cache` is the
+    /// location's `open_log_file_cache`, for a path with variables.
+    pub fn write(&self, src: &dyn VarSource, cache: Option<&Arc<OpenLogCache>>) {
         if let Some(c) = &self.condition {
             let v = c.render(src);
             if v.is_empty() || v == "0" {
@@ -123,9 +147,26 @@ impl AccessLog {
             }
         }
         let line = self.format.render(src);
-        match self.file.syslog_peer() {
-            Some(p) => p.send(None, line.strip_suffix('\n').unwrap_or(&line).as_bytes()),
-            None => submit(&self.file, line.as_bytes()),
+        match (&self.dest, self.gzip) {
+            (LogDest::File(f), None) => match f.syslog_peer() {
+                Some(p) => p.send(None, line.strip_suffix('\n').unwrap_or(&line).as_bytes()),
+                None => submit(f, line.as_bytes()),
+            },
+            (LogDest::File(f), Some(level)) => super::submit_gzip(f, level, line.as_bytes()),
+            (LogDest::Path(t), gzip) => {
+                let mut root = String::new();
+                src.append(&Var::DocumentRoot, &mut root);
+                let data = match gzip {
+                    Some(level) => super::gzip_member(line.as_bytes(), level),
+                    None => line.into_bytes(),
+                };
+                super::by_path::submit(super::by_path::PathLine {
+                    path: t.render(src).into(),
+                    root,
+                    data,
+                    cache: cache.cloned(),
+                });
+            }
         }
     }
 }

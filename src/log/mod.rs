@@ -11,7 +11,11 @@
 //! a request's lines go through its [`RequestLog`] (`request.rs`).
 //! A `syslog:` destination sends its lines as datagrams at once
 //! (`syslog.rs`), never through the writer thread.
+//! An access log with `gzip` has each batch written as one gzip member,
+//! as NGINX compresses each buffer it flushes; one whose path has
+//! variables is written by `by_path.rs`'s thread.
 
+pub mod by_path;
 pub mod file;
 pub mod format;
 pub mod request;
@@ -23,6 +27,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
+pub use by_path::OpenLogCache;
 pub use file::{LogFile, LogFiles};
 pub use format::{AccessLog, LogFormat};
 pub use request::{RequestLog, Subject};
@@ -162,6 +167,8 @@ impl ErrorLog {
 
 enum Msg {
     Line(Arc<LogFile>, Vec<u8>),
+    /// A line of an access log with `gzip=LEVEL`.
+    Gzip(Arc<LogFile>, u32, Vec<u8>),
     Flush(SyncSender<()>),
     /// Switch to the reopened files after the lines queued before.
     Reopen(Vec<file::Reopened>, SyncSender<()>),
@@ -240,6 +247,37 @@ pub fn shutdown() {
     }
 }
 
+/// Counts lines lost (a full queue, a file that could not be written).
+pub(crate) fn count_dropped(n: u64) {
+    DROPPED.fetch_add(n, Ordering::Relaxed);
+}
+
+/// `data` as one gzip member at `level` (NGINX's `ngx_http_log_gzip`).
+pub(crate) fn gzip_member(data: &[u8], level: u32) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+    let _ = enc.write_all(data);
+    enc.finish().unwrap_or_default()
+}
+
+/// Hands one line of an access log with `gzip=level` to the writer,
+/// which compresses what it writes of it at once.
+pub fn submit_gzip(file: &Arc<LogFile>, level: u32, line: &[u8]) {
+    match WRITER.get() {
+        Some(w) if STARTED.load(Ordering::Acquire) == 1 => {
+            if w.tx
+                .try_send(Msg::Gzip(file.clone(), level, line.to_vec()))
+                .is_err()
+            {
+                count_dropped(1);
+            }
+        }
+        _ => {
+            let _ = file.write_all(&gzip_member(line, level));
+        }
+    }
+}
+
 /// Hands one complete line to the writer (a `syslog:` destination's
 /// line is sent at once instead, never queued behind disk writes).
 pub fn submit(file: &Arc<LogFile>, line: &[u8]) {
@@ -265,6 +303,7 @@ pub fn submit(file: &Arc<LogFile>, line: &[u8]) {
 fn writer_loop(rx: Receiver<Msg>) {
     // Batch per file: pointer identity of the Arc is the file identity.
     let mut batch: Vec<(Arc<LogFile>, Vec<u8>)> = Vec::new();
+    let mut gz: Vec<(Arc<LogFile>, u32, Vec<u8>)> = Vec::new();
     let mut waiters: Vec<SyncSender<()>> = Vec::new();
     while let Ok(first) = rx.recv() {
         let mut next = Some(first);
@@ -275,6 +314,15 @@ fn writer_loop(rx: Receiver<Msg>) {
                     Some((_, buf)) => buf.extend_from_slice(&line),
                     None => batch.push((f, line)),
                 },
+                Msg::Gzip(f, level, line) => {
+                    match gz
+                        .iter_mut()
+                        .find(|(g, l, _)| Arc::ptr_eq(g, &f) && *l == level)
+                    {
+                        Some((_, _, buf)) => buf.extend_from_slice(&line),
+                        None => gz.push((f, level, line)),
+                    }
+                }
                 Msg::Flush(w) => waiters.push(w),
                 Msg::Reopen(files, w) => {
                     // The batch so far belongs to the old files.
@@ -287,7 +335,10 @@ fn writer_loop(rx: Receiver<Msg>) {
             }
             next = rx.try_recv().ok();
         }
-        for (f, buf) in batch.drain(..) {
+        let packed = gz
+            .drain(..)
+            .map(|(f, level, buf)| (f, gzip_member(&buf, level)));
+        for (f, buf) in batch.drain(..).chain(packed) {
             if f.write_all(&buf).is_err() {
                 DROPPED.fetch_add(
                     buf.iter().filter(|&&b| b == b'\n').count() as u64,

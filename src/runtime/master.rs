@@ -388,6 +388,9 @@ fn prepare(
     ])
     .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     log::start_writer();
+    // Access logs whose path has variables open their files as the
+    // workers' user.
+    log::by_path::start(privileges::thread_user(&creds));
     let pid_path: Option<PathBuf> = cfg.main.pid.clone();
     if let Some(p) = &pid_path {
         write_pid(p)?;

@@ -5,6 +5,7 @@
 //! A base the configuration, the logs and the
 //! upstreams all use: it imports none of them.
 
+pub mod families;
 pub mod geo;
 pub mod map;
 pub mod regex;

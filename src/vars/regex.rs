@@ -9,8 +9,9 @@
 //! groups are written `(?<name>…)` or `(?P<name>…)` as in PCRE; `~*`
 //! compiles caseless. Differences from PCRE (see docs/differences.md):
 //! `\w`, `\d`, `\s` and `\b` are Unicode-aware, `$` matches only at the
-//! very end (not before a final newline), and `(?'name'…)`, `\Q…\E`,
-//! recursion `(?R)` and callouts are not supported — such a pattern is a
+//! very end (not before a final newline), and `(?'name'…)`,
+//! recursion `(?R)` and callouts are not supported (`\Q…\E`, which
+//! neither crate has, is turned into the escaped text it quotes) — such a pattern is a
 //! configuration error, reported as NGINX reports a PCRE compile error.
 //!
 //! A match yields [`Captures`]: `$0`…`$9` read them, and each named group
@@ -81,10 +82,11 @@ impl Regex {
         // `(?i)` written ahead rather than the builder's flag, which
         // fancy-regex lets override the pattern's own `(?-i)` (PCRE's
         // caseless option does not: `valid_referers ~(?-i)example.net`).
+        let unquoted = unquote(pattern);
         let source = if caseless {
-            format!("(?i){pattern}")
+            format!("(?i){unquoted}")
         } else {
-            pattern.to_string()
+            unquoted
         };
         let re = fancy_regex::RegexBuilder::new(&source)
             .backtrack_limit(BACKTRACK_LIMIT)
@@ -162,6 +164,39 @@ impl Regex {
     }
 }
 
+/// `pattern` with PCRE's quoting `\Q…\E` (the text between taken
+/// literally; `\E` may be left out at the end) written as escaped text,
+/// which fancy-regex and the `regex` crate lack; a `\E` outside a quote
+/// is dropped, as PCRE ignores it.
+fn unquote(pattern: &str) -> String {
+    if !pattern.contains("\\Q") && !pattern.contains("\\E") {
+        return pattern.to_string();
+    }
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Q') => {
+                let rest = chars.as_str();
+                let (quoted, after) = rest.split_once("\\E").unwrap_or((rest, ""));
+                out.push_str(&fancy_regex::escape(quoted));
+                chars = after.chars();
+            }
+            Some('E') => {}
+            Some(n) => {
+                out.push('\\');
+                out.push(n);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// The regexes of one level of regex locations, run together in one pass
 /// of `regex-automata`'s lazy DFA: a URI is tested against all of them at
 /// once, and only the first that matched (in order) runs on its own for
@@ -234,6 +269,19 @@ impl RegexSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_text_matches_literally() {
+        assert_eq!(
+            unquote(r"^(?P<n>[a-z]+)\Q.example.com\E$"),
+            r"^(?P<n>[a-z]+)\.example\.com$"
+        );
+        assert_eq!(unquote(r"a\Q*+"), r"a\*\+");
+        assert_eq!(unquote(r"\\Q\d\E"), r"\\Q\d");
+        let re = Regex::compile(r"^(?P<name>[a-z]+)\Q.example.com\E$", false).unwrap();
+        assert!(re.is_match("www.example.com"));
+        assert!(!re.is_match("www-example.com"));
+    }
 
     #[test]
     fn captures_and_named_groups() {

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use super::families::ConnCount;
 use super::split_clients::SplitClients;
 
 /// One NGINX variable porter knows.
@@ -196,6 +197,15 @@ pub enum Var {
     Map(Arc<super::map::Map>),
     /// A variable a `geo` block defines, evaluated when used.
     Geo(Arc<super::geo::Geo>),
+    /// `$upstream_cookie_NAME`: a cookie the upstream's `Set-Cookie` sets.
+    UpstreamCookie(String),
+    /// `$sent_trailer_NAME`: a trailer `add_trailer` set before this one.
+    SentTrailer(String),
+    /// `$connections_active`, `_reading`, `_writing`, `_waiting`: the
+    /// figures of the `stub_status` page.
+    Connections(ConnCount),
+    /// `$limit_rate`: the rate `set $limit_rate` gave the request (0: none).
+    LimitRate,
 }
 
 /// A variable whose per-request value lives in the request's slots: set
@@ -209,6 +219,9 @@ pub struct Indexed {
     /// A `set` names it: reading it unset logs NGINX's
     /// `using uninitialized "NAME" variable` (`uninitialized_variable_warn`).
     pub by_set: std::sync::atomic::AtomicBool,
+    /// A built-in variable `set` made its own (`set $http_foo`): its
+    /// value while the slot is unset, as NGINX's changeable variables.
+    pub builtin: Option<Var>,
 }
 
 impl PartialEq for Indexed {
@@ -250,13 +263,21 @@ pub fn declare_indexed(name: &str) -> Arc<Indexed> {
     if let Some(Var::Indexed(v)) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
         return v;
     }
+    let builtin = Var::from_name(name).filter(Var::changeable);
     let v = Arc::new(Indexed {
         name: name.to_string(),
         index: new_slot(),
         by_set: std::sync::atomic::AtomicBool::new(false),
+        builtin,
     });
     define(name, Var::Indexed(Arc::clone(&v)));
     v
+}
+
+/// The variables this build defined so far, by name (for lookups by
+/// name when requests run: SSI's `echo`).
+pub fn defined() -> HashMap<String, Var> {
+    DEFINED.with(|d| d.borrow().clone())
 }
 
 /// Whether `name` is a variable the configuration defines or porter knows.
@@ -292,6 +313,9 @@ impl Var {
 
     /// Looks a variable up by name (without `$`).
     pub fn from_name(name: &str) -> Option<Var> {
+        if let Some(v @ Var::Indexed(_)) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
+            return Some(v);
+        }
         if let Some(v) = Self::prefixed(name) {
             return Some(v);
         }
@@ -363,7 +387,8 @@ impl Var {
     /// a capture (`$1`).
     fn prefixed(name: &str) -> Option<Var> {
         let prefixed = |p: &str| name.strip_prefix(p).filter(|s| !s.is_empty());
-        if let Some(rest) = prefixed("arg_") {
+        // `$arg_` (no name) is a variable never found, as in NGINX.
+        if let Some(rest) = name.strip_prefix("arg_") {
             return Some(Var::Arg(rest.to_string()));
         }
         if let Some(rest) = prefixed("http_") {
@@ -379,6 +404,14 @@ impl Var {
         }
         if let Some(rest) = prefixed("cookie_") {
             return Some(Var::Cookie(rest.to_string()));
+        }
+        if let Some(rest) = prefixed("upstream_cookie_") {
+            return Some(Var::UpstreamCookie(rest.to_string()));
+        }
+        if let Some(rest) = prefixed("sent_trailer_") {
+            return Some(Var::SentTrailer(
+                rest.to_ascii_lowercase().replace('_', "-"),
+            ));
         }
         if let [d @ b'0'..=b'9'] = name.as_bytes() {
             return Some(Var::Capture(d - b'0'));
@@ -398,6 +431,11 @@ fn module_var(name: &str) -> Option<Var> {
         "secure_link_expires" => Var::SecureLinkExpires,
         "fastcgi_script_name" => Var::FastcgiScriptName,
         "fastcgi_path_info" => Var::FastcgiPathInfo,
+        "connections_active" => Var::Connections(ConnCount::Active),
+        "connections_reading" => Var::Connections(ConnCount::Reading),
+        "connections_writing" => Var::Connections(ConnCount::Writing),
+        "connections_waiting" => Var::Connections(ConnCount::Waiting),
+        "limit_rate" => Var::LimitRate,
         _ => return None,
     })
 }

@@ -1,4 +1,4 @@
-//! Access control and limits: `allow`, `deny`, `satisfy`, `auth_basic`,
+//! Access control and limits: `allow`, `deny`, `satisfy`, `auth_delay`, `auth_basic`,
 //! `auth_basic_user_file`, `limit_req_zone`, `limit_req`, `limit_req_*`,
 //! `limit_conn_zone`, `limit_conn`, `limit_conn_*` — with NGINX's
 //! arguments, errors and inheritance (a level with no `allow`/`deny`, no
@@ -19,6 +19,7 @@ pub(super) static ROWS: &[Spec] = &[
     d("allow", HSL | LMT, Arity::N(1), set_rule),
     d("deny", HSL | LMT, Arity::N(1), set_rule),
     d("satisfy", HSL, Arity::N(1), set_satisfy),
+    d("auth_delay", HSL, Arity::N(1), loc_time!(auth_delay)),
     d("auth_basic", HSL | LMT, Arity::N(1), |b, d| {
         let v = template(&d.args[0])?;
         set_once(&mut b.loc().auth_basic, Some(v), d)
@@ -31,6 +32,10 @@ pub(super) static ROWS: &[Spec] = &[
             b.full_path(raw).to_string_lossy().into_owned()
         };
         let v = template(&full)?;
+        if raw.starts_with('$') {
+            let prefix = b.full_path(".").to_string_lossy().into_owned();
+            b.loc().auth_basic_file_prefix = Some(Some(Arc::from(prefix.trim_end_matches('.'))));
+        }
         set_once(&mut b.loc().auth_basic_user_file, Some(v), d)
     }),
     d("limit_req_zone", HTTP, Arity::N(3), set_limit_req_zone),

@@ -358,11 +358,7 @@ impl Build {
         if self.http.access_log.is_none() && self.http_seen {
             let path = self.prefix.join("logs/access.log");
             let logs = match self.logs.get(&path) {
-                Ok(file) => vec![AccessLog {
-                    file,
-                    format: LogFormat::combined(),
-                    condition: None,
-                }],
+                Ok(file) => vec![AccessLog::to_file(file, LogFormat::combined())],
                 Err(e) => {
                     eprintln!("porter: [alert] could not open access log file: {e}");
                     Vec::new()
@@ -478,6 +474,7 @@ impl Build {
             script: Arc::new(script),
             limits,
             tls,
+            variables: Arc::new(template::defined()),
         }))
     }
 }

@@ -3,7 +3,7 @@
 //! (`src/handlers/autoindex.rs`), `source_charset`, `override_charset`,
 //! `charset_types`, `charset_map` (`src/handlers/charset.rs`; `charset`
 //! itself is in `static_files.rs`), `limit_rate`, `limit_rate_after`
-//! (`src/http/rate.rs`), `empty_gif` (`src/handlers/empty_gif.rs`). Values and error
+//! (a size or a value with variables; `src/http/rate.rs`), `empty_gif` (`src/handlers/empty_gif.rs`). Values and error
 //! texts as NGINX's `ngx_http_gzip_filter_module`,
 //! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
 
@@ -77,7 +77,10 @@ pub(super) static ROWS: &[Spec] = &[
     ),
     d("source_charset", HSL, Arity::N(1), |b, d| {
         let v = Some(d.args[0].clone());
-        set_once(&mut b.loc().source_charset, v, d)
+        let var = super::static_files::charset_template(&d.args[0])?;
+        set_once(&mut b.loc().source_charset, v, d)?;
+        b.loc().source_charset_var = Some(var);
+        Ok(())
     }),
     d(
         "override_charset",
@@ -89,14 +92,30 @@ pub(super) static ROWS: &[Spec] = &[
         set_once(&mut b.loc().charset_types, html_and(d), d)
     }),
     blk("charset_map", HTTP, Arity::N(2), set_charset_map),
-    d("limit_rate", HSL, Arity::N(1), loc_size!(limit_rate)),
-    d(
-        "limit_rate_after",
-        HSL,
-        Arity::N(1),
-        loc_size!(limit_rate_after),
-    ),
+    d("limit_rate", HSL, Arity::N(1), |b, d| {
+        let v = size_or_template(d)?;
+        let l = b.loc();
+        set_once(&mut l.limit_rate, v.0, d)?;
+        l.limit_rate_var = Some(v.1);
+        Ok(())
+    }),
+    d("limit_rate_after", HSL, Arity::N(1), |b, d| {
+        let v = size_or_template(d)?;
+        let l = b.loc();
+        set_once(&mut l.limit_rate_after, v.0, d)?;
+        l.limit_rate_after_var = Some(v.1);
+        Ok(())
+    }),
 ];
+
+/// A size, or (NGINX 1.17 on) a value with variables rendered per
+/// request: `(size, None)` or `(0, Some(template))`.
+fn size_or_template(d: &Directive) -> Result<(u64, Option<Template>), String> {
+    if d.args[0].contains('$') {
+        return Ok((0, Some(template(&d.args[0])?)));
+    }
+    Ok((size(d, &d.args[0])?, None))
+}
 
 /// `charset_map FROM TO { XX YY; … }`: hex byte to hex byte, or to the
 /// hex bytes of a UTF-8 sequence when TO is `utf-8`; NGINX's checks.

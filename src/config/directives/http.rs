@@ -132,6 +132,7 @@ pub(super) static ROWS: &[Spec] = &[
         set_once(&mut b.loc().server_tokens, v, d)
     }),
     d("msie_padding", HSL, Arity::N(1), loc_flag!(msie_padding)),
+    d("msie_refresh", HSL, Arity::N(1), loc_flag!(msie_refresh)),
     d(
         "chunked_transfer_encoding",
         HSL,
@@ -223,7 +224,8 @@ fn set_server_name(b: &mut Build, d: &Directive) -> Res {
     srv.raw_names.extend(d.args.iter().cloned());
     for raw in &d.args {
         if let Some(re) = raw.strip_prefix('~') {
-            let re = crate::vars::regex::Regex::compile(re, false)?;
+            // NGINX compiles server name regexes caseless.
+            let re = crate::vars::regex::Regex::compile(re, true)?;
             if srv.primary.is_none() {
                 srv.primary = Some(raw.clone());
             }
@@ -232,7 +234,8 @@ fn set_server_name(b: &mut Build, d: &Directive) -> Res {
         }
         let n = raw.to_ascii_lowercase();
         if srv.primary.is_none() {
-            srv.primary = Some(n.clone());
+            // `$server_name` of `.example.com` is `example.com`.
+            srv.primary = Some(n.strip_prefix('.').unwrap_or(&n).to_string());
         }
         if let Some(rest) = n.strip_prefix("*.") {
             srv.names.push(ServerName::Suffix(format!(".{rest}")));

@@ -116,34 +116,39 @@ fn set_output_buffers(_: &mut Build, d: &Directive) -> Res {
 }
 
 /// `open_log_file_cache off | max=N [inactive=TIME] [min_uses=N]
-/// [valid=TIME]`, with NGINX's errors.
-fn set_open_log_file_cache(_: &mut Build, d: &Directive) -> Res {
+/// [valid=TIME]`, with NGINX's errors and defaults (10 s, 1, 60 s): the
+/// files kept open for access logs whose path has variables
+/// (`log/by_path.rs`).
+fn set_open_log_file_cache(b: &mut Build, d: &Directive) -> Res {
     if d.args.len() == 1 && d.args[0] == "off" {
-        return Ok(());
+        return set_once(&mut b.loc().open_log_file_cache, None, d);
     }
-    let mut max = false;
+    let mut c = crate::log::OpenLogCache {
+        max: 0,
+        inactive: std::time::Duration::from_secs(10),
+        min_uses: 1,
+        valid: std::time::Duration::from_secs(60),
+    };
     for a in &d.args {
         let ok = match a.split_once('=') {
-            Some(("max", n)) => {
-                max = true;
-                n.parse::<u64>().is_ok_and(|n| n > 0)
-            }
-            Some(("min_uses", n)) => n.parse::<u64>().is_ok(),
-            Some(("inactive" | "valid", t)) => parse_time(t).is_some(),
-            _ => false,
+            Some(("max", n)) => n
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(|n| c.max = n),
+            Some(("min_uses", n)) => n.parse::<u32>().ok().map(|n| c.min_uses = n),
+            Some(("inactive", t)) => parse_time(t).map(|t| c.inactive = t),
+            Some(("valid", t)) => parse_time(t).map(|t| c.valid = t),
+            _ => None,
         };
-        if !ok {
+        if ok.is_none() {
             return Err(format!("invalid \"open_log_file_cache\" parameter \"{a}\""));
         }
     }
-    if !max {
+    if c.max == 0 {
         return Err("\"open_log_file_cache\" must have \"max\" parameter".into());
     }
-    notice(
-        d,
-        "has no effect: porter opens each log file once per configuration, whatever its name",
-    );
-    Ok(())
+    set_once(&mut b.loc().open_log_file_cache, Some(Arc::new(c)), d)
 }
 
 /// The dynamic modules whose work porter does itself: loading one is a

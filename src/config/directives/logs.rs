@@ -1,7 +1,10 @@
 //! Log directives: `error_log`, `log_format`, `access_log`,
-//! `log_not_found`. `error_log` in `http`, `server` or `location` gives
+//! `log_not_found`, `log_subrequest` (`handlers::subrequest` writes a
+//! subrequest's line). `error_log` in `http`, `server` or `location` gives
 //! that level's requests their own error log (`RequestCtx::log`);
-//! `access_log ... if=COND` skips the line when COND renders empty or `0`.
+//! `access_log ... if=COND` skips the line when COND renders empty or `0`;
+//! `gzip[=LEVEL]` compresses the lines; a path with variables is
+//! rendered per request (`log/by_path.rs`, under `open_log_file_cache`).
 //! A `syslog:...` target of either is a `LogFile::syslog` (`log/syslog.rs`).
 
 #[allow(unused_imports)]
@@ -11,8 +14,14 @@ use super::*;
 pub(super) static ROWS: &[Spec] = &[
     d("error_log", MAIN | HSL, Arity::Range(1, 2), set_error_log),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
-    d("access_log", HSL | LMT, Arity::Range(1, 4), set_access_log),
+    d("access_log", HSL | LMT, Arity::Min(1), set_access_log),
     d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
+    d(
+        "log_subrequest",
+        HSL,
+        Arity::N(1),
+        loc_flag!(log_subrequest),
+    ),
 ];
 
 fn set_error_log(b: &mut Build, d: &Directive) -> Res {
@@ -98,34 +107,66 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
             .ok_or_else(|| format!("unknown log format \"{name}\""))?,
         None => LogFormat::combined(),
     };
-    let mut condition = None;
-    let syslog = d.args[0].strip_prefix("syslog:");
-    for extra in d.args.iter().skip(2) {
-        if let Some(c) = extra.strip_prefix("if=") {
-            condition = Some(template(c)?);
-        } else if !(extra.starts_with("buffer=")
-            || extra.starts_with("flush=")
-            || extra.starts_with("gzip"))
-        {
-            return Err(format!("invalid parameter \"{extra}\""));
-        } else if syslog.is_some() {
+    let target = &d.args[0];
+    let (condition, gzip, buffered) = access_log_params(target, &d.args[2.min(d.args.len())..])?;
+    if buffered && target.contains('$') {
+        return Err(format!(
+            "buffered logs cannot have variables in name \"{target}\""
+        ));
+    }
+    let dest = if let Some(args) = target.strip_prefix("syslog:") {
+        if buffered {
             return Err("logs to syslog cannot be buffered".into());
         }
-    }
-    let file = match syslog {
-        Some(args) => crate::log::LogFile::syslog(args)?,
-        None => {
-            let path = b.full_path(&d.args[0]);
-            b.logs.get(&path)?
-        }
+        LogDest::File(crate::log::LogFile::syslog(args)?)
+    } else if target.contains('$') {
+        LogDest::Path(template(&b.full_path(target).to_string_lossy())?)
+    } else {
+        LogDest::File(b.logs.get(&b.full_path(target))?)
     };
     let slot = &mut b.loc().access_log;
     let mut list: Vec<AccessLog> = slot.as_deref().cloned().unwrap_or_default();
     list.push(AccessLog {
-        file,
+        dest,
         format,
         condition,
+        gzip,
     });
     *slot = Some(Arc::new(list));
     Ok(())
+}
+
+/// `access_log`'s parameters after the format, with NGINX's checks:
+/// `buffer=SIZE`, `flush=TIME` (only with a buffer), `gzip[=1..9]`,
+/// `if=COND`. porter's log thread writes each batch of lines as it comes,
+/// so `buffer` and `flush` change no line; `gzip` compresses each batch.
+type LogParams = (Option<Template>, Option<u32>, bool);
+
+fn access_log_params(target: &str, params: &[String]) -> Result<LogParams, String> {
+    let (mut condition, mut gzip) = (None, None);
+    let (mut buffer, mut flush) = (false, false);
+    for p in params {
+        if let Some(c) = p.strip_prefix("if=") {
+            condition = Some(template(c)?);
+        } else if let Some(v) = p.strip_prefix("buffer=") {
+            parse_size(v).ok_or_else(|| format!("invalid buffer size \"{v}\""))?;
+            buffer = true;
+        } else if let Some(v) = p.strip_prefix("flush=") {
+            parse_time(v).ok_or_else(|| format!("invalid flush time \"{v}\""))?;
+            flush = true;
+        } else if p == "gzip" {
+            gzip = Some(1);
+        } else if let Some(v) = p.strip_prefix("gzip=") {
+            match v.parse::<u32>() {
+                Ok(l @ 1..=9) => gzip = Some(l),
+                _ => return Err(format!("invalid compression level \"{v}\"")),
+            }
+        } else {
+            return Err(format!("invalid parameter \"{p}\""));
+        }
+    }
+    if flush && !buffer && gzip.is_none() {
+        return Err(format!("no buffer is defined for access_log \"{target}\""));
+    }
+    Ok((condition, gzip, buffer || gzip.is_some()))
 }

@@ -50,6 +50,7 @@ use crate::cache::policy::CacheValid;
 use crate::cache::{Levels, TempPath, ZoneSpec};
 use crate::disk::pool::PoolSpec;
 use crate::log::format::Escape;
+use crate::log::format::LogDest;
 use crate::log::{AccessLog, ErrorLogSpec, Level, LogFiles, LogFormat};
 use crate::upstream::balance::{self, HashConf, PeerSet, PeerSpec, UpstreamGroup};
 use crate::upstream::PeerAddr;

@@ -121,13 +121,19 @@ fn set_set(b: &mut Build, d: &Directive) -> Res {
         _ => return Err(format!("invalid variable name \"{}\"", d.args[0])),
     };
     if name == "args" {
-        // The one built-in variable porter lets `set` change, as NGINX does.
+        // `$args` and `$limit_rate`: built-in variables `set` changes, as
+        // NGINX's changeable ones.
         let value = template(&d.args[1])?;
         b.script().push(OpB::Op(Op::SetArgs(value)));
         return Ok(());
     }
+    if name == "limit_rate" {
+        let value = template(&d.args[1])?;
+        b.script().push(OpB::Op(Op::SetLimitRate(value)));
+        return Ok(());
+    }
     if let Some(v) = Var::from_name(name) {
-        if !matches!(v, Var::Indexed(_)) {
+        if !matches!(v, Var::Indexed(_)) && !v.changeable() {
             return Err(format!("the duplicate \"{name}\" variable"));
         }
     }

@@ -24,7 +24,10 @@ pub(super) static ROWS: &[Spec] = &[
         } else {
             Some(d.args[0].clone())
         };
-        set_once(&mut b.loc().charset, v, d)
+        let var = charset_template(&d.args[0])?;
+        set_once(&mut b.loc().charset, v, d)?;
+        b.loc().charset_var = Some(var);
+        Ok(())
     }),
     d("etag", HSL, Arity::N(1), loc_flag!(etag)),
     d(
@@ -182,6 +185,15 @@ fn set_add_header(b: &mut Build, d: &Directive) -> Res {
     Ok(())
 }
 
+/// A charset name with variables (`charset $arg_c`), rendered per
+/// request as NGINX 1.x allows for `charset` and `source_charset`.
+pub(super) fn charset_template(name: &str) -> Result<Option<Template>, String> {
+    if !name.contains('$') {
+        return Ok(None);
+    }
+    template(name).map(Some)
+}
+
 fn set_expires(b: &mut Build, d: &Directive) -> Res {
     let (modified, value) = match d.args.as_slice() {
         [v] => (false, v),
@@ -189,8 +201,11 @@ fn set_expires(b: &mut Build, d: &Directive) -> Res {
         [_, v] => return Err(format!("invalid value \"{v}\"")),
         _ => unreachable!("arity 1-2"),
     };
-    let v = if value.contains('$') && !modified {
-        Expires::Var(template(value)?)
+    let v = if value.contains('$') {
+        match modified {
+            false => Expires::Var(template(value)?),
+            true => Expires::ModifiedVar(template(value)?),
+        }
     } else {
         match ExpiresRule::parse(modified, value) {
             Ok(r) => Expires::Fixed(r),

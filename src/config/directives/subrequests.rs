@@ -38,12 +38,15 @@ fn set_auth_request_set(b: &mut Build, d: &Directive) -> Res {
         Some(n) if !n.is_empty() => n,
         _ => return Err(format!("invalid variable name \"{}\"", d.args[0])),
     };
-    if let Some(v) = Var::from_name(name) {
-        if !matches!(v, Var::Indexed(_)) {
+    let var = match Var::from_name(name) {
+        // `$args` and `$limit_rate` change the request itself: a slot
+        // of their name, which `handlers::auth_request` knows.
+        Some(Var::Args | Var::LimitRate) => crate::vars::families::builtin_setter(name),
+        Some(v) if !matches!(v, Var::Indexed(_)) && !v.changeable() => {
             return Err(format!("the duplicate \"{name}\" variable"));
         }
-    }
-    let var = template::declare_indexed(name);
+        _ => template::declare_indexed(name),
+    };
     let value = template(&d.args[1])?;
     let slot = &mut b.loc().auth_request_set;
     let mut list = slot.as_deref().cloned().unwrap_or_default();

@@ -238,7 +238,10 @@ impl SsiStream {
             }
             _ => {}
         }
-        let var = Var::from_name(name)?;
+        let var = match self.vars.server.variables.get(name) {
+            Some(v) => v.clone(),
+            None => Var::from_name(name)?,
+        };
         if !self.vars.var_found(&var) {
             return None;
         }
