@@ -180,26 +180,6 @@ pub enum Handler {
     Grpc(Arc<crate::upstream::ProxyPass>),
 }
 
-/// `aio` as written.
-#[derive(Debug, Clone)]
-pub enum AioConf {
-    /// `aio off`.
-    Off,
-    /// `aio threads[=NAME]`: the pool name, possibly with variables.
-    Threads(Template),
-    /// `aio on`: the worker's io_uring (the `default` pool without one).
-    On,
-}
-
-/// `open_file_cache max=N inactive=T`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpenFileCacheConf {
-    /// `max`.
-    pub max: usize,
-    /// `inactive` (default 60 s).
-    pub inactive: Duration,
-}
-
 /// A `location` block (or the server level), fully merged.
 #[derive(Debug)]
 pub struct LocationConf {
@@ -226,15 +206,6 @@ pub struct LocationConf {
     pub limit_except: Option<super::locations::LimitExcept>,
     /// The merged inheritable settings.
     pub s: LocSettings,
-}
-
-/// `root` or `alias`.
-#[derive(Debug, Clone)]
-pub enum DocRoot {
-    /// `root PATH`: the URI is appended.
-    Root(Template),
-    /// `alias PATH`: replaces the location prefix.
-    Alias(Template),
 }
 
 // Content modules' types: `content.rs`; the other settings' value types:

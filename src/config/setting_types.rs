@@ -1,9 +1,10 @@
 //! The value types of location settings (`error_page`, `add_header`,
 //! `return`, `try_files`, the cache's methods and purge, `if_modified_since`,
-//! `lingering_close`), kept beside `model.rs`, which holds the settings
+//! `lingering_close`, `aio`, `open_file_cache`, `root`/`alias`), kept beside `model.rs`, which holds the settings
 //! themselves in `loc_settings!`.
 
 use crate::vars::template::Template;
+use std::time::Duration;
 
 /// `disable_symlinks off | on | if_not_owner [from=part]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -373,4 +374,33 @@ pub struct FileAt {
     pub file: std::sync::Arc<std::path::Path>,
     /// Its line.
     pub line: u32,
+}
+
+/// `aio` as written.
+#[derive(Debug, Clone)]
+pub enum AioConf {
+    /// `aio off`.
+    Off,
+    /// `aio threads[=NAME]`: the pool name, possibly with variables.
+    Threads(Template),
+    /// `aio on`: the worker's io_uring (the `default` pool without one).
+    On,
+}
+
+/// `open_file_cache max=N inactive=T`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFileCacheConf {
+    /// `max`.
+    pub max: usize,
+    /// `inactive` (default 60 s).
+    pub inactive: Duration,
+}
+
+/// `root` or `alias`.
+#[derive(Debug, Clone)]
+pub enum DocRoot {
+    /// `root PATH`: the URI is appended.
+    Root(Template),
+    /// `alias PATH`: replaces the location prefix.
+    Alias(Template),
 }
