@@ -518,6 +518,20 @@ mod tests {
     }
 
     #[test]
+    fn a_remembered_error_answers_until_its_time_or_a_stored_file() {
+        let idx = Index::with_capacity(10);
+        let now = Instant::now();
+        assert_eq!(idx.error(&h(1), 100), None, "unknown key");
+        assert!(idx.set_error(h(1), 404, 200, now).is_empty());
+        assert_eq!(idx.error(&h(1), 200), Some(404));
+        assert_eq!(idx.error(&h(1), 201), None, "past its time");
+        assert_eq!(idx.error(&h(1), 150), None, "forgotten once expired");
+        idx.set_error(h(1), 403, 300, now);
+        idx.stored(h(1), 4096, 300, now, &mut Vec::new());
+        assert_eq!(idx.error(&h(1), 100), None, "a stored file clears it");
+    }
+
+    #[test]
     fn capacity_from_zone_size() {
         assert_eq!(Index::for_zone_size(1024 * 1024).capacity(), 8000);
         assert_eq!(Index::for_zone_size(10 * 1024 * 1024).capacity(), 80000);

@@ -167,12 +167,8 @@ pub fn head_response(
             continue;
         }
         match &*lower {
-            "server" => {
-                r.own_server = false;
-                r.headers.push((n.to_string(), v.to_string()));
-            }
-            "date" => {
-                r.own_date = false;
+            "server" | "date" => {
+                no_own(&mut r, &lower);
                 r.headers.push((n.to_string(), v.to_string()));
             }
             // The last one stands, as NGINX's copies replace each other.
@@ -191,10 +187,9 @@ pub fn head_response(
                 Some(v) => r.headers.push((n.to_string(), v)),
                 None => r.headers.push((n.to_string(), v.to_string())),
             },
-            "refresh" if http => {
-                let v = rewrite_refresh(ctx, pass, v).unwrap_or_else(|| v.to_string());
-                r.headers.push((n.to_string(), v));
-            }
+            "refresh" if http => r
+                .headers
+                .push((n.to_string(), rewrite_refresh(ctx, pass, v))),
             // In line, where the upstream put it (NGINX's header filter
             // writes a proxied Last-Modified among the other lines); the
             // parsed time is for the conditional filters.
@@ -217,15 +212,20 @@ pub fn head_response(
     }
     // A passed `Date` or `Server` the upstream did not send is not made up
     // by porter either (NGINX empties its own header for it).
-    if k.pass_header.iter().any(|p| p == "date") {
-        r.own_date = false;
-    }
-    if k.pass_header.iter().any(|p| p == "server") {
-        r.own_server = false;
-    }
+    k.pass_header.iter().for_each(|p| no_own(&mut r, p));
     super::accel::apply(k.ignore_headers, headers, &mut r);
     r.own_type = true;
     r
+}
+
+/// The upstream's `Server` or `Date` (`name`, lowercase) stands in place
+/// of porter's own.
+fn no_own(r: &mut Response, name: &str) {
+    match name {
+        "server" => r.own_server = false,
+        "date" => r.own_date = false,
+        _ => {}
+    }
 }
 
 /// `name` in lowercase, in `buf` when it fits (a header name nearly
@@ -257,9 +257,10 @@ fn rewrite_location(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> Option<Strin
 
 /// `Refresh: 5; url=URL` with its URL through `proxy_redirect`
 /// (NGINX's `ngx_http_upstream_rewrite_refresh`; not made absolute).
-fn rewrite_refresh(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> Option<String> {
-    let at = v.to_ascii_lowercase().find("url=")? + 4;
-    rewrite_redirect(ctx, pass, v, at)
+fn rewrite_refresh(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> String {
+    let at = v.to_ascii_lowercase().find("url=").map(|i| i + 4);
+    at.and_then(|at| rewrite_redirect(ctx, pass, v, at))
+        .unwrap_or_else(|| v.to_string())
 }
 
 fn rewrite_redirect(ctx: &RequestCtx, pass: &ProxyPass, v: &str, prefix: usize) -> Option<String> {
