@@ -43,9 +43,12 @@ fn proxy_limit_rate_paces_the_upstream_reads() {
 
 #[test]
 fn proxy_limit_rate_takes_a_size() {
-    let err = config_error(&one_server_conf(
-        "",
-        "location / { proxy_pass http://127.0.0.1:9; proxy_limit_rate fast; }",
-    ));
+    let err = config_error(
+        &one_server_conf(
+            "",
+            "location / { proxy_pass http://127.0.0.1:9; proxy_limit_rate fast; }",
+        )
+        .replace("{PORT}", "1"),
+    );
     assert!(err.contains("\"proxy_limit_rate\""), "{err}");
 }
