@@ -62,6 +62,13 @@ fn a_truncated_upstream_body_has_no_final_chunk() {
         eprintln!("nginx not installed: porter alone");
         return;
     };
-    assert_eq!(body_of(nginx.port, "/length"), cut);
-    assert_eq!(body_of(nginx.port, "/ok"), whole);
+    // Chunk sizes differ (nginx's sub_filter holds a line end back, and
+    // cut bodies stop a byte apart); both are chunked, the cut one
+    // without the final chunk.
+    let n = body_of(nginx.port, "/length");
+    assert_eq!(n.0, cut.0);
+    assert!(!n.1.ends_with(b"0\r\n\r\n"));
+    let n = body_of(nginx.port, "/ok");
+    assert_eq!(n.0, whole.0);
+    assert!(n.1.ends_with(b"\r\n0\r\n\r\n"));
 }
