@@ -42,6 +42,10 @@ pub struct Node {
     /// while none is), so a descriptor kept open between hits
     /// (`open_entries`) is known to be the current one.
     pub gen: u64,
+    /// The status of an error answer remembered for the key until
+    /// `valid_until` (NGINX's node `error`: an intercepted error that was
+    /// cacheable); 0 when none.
+    pub error: u16,
     fill: Option<watch::Sender<()>>,
     /// When the fill under way was claimed (`proxy_cache_lock_age`).
     fill_since: Instant,
@@ -56,6 +60,7 @@ impl Node {
             uses: 0,
             exists: false,
             gen: 0,
+            error: 0,
             fill: None,
             fill_since: now,
         }
@@ -283,6 +288,7 @@ impl Index {
         n.valid_until = valid_until;
         n.exists = true;
         n.gen = next_gen();
+        n.error = 0;
         st.total = st.total - old + size;
         st.nodes.peek_mut(&hash).expect("just put")
     }
@@ -340,6 +346,40 @@ impl Index {
             size: n.size,
             exists: n.exists,
         })
+    }
+
+    /// Remembers that `hash` answers with the error `status` until
+    /// `valid_until` (unix s), whatever file it holds (NGINX's
+    /// `ngx_http_file_cache_free` with `c->error`); a later stored file
+    /// clears it.
+    pub fn set_error(
+        &self,
+        hash: KeyHash,
+        status: u16,
+        valid_until: i64,
+        now: Instant,
+    ) -> Vec<Evicted> {
+        let mut out = Vec::new();
+        let mut st = self.state.lock().unwrap();
+        let n = Self::node(&mut st, self.capacity, hash, now, &mut out);
+        n.error = status;
+        n.valid_until = valid_until;
+        out
+    }
+
+    /// The error status `hash` answers with at `now` (unix s); one past
+    /// its time is forgotten (the key is looked up as usual).
+    pub fn error(&self, hash: &KeyHash, now: i64) -> Option<u16> {
+        let mut st = self.state.lock().unwrap();
+        let n = st.nodes.peek_mut(hash)?;
+        match n.error {
+            0 => None,
+            _ if n.valid_until < now => {
+                n.error = 0;
+                None
+            }
+            e => Some(e),
+        }
     }
 
     /// Marks `hash` as having no file (it vanished) but keeps its uses.
@@ -475,6 +515,20 @@ mod tests {
 
     fn h(i: u32) -> KeyHash {
         KeyHash::of(&i.to_le_bytes())
+    }
+
+    #[test]
+    fn a_remembered_error_answers_until_its_time_or_a_stored_file() {
+        let idx = Index::with_capacity(10);
+        let now = Instant::now();
+        assert_eq!(idx.error(&h(1), 100), None, "unknown key");
+        assert!(idx.set_error(h(1), 404, 200, now).is_empty());
+        assert_eq!(idx.error(&h(1), 200), Some(404));
+        assert_eq!(idx.error(&h(1), 201), None, "past its time");
+        assert_eq!(idx.error(&h(1), 150), None, "forgotten once expired");
+        idx.set_error(h(1), 403, 300, now);
+        idx.stored(h(1), 4096, 300, now, &mut Vec::new());
+        assert_eq!(idx.error(&h(1), 100), None, "a stored file clears it");
     }
 
     #[test]

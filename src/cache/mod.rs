@@ -426,6 +426,24 @@ impl CacheZone {
         fill
     }
 
+    /// The error status remembered for `key` while it is valid (see
+    /// [`CacheZone::remember_error`]).
+    pub fn cached_error(&self, key: &str) -> Option<u16> {
+        let now = crate::util::time::now().0;
+        self.index.error(&KeyHash::of(key.as_bytes()), now)
+    }
+
+    /// Remembers that `key` answers with the error `status` until
+    /// `valid_until`: an upstream error intercepted by `error_page` that
+    /// was cacheable, kept in the keys zone only (no file), as NGINX.
+    pub fn remember_error(&self, key: &str, status: u16, valid_until: i64) {
+        let hash = KeyHash::of(key.as_bytes());
+        let ev = self
+            .index
+            .set_error(hash, status, valid_until, Instant::now());
+        self.discard(ev);
+    }
+
     /// Removes the entry for `key` from the index and the disk. `true` if
     /// a file was removed.
     pub async fn purge(&self, io: &Io, key: &str) -> io::Result<bool> {

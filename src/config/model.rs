@@ -455,6 +455,9 @@ loc_settings! {
     /// `proxy_force_ranges`: serve ranges of a proxied 200 whatever its
     /// `Accept-Ranges`.
     proxy_force_ranges: bool = false;
+    /// `proxy_limit_rate`: bytes a second read from the upstream (0: no
+    /// limit; with `proxy_buffering` on only, as in NGINX).
+    proxy_limit_rate: u64 = 0;
     /// `proxy_pass_request_headers`.
     proxy_pass_request_headers: bool = true;
     /// `proxy_pass_request_body`.

@@ -34,14 +34,15 @@ pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
     if s.sub_filters.is_empty() || resp.content_length == Some(0) {
         return;
     }
-    let Some(ct) = resp.content_type.as_deref() else {
-        return;
-    };
-    let base = ct.split(';').next().unwrap_or("").trim();
-    let typed = s
-        .sub_filter_types
-        .iter()
-        .any(|t| t == "*" || t.eq_ignore_ascii_case(base));
+    // `*` takes any response, one without a type too (NGINX's
+    // `ngx_http_test_content_type` with an empty types hash).
+    let any = s.sub_filter_types.iter().any(|t| t == "*");
+    let base = resp
+        .content_type
+        .as_deref()
+        .map(|ct| ct.split(';').next().unwrap_or("").trim());
+    let typed =
+        any || base.is_some_and(|b| s.sub_filter_types.iter().any(|t| t.eq_ignore_ascii_case(b)));
     if !typed {
         return;
     }

@@ -463,9 +463,12 @@ pub fn next_id() -> u64 {
 }
 
 impl UpstreamGroup {
-    /// Every peer, primary and backup: NGINX's default number of tries.
+    /// Every peer not marked `down`, primary and backup: NGINX's default
+    /// number of tries (a `down` server is no try, so the last live peer's
+    /// answer stands rather than `no live upstreams`).
     pub fn peer_count(&self) -> usize {
-        self.primary.peers.len() + self.backup.peers.len()
+        let live = |s: &PeerSet| s.peers.iter().filter(|p| !p.down).count();
+        live(&self.primary) + live(&self.backup)
     }
 
     /// The peer `r` names.

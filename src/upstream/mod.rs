@@ -165,6 +165,10 @@ pub enum RedirectRule {
     Default,
     /// `proxy_redirect redirect replacement`: a prefix and what replaces it.
     Replace(Template, Template),
+    /// `proxy_redirect ~regex replacement` (`~*` caseless): a match
+    /// anywhere in the value replaces all of it, captures available to the
+    /// replacement (NGINX's `ngx_http_proxy_rewrite_regex_handler`).
+    Regex(Arc<crate::vars::regex::Regex>, Template),
 }
 
 /// A `proxy_pass` (or `fastcgi_pass`) directive, compiled.
@@ -188,6 +192,10 @@ pub struct ProxyPass {
     pub location: String,
     /// The `upstream` blocks, for a dynamic target to name one.
     pub groups: Arc<Vec<Arc<UpstreamGroup>>>,
+    /// Every group of the configuration, the implicit ones of other
+    /// `proxy_pass` addresses too (set once the file is read): a dynamic
+    /// target's `host:port` names one as NGINX's upstream list does.
+    pub all_groups: Arc<AllGroups>,
     /// What `proxy_redirect default` replaces, and with what (None with
     /// variables in the URL).
     pub redirect_default: Option<(String, String)>,

@@ -349,6 +349,7 @@ pub(super) fn set_pass(b: &mut Build, d: &Directive, proto: Protocol) -> Res {
         tls,
         location,
         groups,
+        all_groups: Arc::clone(&b.all_upstreams),
         redirect_default: None,
     };
     b.location().handler = Handler::Proxy(Arc::new(pass));

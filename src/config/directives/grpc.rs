@@ -69,6 +69,7 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             tls: false,
             location,
             groups,
+            all_groups: Arc::clone(&b.all_upstreams),
             redirect_default: None,
             proto: crate::upstream::Protocol::Grpc,
         }
@@ -96,6 +97,7 @@ fn set_grpc_pass(b: &mut Build, d: &Directive) -> Res {
             proxy_host,
             location,
             groups,
+            all_groups: Arc::clone(&b.all_upstreams),
             redirect_default: None,
             proto: crate::upstream::Protocol::Grpc,
         }

@@ -106,6 +106,12 @@ pub(super) static ROWS: &[Spec] = &[
         loc_size!(proxy_buffer_size),
     ),
     d(
+        "proxy_limit_rate",
+        HSL,
+        Arity::N(1),
+        loc_size!(proxy_limit_rate),
+    ),
+    d(
         "proxy_redirect",
         HSL,
         Arity::Range(1, 2),
@@ -134,6 +140,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             tls: false,
             location,
             groups,
+            all_groups: Arc::clone(&b.all_upstreams),
             redirect_default: None,
         }
     } else {
@@ -160,6 +167,7 @@ pub(super) fn set_proxy_pass(b: &mut Build, d: &Directive) -> Res {
             proxy_host,
             location,
             groups,
+            all_groups: Arc::clone(&b.all_upstreams),
             redirect_default,
         }
     };
@@ -219,15 +227,21 @@ fn uri_part_allowed(
 }
 
 /// `proxy_redirect off | default | redirect replacement` (lines add up;
-/// `off` clears them).
+/// `off` clears them); `redirect` is a prefix with variables, or `~regex`
+/// (`~*` caseless) whose captures the replacement may use.
 pub(super) fn set_proxy_redirect(b: &mut Build, d: &Directive) -> Res {
     use crate::upstream::RedirectRule;
     let rule = match d.args.as_slice() {
         [a] if a == "off" => None,
         [a] if a == "default" => Some(RedirectRule::Default),
         [a] => return Err(format!("invalid parameter \"{a}\"")),
-        [from, _] if from.starts_with('~') => {
-            return Err("regex \"proxy_redirect\" is not supported by porter".to_string())
+        [from, to] if from.starts_with('~') => {
+            let (re, caseless) = match from[1..].strip_prefix('*') {
+                Some(re) => (re, true),
+                None => (&from[1..], false),
+            };
+            let re = crate::vars::regex::Regex::compile(re, caseless)?;
+            Some(RedirectRule::Regex(Arc::new(re), template(to)?))
         }
         [from, to] => Some(RedirectRule::Replace(template(from)?, template(to)?)),
         _ => unreachable!("arity checked"),

@@ -33,7 +33,8 @@ use std::sync::Arc;
 
 use super::fetch::fetch_with;
 use super::fill::{
-    drain, policy_headers, ranges_as_cacheable, refresh, respond_and_store, CacheReq,
+    drain, policy_headers, range_in_reach, ranges_as_cacheable, refresh, respond_and_store,
+    CacheReq,
 };
 use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
@@ -236,9 +237,14 @@ async fn serve_key(
             Found::Hit(e) => Some(e),
             Found::Miss(uses) if u64::from(uses) < cs.min_uses => {
                 set_status(ctx, CacheStatus::Miss);
-                return go_upstream(ctx, env, pass, c, &key, None, Store::Skip).await;
+                return go_upstream(ctx, env, pass, c, &key, None, Store::Scarce).await;
             }
             Found::Miss(_) => None,
+            // Answered as the upstream's error was: through `error_page`.
+            Found::Error(status) => {
+                set_status(ctx, CacheStatus::Hit);
+                return Outcome::Status(status);
+            }
         };
         let guard = match c.zone.claim_fill(&key) {
             Fill::Owner(g) => Some(g),
@@ -291,6 +297,11 @@ enum Store {
     /// Stored without the lock (another request holds it, past
     /// `proxy_cache_lock_age` or `_timeout`).
     Unlocked,
+    /// Not stored, and known before asking (fewer lookups than
+    /// `proxy_cache_min_uses`, a range past `proxy_cache_max_range_offset`):
+    /// the request goes as without a cache, its `Range` and conditionals
+    /// passed (NGINX's `u->cacheable = 0` before the request).
+    Scarce,
 }
 
 impl Store {
@@ -306,7 +317,7 @@ impl Store {
 
     /// Whether the answer is stored.
     fn stores(&self) -> bool {
-        !matches!(self, Store::Skip)
+        !matches!(self, Store::Skip | Store::Scarce)
     }
 }
 
@@ -392,6 +403,8 @@ fn background_update(
 enum Found {
     Hit(Box<Entry>),
     Miss(u32),
+    /// An intercepted error remembered for the key (NGINX's node `error`).
+    Error(u16),
 }
 
 /// Looks `key` up; a stored variant whose `Vary` values differ from the
@@ -403,6 +416,9 @@ async fn find(
     c: &CacheReq,
     key: &str,
 ) -> Result<(String, Found), Outcome> {
+    if let Some(status) = c.zone.cached_error(key) {
+        return Ok((key.to_string(), Found::Error(status)));
+    }
     let req = |n: &str| ctx.head.header_joined(n);
     match lookup(ctx, env, c, key).await? {
         Found::Hit(e) if !policy::variant_matches(&e.header.meta.vary, req) => {
@@ -529,7 +545,7 @@ fn failure_bits(code: u16) -> u16 {
 /// with a validator, under `proxy_cache_revalidate`).
 fn fetch_options(k: &Knobs, fill: &Store, stale: Option<&Entry>) -> (FetchOptions, bool) {
     let mut opts = FetchOptions {
-        cache_headers: true,
+        cache_headers: !matches!(fill, Store::Scarce),
         head_as_get: fill.stores() && k.convert_head,
         ..Default::default()
     };
@@ -561,6 +577,10 @@ async fn go_upstream(
     let loc = Arc::clone(&ctx.loc);
     let k = Knobs::of(&loc.s, pass.proto);
     let cs = k.cache;
+    let fill = match range_in_reach(ctx.header("range"), cs.max_range_offset) {
+        true => fill,
+        false => Store::Scarce,
+    };
     let (opts, revalidating) = fetch_options(&k, &fill, stale.as_deref());
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
@@ -592,23 +612,27 @@ async fn go_upstream(
     if let Some(o) = super::accel::redirect(ctx, env, &ignore, up.headers()) {
         return o;
     }
-    if let Some(o) = intercepted(ctx, pass, status, up.headers()) {
-        return o;
-    }
     let valid = policy::validity(
         status,
         &policy_headers(&ignore, up.headers()),
         &cs.valid,
         crate::util::time::now().0,
     );
+    if let Some(o) = intercepted(ctx, pass, status, up.headers()) {
+        // A cacheable error is remembered in the keys zone (no file) and
+        // answers later lookups, as NGINX's `c->error`.
+        if let (true, Validity::Until(t)) = (fill.stores(), &valid) {
+            c.zone.remember_error(key, status, *t);
+        }
+        return o;
+    }
     // NGINX caches only what it buffers; a HEAD asked as HEAD
     // (`proxy_cache_convert_head off`, and always for FastCGI) has no
     // body to store. A 101 is a tunnel, never stored (NGINX frees the
     // cache entry).
     let buffering = super::accel::buffering(k.buffering, &ignore, up.headers());
     let storable = buffering && (k.convert_head || !ctx.is_head()) && status != 101;
-    let in_reach = range_in_reach(ctx.header("range"), cs.max_range_offset);
-    let guard = match (fill, in_reach && storable) {
+    let guard = match (fill, storable) {
         (Store::Locked(g), true) => Some(g),
         (Store::Unlocked, true) => None,
         _ => return not_stored(ctx, pass, up, storable, valid),
@@ -617,32 +641,6 @@ async fn go_upstream(
         Validity::Until(t) => respond_and_store(ctx, pass, c, key, up, t, guard).await,
         valid => not_stored(ctx, pass, up, storable, valid),
     }
-}
-
-/// `*_cache_max_range_offset` (NGINX's
-/// `ngx_http_upstream_cache_check_range`): a request for a range starting
-/// at or past the offset (a suffix range counts as past it) is answered
-/// without storing.
-fn range_in_reach(range: Option<&str>, max: Option<u64>) -> bool {
-    let (Some(max), Some(h)) = (max, range) else {
-        return true;
-    };
-    if max == 0 {
-        return false;
-    }
-    let Some(spec) = h
-        .get(..6)
-        .filter(|p| p.eq_ignore_ascii_case("bytes="))
-        .and(h.get(6..))
-    else {
-        return true;
-    };
-    let spec = spec.trim_start_matches(' ');
-    if spec.starts_with('-') {
-        return false;
-    }
-    let digits = spec.len() - spec.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    spec[..digits].parse::<u64>().map_or(true, |o| o < max)
 }
 
 /// The client's answer for an upstream response the cache does not store.
@@ -666,23 +664,4 @@ fn not_stored(
         r.body = Body::Empty;
     }
     Outcome::Send(r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::range_in_reach;
-
-    #[test]
-    fn max_range_offset_follows_nginx_check_range() {
-        let r = |h: Option<&str>, max: Option<u64>| range_in_reach(h, max);
-        assert!(r(Some("bytes=100-"), None), "no limit");
-        assert!(r(None, Some(0)), "no range");
-        assert!(!r(Some("bytes=0-1"), Some(0)), "0: any range");
-        assert!(r(Some("bytes=9-20"), Some(10)));
-        assert!(!r(Some("bytes=10-20"), Some(10)), "at the offset");
-        assert!(!r(Some("bytes= 11-"), Some(10)));
-        assert!(!r(Some("bytes=-5"), Some(10)), "a suffix");
-        assert!(r(Some("items=50-"), Some(10)), "not bytes");
-        assert!(r(Some("BYTES=5-"), Some(10)));
-    }
 }

@@ -366,7 +366,9 @@ fn upstream_response(
     });
     let addr = conn.addr.clone();
     let mut body = UpstreamBody::new(conn, buf, framing, k.read_timeout, pool_return);
-    body.set_rate(k.limit_rate);
+    // NGINX paces the reads of its buffered pipe only: with buffering off
+    // the body goes at the client's pace.
+    body.set_rate(if k.buffering { k.limit_rate } else { 0 });
     body.set_log(log.clone());
     Ok(UpstreamResponse {
         head: rh,

@@ -430,6 +430,32 @@ impl Drop for CacheFill {
     }
 }
 
+/// `*_cache_max_range_offset` (NGINX's
+/// `ngx_http_upstream_cache_check_range`): a request for a range starting
+/// at or past the offset (a suffix range counts as past it) is answered
+/// without storing.
+pub fn range_in_reach(range: Option<&str>, max: Option<u64>) -> bool {
+    let (Some(max), Some(h)) = (max, range) else {
+        return true;
+    };
+    if max == 0 {
+        return false;
+    }
+    let Some(spec) = h
+        .get(..6)
+        .filter(|p| p.eq_ignore_ascii_case("bytes="))
+        .and(h.get(6..))
+    else {
+        return true;
+    };
+    let spec = spec.trim_start_matches(' ');
+    if spec.starts_with('-') {
+        return false;
+    }
+    let digits = spec.len() - spec.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    spec[..digits].parse::<u64>().map_or(true, |o| o < max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,5 +558,19 @@ mod tests {
         let stored = std::fs::read(&*e.path).unwrap();
         assert_eq!(&stored[e.header.body_offset as usize..], &whole[..]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn max_range_offset_follows_nginx_check_range() {
+        let r = |h: Option<&str>, max: Option<u64>| super::range_in_reach(h, max);
+        assert!(r(Some("bytes=100-"), None), "no limit");
+        assert!(r(None, Some(0)), "no range");
+        assert!(!r(Some("bytes=0-1"), Some(0)), "0: any range");
+        assert!(r(Some("bytes=9-20"), Some(10)));
+        assert!(!r(Some("bytes=10-20"), Some(10)), "at the offset");
+        assert!(!r(Some("bytes= 11-"), Some(10)));
+        assert!(!r(Some("bytes=-5"), Some(10)), "a suffix");
+        assert!(r(Some("items=50-"), Some(10)), "not bytes");
+        assert!(r(Some("BYTES=5-"), Some(10)));
     }
 }

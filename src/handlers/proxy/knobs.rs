@@ -44,7 +44,8 @@ pub struct Knobs<'a> {
     pub socket_keepalive: bool,
     /// `*_bind`.
     pub bind: Option<&'a ProxyBind>,
-    /// `fastcgi_limit_rate` (uwsgi, SCGI): bytes a second read from the upstream.
+    /// `proxy_limit_rate` (`fastcgi_`, `uwsgi_`, `scgi_`): bytes a second
+    /// read from the upstream.
     pub limit_rate: u64,
     /// Response headers never passed unless `*_pass_header` names them.
     pub hidden: &'static [&'static str],
@@ -116,7 +117,7 @@ impl<'a> Knobs<'a> {
                 pass_request_body: s.proxy_pass_request_body,
                 socket_keepalive: s.proxy_socket_keepalive,
                 bind: s.proxy_bind.as_ref(),
-                limit_rate: 0,
+                limit_rate: s.proxy_limit_rate,
                 hidden: PROXY_HIDDEN,
                 ignore_headers: &s.proxy_ignore_headers,
                 buffering: s.proxy_buffering,

@@ -1,6 +1,6 @@
 //! Step two of a proxied request: the client's [`Response`] for an
 //! upstream's — its status and headers less the hidden and hop-by-hop ones,
-//! `Location` through `proxy_redirect`, the validators in their slots — and
+//! `Location` and `Refresh` through `proxy_redirect`, the validators in their slots — and
 //! its body as a [`Body::Stream`] the connection loop pulls piece by piece
 //! (Content-Length passed through, or chunked to an HTTP/1.1 client when
 //! the length is unknown). A cached entry's head goes through the same
@@ -17,6 +17,7 @@ use crate::http::response::{Body, Response, StreamBody};
 use crate::http::tunnel::{TunnelTimeouts, Upgrade};
 use crate::upstream::cookie::{self, CookieRules};
 use crate::upstream::{Protocol, ProxyPass, RedirectRule, UpstreamResponse};
+use crate::vars::map::WithMatch;
 
 const HOP_BY_HOP: &[&str] = &[
     "connection",
@@ -173,12 +174,8 @@ pub fn head_response(
             continue;
         }
         match &*lower {
-            "server" => {
-                r.own_server = false;
-                r.headers.push((n.to_string(), v.to_string()));
-            }
-            "date" => {
-                r.own_date = false;
+            "server" | "date" => {
+                no_own(&mut r, &lower);
                 r.headers.push((n.to_string(), v.to_string()));
             }
             // The last one stands, as NGINX's copies replace each other.
@@ -197,6 +194,9 @@ pub fn head_response(
                 Some(v) => r.headers.push((n.to_string(), v)),
                 None => r.headers.push((n.to_string(), v.to_string())),
             },
+            "refresh" if http => r
+                .headers
+                .push((n.to_string(), rewrite_refresh(ctx, pass, v))),
             // In line, where the upstream put it (NGINX's header filter
             // writes a proxied Last-Modified among the other lines); the
             // parsed time is for the conditional filters.
@@ -217,9 +217,22 @@ pub fn head_response(
             _ => r.headers.push((n.to_string(), v.to_string())),
         }
     }
+    // A passed `Date` or `Server` the upstream did not send is not made up
+    // by porter either (NGINX empties its own header for it).
+    k.pass_header.iter().for_each(|p| no_own(&mut r, p));
     super::accel::apply(k.ignore_headers, headers, &mut r);
     r.own_type = true;
     r
+}
+
+/// The upstream's `Server` or `Date` (`name`, lowercase) stands in place
+/// of porter's own.
+fn no_own(r: &mut Response, name: &str) {
+    match name {
+        "server" => r.own_server = false,
+        "date" => r.own_date = false,
+        _ => {}
+    }
 }
 
 /// `name` in lowercase, in `buf` when it fits (a header name nearly
@@ -241,9 +254,24 @@ pub fn hop_by_hop(name: &str) -> bool {
     HOP_BY_HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
-/// An upstream's `Location` after `proxy_redirect`: the first rule whose
-/// prefix matches replaces it (`None`: no rule matched).
+/// An upstream's `Location` (or `Refresh` from `prefix`, the part after
+/// `url=`) after `proxy_redirect`: the first rule that matches rewrites
+/// it (`None`: no rule matched), as NGINX's
+/// `ngx_http_proxy_rewrite_redirect`.
 fn rewrite_location(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> Option<String> {
+    rewrite_redirect(ctx, pass, v, 0)
+}
+
+/// `Refresh: 5; url=URL` with its URL through `proxy_redirect`
+/// (NGINX's `ngx_http_upstream_rewrite_refresh`; not made absolute).
+fn rewrite_refresh(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> String {
+    let at = v.to_ascii_lowercase().find("url=").map(|i| i + 4);
+    at.and_then(|at| rewrite_redirect(ctx, pass, v, at))
+        .unwrap_or_else(|| v.to_string())
+}
+
+fn rewrite_redirect(ctx: &RequestCtx, pass: &ProxyPass, v: &str, prefix: usize) -> Option<String> {
+    let (head, url) = v.split_at(prefix);
     for rule in ctx.loc.s.proxy_redirect.iter() {
         let (from, to) = match rule {
             RedirectRule::Default => match &pass.redirect_default {
@@ -251,9 +279,19 @@ fn rewrite_location(ctx: &RequestCtx, pass: &ProxyPass, v: &str) -> Option<Strin
                 None => continue,
             },
             RedirectRule::Replace(f, t) => (f.render(ctx), t.render(ctx)),
+            // A match anywhere replaces the whole URL.
+            RedirectRule::Regex(re, t) => match re.exec(url) {
+                Some(m) => {
+                    return Some(format!(
+                        "{head}{}",
+                        t.render(&WithMatch { src: ctx, m: &m })
+                    ))
+                }
+                None => continue,
+            },
         };
-        if let Some(rest) = v.strip_prefix(from.as_str()) {
-            return Some(format!("{to}{rest}"));
+        if let Some(rest) = url.strip_prefix(from.as_str()) {
+            return Some(format!("{head}{to}{rest}"));
         }
     }
     None

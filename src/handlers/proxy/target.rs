@@ -1,6 +1,7 @@
 //! Where a request is proxied to: the `upstream` group a literal
 //! `proxy_pass` names, or the one a URL with variables renders to (an
-//! `upstream` block by name, an address, or a name resolved now through
+//! `upstream` block by name, an address, the implicit group of another
+//! `proxy_pass` with that host and port, or a name resolved now through
 //! `resolver` without blocking the loop), and the request's upstream
 //! variables (`$proxy_host`, `$proxy_port`).
 
@@ -100,10 +101,13 @@ pub fn resolve_target(
         Some(g) => TargetGroup::Ready(Arc::clone(g)),
         None => match address(&split.host, port) {
             Some(addr) => TargetGroup::Ready(one_shot_group(vec![addr], proxy_host)),
-            None => TargetGroup::Name {
-                host: split.host.clone(),
-                port,
-                proxy_host,
+            None => match implicit(pass, &proxy_host) {
+                Some(g) => TargetGroup::Ready(g),
+                None => TargetGroup::Name {
+                    host: split.host.clone(),
+                    port,
+                    proxy_host,
+                },
             },
         },
     };
@@ -113,6 +117,18 @@ pub fn resolve_target(
         dynamic: true,
         tls: split.tls,
     })
+}
+
+/// The implicit group another `proxy_pass` made for the same host and
+/// port (`proxy_pass http://localhost:8080` names the group
+/// `localhost:8080`), as NGINX finds a rendered host in its upstream list
+/// before asking the resolver.
+fn implicit(pass: &ProxyPass, proxy_host: &str) -> Option<Arc<UpstreamGroup>> {
+    pass.all_groups
+        .get()
+        .iter()
+        .find(|g| g.name.eq_ignore_ascii_case(proxy_host))
+        .cloned()
 }
 
 /// The address of an IP or `unix:PATH` host, if it is one.
