@@ -224,8 +224,25 @@ pub struct LocationConf {
 pub enum DocRoot {
     /// `root PATH`: the URI is appended.
     Root(Template),
-    /// `alias PATH`: replaces the location prefix.
-    Alias(Template),
+    /// `alias PATH`: replaces what the location that wrote it matched
+    /// (NGINX's `clcf->alias`, inherited with the path by nested
+    /// locations): the first N bytes of the URI, the length of that
+    /// location's name; or, written in a regex location (`None`), the
+    /// whole URI, unless `try_files` chose a file
+    /// (`RequestCtx::add_uri_to_alias`).
+    Alias(Template, Option<usize>),
+}
+
+/// The part of `uri` written after an alias whose location cut `cut`
+/// bytes off ([`DocRoot::Alias`]); a regex location's (`None`) appends the
+/// URI only after `try_files` chose it (`add_uri`), as NGINX's
+/// `ngx_http_map_uri_to_path`.
+pub fn alias_tail(cut: Option<usize>, uri: &str, add_uri: bool) -> &str {
+    match cut {
+        Some(n) => uri.get(n..).unwrap_or(""),
+        None if add_uri => uri,
+        None => "",
+    }
 }
 
 // Content modules' types: `content.rs`; the other settings' value types:
@@ -418,6 +435,8 @@ loc_settings! {
     proxy_ssl_verify: bool = false;
     /// `proxy_ssl_trusted_certificate`, read.
     proxy_ssl_trusted_certificate: Option<Arc<crate::tls::client::TrustedCerts>> = None;
+    /// `proxy_ssl_crl`, read.
+    proxy_ssl_crl: Option<Arc<crate::tls::client::Crls>> = None;
     /// `proxy_ssl_server_name`.
     proxy_ssl_server_name: bool = false;
     /// `proxy_ssl_name` (None: `$proxy_host`).
@@ -438,6 +457,9 @@ loc_settings! {
     proxy_ssl_password_file: Arc<Vec<String>> = Arc::new(Vec::new());
     /// The client certificate pair, loaded once the settings merged.
     proxy_ssl_client_cert: Option<Arc<rustls::sign::CertifiedKey>> = None;
+    /// `proxy_ignore_client_abort`: the upstream's answer is awaited even
+    /// after the client closed.
+    proxy_ignore_client_abort: bool = false;
     /// `proxy_http_version 1.1` (default 1.0).
     proxy_http11: bool = false;
     /// `proxy_connect_timeout`.

@@ -619,8 +619,11 @@ impl<H: Respond + 'static> Connection<H> {
             ClientBody::new(&self.stream, Vec::new(), BodyKind::None),
         );
         let Some(resp) = resp else {
-            // `return 444`: close without a response.
-            ctx.status = 444;
+            // `return 444`: close without a response; or a client that
+            // closed while the request waited, logged as 499.
+            if ctx.status != 499 {
+                ctx.status = 444;
+            }
             ctx.write_access_log();
             return Err(Next::Close);
         };

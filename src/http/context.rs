@@ -163,6 +163,10 @@ pub struct RequestCtx {
     pub internal: bool,
     /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// `try_files` chose a file in a regex location with `alias`: the
+    /// URI is appended to the alias from then on (NGINX's
+    /// `r->add_uri_to_alias`).
+    pub add_uri_to_alias: bool,
     /// Header lines a handler set before turning to an error page, kept
     /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
     /// copies it into `headers_out`).
@@ -295,6 +299,7 @@ impl RequestCtx {
             loc: Arc::clone(&server.base),
             internal: false,
             error_page: false,
+            add_uri_to_alias: false,
             expect_tested: false,
             carried_headers: Vec::new(),
             gzip_vary: false,
@@ -541,7 +546,7 @@ impl RequestCtx {
     /// location's `root` or `alias` with the URI, as NGINX maps it.
     pub(super) fn map_uri(&self, out: &mut String, what: Mapped) {
         let file = what == Mapped::File;
-        use crate::config::{DocRoot, LocationKind};
+        use crate::config::{alias_tail, DocRoot};
         let loc = &self.loc;
         match &loc.s.root {
             DocRoot::Root(t) => {
@@ -551,14 +556,10 @@ impl RequestCtx {
                     out.push_str(&self.uri);
                 }
             }
-            DocRoot::Alias(t) => {
+            DocRoot::Alias(t, cut) => {
                 t.render_into(self, out);
-                if file && !matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
-                    out.push_str(
-                        self.uri
-                            .strip_prefix(loc.path.as_str())
-                            .unwrap_or(&self.uri),
-                    );
+                if file {
+                    out.push_str(alias_tail(*cut, &self.uri, self.add_uri_to_alias));
                 }
             }
         }

@@ -105,8 +105,8 @@ impl<'a> Writer<'a> {
                 Ok(total + parts.trailer.len() as u64)
             }
             Body::Stream(body) => {
-                self.send_stream(head, body, resp.chunked, !resp.trailers)
-                    .await
+                let framing = (resp.chunked, !resp.trailers, resp.hold_head);
+                self.send_stream(head, body, framing).await
             }
         }
     }
@@ -116,15 +116,15 @@ impl<'a> Writer<'a> {
     /// chunked framing when `chunked`. A first piece already at hand goes
     /// out with the head in one write (a small proxied response is one
     /// packet); otherwise the head goes at once, as the body may be a while
-    /// coming. The last chunk is left to the caller when `!last_chunk`
-    /// (it carries trailers). Returns body bytes sent.
+    /// coming, unless `hold_head` ([`Response::hold_head`]). The last
+    /// chunk is left to the caller when `!last_chunk` (it carries
+    /// trailers). Returns body bytes sent.
     #[allow(clippy::await_holding_refcell_ref)]
     async fn send_stream(
         &self,
         head: &[u8],
         body: &StreamBody,
-        chunked: bool,
-        last_chunk: bool,
+        (chunked, last_chunk, hold_head): (bool, bool, bool),
     ) -> io::Result<u64> {
         // One writer per response: the borrow lasts the send and nothing else
         // touches the stream.
@@ -142,7 +142,7 @@ impl<'a> Writer<'a> {
             std::task::Poll::Pending => None,
         };
         let mut head = head;
-        if at_hand.is_none() {
+        if at_hand.is_none() && !hold_head {
             self.write_all(head, false).await?;
             head = &[];
         }
