@@ -110,13 +110,18 @@ impl Respond for Handlers {
 /// Produces the response for `ctx`; `None` means close without answering.
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // NGINX refuses TRACE once the head is read, before any rewrite or
-    // location runs.
+    // location runs, and closes: the request never reached the point
+    // where keep-alive is decided.
     if ctx.method == Method::Trace {
         ctx.log(env.log).line(
             Level::Info,
             format_args!("client sent TRACE method while reading client request headers"),
         );
-        return finish(ctx, env, Outcome::Status(405)).await;
+        let resp = finish(ctx, env, Outcome::Status(405)).await;
+        return resp.map(|mut r| {
+            r.close = true;
+            r
+        });
     }
     // NGINX's post-read phase: realip with the server's settings.
     if !ctx.server.base.s.real_ip_from.is_empty() {
@@ -415,6 +420,7 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         .locations
         .find(&uri, &mut |re| ctx.regex_exec(re, &uri));
     ctx.uri = uri;
+    ctx.valid_location = true;
     let (loc, slash) = match found {
         Found::Location(l) => (l.unwrap_or_else(|| Arc::clone(&server.base)), false),
         Found::Redirect(l) => (l, true),

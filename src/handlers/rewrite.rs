@@ -65,6 +65,11 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
                 ctx.args = Some(v).filter(|a| !a.is_empty());
             }
             Op::Break => {
+                // A URI a `rewrite` changed stays in this location, whose
+                // prefix it may no longer start with.
+                if ctx.uri_changed {
+                    ctx.valid_location = false;
+                }
                 ctx.uri_changed = false;
                 return None;
             }
@@ -197,6 +202,9 @@ fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
     ctx.uri = new_uri;
     ctx.internal = true;
     ctx.uri_changed = rw.flag != RewriteFlag::Break;
+    if rw.flag == RewriteFlag::Break {
+        ctx.valid_location = false;
+    }
     match rw.flag {
         RewriteFlag::Continue => Flow::Next,
         _ => Flow::Stop,

@@ -163,6 +163,10 @@ pub struct RequestCtx {
     pub internal: bool,
     /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// The URI still starts with the location's prefix as selected
+    /// (NGINX's `r->valid_location`): a `rewrite ... break` clears it, and
+    /// `proxy_pass`'s URI part then gives way to the whole URI.
+    pub valid_location: bool,
     /// `try_files` chose a file in a regex location with `alias`: the
     /// URI is appended to the alias from then on (NGINX's
     /// `r->add_uri_to_alias`).
@@ -300,6 +304,7 @@ impl RequestCtx {
             internal: false,
             error_page: false,
             add_uri_to_alias: false,
+            valid_location: true,
             expect_tested: false,
             carried_headers: Vec::new(),
             gzip_vary: false,

@@ -397,7 +397,7 @@ impl ServerCertVerifier for AnyCertificate {
 /// and `openssl req -x509` makes): with `proxy_ssl_verify off` NGINX talks
 /// to such an upstream, so porter reads the key with x509-parser and tries
 /// the signature scheme's algorithms on it. Any other error stands.
-fn verify_by_key(
+pub(super) fn verify_by_key(
     e: rustls::Error,
     message: &[u8],
     cert: &CertificateDer<'_>,

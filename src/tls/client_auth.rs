@@ -44,6 +44,10 @@ pub struct ClientAuth {
     full: Option<Arc<dyn ClientCertVerifier>>,
     /// The handshake's signature check, without any CA.
     algorithms: WebPkiSupportedAlgorithms,
+    /// The trusted certificates as read: a client's X.509 v1 certificate,
+    /// which webpki cannot parse, passes when it is one of them
+    /// (`subject_cn::trusted_itself`).
+    certs: Vec<CertificateDer<'static>>,
     /// `ssl_verify_depth`: the most intermediate CAs between the client's
     /// certificate and a trusted one.
     depth: usize,
@@ -65,21 +69,23 @@ impl ClientAuth {
         let shown = ca_file.map_or_else(String::new, |p| p.display().to_string());
         let fail = |e: String| format!("SSL_load_client_CA_file(\"{shown}\") failed ({e})");
         let mut roots = rustls::RootCertStore::empty();
+        let mut certs: Vec<CertificateDer<'static>> = Vec::new();
         if let Some(ca_file) = ca_file {
-            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(ca_file)
+            certs = CertificateDer::pem_file_iter(ca_file)
                 .and_then(|i| i.collect::<Result<Vec<_>, _>>())
                 .map_err(|e| fail(format!("{e:?}")))?;
             if certs.is_empty() {
                 return Err(fail("no certificate found".into()));
             }
-            for c in certs {
-                roots.add(c).map_err(|e| fail(e.to_string()))?;
+            for c in &certs {
+                roots.add(c.clone()).map_err(|e| fail(e.to_string()))?;
             }
         }
         let hints = roots.subjects();
         for c in trusted {
             roots.add(c.clone()).map_err(|e| fail(e.to_string()))?;
         }
+        certs.extend(trusted.iter().cloned());
         let provider = Arc::new(super::provider());
         let algorithms = provider.signature_verification_algorithms;
         let full = if roots.is_empty() {
@@ -99,6 +105,7 @@ impl ClientAuth {
             hints,
             full,
             algorithms,
+            certs,
             depth,
         }))
     }
@@ -122,6 +129,9 @@ impl ClientAuth {
         };
         let now = UnixTime::now();
         if let Err(e) = v.verify_client_cert(leaf, rest, now) {
+            if super::subject_cn::trusted_itself(&e, leaf, &self.certs, now) {
+                return Cow::Borrowed("SUCCESS");
+            }
             return format!("FAILED:{e}").into();
         }
         if rest.len() > self.depth
@@ -162,6 +172,7 @@ impl ClientCertVerifier for ClientAuth {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls12_signature(message, cert, dss, &self.algorithms)
+            .or_else(|e| super::client::verify_by_key(e, message, cert, dss, &self.algorithms))
     }
 
     fn verify_tls13_signature(
@@ -171,6 +182,7 @@ impl ClientCertVerifier for ClientAuth {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         verify_tls13_signature(message, cert, dss, &self.algorithms)
+            .or_else(|e| super::client::verify_by_key(e, message, cert, dss, &self.algorithms))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

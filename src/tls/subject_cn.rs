@@ -5,7 +5,8 @@
 //! subjectAltName only), and an X.509 v1 certificate (`openssl req -x509`
 //! without extensions, which webpki cannot parse) is trusted when it is
 //! itself one of `proxy_ssl_trusted_certificate`'s, as OpenSSL takes a
-//! self-signed trusted certificate for its own issuer. Written by hand:
+//! self-signed trusted certificate for its own issuer (a client's too, for
+//! `ssl_verify_client`: `tls::client_auth`). Written by hand:
 //! webpki has no option for either, and these few rules are OpenSSL's.
 
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
@@ -28,23 +29,43 @@ pub fn overrules(
     let rustls::Error::InvalidCertificate(c) = err else {
         return false;
     };
-    let chain_good = match c {
-        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => true,
-        // webpki cannot read it: good only as a trusted certificate.
-        CertificateError::BadEncoding | CertificateError::Other(_) => {
-            trusted.iter().any(|t| t.as_ref() == end_entity.as_ref())
-        }
-        _ => false,
-    };
+    // (The time is webpki's to check, or `trusted_itself`'s.)
+    let chain_good = matches!(
+        c,
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+    ) || trusted_itself(err, end_entity, trusted, now);
     let ServerName::DnsName(dns) = name else {
         return false;
     };
     let Ok((_, cert)) = X509Certificate::from_der(end_entity.as_ref()) else {
         return false;
     };
-    let in_time = ASN1Time::from_timestamp(now.as_secs() as i64)
-        .is_ok_and(|t| cert.validity().is_valid_at(t));
-    chain_good && in_time && !has_dns_names(&cert) && cn_matches(&cert, dns.as_ref())
+    chain_good && !has_dns_names(&cert) && cn_matches(&cert, dns.as_ref())
+}
+
+/// Whether `end_entity`, which webpki refused to read (`err`: an X.509
+/// v1 certificate), is one of the `trusted` certificates, byte for byte,
+/// and valid at `now`: OpenSSL finds a self-signed trusted certificate
+/// its own issuer (an upstream's, or a client's for `ssl_verify_client`).
+pub fn trusted_itself(
+    err: &rustls::Error,
+    end_entity: &CertificateDer<'_>,
+    trusted: &[CertificateDer<'static>],
+    now: UnixTime,
+) -> bool {
+    let unreadable = matches!(
+        err,
+        rustls::Error::InvalidCertificate(
+            CertificateError::BadEncoding | CertificateError::Other(_)
+        )
+    );
+    if !unreadable || !trusted.iter().any(|t| t.as_ref() == end_entity.as_ref()) {
+        return false;
+    }
+    let Ok((_, cert)) = X509Certificate::from_der(end_entity.as_ref()) else {
+        return false;
+    };
+    ASN1Time::from_timestamp(now.as_secs() as i64).is_ok_and(|t| cert.validity().is_valid_at(t))
 }
 
 /// Whether the certificate names any host in a subjectAltName (then its
