@@ -47,7 +47,11 @@ fn a_proxied_request_ends_when_its_client_closes() {
         log.contains("client prematurely closed connection, so upstream connection is closed too"),
         "{log}"
     );
-    assert!(t.elapsed() < Duration::from_millis(1500), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
