@@ -408,6 +408,8 @@ loc_settings! {
     proxy_ssl_verify: bool = false;
     /// `proxy_ssl_trusted_certificate`, read.
     proxy_ssl_trusted_certificate: Option<Arc<crate::tls::client::TrustedCerts>> = None;
+    /// `proxy_ssl_crl`, read.
+    proxy_ssl_crl: Option<Arc<crate::tls::client::Crls>> = None;
     /// `proxy_ssl_server_name`.
     proxy_ssl_server_name: bool = false;
     /// `proxy_ssl_name` (None: `$proxy_host`).
@@ -428,6 +430,9 @@ loc_settings! {
     proxy_ssl_password_file: Arc<Vec<String>> = Arc::new(Vec::new());
     /// The client certificate pair, loaded once the settings merged.
     proxy_ssl_client_cert: Option<Arc<rustls::sign::CertifiedKey>> = None;
+    /// `proxy_ignore_client_abort`: the upstream's answer is awaited even
+    /// after the client closed.
+    proxy_ignore_client_abort: bool = false;
     /// `proxy_http_version 1.1` (default 1.0).
     proxy_http11: bool = false;
     /// `proxy_connect_timeout`.

@@ -401,6 +401,23 @@ pub struct OpenFileCacheConf {
 pub enum DocRoot {
     /// `root PATH`: the URI is appended.
     Root(Template),
-    /// `alias PATH`: replaces the location prefix.
-    Alias(Template),
+    /// `alias PATH`: replaces what the location that wrote it matched
+    /// (NGINX's `clcf->alias`, inherited with the path by nested
+    /// locations): the first N bytes of the URI, the length of that
+    /// location's name; or, written in a regex location (`None`), the
+    /// whole URI, unless `try_files` chose a file
+    /// (`RequestCtx::add_uri_to_alias`).
+    Alias(Template, Option<usize>),
+}
+
+/// The part of `uri` written after an alias whose location cut `cut`
+/// bytes off ([`DocRoot::Alias`]); a regex location's (`None`) appends the
+/// URI only after `try_files` chose it (`add_uri`), as NGINX's
+/// `ngx_http_map_uri_to_path`.
+pub fn alias_tail(cut: Option<usize>, uri: &str, add_uri: bool) -> &str {
+    match cut {
+        Some(n) => uri.get(n..).unwrap_or(""),
+        None if add_uri => uri,
+        None => "",
+    }
 }

@@ -134,7 +134,14 @@ async fn limit_req(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
                 ctx.limits.limit_req_status = Some("DELAYED_DRY_RUN");
             } else {
                 ctx.limits.limit_req_status = Some("DELAYED");
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                // A client that closes meanwhile ends the request (499).
+                let gone = tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => false,
+                    _ = env.client_gone() => true,
+                };
+                if gone {
+                    return Some(client_closed(ctx, env));
+                }
             }
             None
         }
@@ -163,6 +170,17 @@ fn req_keys(ctx: &RequestCtx, env: &Env<'_>, limits: &[LimitReq]) -> Vec<Option<
         }
     }
     keys
+}
+
+/// A client that closed while its request waited: NGINX's info line and
+/// 499 in the access log; nothing is sent.
+pub(super) fn client_closed(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
+    ctx.log(env.log).line(
+        Level::Info,
+        format_args!("client prematurely closed connection"),
+    );
+    ctx.status = 499;
+    Outcome::Close
 }
 
 fn rejected_req(ctx: &mut RequestCtx, dry: bool, code: u16) -> Option<Outcome> {

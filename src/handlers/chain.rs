@@ -316,6 +316,14 @@ impl Carried {
         let special = built == Built::Special;
         let mut own = std::mem::take(&mut resp.headers);
         resp.headers = std::mem::take(&mut self.headers);
+        // A response with a Location of its own replaces a carried one
+        // (NGINX's `ngx_http_clear_location` before a redirect).
+        let own_location =
+            resp.location.is_some() || own.iter().any(|(n, _)| n.eq_ignore_ascii_case("location"));
+        if own_location {
+            resp.headers
+                .retain(|(n, _)| !n.eq_ignore_ascii_case("location"));
+        }
         // An upstream's type carried over an `X-Accel-Redirect` types the
         // answer, as NGINX's handlers keep a type already set; NGINX's
         // own pages are text/html.

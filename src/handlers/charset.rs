@@ -78,6 +78,14 @@ pub fn header_filter(
         label(resp, base, &dest);
         return Some(dest);
     };
+    // An encoded body (gzip_static's, a proxied gzip) cannot be recoded:
+    // NGINX leaves it unlabelled and untouched.
+    if resp
+        .header("content-encoding")
+        .is_some_and(|v| !v.is_empty())
+    {
+        return None;
+    }
     // No map between them: NGINX refuses such a configuration when it
     // loads (for `source_charset`) or logs and leaves the response alone
     // (a charset the response names); porter labels a file with the

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use super::disk_io;
 use super::outcome::{Env, Outcome};
-use crate::config::{DocRoot, LocationKind};
+use crate::config::{alias_tail, DocRoot};
 use crate::disk::{FileKind, Io, OpenFile};
 use crate::http::conditional;
 use crate::http::context::RequestCtx;
@@ -34,14 +34,9 @@ pub(super) fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
             root.truncate(root.trim_end_matches('/').len());
             (concat(&root, uri), root)
         }
-        DocRoot::Alias(t) => {
+        DocRoot::Alias(t, cut) => {
             let alias = t.render(ctx);
-            // A regex location's alias is the whole path (with captures).
-            let rest = if matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
-                ""
-            } else {
-                uri.strip_prefix(loc.path.as_str()).unwrap_or(uri)
-            };
+            let rest = alias_tail(*cut, uri, ctx.add_uri_to_alias);
             (concat(&alias, rest), alias)
         }
     }
@@ -57,7 +52,7 @@ pub(super) fn map_path(ctx: &RequestCtx, uri: &str) -> (String, String) {
 pub(super) fn leaves_root(ctx: &RequestCtx, path: &str) -> bool {
     // Most paths have no `..`: the root's are not counted then.
     let up = dot_dots(path);
-    let (DocRoot::Root(t) | DocRoot::Alias(t)) = &ctx.loc.s.root;
+    let (DocRoot::Root(t) | DocRoot::Alias(t, _)) = &ctx.loc.s.root;
     up > 0 && up > dot_dots(t.raw())
 }
 

@@ -120,6 +120,13 @@ pub(super) fn headers(ctx: &mut RequestCtx, resp: &mut Response) {
             // removes the response's own, another replaces it.
             drop_validator(resp, &h.name);
             if !v.is_empty() {
+                // The date a set `Last-Modified` names is the response's
+                // (If-Range compares it), written as set (NGINX's
+                // `ngx_http_set_last_modified`).
+                if h.name.eq_ignore_ascii_case("last-modified") {
+                    resp.last_modified = conditional::parse_http_date(&v);
+                    resp.last_modified_inline = true;
+                }
                 resp.headers.push((h.name.clone(), v));
             }
         }

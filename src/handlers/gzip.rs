@@ -81,6 +81,10 @@ pub fn header_filter(ctx: &RequestCtx, resp: &mut Response) {
     resp.content_length = None;
     resp.allow_ranges = false;
     resp.accept_ranges = false;
+    // A proxied `Accept-Ranges` goes too (NGINX's
+    // `ngx_http_clear_accept_ranges`).
+    resp.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
     weaken_etag(resp);
     if ctx.is_head() {
         // No body, so no framing (NGINX's chunked filter skips HEAD).

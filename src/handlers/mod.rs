@@ -112,13 +112,18 @@ impl Respond for Handlers {
 /// Produces the response for `ctx`; `None` means close without answering.
 pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
     // NGINX refuses TRACE once the head is read, before any rewrite or
-    // location runs.
+    // location runs, and closes: the request never reached the point
+    // where keep-alive is decided.
     if ctx.method == Method::Trace {
         ctx.log(env.log).line(
             Level::Info,
             format_args!("client sent TRACE method while reading client request headers"),
         );
-        return finish(ctx, env, Outcome::Status(405)).await;
+        let resp = finish(ctx, env, Outcome::Status(405)).await;
+        return resp.map(|mut r| {
+            r.close = true;
+            r
+        });
     }
     // NGINX's post-read phase: realip with the server's settings.
     if !ctx.server.base.s.real_ip_from.is_empty() {
@@ -174,6 +179,11 @@ async fn finish(ctx: &mut RequestCtx, env: &Env<'_>, mut outcome: Outcome) -> Op
                 resp
             }
             Outcome::Special(mut resp) => {
+                if let Some(o) = redirect_error_page(ctx, &mut resp, &mut page_status, &mut carried)
+                {
+                    outcome = o;
+                    continue;
+                }
                 carried.apply(&mut resp, Built::Special);
                 resp
             }
@@ -258,6 +268,36 @@ fn error_page(ctx: &mut RequestCtx, code: u16, page_status: &mut Option<u16>) ->
         };
         Some(Outcome::Special(redirect(ctx, status, &target)))
     }
+}
+
+/// A redirect ends the request with its status, as NGINX's `return`,
+/// `rewrite ... redirect` and directory 301 do: the location's
+/// `error_page` for that status applies, and the redirect's `Location`
+/// stays with the request for the page (a page that redirects again
+/// replaces it, as `ngx_http_clear_location`).
+fn redirect_error_page(
+    ctx: &mut RequestCtx,
+    resp: &mut Response,
+    page_status: &mut Option<u16>,
+    carried: &mut chain::Carried,
+) -> Option<Outcome> {
+    if !(301..=308).contains(&resp.status) {
+        return None;
+    }
+    let o = error_page(ctx, resp.status, page_status)?;
+    let mut lines: Vec<(String, String)> = resp
+        .location
+        .take()
+        .map(|l| ("Location".to_string(), l))
+        .into_iter()
+        .collect();
+    lines.extend(
+        resp.headers
+            .drain(..)
+            .filter(|(n, _)| n.eq_ignore_ascii_case("location")),
+    );
+    carried.add(lines);
+    Some(o)
 }
 
 /// NGINX's built-in page for `code`; a 4xx/5xx page is padded for the
@@ -382,6 +422,7 @@ fn find_config(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Outcome> {
         .locations
         .find(&uri, &mut |re| ctx.regex_exec(re, &uri));
     ctx.uri = uri;
+    ctx.valid_location = true;
     let (loc, slash) = match found {
         Found::Location(l) => (l.unwrap_or_else(|| Arc::clone(&server.base)), false),
         Found::Redirect(l) => (l, true),

@@ -60,6 +60,23 @@ pub struct Env<'a> {
     pub body: Option<&'a RefCell<ClientBody<'a>>>,
 }
 
+impl Env<'_> {
+    /// Resolves when the client closed its HTTP/1.x connection (never on
+    /// HTTP/2 or HTTP/3, nor with no body lent): for a request that waits
+    /// (a `limit_req` delay, an upstream's answer) to end with 499, as
+    /// NGINX's `ngx_http_test_reading` and upstream connection check.
+    pub async fn client_gone(&self) {
+        // The socket outlives the body's borrow, released at once.
+        let socket = self
+            .body
+            .and_then(|b| b.try_borrow().ok().and_then(|b| b.socket()));
+        match socket {
+            Some(s) => s.closed_by_peer().await,
+            None => std::future::pending().await,
+        }
+    }
+}
+
 /// The `Location` value for `target`: relative URIs become absolute
 /// (`absolute_redirect`), with the port unless it is 80 (`port_in_redirect`).
 pub fn absolute_location(ctx: &RequestCtx, target: &str) -> String {

@@ -74,6 +74,11 @@ async fn run_ops(ctx: &mut RequestCtx, env: &Env<'_>, script: &[Op]) -> Option<O
                 }
             }
             Op::Break => {
+                // A URI a `rewrite` changed stays in this location, whose
+                // prefix it may no longer start with.
+                if ctx.uri_changed {
+                    ctx.valid_location = false;
+                }
                 ctx.uri_changed = false;
                 return None;
             }
@@ -158,9 +163,11 @@ fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
     if !script_match(ctx, env, &rw.regex, &uri) {
         return Flow::Next;
     }
-    let mut value = rw.replacement.render(ctx);
+    let redirect = matches!(rw.flag, RewriteFlag::Redirect(_));
+    let mut value = replacement(ctx, rw, redirect);
     let old_args = ctx.args.clone().filter(|a| !a.is_empty());
     if let RewriteFlag::Redirect(code) = rw.flag {
+        value = crate::http::uri::unescape_redirect(&value);
         if let (true, Some(a)) = (rw.add_args, &old_args) {
             value.push(if rw.has_args { '&' } else { '?' });
             value.push_str(a);
@@ -204,10 +211,34 @@ fn rewrite(ctx: &mut RequestCtx, env: &Env<'_>, rw: &Rewrite) -> Flow {
     ctx.uri = new_uri;
     ctx.internal = true;
     ctx.uri_changed = rw.flag != RewriteFlag::Break;
+    if rw.flag == RewriteFlag::Break {
+        ctx.valid_location = false;
+    }
     match rw.flag {
         RewriteFlag::Continue => Flow::Next,
         _ => Flow::Stop,
     }
+}
+
+/// A `rewrite`'s replacement rendered as NGINX's script engine does: when
+/// the request's URI came escaped (`%` or `+` in it: NGINX's
+/// `quoted_uri`, `plus_in_uri`), a regex capture is escaped for a query
+/// string in the arguments (after the replacement's `?`), and anywhere in
+/// a redirect's target, which is then unescaped as a whole
+/// (`ngx_http_script_copy_capture_code`).
+fn replacement(ctx: &RequestCtx, rw: &Rewrite, redirect: bool) -> String {
+    let path = crate::http::uri::split_target(ctx.head.target()).0;
+    let quoted = path.contains(['%', '+']);
+    let mut out = String::new();
+    rw.replacement.render_with(ctx, &mut out, &|v, var, out| {
+        let capture = matches!(var, crate::vars::template::Var::Capture(_));
+        if quoted && capture && (redirect || out.contains('?')) {
+            out.push_str(&crate::http::uri::escape_args(v));
+        } else {
+            out.push_str(v);
+        }
+    });
+    out
 }
 
 async fn test(ctx: &mut RequestCtx, env: &Env<'_>, cond: &Cond) -> bool {

@@ -38,6 +38,9 @@ use crate::http::context::RequestCtx;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::log::ErrorLog;
 
+/// NGINX's `postpone_output` default: the bytes a write waits for.
+const POSTPONE_OUTPUT: usize = 1460;
+
 /// The slice filter refused a response (its reason logged): the
 /// connection closes without an answer.
 #[derive(Debug)]
@@ -65,6 +68,7 @@ pub fn header_filter(ctx: &RequestCtx, env: &Env<'_>, resp: &mut Response) -> Re
     });
     resp.accept_ranges = false;
     resp.allow_ranges = true;
+    resp.hold_head = true;
     // A HEAD's body is empty and never read (no slice follows), but the
     // range filter sees a stream as for a GET.
     let body = std::mem::replace(&mut resp.body, Body::Empty);
@@ -82,6 +86,7 @@ pub fn header_filter(ctx: &RequestCtx, env: &Env<'_>, resp: &mut Response) -> Re
         cur: Some(first),
         pending: None,
         sub: Rc::new(Subrequest::of(ctx, env)),
+        held: Vec::new(),
     };
     resp.body = Body::Stream(StreamBody::new(Box::new(stream)));
     Ok(())
@@ -225,6 +230,8 @@ struct SliceStream {
     /// The first slices' ETag, which the next must carry.
     etag: Option<String>,
     sub: Rc<Subrequest>,
+    /// Bytes read and not yet given (gathered up to `POSTPONE_OUTPUT`).
+    held: Vec<u8>,
 }
 
 impl SliceStream {
@@ -253,7 +260,12 @@ impl SliceStream {
 impl BodyStream for SliceStream {
     fn read_chunk<'a>(&'a mut self, out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
         Box::pin(async move {
-            while self.pos < self.end {
+            // Pieces are gathered up to NGINX's `postpone_output`: a next
+            // slice that fails before then leaves nothing sent (the head
+            // waits: `Response::hold_head`).
+            // They wait in `held`, so a read dropped while the next slice
+            // is fetched loses nothing.
+            while self.pos < self.end && self.held.len() < POSTPONE_OUTPUT {
                 let s = self.slice().await?;
                 let (piece, last) = s.src.next().await?;
                 let at = s.at;
@@ -271,12 +283,15 @@ impl BodyStream for SliceStream {
                 let from = self.pos.saturating_sub(at).min(n) as usize;
                 let to = self.end.saturating_sub(at).min(n) as usize;
                 if from < to {
-                    out.extend_from_slice(&piece[from..to]);
+                    self.held.extend_from_slice(&piece[from..to]);
                     self.pos = at + to as u64;
-                    return Ok(true);
                 }
             }
-            Ok(false)
+            if self.held.is_empty() {
+                return Ok(false);
+            }
+            out.append(&mut self.held);
+            Ok(true)
         })
     }
 

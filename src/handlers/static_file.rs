@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::disk_io::{self, failed};
 use super::file::{file_response, leaves_root, locate, map_path, open};
 use super::outcome::{redirect, split_args, Env, Outcome};
-use crate::config::{TryFallback, TryFiles};
+use crate::config::{DocRoot, TryFallback, TryFile, TryFiles};
 use crate::disk::{Failure, FileKind, Io};
 use crate::http::context::{Method, RequestCtx};
 use crate::log::Level;
@@ -163,6 +163,28 @@ async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
 }
 
+/// A `try_files` candidate's file-system path and the URI it makes, as
+/// NGINX's try_files phase: with `root`, the root and the name; with an
+/// alias from a regex location, the alias and the name; with an alias
+/// from a prefix location, a name with variables that starts with what
+/// the location matched loses it, the alias takes its place in the path
+/// and the matched part in the URI.
+fn candidate(ctx: &RequestCtx, c: &TryFile) -> (String, String) {
+    let value = c.name.render(ctx);
+    match &ctx.loc.s.root {
+        DocRoot::Root(_) => (map_path(ctx, &value).0, value),
+        DocRoot::Alias(t, None) => (t.render(ctx) + &value, value),
+        DocRoot::Alias(t, Some(n)) => {
+            let matched = ctx.uri.get(..*n).unwrap_or(&ctx.uri);
+            let rest = match value.strip_prefix(matched) {
+                Some(rest) if !c.name.is_literal() => rest,
+                _ => &value,
+            };
+            (t.render(ctx) + rest, format!("{matched}{rest}"))
+        }
+    }
+}
+
 /// `try_files file ... uri|=code`: the first candidate that exists (a
 /// directory for one written with a trailing `/`) becomes the URI, and
 /// `None` lets the content handler serve it; else the fallback. A
@@ -174,8 +196,7 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
         Err(o) => return Some(*o),
     };
     for c in &tf.candidates {
-        let value = c.name.render(ctx);
-        let (path, _) = map_path(ctx, &value);
+        let (path, uri) = candidate(ctx, c);
         if leaves_root(ctx, &path) {
             continue;
         }
@@ -188,7 +209,15 @@ pub async fn try_files(ctx: &mut RequestCtx, env: &Env<'_>, tf: &Arc<TryFiles>) 
             Err(_) => false,
         };
         if found {
-            ctx.uri = value;
+            // A regex location's alias takes the URI from here on (not
+            // for a directory, whose URI stays: NGINX's try_files phase).
+            if matches!(ctx.loc.s.root, DocRoot::Alias(_, None)) {
+                if c.dir {
+                    return None;
+                }
+                ctx.add_uri_to_alias = true;
+            }
+            ctx.uri = uri;
             return None;
         }
     }

@@ -130,6 +130,15 @@ impl<'a> ClientBody<'a> {
         }
     }
 
+    /// The HTTP/1.x connection the body comes from (`None` on HTTP/2
+    /// and HTTP/3), lent for as long as the body's own borrow.
+    pub fn socket(&self) -> Option<&'a ClientStream> {
+        match self.source {
+            Source::Socket(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The body of an HTTP/2 request: the DATA frames of `recv` (none
     /// when the HEADERS frame ended the stream). Without a Content-Length
     /// it counts as chunked: the proxy forwards it so.

@@ -550,8 +550,8 @@ impl<H: Respond + 'static> Connection<H> {
             ClientBody::new(&self.stream, Vec::new(), BodyKind::None),
         );
         let Some(resp) = resp else {
-            // `return 444`: close without a response.
-            ctx.status = 444;
+            // `return 444`, or a client gone while it waited (499 kept).
+            ctx.status = if ctx.status == 499 { 499 } else { 444 };
             ctx.write_access_log();
             return Err(Next::Close);
         };

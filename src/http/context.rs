@@ -174,6 +174,14 @@ pub struct RequestCtx {
     pub internal: bool,
     /// True once an `error_page` redirect happened (no second one).
     pub error_page: bool,
+    /// The URI still starts with the location's prefix as selected
+    /// (NGINX's `r->valid_location`): a `rewrite ... break` clears it, and
+    /// `proxy_pass`'s URI part then gives way to the whole URI.
+    pub valid_location: bool,
+    /// `try_files` chose a file in a regex location with `alias`: the
+    /// URI is appended to the alias from then on (NGINX's
+    /// `r->add_uri_to_alias`).
+    pub add_uri_to_alias: bool,
     /// Header lines a handler set before turning to an error page, kept
     /// on that page (an intercepted 401's `WWW-Authenticate`, as NGINX
     /// copies it into `headers_out`).
@@ -313,6 +321,8 @@ impl RequestCtx {
             loc: Arc::clone(&server.base),
             internal: false,
             error_page: false,
+            add_uri_to_alias: false,
+            valid_location: true,
             expect_tested: false,
             carried_headers: Vec::new(),
             gzip_vary: false,
@@ -566,7 +576,7 @@ impl RequestCtx {
     /// location's `root` or `alias` with the URI, as NGINX maps it.
     pub(super) fn map_uri(&self, out: &mut String, what: Mapped) {
         let file = what == Mapped::File;
-        use crate::config::{DocRoot, LocationKind};
+        use crate::config::{alias_tail, DocRoot};
         let loc = &self.loc;
         match &loc.s.root {
             DocRoot::Root(t) => {
@@ -576,14 +586,10 @@ impl RequestCtx {
                     out.push_str(&self.uri);
                 }
             }
-            DocRoot::Alias(t) => {
+            DocRoot::Alias(t, cut) => {
                 t.render_into(self, out);
-                if file && !matches!(loc.kind, LocationKind::Exact | LocationKind::Regex) {
-                    out.push_str(
-                        self.uri
-                            .strip_prefix(loc.path.as_str())
-                            .unwrap_or(&self.uri),
-                    );
+                if file {
+                    out.push_str(alias_tail(*cut, &self.uri, self.add_uri_to_alias));
                 }
             }
         }

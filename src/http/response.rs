@@ -148,6 +148,10 @@ pub struct Response {
     /// The not-modified filter leaves it alone: a proxied response the
     /// cache does not take (NGINX's `r->disable_not_modified`).
     pub no_not_modified: bool,
+    /// The head waits for the streamed body's first piece (NGINX's
+    /// `postpone_output`, which a sliced body relies on: one that fails
+    /// before then leaves nothing sent, and the connection closes).
+    pub hold_head: bool,
     /// `add_trailer` applies: the chunked body ends with trailer fields
     /// the connection renders after the body, not with the plain last
     /// chunk (NGINX's `expect_trailers`).
@@ -194,6 +198,7 @@ impl Response {
             last_modified_inline: false,
             reason: None,
             no_not_modified: false,
+            hold_head: false,
             trailers: false,
             upgrade: None,
             limit_rate: None,

@@ -150,6 +150,19 @@ impl ClientStream {
         self.tcp.readable().await
     }
 
+    /// Resolves when the client closed the connection while a request
+    /// waits (a peek reads end of file or fails), as NGINX's
+    /// `ngx_http_test_reading`; never once a byte is there to read (the
+    /// next request, a TLS record: NGINX stops watching then too), nor on
+    /// kTLS, whose socket a peek could not read plainly.
+    pub async fn closed_by_peer(&self) {
+        let mut b = [0u8; 1];
+        match self.tcp.peek(&mut b).await {
+            Ok(0) | Err(_) if !self.ktls => {}
+            _ => std::future::pending().await,
+        }
+    }
+
     /// Writes all of `buf`; `more` says a body follows (`MSG_MORE`, or
     /// records kept back for one TLS write). Each wait for the socket is
     /// bounded by `timeout` (`ETIMEDOUT` then).

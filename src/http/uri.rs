@@ -1,7 +1,8 @@
 //! Request-target handling: splitting off the query (and a fragment, which
 //! NGINX drops with everything after it), and NGINX's URI normalisation (percent-decoding, duplicate slashes merged, `.` and `..`
 //! resolved). A URI that would climb above `/` is refused (400), so a file
-//! path built from root + URI can never leave the root.
+//! path built from root + URI can never leave the root. Also the escaping
+//! of `rewrite` targets ([`escape_args`], [`unescape_redirect`]).
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 
@@ -190,9 +191,90 @@ pub fn parse_unsafe_uri(value: &str) -> Option<(String, Option<String>)> {
     String::from_utf8(decoded).ok().map(|p| (p, args))
 }
 
+/// What NGINX's `NGX_ESCAPE_ARGS` escapes: space, `#`, `%`, `&`, `+`,
+/// `;`, `?`, controls (and every byte above 0x7e, as any percent-encoding).
+const ARGS: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'#')
+    .add(b'%')
+    .add(b'&')
+    .add(b'+')
+    .add(b';')
+    .add(b'?');
+
+/// A decoded value made fit for a query string (NGINX's
+/// `ngx_escape_uri(..., NGX_ESCAPE_ARGS)`): what a regex capture becomes in
+/// a `rewrite` replacement's arguments, or anywhere in a redirect's, when
+/// the request's URI was escaped.
+pub fn escape_args(value: &str) -> String {
+    utf8_percent_encode(value, ARGS).to_string()
+}
+
+/// NGINX's `ngx_unescape_uri(..., NGX_UNESCAPE_REDIRECT)`, which a
+/// `rewrite ... redirect` target passes through before its arguments are
+/// added: an escape of a printable character above `%` is decoded, any
+/// other stays escaped, and the first `?` (written, or decoded from
+/// `%3F`) ends the decoding, the rest kept as it is. A `%` without two
+/// hex digits is dropped as NGINX drops it.
+pub fn unescape_redirect(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'?' {
+            out.extend_from_slice(&b[i..]);
+            break;
+        }
+        if c != b'%' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        let Some(high) = b.get(i + 1).and_then(|&h| hex(h)) else {
+            // NGINX writes the character after a lone `%`.
+            out.extend(b.get(i + 1));
+            i += 2;
+            continue;
+        };
+        let Some(low) = b.get(i + 2).and_then(|&l| hex(l)) else {
+            i += 3;
+            continue;
+        };
+        let ch = high << 4 | low;
+        i += 3;
+        if ch == b'?' {
+            out.push(ch);
+            out.extend_from_slice(&b[i..]);
+            break;
+        }
+        if ch > b'%' && ch < 0x7f {
+            out.push(ch);
+        } else {
+            out.extend_from_slice(&b[i - 3..i]);
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redirect_targets_unescape_as_nginx() {
+        assert_eq!(
+            unescape_redirect("http%3A%2F%2Fexample.com%2F%3Ffrom%3Dblah"),
+            "http://example.com/?from%3Dblah"
+        );
+        assert_eq!(
+            unescape_redirect("http%3A%2F%2Fexample.com%0D%0Asplit"),
+            "http://example.com%0D%0Asplit"
+        );
+        assert_eq!(unescape_redirect("/a%20b?c=%2F"), "/a%20b?c=%2F");
+        assert_eq!(escape_args("/a b%&"), "/a%20b%25%26");
+    }
 
     #[test]
     fn split() {

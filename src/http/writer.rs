@@ -213,7 +213,8 @@ impl<'a> Writer<'a> {
                 } else {
                     LastChunk::Here
                 };
-                self.send_stream(head, body, framing, last).await
+                self.send_stream(head, body, (framing, last), resp.hold_head)
+                    .await
             }
         }
     }
@@ -223,15 +224,16 @@ impl<'a> Writer<'a> {
     /// in chunks when [`Framing::Chunked`]. A first piece already at hand
     /// goes out with the head in one write (a small proxied response is one
     /// packet); otherwise the head goes at once, as the body may be a while
-    /// coming. The last chunk is left to the caller for
-    /// [`LastChunk::WithTrailers`]. Returns body bytes sent.
+    /// coming, unless `hold_head` ([`Response::hold_head`]). The last
+    /// chunk is left to the caller for [`LastChunk::WithTrailers`].
+    /// Returns body bytes sent.
     #[allow(clippy::await_holding_refcell_ref)]
     async fn send_stream(
         &self,
         head: &[u8],
         body: &StreamBody,
-        framing: Framing,
-        last: LastChunk,
+        (framing, last): (Framing, LastChunk),
+        hold_head: bool,
     ) -> io::Result<u64> {
         // One writer per response: the borrow lasts the send and nothing else
         // touches the stream.
@@ -249,7 +251,7 @@ impl<'a> Writer<'a> {
             std::task::Poll::Pending => None,
         };
         let mut head = head;
-        if at_hand.is_none() {
+        if at_hand.is_none() && !hold_head {
             self.write_all(head, Follows::Nothing).await?;
             head = &[];
         }

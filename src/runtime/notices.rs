@@ -134,7 +134,7 @@ fn asks_cachestat(l: &LocationConf) -> bool {
 pub fn files_not_owned(cfg: &Config, creds: &Option<Credentials>, log: &ErrorLog) {
     let mut by_root: BTreeMap<PathBuf, Vec<String>> = BTreeMap::new();
     for (l, name) in static_locations(cfg) {
-        let (DocRoot::Root(t) | DocRoot::Alias(t)) = &l.s.root;
+        let (DocRoot::Root(t) | DocRoot::Alias(t, _)) = &l.s.root;
         if asks_cachestat(l) && t.is_literal() {
             by_root
                 .entry(PathBuf::from(t.raw()))

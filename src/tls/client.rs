@@ -36,6 +36,9 @@ pub struct TrustedCerts {
     pub path: String,
     /// The CAs it holds.
     pub roots: Arc<RootCertStore>,
+    /// The certificates as read (`subject_cn`: a trusted certificate
+    /// webpki cannot parse is recognised by its bytes).
+    pub certs: Vec<CertificateDer<'static>>,
 }
 
 /// Reads a PEM file of CA certificates; the error is NGINX's wording.
@@ -53,12 +56,13 @@ pub fn load_trusted(path: &Path) -> Result<Arc<TrustedCerts>, String> {
         return Err(fail("no certificate found".into()));
     }
     let mut roots = RootCertStore::empty();
-    for c in certs {
-        roots.add(c).map_err(|e| fail(e.to_string()))?;
+    for c in &certs {
+        roots.add(c.clone()).map_err(|e| fail(e.to_string()))?;
     }
     Ok(Arc::new(TrustedCerts {
         path: path.display().to_string(),
         roots: Arc::new(roots),
+        certs,
     }))
 }
 
@@ -198,9 +202,15 @@ fn build(spec: &ClientSpec) -> Result<Arc<ClientConfig>, String> {
                     format!("SSL_CTX_load_verify_locations(\"{}\") failed ({e})", t.path)
                 })?;
                 let depth = spec.verify_depth;
+                let verifier = Depth {
+                    inner,
+                    depth,
+                    trusted: Arc::clone(t),
+                    algorithms,
+                };
                 builder
                     .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(Depth { inner, depth }))
+                    .with_custom_certificate_verifier(Arc::new(verifier))
             }
             // Nothing trusted: every handshake fails, as NGINX's.
             None => builder.with_root_certificates(Arc::new(RootCertStore::empty())),
@@ -274,6 +284,11 @@ impl ResolvesClientCert for OwnCertificate {
 struct Depth {
     inner: Arc<WebPkiServerVerifier>,
     depth: usize,
+    /// `proxy_ssl_trusted_certificate`, for what `subject_cn` accepts.
+    trusted: Arc<TrustedCerts>,
+    /// The handshake's signature check for a certificate webpki cannot
+    /// parse.
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
 impl ServerCertVerifier for Depth {
@@ -285,9 +300,17 @@ impl ServerCertVerifier for Depth {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        // OpenSSL's name and v1 rules where webpki has none (`subject_cn`).
         let verify = |i: &[CertificateDer<'_>]| {
             self.inner
                 .verify_server_cert(end_entity, i, server_name, ocsp_response, now)
+                .or_else(|e| {
+                    let trusted = &self.trusted.certs;
+                    match super::subject_cn::overrules(&e, end_entity, trusted, server_name, now) {
+                        true => Ok(ServerCertVerified::assertion()),
+                        false => Err(e),
+                    }
+                })
         };
         let ok = verify(intermediates)?;
         if intermediates.len() <= self.depth
@@ -306,7 +329,9 @@ impl ServerCertVerifier for Depth {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        self.inner
+            .verify_tls12_signature(message, cert, dss)
+            .or_else(|e| verify_by_key(e, message, cert, dss, &self.algorithms))
     }
 
     fn verify_tls13_signature(
@@ -315,7 +340,9 @@ impl ServerCertVerifier for Depth {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        self.inner
+            .verify_tls13_signature(message, cert, dss)
+            .or_else(|e| verify_by_key(e, message, cert, dss, &self.algorithms))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -370,7 +397,7 @@ impl ServerCertVerifier for AnyCertificate {
 /// and `openssl req -x509` makes): with `proxy_ssl_verify off` NGINX talks
 /// to such an upstream, so porter reads the key with x509-parser and tries
 /// the signature scheme's algorithms on it. Any other error stands.
-fn verify_by_key(
+pub(super) fn verify_by_key(
     e: rustls::Error,
     message: &[u8],
     cert: &CertificateDer<'_>,

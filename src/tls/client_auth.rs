@@ -1,4 +1,5 @@
-//! Mutual TLS: `ssl_client_certificate` + `ssl_verify_client`. NGINX lets
+//! Mutual TLS: `ssl_client_certificate` + `ssl_verify_client` (and
+//! `ssl_trusted_certificate`, `ssl_crl`). NGINX lets
 //! the handshake finish whatever the client sends and judges the
 //! certificate per request (`$ssl_client_verify`; 495 or 496 pages when
 //! verification is required), so this verifier accepts any chain during
@@ -11,7 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::client::danger::HandshakeSignatureValid;
-use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, CertificateRevocationListDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
@@ -33,60 +35,79 @@ pub enum VerifyClient {
 /// [`ClientAuth::verify`].
 #[derive(Debug)]
 pub struct ClientAuth {
-    inner: Arc<dyn ClientCertVerifier>,
-    /// With `ssl_trusted_certificate`: its CAs and `inner`'s, for the
-    /// chain's verdict (their names are not sent, as NGINX).
+    /// The names of `ssl_client_certificate`'s CAs, sent in the request
+    /// for a certificate (none without that file).
+    hints: Vec<DistinguishedName>,
+    /// The chain's verdict: the CAs of `ssl_client_certificate` and
+    /// `ssl_trusted_certificate`, and `ssl_crl`'s lists; `None` when no
+    /// CA is named (`optional_no_ca` alone), so every chain fails.
     full: Option<Arc<dyn ClientCertVerifier>>,
+    /// The handshake's signature check, without any CA.
+    algorithms: WebPkiSupportedAlgorithms,
+    /// The trusted certificates as read: a client's X.509 v1 certificate,
+    /// which webpki cannot parse, passes when it is one of them
+    /// (`subject_cn::trusted_itself`).
+    certs: Vec<CertificateDer<'static>>,
     /// `ssl_verify_depth`: the most intermediate CAs between the client's
     /// certificate and a trusted one.
     depth: usize,
 }
 
 impl ClientAuth {
-    /// Trusts the PEM certificates in `ca_file` (`ssl_client_certificate`)
-    /// and `trusted` (`ssl_trusted_certificate`, already read), through
-    /// chains of at most `depth` intermediates (`ssl_verify_depth`).
+    /// Trusts the PEM certificates in `ca_file` (`ssl_client_certificate`,
+    /// whose names are sent) and `trusted` (`ssl_trusted_certificate`,
+    /// already read), through chains of at most `depth` intermediates
+    /// (`ssl_verify_depth`); a certificate `crls` revokes
+    /// (`ssl_crl`, already read) fails, as does one whose issuer has no
+    /// list when there are lists (NGINX's `X509_V_FLAG_CRL_CHECK_ALL`).
     pub fn load(
-        ca_file: &Path,
+        ca_file: Option<&Path>,
         trusted: &[CertificateDer<'static>],
+        crls: Vec<CertificateRevocationListDer<'static>>,
         depth: usize,
     ) -> Result<Arc<ClientAuth>, String> {
-        let fail = |e: String| {
-            format!(
-                "SSL_load_client_CA_file(\"{}\") failed ({e})",
-                ca_file.display()
-            )
-        };
+        let shown = ca_file.map_or_else(String::new, |p| p.display().to_string());
+        let fail = |e: String| format!("SSL_load_client_CA_file(\"{shown}\") failed ({e})");
         let mut roots = rustls::RootCertStore::empty();
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(ca_file)
-            .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| fail(format!("{e:?}")))?;
-        if certs.is_empty() {
-            return Err(fail("no certificate found".into()));
+        let mut certs: Vec<CertificateDer<'static>> = Vec::new();
+        if let Some(ca_file) = ca_file {
+            certs = CertificateDer::pem_file_iter(ca_file)
+                .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| fail(format!("{e:?}")))?;
+            if certs.is_empty() {
+                return Err(fail("no certificate found".into()));
+            }
+            for c in &certs {
+                roots.add(c.clone()).map_err(|e| fail(e.to_string()))?;
+            }
         }
-        for c in certs {
-            roots.add(c).map_err(|e| fail(e.to_string()))?;
+        let hints = roots.subjects();
+        for c in trusted {
+            roots.add(c.clone()).map_err(|e| fail(e.to_string()))?;
         }
-        let build = |roots: rustls::RootCertStore| {
-            rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                Arc::new(super::provider()),
-            )
-            .allow_unauthenticated()
-            .build()
-            .map_err(|e| fail(e.to_string()))
-        };
-        let full = if trusted.is_empty() {
+        certs.extend(trusted.iter().cloned());
+        let provider = Arc::new(super::provider());
+        let algorithms = provider.signature_verification_algorithms;
+        let full = if roots.is_empty() {
             None
         } else {
-            let mut all = roots.clone();
-            for c in trusted {
-                all.add(c.clone()).map_err(|e| fail(e.to_string()))?;
-            }
-            Some(build(all)?)
+            let v = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .with_crls(crls)
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| fail(e.to_string()))?;
+            Some(v)
         };
-        let inner = build(roots)?;
-        Ok(Arc::new(ClientAuth { inner, full, depth }))
+        Ok(Arc::new(ClientAuth {
+            hints,
+            full,
+            algorithms,
+            certs,
+            depth,
+        }))
     }
 
     /// `$ssl_client_verify` for the chain a client sent: `NONE`,
@@ -103,9 +124,14 @@ impl ClientAuth {
         let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
             return Cow::Borrowed("NONE");
         };
-        let v = self.full.as_ref().unwrap_or(&self.inner);
+        let Some(v) = self.full.as_ref() else {
+            return Cow::Borrowed("FAILED:unable to get local issuer certificate");
+        };
         let now = UnixTime::now();
         if let Err(e) = v.verify_client_cert(leaf, rest, now) {
+            if super::subject_cn::trusted_itself(&e, leaf, &self.certs, now) {
+                return Cow::Borrowed("SUCCESS");
+            }
             return format!("FAILED:{e}").into();
         }
         if rest.len() > self.depth
@@ -127,7 +153,7 @@ impl ClientCertVerifier for ClientAuth {
     }
 
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.inner.root_hint_subjects()
+        &self.hints
     }
 
     fn verify_client_cert(
@@ -145,7 +171,8 @@ impl ClientCertVerifier for ClientAuth {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        verify_tls12_signature(message, cert, dss, &self.algorithms)
+            .or_else(|e| super::client::verify_by_key(e, message, cert, dss, &self.algorithms))
     }
 
     fn verify_tls13_signature(
@@ -154,10 +181,11 @@ impl ClientCertVerifier for ClientAuth {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        verify_tls13_signature(message, cert, dss, &self.algorithms)
+            .or_else(|e| super::client::verify_by_key(e, message, cert, dss, &self.algorithms))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }

@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `conn.rs` | the handshake (ClientHello first, for SNI) and record I/O over the worker's socket; the client handshake to an upstream |
 //! | `client.rs` | `proxy_ssl_*`: porter's client configuration for `proxy_pass https://` |
+//! | `subject_cn.rs` | an upstream's certificate without a DNS subjectAltName matched by its common name, and a trusted X.509 v1 one, as OpenSSL |
 //! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
 //! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
 //! | `groups.rs` | `ssl_ecdh_curve`: OpenSSL's group names onto rustls's key exchanges |
@@ -31,6 +32,7 @@ pub mod quic;
 pub mod quic_session;
 pub mod session;
 pub mod session_id;
+pub mod subject_cn;
 pub mod tickets;
 
 pub use quic::{fill_random, quic_server_config};

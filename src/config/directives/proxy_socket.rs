@@ -1,8 +1,8 @@
 //! The proxy module's socket and temp-file directives: `proxy_bind`,
 //! `proxy_socket_keepalive` (applied when porter connects to a peer,
 //! `handlers/proxy/fetch.rs`), and `proxy_max_temp_file_size`,
-//! `proxy_temp_file_write_size`, `proxy_ignore_client_abort`, which tune
-//! what porter does otherwise (a notice says what it does instead).
+//! `proxy_temp_file_write_size`, which tune what porter does otherwise (a
+//! notice says what it does instead), and `proxy_ignore_client_abort`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -32,13 +32,13 @@ pub(super) static ROWS: &[Spec] = &[
         );
         Ok(())
     }),
+    // Off (NGINX's default): a client that closes before the upstream
+    // answers ends the request (`handlers/proxy/dispatch.rs`); once the
+    // answer streams, a failed write to the client stops it either way,
+    // and a cache fill always completes.
     d("proxy_ignore_client_abort", HSL, Arity::N(1), |b, d| {
-        super::tuning::flag_only(b, d)?;
-        super::internals::notice(
-            d,
-            "has no effect: porter waits for the upstream's answer whether or not the client is still there (as \"on\") and stops reading the upstream once a write to the client fails (as \"off\"); a cache fill always completes",
-        );
-        Ok(())
+        let v = flag(d)?;
+        set_once(&mut b.loc().proxy_ignore_client_abort, v, d)
     }),
 ];
 

@@ -1,6 +1,6 @@
 //! `proxy_pass https://`'s directives (`ngx_http_proxy_module`'s
 //! `proxy_ssl_*`): whether and against what the upstream's certificate is
-//! checked, the name checked and sent as SNI, versions, suites and session
+//! checked (CAs, revocation lists), the name checked and sent as SNI, versions, suites and session
 //! reuse. Location settings, inherited one by one like NGINX's; the CA
 //! file and `proxy_ssl_password_file` are read when the directive is
 //! read, so a bad one is `porter -t`'s error with its file:line; the
@@ -29,6 +29,14 @@ pub(super) static ROWS: &[Spec] = &[
         }
         let certs = crate::tls::client::load_trusted(&b.full_path(&d.args[0]))?;
         set_once(&mut b.loc().proxy_ssl_trusted_certificate, Some(certs), d)
+    }),
+    // Checked for every certificate of the chain (as NGINX's
+    // `X509_V_FLAG_CRL_CHECK_ALL`): one whose issuer has no list here
+    // fails, as in NGINX.
+    d("proxy_ssl_crl", HSL, Arity::N(1), |b, d| {
+        let f = file_at(b, d)?;
+        let crls = crate::tls::client::load_crls(&f.path)?;
+        set_once(&mut b.loc().proxy_ssl_crl, Some(crls), d)
     }),
     d("proxy_ssl_server_name", HSL, Arity::N(1), |b, d| {
         let v = flag(d)?;

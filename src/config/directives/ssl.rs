@@ -83,6 +83,10 @@ pub(super) static ROWS: &[Spec] = &[
         let p = path_arg(b, d)?;
         set_once(&mut b.ssl().client_ca, p, d)
     }),
+    d("ssl_crl", HTTP | SRV, Arity::N(1), |b, d| {
+        let p = path_arg(b, d)?;
+        set_once(&mut b.ssl().crl, p, d)
+    }),
     d("ssl_verify_client", HTTP | SRV, Arity::N(1), |b, d| {
         let v = match d.args[0].as_str() {
             "off" => VerifyClient::Off,
@@ -234,6 +238,7 @@ pub(super) struct SslB {
     session_tickets: Option<bool>,
     handshake_timeout: Option<Duration>,
     client_ca: Option<NamedPath>,
+    crl: Option<NamedPath>,
     verify_client: Option<(VerifyClient, NamedPath)>,
     ktls: Option<bool>,
     dhparam_seen: Option<()>,
@@ -275,6 +280,7 @@ impl SslB {
         m.session_tickets = m.session_tickets.or(up.session_tickets);
         m.handshake_timeout = m.handshake_timeout.or(up.handshake_timeout);
         m.client_ca = m.client_ca.or_else(|| up.client_ca.clone());
+        m.crl = m.crl.or_else(|| up.crl.clone());
         m.verify_client = m.verify_client.or_else(|| up.verify_client.clone());
         m.ktls = m.ktls.or(up.ktls);
         m.ecdh_curve = m.ecdh_curve.or_else(|| up.ecdh_curve.clone());
@@ -639,16 +645,24 @@ fn client_auth(
     else {
         return Ok((VerifyClient::Off, None));
     };
-    let Some(ca) = &s.client_ca else {
-        if mode == VerifyClient::OptionalNoCa {
-            return Err(
-                at.error("\"ssl_verify_client optional_no_ca\" is not supported by porter".into())
-            );
-        }
-        return Err(at.error("no ssl_client_certificate for ssl_verify_client".into()));
+    // NGINX (since 1.27) takes the CAs of either file; `optional_no_ca`
+    // needs neither.
+    let ca = s.client_ca.as_ref();
+    if ca.is_none() && trusted.is_empty() && mode != VerifyClient::OptionalNoCa {
+        return Err(at.error(
+            "no ssl_client_certificate or ssl_trusted_certificate for ssl_verify_client".into(),
+        ));
+    }
+    let crls = match &s.crl {
+        Some(c) => tls::client::load_crls(&c.path)
+            .map_err(|m| c.error(m))?
+            .lists
+            .clone(),
+        None => Vec::new(),
     };
     let depth = usize::try_from(s.verify_depth.unwrap_or(1)).unwrap_or(usize::MAX);
-    let auth = ClientAuth::load(&ca.path, trusted, depth).map_err(|m| ca.error(m))?;
+    let auth = ClientAuth::load(ca.map(|c| c.path.as_path()), trusted, crls, depth)
+        .map_err(|m| ca.unwrap_or(&at).error(m))?;
     Ok((mode, Some(auth)))
 }
 

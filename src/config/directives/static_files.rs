@@ -99,7 +99,7 @@ fn set_root(b: &mut Build, d: &Directive) -> Res {
     if let Some(prev) = &b.loc().root {
         let prev_name = match prev {
             DocRoot::Root(_) => "root",
-            DocRoot::Alias(_) => "alias",
+            DocRoot::Alias(..) => "alias",
         };
         return Err(if prev_name == d.name {
             dup(d)
@@ -118,8 +118,15 @@ fn set_root(b: &mut Build, d: &Directive) -> Res {
         b.full_path(raw).to_string_lossy().into_owned()
     };
     let t = template(&full)?;
+    // What the alias replaces: the location's name, or in a regex
+    // location the whole URI (NGINX's `clcf->alias`).
+    // (`alias` is a location's directive only.)
     b.loc().root = Some(if is_alias {
-        DocRoot::Alias(t)
+        let cut = match b.location().kind {
+            LocationKind::Regex => None,
+            _ => Some(b.location().path.len()),
+        };
+        DocRoot::Alias(t, cut)
     } else {
         DocRoot::Root(t)
     });

@@ -42,7 +42,26 @@ pub async fn serve_with(
     pass: &Arc<ProxyPass>,
     opts: &FetchOptions,
 ) -> Outcome {
-    match fetch_with(ctx, env, pass, opts).await {
+    // Unless `proxy_ignore_client_abort on`, a client that closes before
+    // the upstream answers ends both (NGINX's
+    // `ngx_http_upstream_check_broken_connection`; a cacheable request,
+    // which goes on to fill its entry, does not come here).
+    let watch = !ctx.loc.s.proxy_ignore_client_abort;
+    let fetched = tokio::select! {
+        r = fetch_with(ctx, env, pass, opts) => Some(r),
+        _ = env.client_gone(), if watch => None,
+    };
+    let Some(fetched) = fetched else {
+        ctx.log(env.log).line(
+            crate::log::Level::Info,
+            format_args!(
+                "client prematurely closed connection, so upstream connection is closed too"
+            ),
+        );
+        ctx.status = 499;
+        return Outcome::Close;
+    };
+    match fetched {
         Ok(up) => {
             let ignore = Arc::clone(Knobs::of(&ctx.loc.s, pass.proto).ignore_headers);
             if let Some(o) = accel::redirect(ctx, env, &ignore, up.headers()) {

@@ -94,7 +94,8 @@ pub fn escape_uri(s: &str, out: &mut String) {
 /// The URI sent upstream, by NGINX's rules: a literal `proxy_pass` with a
 /// URI part replaces the location's prefix with it; one without passes the
 /// client's URI as it was sent (the normalised URI after an internal
-/// redirect); a URL with variables that has a URI part is sent as is.
+/// redirect), as does one after `rewrite ... break`; a URL with variables
+/// that has a URI part is sent as is.
 pub fn upstream_uri(
     ctx: &RequestCtx,
     pass: &ProxyPass,
@@ -108,7 +109,9 @@ pub fn upstream_uri(
             out.push_str(ctx.head.target())
         }
         _ => {
-            let rest = match url_uri {
+            // After `rewrite ... break` the whole URI goes (NGINX's
+            // `valid_location`), the URI part set aside.
+            let rest = match url_uri.filter(|_| ctx.valid_location) {
                 Some(u) => {
                     out.push_str(u);
                     ctx.uri

@@ -68,7 +68,7 @@ fn spec(s: &LocSettings) -> ClientSpec {
     ClientSpec {
         verify: s.proxy_ssl_verify,
         trusted: s.proxy_ssl_trusted_certificate.clone(),
-        crls: None,
+        crls: s.proxy_ssl_crl.clone(),
         verify_depth: usize::try_from(s.proxy_ssl_verify_depth).unwrap_or(usize::MAX),
         server_name: s.proxy_ssl_server_name,
         tls12: s.proxy_ssl_protocols.0,
