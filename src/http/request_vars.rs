@@ -79,6 +79,11 @@ impl RequestCtx {
                     out.push_str(&String::from_utf8_lossy(b))
                 }
             }
+            Var::RequestBodyFile => {
+                if let Some(f) = &self.request_body_file {
+                    out.push_str(f)
+                }
+            }
             Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);
