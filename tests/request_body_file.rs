@@ -97,7 +97,8 @@ fn body_over_the_buffer_goes_to_a_file_named_by_request_body_file() {
 
 #[test]
 fn client_body_in_file_only_takes_on_off_clean() {
-    let err = config_error(&one_server_conf("", "client_body_in_file_only yes;"));
+    let conf = one_server_conf("", "client_body_in_file_only yes;");
+    let err = config_error(&conf.replace("{PORT}", "1"));
     assert!(
         err.contains("it must be \"on\", \"off\" or \"clean\""),
         "{err}"

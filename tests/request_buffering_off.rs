@@ -2,8 +2,9 @@
 //! Debian's nginx: the request head goes upstream at once, with what of
 //! the body came with it (the preread), the rest as it arrives; a chunked
 //! body goes as one chunk per read, its last chunk with its last data;
-//! and a body that fit `client_body_buffer_size` is `$request_body`
-//! afterwards (`add_header`, an `error_page`'s `return`).
+//! and a body all there with the head is read whole, as buffered
+//! (`$request_body` has it), where a streamed one leaves `$request_body`
+//! empty.
 
 mod common;
 
@@ -130,16 +131,27 @@ fn chunked_body_goes_one_chunk_per_read_and_ends_with_its_last_data() {
 }
 
 #[test]
-fn streamed_body_within_the_buffer_is_request_body() {
+fn body_there_whole_is_request_body_and_a_streamed_one_is_not() {
     let up = TcpListener::bind("127.0.0.1:0").unwrap();
     let upp = up.local_addr().unwrap().port();
+    let head = "POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
     for (who, port, _s) in servers(upp) {
+        // All there with the head: read whole, as buffered.
+        for body in [
+            "Content-Length: 10\r\n\r\n0123456789",
+            "Transfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n",
+        ] {
+            let r = raw(port, format!("{head}{body}").as_bytes());
+            assert_eq!(r.header("X-Body"), Some("0123456789"), "{who}: {body}");
+        }
+        // The rest comes later: streamed, and NGINX keeps no copy.
         let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        c.write_all(b"POST / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: 10\r\n\r\n01234")
+        c.write_all(format!("{head}Content-Length: 10\r\n\r\n01234").as_bytes())
             .unwrap();
         std::thread::sleep(Duration::from_millis(200));
         c.write_all(b"56789").unwrap();
         let r = read_response(&mut c, &mut Vec::new(), false).expect("response");
-        assert_eq!(r.header("X-Body"), Some("0123456789"), "{who}");
+        assert_eq!(r.status, 200, "{who}");
+        assert_eq!(r.header("X-Body"), None, "{who}");
     }
 }

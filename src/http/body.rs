@@ -325,12 +325,31 @@ impl<'a> ClientBody<'a> {
         Ok(())
     }
 
-    /// The rest of the body (with its Content-Length) is buffered
-    /// already: reading it whole waits for nothing.
+    /// Reads what the socket holds now, without waiting, until the body
+    /// is whole or `max` bytes are buffered (NGINX's first read of a body
+    /// takes what is there).
+    pub fn fill_now(&mut self, max: usize) {
+        let Source::Socket(stream) = self.source else {
+            return;
+        };
+        while self.buf.len() < max && !self.whole_buffered() {
+            self.buf.reserve(16 * 1024);
+            match stream.try_read_buf(&mut self.buf) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+    }
+
+    /// The rest of the body is buffered already (its Content-Length, or
+    /// the chunked body's last chunk): reading it whole waits for nothing.
     pub fn whole_buffered(&self) -> bool {
         match (&self.source, &self.state) {
             (_, State::Done) => true,
             (Source::Socket(_) | Source::Memory, State::Length(n)) => self.buf.len() as u64 >= *n,
+            (Source::Socket(_), State::Chunked(dec)) => {
+                matches!(dec.clone().feed(&self.buf, None), Ok((_, true)))
+            }
             _ => false,
         }
     }

@@ -49,7 +49,7 @@ pub async fn serve_with(
             if let Some(o) = accel::redirect(ctx, env, &ignore, up.headers()) {
                 return o;
             }
-            served(ctx, env, pass, up)
+            served(ctx, env, pass, up).await
         }
         Err(UpstreamError::Status(code)) => Outcome::Status(code),
         Err(UpstreamError::ClientGone) => Outcome::Close,
@@ -58,7 +58,7 @@ pub async fn serve_with(
 
 /// The client's answer for an upstream response not cached (saved as a
 /// file on the way with `proxy_store`).
-fn served(
+async fn served(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     pass: &ProxyPass,
@@ -75,7 +75,7 @@ fn served(
             let mut r = into_response(ctx, pass, up);
             r.no_not_modified = true;
             if let Some(plan) = plan {
-                store::wrap(&mut r, plan);
+                store::wrap(&mut r, plan).await;
             }
             Outcome::Send(r)
         }

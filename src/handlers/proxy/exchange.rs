@@ -41,9 +41,6 @@ pub(super) struct Outgoing {
     pub upgrade: bool,
     /// `proxy_protocol on`: the PROXY header a new connection starts with.
     pub proxy_header: Option<String>,
-    /// A streamed body that fit `client_body_buffer_size`, kept as it
-    /// went (`$request_body`, as NGINX's unbuffered body buffers).
-    pub kept: std::cell::RefCell<Option<Vec<u8>>>,
 }
 
 impl Outgoing {
@@ -148,9 +145,7 @@ enum BodyFraming {
 /// re-framed as chunks or `STDIN` records (bounded by
 /// `client_max_body_size`), as NGINX's unbuffered body: the head goes
 /// with what of the body is buffered already (the preread), each read
-/// is one chunk, the last chunk goes with the last data, and a body that
-/// fits `client_body_buffer_size` is kept for `$request_body`
-/// (`Outgoing::kept`).
+/// is one chunk, and the last chunk goes with the last data.
 // The connection loop waits while the handler runs: no one else borrows
 // the request body meanwhile.
 #[allow(clippy::await_holding_refcell_ref)]
@@ -166,8 +161,6 @@ async fn send_body(
     let b = env.body.expect("a streamed body has a source");
     let mut b = b.borrow_mut();
     let max = ctx.loc.s.client_max_body_size;
-    let keep = ctx.loc.s.client_body_buffer_size as usize;
-    let mut kept = Some(Vec::new());
     let mut piece = Vec::with_capacity(upstream::READ_CHUNK);
     let mut wire = out.head.clone();
     let mut head_sent = false;
@@ -183,10 +176,6 @@ async fn send_body(
         if framing == BodyFraming::Chunked && max != 0 && b.read > max {
             too_large(ctx, env, b.read);
             return Err(Step::Client(UpstreamError::Status(413)));
-        }
-        kept = kept.filter(|copy: &Vec<u8>| copy.len() + piece.len() <= keep);
-        if let Some(copy) = kept.as_mut() {
-            copy.extend_from_slice(&piece);
         }
         let end = !more || b.is_done();
         frame(framing, &piece, end, &mut wire);
@@ -206,7 +195,6 @@ async fn send_body(
             break;
         }
     }
-    *out.kept.borrow_mut() = kept;
     Ok(())
 }
 

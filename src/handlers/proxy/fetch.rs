@@ -104,19 +104,12 @@ pub async fn fetch_with(
             .s
             .proxy_protocol
             .then(|| crate::http::proxy_protocol::v1_line(ctx.conn.peer, ctx.conn.local)),
-        kept: Default::default(),
     };
     let t = ProxyTry {
         out: &out,
         client_body,
     };
-    let got = try_peers(ctx, env, &group, &t).await;
-    if let Some(kept) = out.kept.take() {
-        // `$request_body` of a body streamed whole within
-        // `client_body_buffer_size`.
-        ctx.request_body = Some(kept);
-    }
-    got
+    try_peers(ctx, env, &group, &t).await
 }
 
 /// A proxied request (HTTP/1, FastCGI, uwsgi, SCGI) as the tries see it.

@@ -19,13 +19,6 @@ use crate::http::context::{Method, RequestCtx};
 use crate::log::Level;
 use crate::upstream::{wire, ProxyPass};
 
-/// A request body up to this long is read whole before the upstream is
-/// asked even with `*_request_buffering off` (in memory up to
-/// `client_body_buffer_size`, in a temp file beyond): it can then be sent
-/// again to the next peer, or on a fresh connection when a pooled one
-/// turns out dead. Longer bodies stream then.
-const SMALL_BODY: u64 = 64 * 1024;
-
 /// A body in a temp file is written in pieces of about this size.
 const SPOOL_PIECE: usize = 64 * 1024;
 
@@ -244,11 +237,13 @@ pub async fn request_body(
             }
             let chunked = b.borrow().is_chunked();
             // With buffering off NGINX sends the head at once, with what
-            // of the body came with it (the preread): a small body is read
-            // whole only when it is all there already.
-            let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY)
-                && (buffering || b.borrow().whole_buffered());
-            if buffering || (chunked && whole_chunked) || small {
+            // of the body came with it (the preread), unless the whole
+            // body is there already: then it is read whole, as buffered
+            // (`request_body_no_buffering = 0`), so `$request_body` has it.
+            let now = (ctx.loc.s.client_body_buffer_size as usize).max(64 * 1024);
+            b.borrow_mut().fill_now(now);
+            let whole_now = b.borrow().whole_buffered();
+            if buffering || (chunked && whole_chunked) || whole_now {
                 read_whole_body(ctx, env, b, buffering).await?
             } else {
                 ReqBody::Stream { chunked }

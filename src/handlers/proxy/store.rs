@@ -82,8 +82,9 @@ pub fn plan(
 }
 
 /// Wraps `r`'s body so that it is stored by `plan` (a response without
-/// a body stream is an empty file, as NGINX stores an empty 200).
-pub fn wrap(r: &mut Response, plan: StorePlan) {
+/// a body stream is stored as an empty file now, as NGINX stores an empty
+/// 200).
+pub async fn wrap(r: &mut Response, plan: StorePlan) {
     match std::mem::replace(&mut r.body, Body::Empty) {
         Body::Stream(sb) => {
             let body = StoreBody {
@@ -102,7 +103,12 @@ pub fn wrap(r: &mut Response, plan: StorePlan) {
             };
             r.body = Body::Stream(StreamBody::new(Box::new(body)));
         }
-        other => r.body = other,
+        other => {
+            r.body = other;
+            if plan.expect.is_none_or(|n| n == 0) {
+                plan.saver.commit(plan.to, plan.access, plan.mtime).await;
+            }
+        }
     }
 }
 
