@@ -52,6 +52,10 @@ settings_group! {
     buffering: bool = true;
     /// `fastcgi_request_buffering` (a body over 64 KiB streams either way).
     request_buffering: bool = true;
+    /// `fastcgi_store` (None: off).
+    store: Option<Arc<super::setting_types::StoreTo>> = None;
+    /// `fastcgi_store_access`: the stored file's mode.
+    store_access: u32 = 0o600;
     /// `fastcgi_intercept_errors`.
     intercept_errors: bool = false;
     /// `fastcgi_hide_header` names (lowercase).

@@ -320,6 +320,9 @@ loc_settings! {
     /// `client_body_temp_path` (None: `client_body_temp` under the prefix,
     /// set when the configuration is built).
     client_body_temp_path: Option<crate::cache::TempPath> = None;
+    /// `client_body_in_file_only` (None: off; `Some(clean)`: on, or
+    /// `clean` to remove the file when the request ends).
+    client_body_in_file_only: Option<bool> = None;
     /// `error_page` rules.
     error_pages: Arc<Vec<ErrorPage>> = Arc::new(Vec::new());
     /// `add_header` lines.
@@ -577,6 +580,10 @@ loc_settings! {
     /// `valid_referers` (None: every referer is valid).
     valid_referers: Option<Arc<crate::access::referer::ValidReferers>> = None;
     // More of the proxy module (`directives/proxy_extra.rs`).
+    /// `proxy_store` (None: off).
+    proxy_store: Option<Arc<StoreTo>> = None;
+    /// `proxy_store_access`: the stored file's mode.
+    proxy_store_access: u32 = 0o600;
     /// `proxy_method` (None: the client's).
     proxy_method: Option<Template> = None;
     /// `proxy_set_body` (None: the client's body).

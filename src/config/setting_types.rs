@@ -1,6 +1,7 @@
 //! The value types of location settings (`error_page`, `add_header`,
 //! `return`, `try_files`, the cache's methods and purge, `if_modified_since`,
-//! `lingering_close`, `aio`, `open_file_cache`, `root`/`alias`), kept beside `model.rs`, which holds the settings
+//! `lingering_close`, `aio`, `open_file_cache`, `root`/`alias`,
+//! `proxy_store`), kept beside `model.rs`, which holds the settings
 //! themselves in `loc_settings!`.
 
 use crate::vars::template::Template;
@@ -420,4 +421,14 @@ pub fn alias_tail(cut: Option<usize>, uri: &str, add_uri: bool) -> &str {
         None if add_uri => uri,
         None => "",
     }
+/// Where `proxy_store` (`fastcgi_store`...) puts a response:
+/// `on` is the file `root`/`alias` map the URI to, a string (variables
+/// allowed) the path itself.
+#[derive(Debug, Clone)]
+pub struct StoreTo {
+    /// `*_store PATH` (None: `on`).
+    pub path: Option<Template>,
+    /// The module's compiled-in temp directory under the prefix
+    /// (`proxy_temp`, `fastcgi_temp`...), where no `*_temp_path` is set.
+    pub default_temp: std::path::PathBuf,
 }

@@ -43,6 +43,7 @@
 //! | `pool.rs` | `thread_pool`: [`pool::ThreadPool`] (two lanes), [`pool::PoolSet`] |
 //! | `realpath.rs` | [`realpath_now`] (`$realpath_root`): the cached walk first |
 //! | `spool.rs` | [`Spool`]: a request body's temp file (`client_body_temp_path`), unlinked once open |
+//! | `store.rs` | [`StoreFile`]: a response saved by `proxy_store`, temp file then renamed into place |
 //! | `state_file.rs` | private state files (ACME's `state_path`): read, atomic 0600 replacement |
 //! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
@@ -64,6 +65,7 @@ mod send;
 pub mod sent;
 mod spool;
 pub mod state_file;
+mod store;
 mod types;
 pub mod uring;
 
@@ -79,6 +81,7 @@ pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
 pub use self::realpath::realpath_now;
 pub use self::spool::Spool;
+pub use self::store::StoreFile;
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 use self::uring::Ring;
 

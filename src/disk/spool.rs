@@ -6,6 +6,11 @@
 //! pieces as often as the body is sent (once per upstream tried). Every
 //! call runs on the route's pool: [`super::Disk::offloaded`] gives a route
 //! that has one, so no event loop waits on the disk.
+//!
+//! `client_body_in_file_only on|clean` wants the file to keep its name
+//! (`$request_body_file` names it): [`Spool::create_kept`] leaves it in
+//! place, and for `clean` unlinks it when the spool is dropped (the
+//! request is over), the unlink handed to the pool without waiting.
 
 use std::fs::File;
 use std::io;
@@ -26,6 +31,8 @@ pub struct Spool {
     len: u64,
     /// The name it had, for the log (NGINX names it in its warning).
     path: PathBuf,
+    /// Unlink `path` when dropped (`client_body_in_file_only clean`).
+    clean: bool,
 }
 
 impl Spool {
@@ -33,6 +40,18 @@ impl Spool {
     /// when missing) and unlinks it at once. `AlreadyExists` when another
     /// request has the name (try the next one).
     pub async fn create(io: &Io, path: &Path) -> io::Result<Spool> {
+        Spool::open(io, path, false).await
+    }
+
+    /// As [`create`](Self::create), the file keeping its name; removed
+    /// when the spool is dropped if `clean`.
+    pub async fn create_kept(io: &Io, path: &Path, clean: bool) -> io::Result<Spool> {
+        let mut s = Spool::open(io, path, true).await?;
+        s.clean = clean;
+        Ok(s)
+    }
+
+    async fn open(io: &Io, path: &Path, kept: bool) -> io::Result<Spool> {
         let p = path.to_path_buf();
         let file = io
             .run(Lane::Short, move || {
@@ -56,7 +75,9 @@ impl Spool {
                     }
                     r => r?,
                 };
-                std::fs::remove_file(&p)?;
+                if !kept {
+                    std::fs::remove_file(&p)?;
+                }
                 Ok(Arc::new(File::from(fd)))
             })
             .await?;
@@ -65,6 +86,7 @@ impl Spool {
             file,
             len: 0,
             path: path.to_path_buf(),
+            clean: false,
         })
     }
 
@@ -107,6 +129,21 @@ impl Spool {
     }
 }
 
+impl Drop for Spool {
+    fn drop(&mut self) {
+        if !self.clean {
+            return;
+        }
+        let path = std::mem::take(&mut self.path);
+        let unlink = move || std::fs::remove_file(&path);
+        match &self.io.pool {
+            // Not awaited: the request is over, nothing waits for it.
+            Some(p) => drop(p.submit_in(Lane::Short, unlink)),
+            None => drop(unlink()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +160,23 @@ mod tests {
         assert_eq!(s.read_at(0, 64).await.unwrap(), b"hello world");
         assert_eq!(s.read_at(6, 3).await.unwrap(), b"wor");
         assert_eq!(s.read_at(11, 3).await.unwrap(), b"");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn kept_spool_keeps_its_name_and_a_clean_one_goes_when_dropped() {
+        let dir = std::env::temp_dir().join(format!("porter-kept-{}", std::process::id()));
+        let (on, clean) = (dir.join("0000000001"), dir.join("0000000002"));
+        let mut s = Spool::create_kept(&Io::inline(), &on, false).await.unwrap();
+        s.append(b"body".to_vec()).await.unwrap();
+        drop(s);
+        assert_eq!(std::fs::read(&on).unwrap(), b"body");
+        let s = Spool::create_kept(&Io::inline(), &clean, true)
+            .await
+            .unwrap();
+        assert!(clean.exists());
+        drop(s);
+        assert!(!clean.exists(), "clean: removed with the request");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

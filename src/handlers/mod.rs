@@ -140,7 +140,30 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
         }
     }
     let first = run_phases(ctx, env, None).await;
+    let answer = matches!(
+        first,
+        Outcome::Send(_) | Outcome::Special(_) | Outcome::Status(_)
+    );
+    let first = match first {
+        Outcome::Status(413) => first,
+        _ if answer && bad_preread_body(env) => {
+            let why = "client sent invalid chunked body";
+            ctx.log(env.log).line(Level::Info, format_args!("{why}"));
+            Outcome::Status(400)
+        }
+        _ => first,
+    };
     finish(ctx, env, first).await
+}
+
+/// NGINX discards what of an unread body came with the head before it
+/// answers (`ngx_http_discard_request_body`): bad chunked framing there
+/// is a 400 in place of the answer. The rest is discarded after it.
+fn bad_preread_body(env: &Env<'_>) -> bool {
+    env.body.is_some_and(|b| {
+        let mut b = b.borrow_mut();
+        b.read == 0 && b.discard_buffered().is_err()
+    })
 }
 
 /// A subrequest's response ([`subrequest`]): its phases from the

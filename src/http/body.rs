@@ -305,41 +305,101 @@ impl<'a> ClientBody<'a> {
             return read_h3(recv, &mut self.state, &mut self.read, self.timeout, out).await;
         }
         loop {
-            let before = out.len();
-            let done = match &mut self.state {
-                State::Done => return Ok(false),
-                State::Length(left) => {
-                    let take = (self.buf.len() as u64).min(*left).min(READ_CHUNK as u64) as usize;
-                    out.extend_from_slice(&self.buf[..take]);
-                    self.buf.drain(..take);
-                    *left -= take as u64;
-                    *left == 0
-                }
-                State::Chunked(dec) => {
-                    let n = self.buf.len().min(READ_CHUNK);
-                    let (used, done) = dec.feed(&self.buf[..n], Some(out)).map_err(|_| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            "client sent invalid chunked body",
-                        )
-                    })?;
-                    self.buf.drain(..used);
-                    done
-                }
-                State::Frames => unreachable!("HTTP/2 bodies are read by read_frames"),
-            };
-            if done {
-                self.state = State::Done;
-            }
-            self.read += (out.len() - before) as u64;
-            if out.len() > before {
-                return Ok(true);
-            }
-            if done {
-                return Ok(false);
+            if let Some(got) = self.take_buffered(out)? {
+                return Ok(got);
             }
             self.fill().await?;
         }
+    }
+
+    /// [`read`](Self::read) from the bytes already buffered alone:
+    /// `Ok(None)` when the next piece is still on the socket (always for
+    /// an HTTP/2 or HTTP/3 stream). What NGINX calls the preread body,
+    /// sent upstream with the request's head.
+    pub fn read_buffered(&mut self, out: &mut Vec<u8>) -> io::Result<Option<bool>> {
+        if matches!(self.source, Source::H2(_) | Source::H3(_) | Source::Taken) {
+            return Ok(None);
+        }
+        self.take_buffered(out)
+    }
+
+    /// Drops what of the body is buffered already, without waiting (what
+    /// NGINX's discard does before the response): `Err` when its chunked
+    /// framing is bad.
+    pub fn discard_buffered(&mut self) -> io::Result<()> {
+        let mut sink = Vec::new();
+        while let Some(true) = self.read_buffered(&mut sink)? {
+            sink.clear();
+        }
+        Ok(())
+    }
+
+    /// Reads what the socket holds now, without waiting, until the body
+    /// is whole or `max` bytes are buffered (NGINX's first read of a body
+    /// takes what is there).
+    pub fn fill_now(&mut self, max: usize) {
+        let Source::Socket(stream) = self.source else {
+            return;
+        };
+        while self.buf.len() < max && !self.whole_buffered() {
+            self.buf.reserve(16 * 1024);
+            match stream.try_read_buf(&mut self.buf) {
+                Ok(n) if n > 0 => {}
+                _ => break,
+            }
+        }
+    }
+
+    /// The rest of the body is buffered already (its Content-Length, or
+    /// the chunked body's last chunk): reading it whole waits for nothing.
+    pub fn whole_buffered(&self) -> bool {
+        match (&self.source, &self.state) {
+            (_, State::Done) => true,
+            (Source::Socket(_) | Source::Memory, State::Length(n)) => self.buf.len() as u64 >= *n,
+            (Source::Socket(_), State::Chunked(dec)) => {
+                matches!(dec.clone().feed(&self.buf, None), Ok((_, true)))
+            }
+            _ => false,
+        }
+    }
+
+    /// One step of [`read`](Self::read) on the buffered bytes: `None`
+    /// when more must come from the socket.
+    fn take_buffered(&mut self, out: &mut Vec<u8>) -> io::Result<Option<bool>> {
+        let before = out.len();
+        let done = match &mut self.state {
+            State::Done => return Ok(Some(false)),
+            State::Length(left) => {
+                let take = (self.buf.len() as u64).min(*left).min(READ_CHUNK as u64) as usize;
+                out.extend_from_slice(&self.buf[..take]);
+                self.buf.drain(..take);
+                *left -= take as u64;
+                *left == 0
+            }
+            State::Chunked(dec) => {
+                let n = self.buf.len().min(READ_CHUNK);
+                let (used, done) = dec.feed(&self.buf[..n], Some(out)).map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "client sent invalid chunked body",
+                    )
+                })?;
+                self.buf.drain(..used);
+                done
+            }
+            State::Frames => unreachable!("HTTP/2 bodies are read by read_frames"),
+        };
+        if done {
+            self.state = State::Done;
+        }
+        self.read += (out.len() - before) as u64;
+        if out.len() > before {
+            return Ok(Some(true));
+        }
+        if done {
+            return Ok(Some(false));
+        }
+        Ok(None)
     }
 
     /// The next non-empty DATA frame of an HTTP/2 body, appended to `out`;

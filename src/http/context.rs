@@ -195,6 +195,8 @@ pub struct RequestCtx {
     /// The length of a body read whole into a temp file (the proxy's
     /// `*_request_buffering`), for `$content_length` of a chunked one.
     pub request_body_file_len: Option<u64>,
+    /// The name of that temp file, for `$request_body_file`.
+    pub request_body_file: Option<String>,
     /// `Expect: 100-continue` was dealt with, or an error response made it
     /// moot (NGINX's `expect_tested`).
     pub expect_tested: bool,
@@ -328,6 +330,7 @@ impl RequestCtx {
             gzip_vary: false,
             request_body: None,
             request_body_file_len: None,
+            request_body_file: None,
             send_continue: false,
             // The loop's clock reading of this turn (`metrics::timed::now`).
             start: crate::metrics::timed::now(),
@@ -465,6 +468,7 @@ impl VarSource for RequestCtx {
             | Var::SslClientVerify
             | Var::RequestMethod
             | Var::RequestBody
+            | Var::RequestBodyFile
             | Var::Request
             | Var::RequestLength
             | Var::RequestFilename
@@ -569,6 +573,15 @@ impl RequestCtx {
         for l in self.loc.s.access_log.iter() {
             l.write(self, cache);
         }
+    }
+
+    /// The file the location's `root` or `alias` maps the URI to
+    /// (NGINX's `ngx_http_map_uri_to_path`: where `proxy_store on` puts
+    /// a response).
+    pub fn uri_file(&self) -> String {
+        let mut out = String::new();
+        self.map_uri(&mut out, Mapped::File);
+        out
     }
 
     /// `$request_filename` (`file`) or `$document_root` before a handler

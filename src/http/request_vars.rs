@@ -79,6 +79,7 @@ impl RequestCtx {
                     out.push_str(&String::from_utf8_lossy(b))
                 }
             }
+            Var::RequestBodyFile => out.push_str(self.request_body_file.as_deref().unwrap_or("")),
             Var::Request => out.push_str(self.request_line()),
             Var::RequestLength => {
                 let _ = write!(out, "{}", self.head.head_len);

@@ -164,6 +164,8 @@ pub enum Var {
     UpstreamHeaderTime,
     /// `$request_body`: the body, when it was read into memory.
     RequestBody,
+    /// `$request_body_file`: the body's temp file, when it went to one.
+    RequestBodyFile,
     /// `$upstream_response_length`: body bytes of each try's response.
     UpstreamResponseLength,
     /// `$upstream_bytes_received`: bytes read from each try's peer.
@@ -372,6 +374,7 @@ impl Var {
             "upstream_header_time" => Var::UpstreamHeaderTime,
             "upstream_response_length" => Var::UpstreamResponseLength,
             "request_body" => Var::RequestBody,
+            "request_body_file" => Var::RequestBodyFile,
             "upstream_bytes_received" => Var::UpstreamBytesReceived,
             "upstream_bytes_sent" => Var::UpstreamBytesSent,
             "upstream_cache_status" => Var::UpstreamCacheStatus,

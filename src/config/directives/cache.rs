@@ -340,6 +340,12 @@ impl CacheBuild {
         self.body_temps.push(t.path.clone());
     }
 
+    /// A module's default temp directory a `*_store` writes to, made at
+    /// start-up with the body temp directories.
+    pub(super) fn store_temp(&mut self, p: PathBuf) {
+        self.body_temps.push(p);
+    }
+
     /// The body temp directories to make at start-up: those named, and
     /// the default under `prefix`, when a location proxies (none else).
     pub(super) fn body_temps(&mut self, prefix: &Path) -> Vec<PathBuf> {

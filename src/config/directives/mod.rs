@@ -29,6 +29,7 @@
 //! | `app_rows.rs` | the `uwsgi_*`/`scgi_*` twins of the proxy's settings, `*_param` |
 //! | `proxy_extra.rs` | `proxy_method`, `proxy_set_body`, `proxy_ignore_headers`, `proxy_cookie_*`, `proxy_cache_convert_head` |
 //! | `tuning.rs` | buffer, temp-path, hash and request-head tuning |
+//! | `store.rs` | `proxy_store`, `fastcgi_store`, `uwsgi_store`, `scgi_store` and `*_store_access` |
 //! | `resolver.rs` | `resolver`, `resolver_timeout` |
 //! | `trailers.rs` | `add_trailer` |
 //! | `subrequests.rs` | `auth_request`, `auth_request_set`, `mirror`, `mirror_request_body` |
@@ -207,6 +208,7 @@ mod secure_link;
 mod ssi;
 mod ssl;
 mod static_files;
+mod store;
 mod sub_filter;
 mod subrequests;
 mod trailers;
@@ -237,6 +239,7 @@ static AREAS: &[&[Spec]] = &[
     proxy_extra::ROWS,
     proxy_socket::ROWS,
     proxy_ssl::ROWS,
+    store::ROWS,
     grpc::ROWS,
     grpc::COMMON,
     grpc::SSL,

@@ -25,17 +25,15 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_size!(client_body_buffer_size),
     ),
-    d(
-        "client_body_in_file_only",
-        HSL,
-        Arity::N(1),
-        |_, d| {
-            match d.args[0].as_str() {
-            "on" | "clean" | "off" => Ok(()),
-            v => Err(format!("invalid value \"{v}\" in \"{}\" directive, it must be \"on\", \"off\" or \"clean\"", d.name)),
-        }
-        },
-    ),
+    d("client_body_in_file_only", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+                "on" => Some(false),
+                "clean" => Some(true),
+                "off" => None,
+                v => return Err(format!("invalid value \"{v}\" in \"{}\" directive, it must be \"on\", \"off\" or \"clean\"", d.name)),
+            };
+        set_once(&mut b.loc().client_body_in_file_only, v, d)
+    }),
     d("client_body_in_single_buffer", HSL, Arity::N(1), flag_only),
     d("proxy_buffers", HSL, Arity::N(2), buffers),
     d("proxy_busy_buffers_size", HSL, Arity::N(1), size_only),

@@ -1,6 +1,7 @@
 //! The `proxy_pass` content handler: through the cache when `proxy_cache`
 //! is on and the request is the cache's, else straight through the two
-//! steps ([`super::fetch`], [`super::into_response`]).
+//! steps ([`super::fetch`], [`super::into_response`]), the answer saved
+//! on the way when `proxy_store` says so (`store.rs`).
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use super::fetch::fetch_with;
 use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{intercepted, into_response};
-use super::{accel, cache};
+use super::{accel, cache, store};
 use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::RequestCtx;
 use crate::upstream::ProxyPass;
@@ -67,26 +68,34 @@ pub async fn serve_with(
             if let Some(o) = accel::redirect(ctx, env, &ignore, up.headers()) {
                 return o;
             }
-            served(ctx, pass, up)
+            served(ctx, env, pass, up).await
         }
         Err(UpstreamError::Status(code)) => Outcome::Status(code),
         Err(UpstreamError::ClientGone) => Outcome::Close,
     }
 }
 
-/// The client's answer for an upstream response not stored.
-fn served(
+/// The client's answer for an upstream response not cached (saved as a
+/// file on the way with `proxy_store`).
+async fn served(
     ctx: &mut RequestCtx,
+    env: &Env<'_>,
     pass: &ProxyPass,
     up: crate::upstream::UpstreamResponse,
 ) -> Outcome {
     match intercepted(ctx, pass, up.status(), up.headers()) {
         Some(o) => o,
         None => {
+            let k = Knobs::of(&ctx.loc.s, pass.proto);
+            let (len, lm) = (up.content_length(), up.last_modified());
+            let plan = store::plan(ctx, env, &k, up.status(), len, lm);
             // NGINX's not-modified filter is off for a response that is
             // not cached (`r->disable_not_modified = !u->cacheable`).
             let mut r = into_response(ctx, pass, up);
             r.no_not_modified = true;
+            if let Some(plan) = plan {
+                store::wrap(&mut r, plan).await;
+            }
             Outcome::Send(r)
         }
     }

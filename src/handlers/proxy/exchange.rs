@@ -101,8 +101,12 @@ pub(super) async fn send_request_read_head(
     conn: UpstreamConn,
     (out, log): (&Outgoing, &RequestLog),
 ) -> Result<Got, Step> {
-    if let Err(e) = upstream::write_all(&conn.stream, &out.head, k.send_timeout).await {
-        return Err(Step::Early(HeadFail::Io(e, SENDING)));
+    // A streamed body's head goes with the body's preread part.
+    let stream = matches!(out.body, ReqBody::Stream { .. });
+    if !stream {
+        if let Err(e) = upstream::write_all(&conn.stream, &out.head, k.send_timeout).await {
+            return Err(Step::Early(HeadFail::Io(e, SENDING)));
+        }
     }
     match &out.body {
         ReqBody::Stream { chunked } => {
@@ -114,7 +118,7 @@ pub(super) async fn send_request_read_head(
                 Protocol::Http | Protocol::Uwsgi | Protocol::Scgi => BodyFraming::AsIs,
                 Protocol::Grpc => unreachable!("{GRPC}"),
             };
-            send_body(ctx, env, k, &conn, framing).await?;
+            send_body(ctx, env, k, &conn, out, framing).await?;
         }
         ReqBody::Spooled(f) => {
             let fastcgi = out.proto == Protocol::FastCgi;
@@ -140,8 +144,11 @@ enum BodyFraming {
     FastCgi,
 }
 
-/// Streams the client's body to the upstream, re-framed as chunks or
-/// `STDIN` records (bounded by `client_max_body_size`).
+/// Streams the client's body to the upstream after `out.head`,
+/// re-framed as chunks or `STDIN` records (bounded by
+/// `client_max_body_size`), as NGINX's unbuffered body: the head goes
+/// with what of the body is buffered already (the preread), each read
+/// is one chunk, and the last chunk goes with the last data.
 // The connection loop waits while the handler runs: no one else borrows
 // the request body meanwhile.
 #[allow(clippy::await_holding_refcell_ref)]
@@ -150,61 +157,75 @@ async fn send_body(
     env: &Env<'_>,
     k: &Knobs<'_>,
     conn: &UpstreamConn,
+    out: &Outgoing,
     framing: BodyFraming,
 ) -> Result<(), Step> {
     let st = &conn.stream;
     let b = env.body.expect("a streamed body has a source");
     let mut b = b.borrow_mut();
     let max = ctx.loc.s.client_max_body_size;
-    let chunked = framing == BodyFraming::Chunked;
     let mut piece = Vec::with_capacity(upstream::READ_CHUNK);
-    let mut records = Vec::new();
+    let mut wire = out.head.clone();
+    let mut head_sent = false;
     loop {
         piece.clear();
-        let start = if chunked {
-            chunked::begin_chunk(&mut piece)
-        } else {
-            0
+        let got = match b.read_buffered(&mut piece) {
+            Ok(Some(got)) => Ok(got),
+            Ok(None) if !head_sent => Ok(true),
+            Ok(None) => b.read(&mut piece).await,
+            Err(e) => Err(e),
         };
-        match b.read(&mut piece).await {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(Step::Client(client_body_error(ctx, env, &e))),
+        let more = got.map_err(|e| Step::Client(client_body_error(ctx, env, &e)))?;
+        if framing == BodyFraming::Chunked && max != 0 && b.read > max {
+            too_large(ctx, env, b.read);
+            return Err(Step::Client(UpstreamError::Status(413)));
         }
-        let from = if chunked {
-            if max != 0 && b.read > max {
-                too_large(ctx, env, b.read);
-                return Err(Step::Client(UpstreamError::Status(413)));
+        let end = !more || b.is_done();
+        frame(framing, &piece, end, &mut wire);
+        if !wire.is_empty() {
+            if let Err(e) = upstream::write_all(st, &wire, k.send_timeout).await {
+                let fail = HeadFail::Io(e, SENDING);
+                return Err(if head_sent {
+                    Step::Head(fail)
+                } else {
+                    Step::Early(fail)
+                });
             }
-            chunked::end_chunk(&mut piece, start)
-        } else {
-            0
-        };
-        let data = match framing {
-            BodyFraming::FastCgi => {
-                records.clear();
-                fastcgi::stdin(&mut records, &piece);
-                &records[..]
-            }
-            _ => &piece[from..],
-        };
-        if let Err(e) = upstream::write_all(st, data, k.send_timeout).await {
-            return Err(Step::Head(HeadFail::Io(e, SENDING)));
+            wire.clear();
         }
-    }
-    let end: &[u8] = match framing {
-        BodyFraming::Chunked => chunked::LAST_CHUNK,
-        BodyFraming::FastCgi => {
-            records.clear();
-            fastcgi::stdin_end(&mut records);
-            &records
+        head_sent = true;
+        if end {
+            break;
         }
-        BodyFraming::AsIs => return Ok(()),
-    };
-    if let Err(e) = upstream::write_all(st, end, k.send_timeout).await {
-        return Err(Step::Head(HeadFail::Io(e, SENDING)));
     }
     Ok(())
+}
+
+/// Appends `data` to `wire` as `framing` frames it, with the body's end
+/// (the last chunk, the empty `STDIN` record) when `end`.
+fn frame(framing: BodyFraming, data: &[u8], end: bool, wire: &mut Vec<u8>) {
+    match framing {
+        BodyFraming::AsIs => wire.extend_from_slice(data),
+        BodyFraming::Chunked => {
+            if !data.is_empty() {
+                use std::io::Write as _;
+                let _ = write!(wire, "{:x}\r\n", data.len());
+                wire.extend_from_slice(data);
+                wire.extend_from_slice(b"\r\n");
+            }
+            if end {
+                wire.extend_from_slice(chunked::LAST_CHUNK);
+            }
+        }
+        BodyFraming::FastCgi => {
+            if !data.is_empty() {
+                fastcgi::stdin(wire, data);
+            }
+            if end {
+                fastcgi::stdin_end(wire);
+            }
+        }
+    }
 }
 
 /// Sends a body read whole into its temp file, piece by piece (each read

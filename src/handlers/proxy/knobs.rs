@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::config::app_upstream::AppSettings;
 use crate::config::cache_conf::{CacheBuilder, CacheSettings};
-use crate::config::model::ProxyBind;
+use crate::config::model::{ProxyBind, StoreTo};
 use crate::config::LocSettings;
 use crate::upstream::{NextUpstream, Protocol};
 
@@ -59,6 +59,10 @@ pub struct Knobs<'a> {
     /// `proxy_cache_convert_head` (NGINX's FastCGI has none: a HEAD goes
     /// to the application as a HEAD).
     pub convert_head: bool,
+    /// `*_store` (None: off).
+    pub store: Option<&'a StoreTo>,
+    /// `*_store_access`.
+    pub store_access: u32,
 }
 
 /// The cache settings of a protocol without a cache (gRPC): no zone.
@@ -123,6 +127,8 @@ impl<'a> Knobs<'a> {
                 buffering: s.proxy_buffering,
                 cache: &s.proxy_cache,
                 convert_head: s.proxy_cache_convert_head,
+                store: s.proxy_store.as_deref(),
+                store_access: s.proxy_store_access,
             },
             Protocol::FastCgi => Knobs::app(proto, &s.fastcgi, &s.fastcgi_cache, FASTCGI_HIDDEN),
             Protocol::Uwsgi => Knobs::app(proto, &s.uwsgi, &s.uwsgi_cache, UWSGI_HIDDEN),
@@ -161,6 +167,8 @@ impl<'a> Knobs<'a> {
             buffering: a.buffering,
             cache,
             convert_head: false,
+            store: a.store.as_deref(),
+            store_access: a.store_access,
         }
     }
 }

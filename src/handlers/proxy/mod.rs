@@ -9,6 +9,7 @@
 //! | `dispatch.rs` | [`serve`]: through the cache, or straight through the two steps |
 //! | `cache.rs` | the `proxy_cache` flow: lookup, HIT, lock, stale, revalidate, purge |
 //! | `fill.rs` | storing a response while it is sent ([`CacheFill`](fill)), refresh after a 304 |
+//! | `store.rs` | `proxy_store`: a 200 saved as a file while it is sent, renamed into place whole |
 //! | `fetch.rs` | step one, [`fetch`]: peers, tries, `proxy_next_upstream`, the response head |
 //! | `exchange.rs` | one exchange on a connection: the request out, the response head in, per protocol |
 //! | `fastcgi.rs` | what goes to a FastCGI application: `fastcgi_param`, the client's headers, `$fastcgi_script_name` |
@@ -23,11 +24,6 @@
 //! response carrying an `http::tunnel::Upgrade`: the connection loop
 //! turns the client connection into a tunnel to the upstream once the head
 //! is sent (docs/design.md, "WebSocket and Upgrade").
-//!
-//! What NGINX does that porter does not (yet): buffering of large request
-//! bodies to a temp file (a body over 64 KiB streams, so once it went to a
-//! failing peer the request is not retried), regex `proxy_redirect`,
-//! `proxy_cookie_*`.
 
 mod accel;
 mod cache;
@@ -41,6 +37,7 @@ mod knobs;
 mod request;
 mod response;
 mod scgi;
+mod store;
 mod target;
 mod tls;
 mod tries;

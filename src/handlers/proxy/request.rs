@@ -19,13 +19,6 @@ use crate::http::context::{Method, RequestCtx};
 use crate::log::Level;
 use crate::upstream::{wire, ProxyPass};
 
-/// A request body up to this long is read whole before the upstream is
-/// asked even with `*_request_buffering off` (in memory up to
-/// `client_body_buffer_size`, in a temp file beyond): it can then be sent
-/// again to the next peer, or on a fresh connection when a pooled one
-/// turns out dead. Longer bodies stream then.
-const SMALL_BODY: u64 = 64 * 1024;
-
 /// A body in a temp file is written in pieces of about this size.
 const SPOOL_PIECE: usize = 64 * 1024;
 
@@ -248,9 +241,15 @@ pub async fn request_body(
                 }
             }
             let chunked = b.borrow().is_chunked();
-            let small = ctx.head.content_length.is_some_and(|n| n <= SMALL_BODY);
-            if buffering || (chunked && whole_chunked) || small {
-                read_whole_body(ctx, env, b).await?
+            // With buffering off NGINX sends the head at once, with what
+            // of the body came with it (the preread), unless the whole
+            // body is there already: then it is read whole, as buffered
+            // (`request_body_no_buffering = 0`), so `$request_body` has it.
+            let now = (ctx.loc.s.client_body_buffer_size as usize).max(64 * 1024);
+            b.borrow_mut().fill_now(now);
+            let whole_now = b.borrow().whole_buffered();
+            if buffering || (chunked && whole_chunked) || whole_now {
+                read_whole_body(ctx, env, b, buffering).await?
             } else {
                 ReqBody::Stream { chunked }
             }
@@ -337,7 +336,8 @@ fn request_headers<'a>(
 /// chunked one is only then): in memory up to `client_body_buffer_size`
 /// (`$request_body` then has it), else on into a temp file, written on a
 /// pool thread piece by piece, so memory stays bounded and no event loop
-/// waits on the disk.
+/// waits on the disk. `client_body_in_file_only on|clean` puts every body
+/// in a file that keeps its name (not with buffering off, as NGINX).
 // The connection loop waits while the handler runs: no one else borrows
 // the request body meanwhile.
 #[allow(clippy::await_holding_refcell_ref)]
@@ -345,11 +345,16 @@ async fn read_whole_body(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     b: &RefCell<ClientBody<'_>>,
+    buffering: bool,
 ) -> Result<ReqBody, UpstreamError> {
     let max = ctx.loc.s.client_max_body_size;
     let in_memory = ctx.loc.s.client_body_buffer_size as usize;
+    let file_only = ctx.loc.s.client_body_in_file_only.filter(|_| buffering);
     let mut mem = Vec::new();
     let mut spool: Option<Spool> = None;
+    if let Some(clean) = file_only {
+        spool = Some(open_spool(ctx, env, Some(clean)).await?);
+    }
     let mut b = b.borrow_mut();
     loop {
         match b.read(&mut mem).await {
@@ -370,7 +375,7 @@ async fn read_whole_body(
         if mem.len() > limit {
             let f = match &mut spool {
                 Some(f) => f,
-                None => spool.insert(open_spool(ctx, env).await?),
+                None => spool.insert(open_spool(ctx, env, None).await?),
             };
             let piece = std::mem::take(&mut mem);
             f.append(piece)
@@ -391,6 +396,7 @@ async fn read_whole_body(
                     .map_err(|e| spool_failed(ctx, env, &f, &e, "write"))?;
             }
             ctx.request_body_file_len = Some(f.len());
+            ctx.request_body_file = Some(f.path().to_string_lossy().into_owned());
             Ok(ReqBody::Spooled(f))
         }
     }
@@ -398,8 +404,13 @@ async fn read_whole_body(
 
 /// A new temp file for the body in `client_body_temp_path`, named as
 /// NGINX names one (ten digits, its levels taken from the end), logged
-/// as NGINX logs it.
-async fn open_spool(ctx: &RequestCtx, env: &Env<'_>) -> Result<Spool, UpstreamError> {
+/// as NGINX logs it. `kept` (`client_body_in_file_only`): the file keeps
+/// its name, removed when the request ends if `Some(true)` (`clean`).
+async fn open_spool(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    kept: Option<bool>,
+) -> Result<Spool, UpstreamError> {
     let io = match disk_io::route(ctx, env) {
         Ok(io) => env.disk.offloaded(io),
         Err(_) => return Err(UpstreamError::Status(500)),
@@ -412,10 +423,21 @@ async fn open_spool(ctx: &RequestCtx, env: &Env<'_>) -> Result<Spool, UpstreamEr
     loop {
         let name = format!("{:010}", next_temp_number());
         let path = temp.levels.dir_of(&temp.path, &name).join(&name);
-        match Spool::create(&io, &path).await {
+        let made = match kept {
+            None => Spool::create(&io, &path).await,
+            Some(clean) => Spool::create_kept(&io, &path, clean).await,
+        };
+        match made {
             Ok(f) => {
+                // NGINX's `request_body_file_log_level`: notice for a
+                // body in a file by configuration.
+                let level = if kept.is_some() {
+                    Level::Notice
+                } else {
+                    Level::Warn
+                };
                 ctx.log(env.log).line(
-                    Level::Warn,
+                    level,
                     format_args!(
                         "a client request body is buffered to a temporary file {}",
                         path.display()
@@ -437,7 +459,7 @@ async fn open_spool(ctx: &RequestCtx, env: &Env<'_>) -> Result<Spool, UpstreamEr
 
 /// NGINX's `ngx_next_temp_number`: a process-wide counter from a random
 /// start, so two workers rarely try one name (`O_EXCL` settles it).
-fn next_temp_number() -> u64 {
+pub(super) fn next_temp_number() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
