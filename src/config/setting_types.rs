@@ -343,28 +343,6 @@ pub fn builtin_types() -> std::sync::Arc<Types> {
     std::sync::Arc::new(t)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expires_values_parse_as_nginx_parses_them() {
-        let p = ExpiresRule::parse;
-        assert_eq!(p(false, "epoch"), Ok(ExpiresRule::Epoch));
-        assert_eq!(p(false, "1y"), Ok(ExpiresRule::Access(365 * 86400)));
-        assert_eq!(p(false, "-1"), Ok(ExpiresRule::Access(-1)));
-        assert_eq!(p(false, "@15h30m"), Ok(ExpiresRule::Daily(55800)));
-        assert_eq!(p(true, "+1h"), Ok(ExpiresRule::Modified(3600)));
-        assert_eq!(p(true, "max"), Err("invalid value"));
-        assert_eq!(
-            p(false, "@25h"),
-            Err("daily time value must be less than 24 hours")
-        );
-        assert!(p(true, "@1h").is_err());
-        assert_eq!(p(false, ""), Err("invalid value"));
-    }
-}
-
 /// A file a directive names, with where it is named (for errors found
 /// when the file is read, after the settings merge).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -421,6 +399,8 @@ pub fn alias_tail(cut: Option<usize>, uri: &str, add_uri: bool) -> &str {
         None if add_uri => uri,
         None => "",
     }
+}
+
 /// Where `proxy_store` (`fastcgi_store`...) puts a response:
 /// `on` is the file `root`/`alias` map the URI to, a string (variables
 /// allowed) the path itself.
@@ -431,4 +411,26 @@ pub struct StoreTo {
     /// The module's compiled-in temp directory under the prefix
     /// (`proxy_temp`, `fastcgi_temp`...), where no `*_temp_path` is set.
     pub default_temp: std::path::PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expires_values_parse_as_nginx_parses_them() {
+        let p = ExpiresRule::parse;
+        assert_eq!(p(false, "epoch"), Ok(ExpiresRule::Epoch));
+        assert_eq!(p(false, "1y"), Ok(ExpiresRule::Access(365 * 86400)));
+        assert_eq!(p(false, "-1"), Ok(ExpiresRule::Access(-1)));
+        assert_eq!(p(false, "@15h30m"), Ok(ExpiresRule::Daily(55800)));
+        assert_eq!(p(true, "+1h"), Ok(ExpiresRule::Modified(3600)));
+        assert_eq!(p(true, "max"), Err("invalid value"));
+        assert_eq!(
+            p(false, "@25h"),
+            Err("daily time value must be less than 24 hours")
+        );
+        assert!(p(true, "@1h").is_err());
+        assert_eq!(p(false, ""), Err("invalid value"));
+    }
 }
