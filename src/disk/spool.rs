@@ -55,26 +55,7 @@ impl Spool {
         let p = path.to_path_buf();
         let file = io
             .run(Lane::Short, move || {
-                let open = || {
-                    rustix::fs::open(
-                        &p,
-                        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                        rustix::fs::Mode::from_raw_mode(0o600),
-                    )
-                };
-                let fd = match open() {
-                    Err(rustix::io::Errno::NOENT) => {
-                        if let Some(dir) = p.parent() {
-                            use std::os::unix::fs::DirBuilderExt;
-                            std::fs::DirBuilder::new()
-                                .recursive(true)
-                                .mode(0o700)
-                                .create(dir)?;
-                        }
-                        open()?
-                    }
-                    r => r?,
-                };
+                let fd = create_new(&p, OFlags::RDWR)?;
                 if !kept {
                     std::fs::remove_file(&p)?;
                 }
@@ -141,6 +122,33 @@ impl Drop for Spool {
             Some(p) => drop(p.submit_in(Lane::Short, unlink)),
             None => drop(unlink()),
         }
+    }
+}
+
+/// Creates the file `p` for `access` (`O_CREAT|O_EXCL`, mode 0600),
+/// making its directory (0700, NGINX's temp-path rule) when missing.
+/// Blocking: run on a disk pool thread. Shared by spools and
+/// `proxy_store`'s temp files (`store.rs`).
+pub(super) fn create_new(p: &Path, access: OFlags) -> io::Result<std::os::fd::OwnedFd> {
+    let open = || {
+        rustix::fs::open(
+            p,
+            access | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+    };
+    match open() {
+        Err(rustix::io::Errno::NOENT) => {
+            if let Some(dir) = p.parent() {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)?;
+            }
+            Ok(open()?)
+        }
+        r => Ok(r?),
     }
 }
 

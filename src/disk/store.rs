@@ -39,26 +39,7 @@ impl StoreFile {
         let p = temp.to_path_buf();
         let file = io
             .run(Lane::Short, move || {
-                let open = || {
-                    rustix::fs::open(
-                        &p,
-                        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                        Mode::from_raw_mode(0o600),
-                    )
-                };
-                let fd = match open() {
-                    Err(rustix::io::Errno::NOENT) => {
-                        if let Some(dir) = p.parent() {
-                            use std::os::unix::fs::DirBuilderExt;
-                            std::fs::DirBuilder::new()
-                                .recursive(true)
-                                .mode(0o700)
-                                .create(dir)?;
-                        }
-                        open()?
-                    }
-                    r => r?,
-                };
+                let fd = super::spool::create_new(&p, OFlags::WRONLY)?;
                 Ok(Arc::new(File::from(fd)))
             })
             .await?;

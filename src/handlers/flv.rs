@@ -13,7 +13,7 @@ use std::rc::Rc;
 use super::file::{content_type, locate, open};
 use super::outcome::{Content, Env, Outcome};
 use super::static_file::open_failed;
-use crate::disk::FileKind;
+use crate::disk::{FileKind, OpenFile};
 use crate::http::conditional;
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{Body, Response};
@@ -39,27 +39,40 @@ fn atoof(v: &str) -> Option<u64> {
     v.parse().ok()
 }
 
-/// The `flv` handler.
-pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Content {
+/// What `flv` and `mp4` do before their own work, as NGINX's two modules
+/// do: GET and HEAD only (405), a URI ending in `/` or a path that is not
+/// a regular file declined to the static handler, the file opened through
+/// the disk layer (its errors answered as the static handler's), `Expect`
+/// answered and `$request_filename` set.
+pub(super) async fn open_media(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+) -> Result<(OpenFile, String), Content> {
     if !matches!(ctx.method, Method::Get | Method::Head) {
-        return Content::Answered(Outcome::Status(405));
+        return Err(Content::Answered(Outcome::Status(405)));
     }
     if ctx.uri.ends_with('/') {
-        return Content::Declined;
+        return Err(Content::Declined);
     }
-    let (io, path) = match locate(ctx, env) {
-        Ok(found) => found,
-        Err(o) => return Content::Answered(*o),
-    };
+    let (io, path) = locate(ctx, env).map_err(|o| Content::Answered(*o))?;
     let file = match open(ctx, env, &io, &path).await {
         Ok(f) => f,
-        Err(e) => return Content::Answered(open_failed(ctx, env, &path, &e)),
+        Err(e) => return Err(Content::Answered(open_failed(ctx, env, &path, &e))),
     };
     if file.meta.kind != FileKind::Regular {
-        return Content::Declined;
+        return Err(Content::Declined);
     }
     ctx.test_expect();
     ctx.request_filename = Some(path.clone());
+    Ok((file, path))
+}
+
+/// The `flv` handler.
+pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Content {
+    let (file, path) = match open_media(ctx, env).await {
+        Ok(found) => found,
+        Err(c) => return c,
+    };
     let meta = file.meta;
     // An offset that does not parse or lies past the end sends the file.
     let start = arg(ctx, "start")

@@ -35,13 +35,12 @@ use std::io;
 use std::rc::Rc;
 
 use super::disk_io::failed;
-use super::file::{content_type, locate, open};
-use super::flv::arg;
+use super::file::content_type;
+use super::flv::{arg, open_media};
 use super::outcome::{Content, Env, Outcome};
-use super::static_file::open_failed;
-use crate::disk::{FileKind, OpenFile};
+use crate::disk::OpenFile;
 use crate::http::conditional;
-use crate::http::context::{Method, RequestCtx};
+use crate::http::context::RequestCtx;
 use crate::http::response::{Body, Response};
 use crate::log::Level;
 use trak::{be32, Moov, Mp4Error, Span};
@@ -104,25 +103,10 @@ fn span_of(ctx: &RequestCtx) -> Option<(u64, u64)> {
 
 /// The `mp4` handler.
 pub async fn serve(ctx: &mut RequestCtx, env: &Env<'_>) -> Content {
-    if !matches!(ctx.method, Method::Get | Method::Head) {
-        return Content::Answered(Outcome::Status(405));
-    }
-    if ctx.uri.ends_with('/') {
-        return Content::Declined;
-    }
-    let (io, path) = match locate(ctx, env) {
+    let (file, path) = match open_media(ctx, env).await {
         Ok(found) => found,
-        Err(o) => return Content::Answered(*o),
+        Err(c) => return c,
     };
-    let file = match open(ctx, env, &io, &path).await {
-        Ok(f) => f,
-        Err(e) => return Content::Answered(open_failed(ctx, env, &path, &e)),
-    };
-    if file.meta.kind != FileKind::Regular {
-        return Content::Declined;
-    }
-    ctx.test_expect();
-    ctx.request_filename = Some(path.clone());
     let meta = file.meta;
     let (file, path) = (Rc::new(file), Rc::<str>::from(path));
     let whole = Body::File {
