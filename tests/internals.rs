@@ -22,7 +22,6 @@ const LINES: &[&str] = &[
     "output_buffers 2 32k;",
     "read_ahead 512k;",
     "postpone_output 1460;",
-    "open_log_file_cache max=1000 inactive=20s valid=1m min_uses=2;",
     "http2_streams_index_size 32;",
     "http2_pool_size 4k;",
     "http2_recv_buffer_size 256k;",
