@@ -88,12 +88,23 @@ impl Daemon {
             pids: Vec::new(),
         };
         d.install_binary(Path::new(BIN));
-        let st = Command::new(d.bin())
-            .arg("-p")
-            .arg(d.prefix.path())
-            .args(["-c", "porter.conf"])
-            .status()
-            .unwrap();
+        // Another test thread forking while this one wrote the copy can
+        // hold it open for writing until its child execs: ETXTBSY, retried.
+        let mut tries = 0;
+        let st = loop {
+            let r = Command::new(d.bin())
+                .arg("-p")
+                .arg(d.prefix.path())
+                .args(["-c", "porter.conf"])
+                .status();
+            match r {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                r => break r.unwrap(),
+            }
+        };
         assert!(st.success(), "{}", d.error_log());
         wait_for("the pid file", || d.pid().is_some());
         let pid = d.pid().unwrap();
