@@ -6,16 +6,14 @@
 //! held by slow requests, NGINX's configuration errors — and the same
 //! configuration run by Debian's nginx, compared answer by answer.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::origin::{Origin, Reply};
-use common::*;
+use crate::common::origin::{Origin, Reply};
+use crate::common::*;
 
 /// `user:hash` lines for every format, the password of each user being
 /// `pw-USER`.

@@ -1,10 +1,8 @@
 //! `access_log` on the real binary: the `if=` condition.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{get, one_server_conf, Server};
+use crate::common::{get, one_server_conf, Server};
 
 #[test]
 fn access_log_if_skips_lines() {

@@ -4,12 +4,10 @@
 //! user), `gzip` with `buffer=`/`flush=`, and `log_subrequest on` — each
 //! compared with Debian's nginx on the same config.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// Waits up to 5 s for `path` to hold at least `len` bytes; its bytes.
 fn wait_file(path: &Path, len: usize) -> Vec<u8> {

@@ -7,7 +7,7 @@
 //! Issued certificates are checked with a rustls client that trusts only
 //! the root Pebble made for this run (read from its management port).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -15,8 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::tls::{Alg, Ca, Conn};
-use common::{free_port, wait_port, Server, TempDir};
+use crate::common::tls::{Alg, Ca, Conn};
+use crate::common::{free_port, wait_port, Server, TempDir};
 
 const PEBBLE: &str = "/usr/bin/pebble";
 const CHALLTESTSRV: &str = "/usr/bin/pebble-challtestsrv";

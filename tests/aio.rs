@@ -2,12 +2,10 @@
 //! normal (fast) disk: what can be shown without slowing a disk down. The
 //! slow-disk proofs are in `slow_disk.rs`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::metrics::Metrics;
-use common::*;
+use crate::common::metrics::Metrics;
+use crate::common::*;
 
 fn docroot() -> TempDir {
     let d = TempDir::new("aio");

@@ -9,16 +9,14 @@
 //!
 //! Tests that need io_uring skip, saying why, where the kernel has none.
 
-mod common;
-
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
 
-use common::metrics::Metrics;
-use common::origin::*;
-use common::*;
+use crate::common::metrics::Metrics;
+use crate::common::origin::*;
+use crate::common::*;
 
 fn body(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 13 % 251) as u8).collect()

@@ -1,11 +1,9 @@
 //! `auth_delay` (NGINX 1.17.10, nginx-tests' `auth_delay.t`): a 401 of
 //! the access phase waits the delay, a request let through does not.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn a_refused_password_waits_the_delay() {

@@ -6,14 +6,14 @@
 //! request's header lines and no body, `satisfy any|all` with
 //! `allow`/`deny`, and a slow authorizer holds up no other request.
 //!
-//! Run: `cargo test --release --test auth_request`.
+//! Run: `cargo test --release --test area_vars auth_request::`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, raw, Nginx, Resp, Server, NGINX};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, raw, Nginx, Resp, Server, NGINX};
 
 /// The authorizer (`/check`) answers by the client's `X-Token`; any
 /// other path is the application, which echoes what it was sent.

@@ -4,11 +4,9 @@
 //! escaped and UTF-8 names, directories and symlinks; JSON, JSONP and XML;
 //! HEAD, a missing directory, and an index file that takes precedence.
 
-mod common;
-
 use std::time::{Duration, UNIX_EPOCH};
 
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use crate::common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 const MTIME: u64 = 1_600_000_000;
 

@@ -2,16 +2,14 @@
 //! safely, and the server keeps serving; `TRACE` is NGINX's 405, beside
 //! Debian's nginx (`tests/common/beside.rs`).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use common::beside::{self, Both};
-use common::differential::{self, req, Cases};
-use common::*;
+use crate::common::beside::{self, Both};
+use crate::common::differential::{self, req, Cases};
+use crate::common::*;
 
 fn server() -> (TempDir, Server) {
     let root = TempDir::new("bad");

@@ -11,7 +11,7 @@
 //! connection. A request fails when a fresh connection is refused or
 //! answers anything but 200.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{free_port, get, read_response, TempDir, BIN};
+use crate::common::{free_port, get, read_response, TempDir, BIN};
 
 fn kill(pid: i32, sig: i32) -> bool {
     extern "C" {

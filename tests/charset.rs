@@ -5,10 +5,8 @@
 //! proxied response that names its charset (`override_charset`), and the
 //! label alone on the `charset_types`; recoding before gzip.
 
-mod common;
-
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 /// Every koi8-r letter, the euro sign, `ё`, and ASCII around them.
 fn koi8_text() -> Vec<u8> {

@@ -4,13 +4,11 @@
 //! default) chunks it. Debian's nginx answers the same requests side by
 //! side: status, framing headers and body.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// The raw bytes of one HTTP/1.1 keep-alive GET, read until the server
 /// closes or a second passes.

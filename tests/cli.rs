@@ -1,9 +1,7 @@
 //! The command line and configuration errors, as an NGINX user meets them:
 //! `-t`, `-T`, `-g`, `-V`, `-h`, and errors that name file:line.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn test_conf(text: &str) -> (TempDir, std::process::Output) {
     let dir = TempDir::new("cli");

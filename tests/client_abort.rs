@@ -5,13 +5,11 @@
 //! default), so its `limit_conn` slot is freed at once (limit_conn.t, vendored,
 //! checks that against porter).
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const HTTP: &str = "limit_req_zone $binary_remote_addr zone=req:1m rate=30r/m;
     limit_conn_zone $binary_remote_addr zone=conn:1m;";

@@ -4,13 +4,11 @@
 //! stops (`send_timeout`). Each was a hole found by trying porter as an
 //! attacker would (issue 12).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// Reads until the server closes the connection or `limit` passes;
 /// returns what was read and whether it closed (EOF or reset).

@@ -4,13 +4,13 @@
 //! on files and on error pages and generated bodies; a proxied answer
 //! gets no 304 or 412 from the proxy (`tests/common/beside.rs`).
 
-mod common;
-
 use std::path::Path;
 
-use common::beside::{self, Both};
-use common::differential::{self, etag_of, req, req_ka, Cases, EARLIER, LAST_MODIFIED, LATER};
-use common::origin::{Origin, Reply};
+use crate::common::beside::{self, Both};
+use crate::common::differential::{
+    self, etag_of, req, req_ka, Cases, EARLIER, LAST_MODIFIED, LATER,
+};
+use crate::common::origin::{Origin, Reply};
 
 #[test]
 fn conditional_requests_answer_as_nginx() {

@@ -55,9 +55,9 @@
 //! each line porter rejects (a block whole) and prints every difference
 //! without failing: the survey of issue 26.
 //!
-//! Run: `cargo test --release --test config_corpus -- --nocapture`.
+//! Run: `cargo test --release --test area_process config_corpus:: -- --nocapture`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -67,8 +67,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
-use common::tls::{Alg, Ca, ClientOpts, Conn};
-use common::{free_port, read_head, read_response, Resp, TempDir, BIN, NGINX};
+use crate::common::tls::{Alg, Ca, ClientOpts, Conn};
+use crate::common::{free_port, read_head, read_response, Resp, TempDir, BIN, NGINX};
 
 /// The fixed mtime of every served file: Sun, 13 Sep 2020 12:26:40 GMT.
 const MTIME: u64 = 1_600_000_000;

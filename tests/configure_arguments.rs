@@ -5,7 +5,7 @@
 //! `has_version` (vendored in tests/nginx-suite/lib) asked about porter and
 //! about Debian's nginx 1.22.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

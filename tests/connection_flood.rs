@@ -21,13 +21,11 @@
 //! NGINX, a new connection counts as reusable until it has been read, and
 //! near the limit the next accept drains it first.
 
-mod common;
-
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const LIMIT: usize = 64;
 const ATTACKERS: usize = 80;

@@ -4,12 +4,12 @@
 //! `cachestat` (the test owns the files), and the bytes, ranges and HEAD
 //! answers compared with nginx's on the same files.
 
-mod common;
-
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use common::{config_error, get, get_with, one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use crate::common::{
+    config_error, get, get_with, one_worker_conf, raw, Nginx, Resp, Server, TempDir,
+};
 use porter::disk::fastpath::cached_pages;
 
 /// The locations both servers get: `aio off` with `sendfile on` (which

@@ -5,12 +5,10 @@
 //! through a link with and without `from=$document_root`, and `from=`
 //! equal to the whole path. Status and body must be nginx's for each.
 
-mod common;
-
 use std::os::unix::fs::{lchown, symlink};
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 const KINDS: &[&str] = &["on", "owner", "off", "via", "viafrom", "viaowner", "whole"];
 

@@ -19,15 +19,13 @@
 //! controller; skips without them unless `PORTER_REQUIRE_BLKIO` is set
 //! (as `.ci/run` does).
 
-mod common;
-
 use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::blkio::Throttle;
-use common::metrics::Metrics;
-use common::*;
+use crate::common::blkio::Throttle;
+use crate::common::metrics::Metrics;
+use crate::common::*;
 
 /// The throttle: cold files need seconds, one small read milliseconds.
 const READ_BPS: u64 = 16_000_000;
@@ -127,8 +125,9 @@ fn a_hot_files_lost_256k_of_the_workers_files_does_not_wait_either() {
 const ROOTS: Option<u32> = None;
 const WORKERS: Option<u32> = Some(65534);
 
-/// Serializes the tests: each saturates the disk.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// One disk test at a time in this binary: each saturates the disk or
+/// times its requests (`common::DISK_SERIAL`, shared by the disk files).
+use crate::common::DISK_SERIAL as SERIAL;
 
 /// Serves a hot file that loses `hole_len` bytes here and there while
 /// cold files saturate a throttled disk, under `aio`, the files owned by

@@ -3,9 +3,7 @@
 //! `/usr/sbin/nginx`): the bytes, `image/gif`, NGINX's fixed
 //! `Last-Modified` and the 304 it gives, no ranges, and 405 for a POST.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const HTTP: &str =
     "server {\n  listen 127.0.0.1:{PORT};\n  location = /pixel.gif { empty_gif; }\n}";

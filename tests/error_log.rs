@@ -4,14 +4,14 @@
 //! them (run beside porter on the same configuration); and a cache hit
 //! whose body cannot be read names the cache file it read.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{get, get_with, one_server_conf, one_worker_conf, Nginx, Server, TempDir, NGINX};
+use crate::common::{
+    get, get_with, one_server_conf, one_worker_conf, Nginx, Server, TempDir, NGINX,
+};
 
 /// An upstream answering every request with `hello`, closing after each.
 fn origin() -> u16 {

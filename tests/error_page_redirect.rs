@@ -5,9 +5,7 @@
 //! page redirects again, whose `Location` replaces it. nginx answers the
 //! same requests the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const SERVER: &str = r#"
     location /error302redirect { error_page 302 http://example.com/; return 302 "first"; }

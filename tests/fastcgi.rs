@@ -10,15 +10,13 @@
 //! `fastcgi_read_timeout`, an FPM that is down; then a 100 MB upload
 //! (porter's RSS stays bounded) and a streamed download.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::php::*;
-use common::*;
+use crate::common::php::*;
+use crate::common::*;
 
 /// The server block both servers run: Debian's PHP snippet for `.php`
 /// (with PATH_INFO), a front controller for everything else.

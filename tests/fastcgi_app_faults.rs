@@ -10,8 +10,6 @@
 //! `fastcgi_catch_stderr`, `fastcgi_intercept_errors`,
 //! `fastcgi_hide_header` and `fastcgi_next_upstream`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -19,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 fn record(kind: u8, content: &[u8]) -> Vec<u8> {
     let len = content.len();

@@ -10,14 +10,12 @@
 //! on a php-fpm that is down; then porter alone: the lock (one request
 //! reaches PHP), a short answer never stored, purge, the no-key warning.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use common::php::*;
-use common::*;
+use crate::common::php::*;
+use crate::common::*;
 
 /// The `http { }` body both servers run: one server, the cache settings
 /// at its level, one location per behaviour (each passes to `pass`).

@@ -3,13 +3,13 @@
 //! directories, logs each request to the terminal in NGINX's combined
 //! format and says on its start-up line which URL to open.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, get, get_with, TempDir, BIN};
+use crate::common::{free_port, get, get_with, TempDir, BIN};
 
 /// porter on the embedded configuration, serving `dir`; stdout and
 /// stderr go to files in `out` (pipes nobody reads could fill up).

@@ -5,9 +5,7 @@
 //! offsets that do not apply, ranges over the spliced body, HEAD, 405,
 //! and a directory declined to the static handler.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// The nginx-suite's `t1.flv`: 100 records of 10 bytes.
 fn flv_file() -> Vec<u8> {

@@ -4,11 +4,9 @@
 //! seeds (captured from real traffic by `fuzz/seeds.py`) and every input
 //! a fuzzing run kept, and a crash once found stays fixed.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn every_corpus_file_goes_through_its_target_without_a_crash() {

@@ -6,9 +6,7 @@
 //! `proxy` (and `proxy_recursive`), and bad blocks refused with NGINX's
 //! messages at file:line.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn ask(port: u16, path: &str, extra: &str) -> String {
     raw(

@@ -7,14 +7,14 @@
 //! trailers and error-log lines. The package is required: these tests
 //! fail, not skip, without it (`.ci/run` installs it).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{one_worker_conf, support, Nginx, Server, TempDir};
+use crate::common::{one_worker_conf, support, Nginx, Server, TempDir};
 
 const PYTHON: &str = "/usr/bin/python3";
 

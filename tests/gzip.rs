@@ -5,16 +5,16 @@
 //! ETag, no `Content-Length`, chunked; no gzip on HEAD, 304, or for a
 //! client that does not ask; a large file and a proxied body streamed.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, UNIX_EPOCH};
 
 #[allow(unused_imports)]
-use common::origin::Framing;
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use crate::common::origin::Framing;
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 /// The fixed mtime of every file, so both servers give the same ETag.
 const MTIME: u64 = 1_600_000_000;

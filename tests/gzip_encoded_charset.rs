@@ -4,9 +4,7 @@
 //! gzip filter clears a proxied `Accept-Ranges` as its own. nginx answers
 //! the same requests the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// `Content-Type`, `Content-Encoding` and `Accept-Ranges` of each request.
 fn answers(port: u16) -> Vec<String> {

@@ -4,9 +4,7 @@
 //! gzip, a 304, and a 404 when only the `.gz` exists — and on nothing
 //! else. Compared with Debian's nginx on the same files.
 
-mod common;
-
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use crate::common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 fn req(port: u16, path: &str, extra: &str) -> Resp {
     let head = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{extra}\r\n");

@@ -2,9 +2,7 @@
 //! `headers.t` and `charset.t`): `expires modified $var` and `charset
 //! $var` / `source_charset $var`, compared with Debian's nginx.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn server(root: &std::path::Path) -> String {
     format!(

@@ -8,10 +8,8 @@
 //! build`; `add_header Last-Modified`/`ETag` removing (`""`) or replacing
 //! the file's validators.
 
-mod common;
-
-use common::beside::{self, Both};
-use common::{both, one_worker_conf, raw, Nginx, Resp, Server, TempDir};
+use crate::common::beside::{self, Both};
+use crate::common::{both, one_worker_conf, raw, Nginx, Resp, Server, TempDir};
 
 fn get(port: u16, path: &str, extra: &str) -> Resp {
     raw(

@@ -6,13 +6,13 @@
 //! `$server_protocol`, the idle timeout, and the directives. Clients: the
 //! `h2` crate, `curl --http2`, `curl --http2-prior-knowledge`, `nghttp`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::h2client::{self as c, rt};
-use common::tls::{Alg, Ca};
-use common::{Server, TempDir};
+use crate::common::h2client::{self as c, rt};
+use crate::common::tls::{Alg, Ca};
+use crate::common::{Server, TempDir};
 
 /// A 1 MiB file whose bytes depend on their offset.
 fn big() -> Vec<u8> {

@@ -8,7 +8,7 @@
 //! the server's memory stays small. The figures (probe latencies, RSS,
 //! CPU) are printed; see them with `--nocapture`.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Server, TempDir};
+use crate::common::{Server, TempDir};
 
 /// The tests share the machine's cores: one at a time, so timings hold.
 static SERIAL: Mutex<()> = Mutex::new(());

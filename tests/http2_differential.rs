@@ -8,10 +8,10 @@
 //!
 //! Skips itself (saying so) when `/usr/sbin/nginx` is not installed.
 
-mod common;
+use crate::common;
 
-use common::h2client::{self as c, rt, H2Resp};
-use common::{Nginx, Server, TempDir};
+use crate::common::h2client::{self as c, rt, H2Resp};
+use crate::common::{Nginx, Server, TempDir};
 
 /// Headers compared when either response has them.
 const COMPARED: &[&str] = &[

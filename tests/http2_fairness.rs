@@ -9,13 +9,11 @@
 //! are ratios with wide margins. Skips (saying why) without root,
 //! /dev/fuse or fusepy, unless `PORTER_REQUIRE_FUSE` is set.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::h2client::{self as c, rt};
-use common::slowfs::{self, SlowFs, SlowFsOptions};
-use common::{Server, TempDir};
+use crate::common::h2client::{self as c, rt};
+use crate::common::slowfs::{self, SlowFs, SlowFsOptions};
+use crate::common::{Server, TempDir};
 
 const COLD: usize = 128;
 const DELAY_MS: u64 = 50;

@@ -7,13 +7,11 @@
 //! key into one upstream request; stale answers, purge, `porter_metrics`
 //! and `stub_status` work on streams as on HTTP/1.1 connections.
 
-mod common;
-
 use std::time::Duration;
 
-use common::h2client::{self as c, rt};
-use common::origin::{pattern, Framing, Origin, Reply};
-use common::{Server, TempDir};
+use crate::common::h2client::{self as c, rt};
+use crate::common::origin::{pattern, Framing, Origin, Reply};
+use crate::common::{Server, TempDir};
 
 fn conf(origin: u16) -> String {
     format!(

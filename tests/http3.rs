@@ -9,14 +9,14 @@
 //! the close), a download under way when a graceful stop comes, and the
 //! config errors NGINX gives.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::h3client::H3;
-use common::origin::{Origin, Reply};
-use common::tls::{Alg, Ca};
-use common::{Server, TempDir};
+use crate::common::h3client::H3;
+use crate::common::origin::{Origin, Reply};
+use crate::common::tls::{Alg, Ca};
+use crate::common::{Server, TempDir};
 
 /// A prefix with a certificate for `localhost`, an `html/` docroot with
 /// a small and a large file.

@@ -10,14 +10,14 @@
 //! it there, away from Debian's Python packages); without it the test
 //! fails.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use common::origin::{Origin, Reply};
-use common::tls::{Alg, Ca};
-use common::{Server, TempDir};
+use crate::common::origin::{Origin, Reply};
+use crate::common::tls::{Alg, Ca};
+use crate::common::{Server, TempDir};
 use sha2::{Digest, Sha256};
 
 const AIOQUIC: &str = "/opt/porter-aioquic";

@@ -12,8 +12,6 @@
 //! datagrams back for a while, so the client's Finished comes well after
 //! its early requests were read, whatever the scheduling.
 
-mod common;
-
 use std::collections::VecDeque;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,11 +19,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::common::h3client::{build, exchange, H3Resp, Sender};
+use crate::common::origin::{Origin, Reply};
+use crate::common::tls::{Alg, Ca};
+use crate::common::{Server, TempDir};
 use bytes::Bytes;
-use common::h3client::{build, exchange, H3Resp, Sender};
-use common::origin::{Origin, Reply};
-use common::tls::{Alg, Ca};
-use common::{Server, TempDir};
 
 /// How long the relay holds each datagram from the server.
 const HOLD: Duration = Duration::from_millis(300);

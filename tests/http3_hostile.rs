@@ -11,17 +11,17 @@
 //! asserts what the attacker gets, that porter's resident memory stays
 //! bounded, and that the other client was answered all along.
 
-mod common;
+use crate::common;
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::h3client::H3;
-use common::h3raw::{self, app_code, frame, frame_head, get, get_fields, Raw, HEADERS};
-use common::tls::{Alg, Ca};
-use common::{rss_kib, Server, TempDir};
+use crate::common::h3client::H3;
+use crate::common::h3raw::{self, app_code, frame, frame_head, get, get_fields, Raw, HEADERS};
+use crate::common::tls::{Alg, Ca};
+use crate::common::{rss_kib, Server, TempDir};
 
 /// H3_EXCESSIVE_LOAD, QPACK_DECOMPRESSION_FAILED (RFC 9114 §8.1, RFC 9204 §6).
 const EXCESSIVE_LOAD: u64 = 0x107;

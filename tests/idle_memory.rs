@@ -10,14 +10,14 @@
 //! every connection's task 5 KiB, plain HTTP included (here 5.5 KiB plain
 //! and 12.2 KiB TLS per connection before, 2.4 and 9.2 after).
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::tls::{self as t, Alg, Ca, ClientOpts};
-use common::{rss_kib, Server, TempDir};
+use crate::common::tls::{self as t, Alg, Ca, ClientOpts};
+use crate::common::{rss_kib, Server, TempDir};
 
 /// Connections held open per measurement.
 const CONNS: usize = 1500;

@@ -4,9 +4,7 @@
 //! and another the whole file; an empty `add_header Last-Modified ""`
 //! leaves no date to match. nginx answers the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const DATE: &str = "Mon, 28 Sep 1970 06:00:00 GMT";
 

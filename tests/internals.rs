@@ -6,11 +6,9 @@
 //! unknown-directive errors; HTTP/2 server push lines load with NGINX
 //! 1.25's "obsolete, ignored" warning.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{config_error, run, Server, TempDir};
+use crate::common::{config_error, run, Server, TempDir};
 
 const LINES: &[&str] = &[
     "map_hash_max_size 4096;",

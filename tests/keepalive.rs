@@ -5,17 +5,15 @@
 //! 100-continue` with an empty body, proxied and on a file
 //! (`tests/common/beside.rs`).
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use common::beside::{self, Both};
-use common::differential::{self, etag_of, req, req_ka, Cases};
-use common::origin::{Origin, Reply};
-use common::{both, read_response};
+use crate::common::beside::{self, Both};
+use crate::common::differential::{self, etag_of, req, req_ka, Cases};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{both, read_response};
 
 #[test]
 fn http_1_0_and_keep_alive_answer_as_nginx() {

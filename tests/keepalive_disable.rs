@@ -2,9 +2,7 @@
 //! connection; `safari` closes Safari's on Mac OS X after any request;
 //! `none` keeps both. nginx answers the same configuration the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const SERVER: &str = "server { listen 127.0.0.1:{PORT}; server_name localhost;
     location / { return 200 \"ok\\n\"; }

@@ -215,6 +215,50 @@ fn test_functions_stay_small() {
     assert!(over.is_empty(), "over the limits:\n{}", over.join("\n"));
 }
 
+/// Every file directly in `tests/` runs: it is either a test binary of its
+/// own (a `[[test]]` of Cargo.toml, which has `autotests = false`) or a
+/// `mod` of exactly one of those (the `area_*.rs` binaries). A new test
+/// file that is in neither would build nothing and pass unseen.
+#[test]
+fn every_test_file_is_in_one_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let binaries: Vec<String> = manifest
+        .lines()
+        .filter_map(|l| l.strip_prefix("path = \"tests/"))
+        .map(|l| l.trim_end_matches(".rs\"").to_string())
+        .collect();
+    let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for b in &binaries {
+        owners
+            .entry(b.clone())
+            .or_default()
+            .push("Cargo.toml".into());
+        let text = std::fs::read_to_string(root.join(format!("tests/{b}.rs"))).unwrap();
+        for m in text.lines().filter_map(|l| l.strip_prefix("mod ")) {
+            let m = m.trim_end_matches(';');
+            if m != "common" {
+                owners.entry(m.to_string()).or_default().push(b.clone());
+            }
+        }
+    }
+    let mut wrong = Vec::new();
+    for e in std::fs::read_dir(root.join("tests")).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".rs") {
+            match owners.get(stem).map(Vec::len) {
+                Some(1) => {}
+                Some(n) => wrong.push(format!("tests/{name} is in {n} binaries")),
+                None => wrong.push(format!(
+                    "tests/{name} is in no test binary: add `mod {stem};` to its area's tests/area_*.rs"
+                )),
+            }
+        }
+    }
+    wrong.sort();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// One line for each function of `text` over [`MAX_FN_LINES`], named by
 /// `rel` and its line. rustfmt closes a function's body with `}` at the
 /// indent of its `fn` line.

@@ -2,14 +2,14 @@
 //! graceful and fast shutdown, reload (good and bad configs), worker limits,
 //! privilege drop, and the log formats.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const SIGHUP: i32 = 1;
 const SIGQUIT: i32 = 3;

@@ -5,9 +5,7 @@
 //! `proxy_pass` after one with it is NGINX's 500. nginx answers the same
 //! configuration the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const SERVER: &str = "
     location /lmt { limit_except GET { deny all; } return 200 \"lmt\\n\"; }

@@ -5,14 +5,12 @@
 //! second included), and side by side with Debian's nginx on the same
 //! config when it is installed (the two times within a factor of 2).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::origin::{pattern, Origin, Reply};
-use common::{one_worker_conf, Nginx, Server, TempDir};
+use crate::common::origin::{pattern, Origin, Reply};
+use crate::common::{one_worker_conf, Nginx, Server, TempDir};
 
 const RATE: u64 = 200 * 1024;
 const SIZE: usize = 1024 * 1024;

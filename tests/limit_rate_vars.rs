@@ -3,11 +3,9 @@
 //! and `http_variables.t`): the pace a rendered value gives, and the
 //! value `$limit_rate` reads back, compared with Debian's nginx.
 
-mod common;
-
 use std::time::Instant;
 
-use common::*;
+use crate::common::*;
 
 fn server(root: &std::path::Path) -> String {
     format!(

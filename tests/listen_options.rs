@@ -6,13 +6,11 @@
 //! `pidfd_getfd`, then `getsockopt`; the backlog from `ss -ltn`) and
 //! compared with Debian's nginx on the same `listen` line.
 
-mod common;
-
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// What a listening socket says about itself.
 #[derive(Debug, PartialEq, Eq)]

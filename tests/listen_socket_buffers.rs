@@ -2,11 +2,9 @@
 //! `SO_SNDBUF`/`SO_RCVBUF` (which their connections inherit), seen with
 //! `ss -ltm` as nginx's are on the same line; a bad size is NGINX's error.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// `ss -ltm`'s `skmem:(r…,rb<rcvbuf>,t…,tb<sndbuf>,…)` of every socket
 /// listening on `port`, as (rb, tb).

@@ -6,15 +6,13 @@
 //! reload, removed when a reload drops it and when the server stops, a
 //! stale file refused at start) is checked on porter.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 /// One server on the socket (in the directory `{SOCK}`), reached directly
 /// and through a TCP server that proxies to it.

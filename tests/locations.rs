@@ -16,15 +16,13 @@
 //! The differential skips itself, saying so, when `/usr/sbin/nginx` is not
 //! installed.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::beside::{self, Both};
-use common::differential::{self, req, Cases};
-use common::origin::{Origin, Reply};
-use common::*;
+use crate::common::beside::{self, Both};
+use crate::common::differential::{self, req, Cases};
+use crate::common::origin::{Origin, Reply};
+use crate::common::*;
 
 /// The `http { }` body both servers run (`{ROOT}` is the docroot).
 const HTTP_BODY: &str = r#"

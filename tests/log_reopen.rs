@@ -3,7 +3,7 @@
 //! after renaming them. Under load, every request is logged exactly once
 //! across the renamed and the new files, each holding whole lines.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{read_response, Server, BIN};
+use crate::common::{read_response, Server, BIN};
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

@@ -3,9 +3,7 @@
 //! variables once the whole configuration is read; a cycle stays an
 //! error. nginx answers the same configuration the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const BODY: &str = "map $args $x { default \"x:$y\"; }
   map $arg_a $y { default none; 1 \"one:$z\"; }

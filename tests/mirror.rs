@@ -6,16 +6,16 @@
 //! the response is sent while a slow mirror runs, and the connection's
 //! next request is answered only once the mirror is done.
 //!
-//! Run: `cargo test --release --test mirror`.
+//! Run: `cargo test --release --test area_vars mirror::`.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, raw, read_response, Nginx, Resp, Server, NGINX};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, raw, read_response, Nginx, Resp, Server, NGINX};
 
 const SLOW: Duration = Duration::from_millis(1000);
 

@@ -13,17 +13,17 @@
 //! small holes are read alone on the short lane) is tested in
 //! `src/disk` on a real file system instead.
 
-mod common;
-
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::metrics::Metrics;
-use common::slowfs::{self, SlowFs, SlowFsOptions};
-use common::*;
+use crate::common::metrics::Metrics;
+use crate::common::slowfs::{self, SlowFs, SlowFsOptions};
+use crate::common::*;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+/// One disk test at a time in this binary: each saturates the disk or
+/// times its requests (`common::DISK_SERIAL`, shared by the disk files).
+use crate::common::DISK_SERIAL as SERIAL;
 
 /// Every FUSE operation (lookup, open, read of one page) takes this long.
 const OP_MS: u64 = 20;

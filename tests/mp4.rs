@@ -7,9 +7,7 @@
 //! 500 with NGINX's line for a start past the end, a broken file and a
 //! `moov` larger than `mp4_max_buffer_size`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn http_body(root: &str) -> String {
     format!(

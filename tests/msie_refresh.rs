@@ -2,9 +2,7 @@
 //! makes itself is answered to MSIE as a page that refreshes to the
 //! target, the target escaped; other browsers get the redirect.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const SERVER: &str = "msie_refresh on;
     location / { return 301 text; }

@@ -6,11 +6,9 @@
 //! option the man page misses, or a unit whose pid file, reload or stop
 //! does not match porter's.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)

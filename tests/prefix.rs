@@ -3,11 +3,9 @@
 //! html`, and the default logs — which, as NGINX's start-up log, are an
 //! `alert` rather than a failure when `logs/` is missing.
 
-mod common;
-
 use std::process::Command;
 
-use common::{get, Server, TempDir, BIN};
+use crate::common::{get, Server, TempDir, BIN};
 
 #[test]
 fn a_server_without_root_serves_html_under_the_prefix_when_started_from_slash() {

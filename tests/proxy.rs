@@ -2,16 +2,14 @@
 //! in-test origin servers (threads speaking HTTP/1.1 on loopback) whose
 //! replies each test scripts — headers, bodies, framing, delays, faults.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 fn conf(http_extra: &str, server_body: &str) -> String {
     format!(

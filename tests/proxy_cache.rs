@@ -17,14 +17,12 @@
 //! `proxy_cache_health.rs`, `proxy_cache_store.rs` (the store as a
 //! library), `proxy_cache_zone_owner.rs`.
 
-mod common;
-
 use std::time::Duration;
 
-use common::beside::{self, Both};
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::beside::{self, Both};
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 #[test]
 fn miss_then_hit_from_the_entry_file() {

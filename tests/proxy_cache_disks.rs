@@ -4,14 +4,12 @@
 //! zone's I/O blocks the event loop. porter before an in-test origin
 //! (`tests/common/cache.rs`).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::cache::*;
-use common::metrics::Metrics;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::metrics::Metrics;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// The configuration: three zones, `split_clients` choosing one
 /// per URI, each zone's I/O on its own pool.

@@ -8,13 +8,11 @@
 //! side by side (nginx-tests' proxy_cache_bypass.t and proxy_cache_valid.t
 //! are vendored too).
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// An origin answering 404 (with `Cache-Control` from the request's
 /// `X-CC`) until `fixed`, then 200 `NOOP`; `hits` counts its requests.

@@ -4,16 +4,14 @@
 //! that leaves mid-body does not end the fill (`proxy_buffering on`).
 //! porter before an in-test origin (`tests/common/cache.rs`).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// An origin serving `/k/N` as 120 KB of pattern `N`: even keys at once
 /// (complete before a kill), odd ones crawling.

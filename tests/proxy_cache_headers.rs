@@ -3,11 +3,9 @@
 //! byte for byte as Debian's nginx passes them. porter before an in-test
 //! origin (`tests/common/cache.rs`).
 
-mod common;
-
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 #[test]
 fn proxied_error_keeps_its_last_modified_and_reason() {

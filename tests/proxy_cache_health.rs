@@ -3,15 +3,13 @@
 //! origin uncached while the other zone keeps caching; when the directory
 //! can be written again the zone comes back (src/cache/health.rs).
 
-mod common;
-
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// Two zones, `z1` in `{PREFIX}/d1` for `/one/` and `z2` in `{PREFIX}/d2`
 /// for `/two/`, over `origin`.

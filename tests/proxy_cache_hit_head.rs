@@ -5,14 +5,12 @@
 //! entry it serves — never a retired entry's — and the same lines as
 //! NGINX, hit after hit, long names included.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// A name longer than the 64-byte buffer `head_response` lowercases in.
 const LONG: &str = "X-A-Header-Name-Longer-Than-Sixty-Four-Bytes-To-Take-The-Other-Way";

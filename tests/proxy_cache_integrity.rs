@@ -5,15 +5,13 @@
 //! each test fills an entry through a real MISS, damages the entry file
 //! in place, and asks again over a real socket.
 
-mod common;
-
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// One zone `one` in `{PREFIX}/cache`, `location /` proxying to the origin
 /// with a fixed key (`KEY/…`), `$upstream_cache_status` in `X-Cache`.

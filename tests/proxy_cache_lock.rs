@@ -3,13 +3,11 @@
 //! and a request that waited too long goes upstream itself. porter before
 //! an in-test origin that counts what it is asked (`tests/common/cache.rs`).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 #[test]
 fn lock_sends_one_request_upstream() {

@@ -5,15 +5,13 @@
 //! not a fixed number. porter before an in-test origin
 //! (`tests/common/cache.rs`).
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// A worker keeps hit entries open between hits (`open_entries`); a purge,
 /// a refill after expiry and a revalidation must each retire the kept

@@ -2,13 +2,11 @@
 //! next GET is a MISS, and a location without the directive refuses it.
 //! porter before an in-test origin (`tests/common/cache.rs`).
 
-mod common;
-
 use std::time::Duration;
 
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 #[test]
 fn purge_removes_the_entry() {

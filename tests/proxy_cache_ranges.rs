@@ -5,13 +5,11 @@
 //! one range only when NGINX would. porter before an in-test origin
 //! (`tests/common/cache.rs`).
 
-mod common;
-
 use std::time::Duration;
 
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// NGINX decides "cacheable" on the upstream's header lines, before
 /// `proxy_no_cache`, `proxy_cache_min_uses` and the validity rules: a

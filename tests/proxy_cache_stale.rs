@@ -4,15 +4,13 @@
 //! STALE at once while a background request does. porter before an
 //! in-test origin (`tests/common/cache.rs`).
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::cache::*;
-use common::origin::*;
-use common::*;
+use crate::common::cache::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 #[test]
 fn stale_on_error_and_while_updating() {

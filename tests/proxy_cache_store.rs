@@ -5,16 +5,16 @@
 //! Debian's nginx acting as a caching proxy; and the configuration errors
 //! against `nginx -t`.
 //!
-//! Run: `cargo test --release --test proxy_cache_store`.
+//! Run: `cargo test --release --test area_cache proxy_cache_store::`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{free_port, wait_port, TempDir, Tmpfs, BIN};
+use crate::common::{free_port, wait_port, TempDir, Tmpfs, BIN};
 use porter::cache::{
     loader, manager, CacheSet, CacheZone, EntryMeta, Fill, KeyHash, Levels, Lookup, TempPath,
     ZoneSpec,
@@ -716,7 +716,12 @@ fn crash_child() {
 fn crash_mid_fill_leaves_only_complete_entries() {
     let dir = TempDir::new("cache-crash");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            &own_test("crash_child"),
+            "--ignored",
+            "--nocapture",
+        ])
         .env("PORTER_CACHE_CRASH_DIR", dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -1241,4 +1246,12 @@ fn uncreatable_cache_directory_fails_the_start() {
             )),
         "{log}"
     );
+}
+
+/// The name the test harness knows `name` of this file by: its module path
+/// in the area binary without the crate's own name
+/// (`proxy_cache_store::crash_child`).
+fn own_test(name: &str) -> String {
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    format!("{module}::{name}")
 }

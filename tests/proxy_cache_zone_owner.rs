@@ -5,11 +5,9 @@
 //! different use`, at the later line, as Debian's nginx 1.22 run beside
 //! porter says it.
 
-mod common;
-
 use std::process::Command;
 
-use common::{TempDir, BIN, NGINX};
+use crate::common::{TempDir, BIN, NGINX};
 
 /// `porter -t` and `nginx -t` on `http` (with `{D}` the directory):
 /// their stderr.

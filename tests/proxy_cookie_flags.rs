@@ -3,13 +3,11 @@
 //! in Debian's nginx 1.22 against the same in-test origin: every
 //! `Set-Cookie` line the client gets must be byte for byte nginx's.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// The `Set-Cookie` lines the origin sends on every answer.
 const COOKIES: &[&str] = &[

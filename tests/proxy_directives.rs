@@ -4,13 +4,11 @@
 //! `proxy_cookie_domain`/`proxy_cookie_path`, `proxy_ignore_headers`,
 //! `proxy_cache_convert_head`.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// porter and nginx (when installed) on the same block, with their ports.
 fn both(http_extra: &str, server_body: &str) -> (Server, Option<Nginx>, Vec<u16>) {

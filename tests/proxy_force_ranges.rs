@@ -4,10 +4,8 @@
 //! copied (the range filter sends its own). Without it the 200 passes
 //! through whole. Debian's nginx answers the same requests side by side.
 
-mod common;
-
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// Status, Content-Range, Accept-Ranges, Content-Length and body.
 type Answer = (u16, Option<String>, Option<String>, Option<String>, Vec<u8>);

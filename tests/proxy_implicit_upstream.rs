@@ -5,10 +5,8 @@
 //! resolver; any other name still needs `resolver`. Debian's nginx
 //! answers the same requests side by side.
 
-mod common;
-
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 fn statuses(port: u16, o: u16, other: u16) -> Vec<u16> {
     [

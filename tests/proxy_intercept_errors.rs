@@ -3,10 +3,8 @@
 //! `WWW-Authenticate`, as Debian's nginx does on the same server block
 //! (`tests/common/beside.rs`).
 
-mod common;
-
-use common::beside::{self, Both};
-use common::origin::*;
+use crate::common::beside::{self, Both};
+use crate::common::origin::*;
 
 #[test]
 fn intercepted_401_keeps_www_authenticate() {

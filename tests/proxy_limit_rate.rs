@@ -3,12 +3,10 @@
 //! `proxy_buffering off` it does not apply). The body arrives whole either
 //! way.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 #[test]
 fn proxy_limit_rate_paces_the_upstream_reads() {

@@ -5,10 +5,8 @@
 //! (`tests/common/beside.rs`). The conditions and retries themselves:
 //! `tests/proxy.rs`.
 
-mod common;
-
-use common::beside::{self, Both};
-use common::origin::*;
+use crate::common::beside::{self, Both};
+use crate::common::origin::*;
 
 #[test]
 fn next_upstream_out_of_servers_returns_the_last_answer() {

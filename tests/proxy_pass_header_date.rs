@@ -3,10 +3,8 @@
 //! client gets none either (NGINX empties its own header then). Debian's
 //! nginx answers the same requests side by side.
 
-mod common;
-
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// Each answer's `Date` and `Server` lines.
 fn answers(port: u16) -> Vec<(Option<String>, Option<String>)> {

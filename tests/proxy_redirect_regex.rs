@@ -5,10 +5,8 @@
 //! not made absolute. Debian's nginx answers the same requests side by
 //! side (nginx-tests' proxy_redirect.t is vendored too).
 
-mod common;
-
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// `Location` and `Refresh` of each request's answer.
 fn answers(port: u16) -> Vec<(Option<String>, Option<String>)> {

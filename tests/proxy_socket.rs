@@ -4,12 +4,10 @@
 //! `proxy_socket_keepalive` (`SO_KEEPALIVE` on the upstream socket, seen
 //! in the kernel's socket table as a keepalive timer).
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::{free_port, get, one_worker_conf, Server};
+use crate::common::{free_port, get, one_worker_conf, Server};
 
 fn conf(origin: u16) -> String {
     one_worker_conf(&format!(

@@ -7,12 +7,12 @@
 //! body, client certificates (`proxy_ssl_certificate`) to origins that
 //! require them, and the config errors.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::tls::{Alg, Ca};
-use common::{Nginx, Server, TempDir};
+use crate::common::tls::{Alg, Ca};
+use crate::common::{Nginx, Server, TempDir};
 
 /// The origin answers with what it saw of the TLS connection.
 const ECHO: &str = r#"return 200 "sni=$ssl_server_name proto=$ssl_protocol reused=$ssl_session_reused conn=$connection\n";"#;

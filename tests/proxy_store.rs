@@ -8,16 +8,14 @@
 //! mid-body leave no file (in place or in `proxy_temp_path`), and only a
 //! 200 is stored.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::origin::{pattern, Framing, Origin, Reply};
-use common::*;
+use crate::common::origin::{pattern, Framing, Origin, Reply};
+use crate::common::*;
 
 const BIG: usize = 300 * 1024;
 

@@ -6,13 +6,11 @@
 //! Debian's nginx answers the same requests side by side (nginx-tests'
 //! proxy_unfinished.t is vendored too).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// The raw bytes of the answer after the head.
 fn body_of(port: u16, path: &str) -> (Option<String>, Vec<u8>) {

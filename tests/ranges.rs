@@ -2,11 +2,9 @@
 //! asked of porter and of Debian's nginx on the same docroot
 //! (`tests/common/differential.rs`).
 
-mod common;
-
 use std::path::Path;
 
-use common::differential::{self, etag_of, req, Cases, EARLIER, LAST_MODIFIED};
+use crate::common::differential::{self, etag_of, req, Cases, EARLIER, LAST_MODIFIED};
 
 #[test]
 fn ranges_answer_as_nginx() {

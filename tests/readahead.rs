@@ -17,14 +17,11 @@
 //! skips without them unless `PORTER_REQUIRE_BLKIO` is set (as `.ci/run`
 //! does).
 
-mod common;
-
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Instant;
 
-use common::blkio::Throttle;
-use common::*;
+use crate::common::blkio::Throttle;
+use crate::common::*;
 
 const READ_BPS: u64 = 16_000_000;
 const READ_IOPS: u64 = 200;
@@ -34,8 +31,9 @@ const FILE_LEN: usize = 4 * 1024 * 1024;
 /// ahead itself: 64 KiB (`aio on`), 114–122 KiB (`aio threads`).
 const MIN_AVERAGE: u64 = 256 * 1024;
 
-/// Serializes the tests: each saturates the disk.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// One disk test at a time in this binary: each saturates the disk or
+/// times its requests (`common::DISK_SERIAL`, shared by the disk files).
+use crate::common::DISK_SERIAL as SERIAL;
 
 fn body(seed: usize) -> Vec<u8> {
     (0..FILE_LEN)

@@ -4,11 +4,9 @@
 //! and Debian's `nginx -t` alike; a bad value in each fails in both, and
 //! porter names the file and line.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// A site config of the usual shape: Debian's `nginx.conf` defaults, a
 /// static site and a proxied application, with the tuning directives.

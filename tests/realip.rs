@@ -8,14 +8,14 @@
 //! proxy_protocol`; and `proxy_protocol on` toward a test origin that
 //! checks the header each of its connections starts with.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 const SHOW: &str = r#"return 200 "$remote_addr|$remote_port|$realip_remote_addr\n";"#;
 const SHOW_PP: &str = r#"return 200 "$remote_addr|$remote_port|$realip_remote_addr|$proxy_protocol_addr|$proxy_protocol_port|$proxy_protocol_server_addr|$proxy_protocol_server_port\n";"#;

@@ -5,9 +5,7 @@
 //! regular expressions, the hotlink-protection idiom `if ($invalid_referer)
 //! { return 403; }`, and bad lines refused with NGINX's messages.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 fn ask(port: u16, path: &str, referer: Option<&str>) -> Resp {
     let r = referer.map_or(String::new(), |r| format!("Referer: {r}\r\n"));

@@ -3,9 +3,7 @@
 //! case-sensitivity back on for what follows, as PCRE does. nginx answers
 //! the same requests the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const BODY: &str = "server { listen 127.0.0.1:{PORT};
     location /ref { valid_referers ~example.org ~(?-i)example.net;

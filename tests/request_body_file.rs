@@ -7,11 +7,9 @@
 //! program to take), removed when the request ends with `clean`.
 //! `$request_body` is then empty, as NGINX's.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 fn site() -> String {
     "server {\n    listen 127.0.0.1:{PORT};\n    server_name localhost;\n    \

@@ -2,10 +2,8 @@
 //! memory in one buffer whatever the setting) and `$request_body` then
 //! holds the whole body, as nginx's does with it on.
 
-mod common;
-
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 fn post(port: u16, body: &str) -> Resp {
     raw(

@@ -9,15 +9,15 @@
 //! on once the body went out. A chunked body over `client_max_body_size`
 //! is 413 before any upstream is asked.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::php::*;
-use common::*;
+use crate::common::php::*;
+use crate::common::*;
 
 /// A FastCGI server that reads each request whole (up to the empty
 /// `STDIN` record), notes how many body bytes came, and closes without

@@ -6,13 +6,11 @@
 //! (`$request_body` has it), where a streamed one leaves `$request_body`
 //! empty.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 fn site(upstream: u16) -> String {
     format!(

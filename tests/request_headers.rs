@@ -4,13 +4,11 @@
 //! compared; `max_headers` (NGINX 1.29) is checked against its documented
 //! behaviour.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 fn ask(port: u16, raw: &str) -> Resp {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();

@@ -7,8 +7,6 @@
 //! resolver, an unknown name and a timeout; the same config under
 //! Debian's nginx gives the same statuses and lines.
 
-mod common;
-
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::path::Path;
@@ -16,8 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 /// A DNS responder on a loopback UDP port.
 struct Dns {

@@ -4,9 +4,7 @@
 //! request's URI came escaped a regex capture is escaped again in the
 //! arguments of the new URI. nginx answers the same requests the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const SERVER: &str = r#"
     location /t1 { rewrite ^ $arg_r? redirect; }

@@ -9,14 +9,12 @@
 //! and a streamed download. A scripted server written here records the
 //! netstrings both servers send, compared header by header.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::apps::*;
-use common::*;
+use crate::common::apps::*;
+use crate::common::*;
 
 /// The SCGI server on `where` (a port, or `unix:PATH`).
 fn scgi_server(at: &str) -> Proc {

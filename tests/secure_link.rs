@@ -5,9 +5,7 @@
 //! base64url of the expiry, the URI and a secret), expired and forged
 //! links, and the older `/prefix/HEX/link` form.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use md5::{Digest, Md5};
 
 fn ask(port: u16, target: &str) -> Resp {

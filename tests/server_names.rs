@@ -2,9 +2,7 @@
 //! without `/usr/sbin/nginx`): `*.example.com` names only the subdomains,
 //! `.example.com` the domain too, an exact name wins over both.
 
-mod common;
-
-use common::{one_worker_conf, raw, Nginx, Server};
+use crate::common::{one_worker_conf, raw, Nginx, Server};
 
 const BODY: &str = "server { listen 127.0.0.1:{PORT} default_server; server_name localhost;\n\
                       location / { return 200 \"default\"; } }\n\

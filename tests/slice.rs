@@ -3,17 +3,17 @@
 //! `tests/configs/own-slice-cache`), an in-test origin that serves ranges,
 //! and the same requests to Debian's nginx where it is installed.
 //!
-//! Run: `cargo test --release --test slice`.
+//! Run: `cargo test --release --test area_filters slice::`.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::Duration;
 
-use common::origin::{pattern, Origin, Reply};
-use common::{one_worker_conf, Nginx, Server};
+use crate::common::origin::{pattern, Origin, Reply};
+use crate::common::{one_worker_conf, Nginx, Server};
 
 /// The slice size the tests configure.
 const SLICE: usize = 64 * 1024;

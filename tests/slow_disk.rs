@@ -20,19 +20,19 @@
 //! other. They skip (saying why) without root, /dev/fuse or fusepy, unless
 //! `PORTER_REQUIRE_FUSE` is set, as in CI.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::metrics::Metrics;
-use common::slowfs::{self, SlowFs, SlowFsOptions};
-use common::*;
+use crate::common::metrics::Metrics;
+use crate::common::slowfs::{self, SlowFs, SlowFsOptions};
+use crate::common::*;
 
-static SERIAL: Mutex<()> = Mutex::new(());
+/// One disk test at a time in this binary: each saturates the disk or
+/// times its requests (`common::DISK_SERIAL`, shared by the disk files).
+use crate::common::DISK_SERIAL as SERIAL;
 
 /// Takes the file's lock, or returns `None` (after saying why) when FUSE
 /// is unavailable and not required.

@@ -9,9 +9,7 @@
 //! handling included). It skips itself, saying so, when `/usr/sbin/nginx`
 //! is not installed; `.ci/run` installs it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// 100 buckets of 1%, the last one `*`.
 fn hundred_buckets() -> String {

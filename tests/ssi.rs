@@ -9,12 +9,12 @@
 //! `ssi_silent_errors`, `ssi_types`, `ssi_last_modified`, HEAD, and the
 //! headers the filter changes.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, Nginx, Resp, Server, TempDir};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, Nginx, Resp, Server, TempDir};
 
 fn req(port: u16, method: &str, path: &str) -> Resp {
     let r = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");

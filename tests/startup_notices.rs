@@ -2,11 +2,11 @@
 //! of the static-file locations, one line per distinct route naming its
 //! locations, not one line per location.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::Server;
+use crate::common::Server;
 
 #[test]
 fn disk_routes_are_logged_once_grouped_by_route() {

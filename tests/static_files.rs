@@ -2,15 +2,13 @@
 //! root/alias, error_page, add_header, return, try_files, conditionals,
 //! ranges, keep-alive and pipelining, sendfile on and off.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::differential::{self, req, Cases};
-use common::*;
+use crate::common::differential::{self, req, Cases};
+use crate::common::*;
 
 fn docroot() -> TempDir {
     let d = TempDir::new("root");

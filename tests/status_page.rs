@@ -8,8 +8,6 @@
 //! seconds apart differ. `pkg/grafana/porter.json` parses and names only
 //! series the server exports.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
@@ -18,10 +16,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::metrics::Metrics;
-use common::origin::{Origin, Reply};
-use common::tls::{self as t, Alg, Ca, ClientOpts};
-use common::*;
+use crate::common::metrics::Metrics;
+use crate::common::origin::{Origin, Reply};
+use crate::common::tls::{self as t, Alg, Ca, ClientOpts};
+use crate::common::*;
 use serde_json::Value;
 
 /// A server with the status page at `/status`, the Prometheus page at

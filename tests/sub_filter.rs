@@ -6,10 +6,10 @@
 //! the headers that change with the body (`Content-Length`, `ETag`,
 //! `Last-Modified`).
 
-mod common;
+use crate::common;
 
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, Nginx, Resp, Server, TempDir};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, Nginx, Resp, Server, TempDir};
 
 fn req(port: u16, method: &str, path: &str) -> Resp {
     let r = format!("{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");

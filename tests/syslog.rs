@@ -3,12 +3,10 @@
 //! lines (but the time, the host name, the process and thread ids and the
 //! connection number), and NGINX's errors for bad `syslog:` parameters.
 
-mod common;
-
 use std::net::UdpSocket;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// Every datagram that arrives within a second of the first (none: empty).
 fn datagrams(sock: &UdpSocket) -> Vec<String> {

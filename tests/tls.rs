@@ -7,14 +7,14 @@
 //! the disk layer (cold, `aio threads`, ranges), config errors with
 //! file:line, hostile handshakes, and outside clients (curl, openssl).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::tls::{self as t, Alg, Ca, ClientOpts};
-use common::{Server, TempDir};
+use crate::common::tls::{self as t, Alg, Ca, ClientOpts};
+use crate::common::{Server, TempDir};
 use rustls::SignatureScheme;
 
 const VARS: &str =

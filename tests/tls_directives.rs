@@ -10,15 +10,15 @@
 //! `ssl_conf_command`, `ssl_trusted_certificate`, and their errors with
 //! file:line.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::tls::{self as t, Alg, Ca, ClientOpts};
-use common::{Server, TempDir};
+use crate::common::tls::{self as t, Alg, Ca, ClientOpts};
+use crate::common::{Server, TempDir};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};

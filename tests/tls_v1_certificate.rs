@@ -6,12 +6,10 @@
 //! the handshake signature with the certificate's key. nginx answers the
 //! same configuration the same.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// A v1 self-signed certificate and key for `name` in `dir`.
 fn v1_certificate(dir: &Path, name: &str) {

@@ -7,12 +7,10 @@
 //! client answer the same bytes; without nginx the values are checked
 //! against what the test knows of the certificate.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::tls::{self as t, Alg, Ca};
-use common::{Nginx, Server, TempDir};
+use crate::common::tls::{self as t, Alg, Ca};
+use crate::common::{Nginx, Server, TempDir};
 use rcgen::{CertificateParams, DnType, SerialNumber};
 use rustls::ClientConfig;
 

@@ -4,12 +4,10 @@
 //! then chunked even when its length is known; an empty value is not
 //! sent; HTTP/1.0, HEAD, 204 and 304 responses get none.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 
-use common::*;
+use crate::common::*;
 
 const SERVER: &str = "server {\n listen 127.0.0.1:{PORT};\n root {ROOT};\n\
   location /f/ { add_trailer X-T \"v-$status\"; add_trailer X-Empty \"\"; add_trailer X-Uri $uri; }\n\

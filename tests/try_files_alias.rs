@@ -5,9 +5,7 @@
 //! outer location matched, for the test and the file served. nginx
 //! answers the same requests the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// Status and body of each request.
 fn answers(port: u16) -> Vec<String> {

@@ -3,12 +3,10 @@
 //! next request opens a new one; younger ones are reused. nginx is run on
 //! the same configuration and must open as many connections.
 
-mod common;
-
 use std::time::Duration;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 const UPSTREAM: &str = "upstream u { server 127.0.0.1:{ORIGIN}; keepalive 4; keepalive_time 1s; }
   server { listen 127.0.0.1:{PORT}; location / { proxy_pass http://u; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }";

@@ -3,9 +3,7 @@
 //! read, not only until its head — and a lone peer that is full is a 502,
 //! as NGINX. nginx answers the same configuration the same.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;

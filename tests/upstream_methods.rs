@@ -4,14 +4,12 @@
 //! `random` and `random two` (spread by weight), `server ... down` (never
 //! asked), `zone` (accepted).
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::origin::*;
-use common::*;
+use crate::common::origin::*;
+use crate::common::*;
 
 fn conf(upstream: &str) -> (String, String) {
     let server = "server {\n listen 127.0.0.1:{PORT};\n location / { proxy_pass http://u; }\n}\n";

@@ -6,8 +6,6 @@
 //! request, print the same `$upstream_addr` and log the same error line
 //! when the socket is not there.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -15,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// An HTTP/1.1 origin on a unix socket: answers every request with its
 /// request line and Host header, keeping the connection unless asked to

@@ -5,13 +5,11 @@
 //! absolute-form target checked as a `Host` line is, beside nginx
 //! (`tests/common/beside.rs`).
 
-mod common;
-
 use std::path::Path;
 
-use common::beside::{self, Both};
-use common::differential::{self, req, req_ka, Cases, ReplaceHost};
-use common::{both, get};
+use crate::common::beside::{self, Both};
+use crate::common::differential::{self, req, req_ka, Cases, ReplaceHost};
+use crate::common::{both, get};
 
 #[test]
 fn uri_normalisation_answers_as_nginx() {

@@ -8,13 +8,11 @@
 //! download. A scripted server written here records the packets both
 //! servers send (compared var by var) and answers them badly on demand.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use common::apps::*;
-use common::*;
+use crate::common::apps::*;
+use crate::common::*;
 
 /// Debian's uWSGI serving the WSGI app on a TCP port and a unix socket.
 struct Uwsgi {

@@ -4,13 +4,11 @@
 //! `uwsgi_ssl_name` both servers pass the answer on, with a name the
 //! certificate does not hold both answer 502.
 
-mod common;
-
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::tls::{Alg, Ca};
-use common::*;
+use crate::common::tls::{Alg, Ca};
+use crate::common::*;
 
 const RESPONDER: &str = r#"
 import socket, ssl, sys, threading

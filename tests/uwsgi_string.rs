@@ -3,12 +3,10 @@
 //! here answers the packet's size and its last bytes; porter and Debian's
 //! nginx must send the same.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpListener;
 
-use common::*;
+use crate::common::*;
 
 /// Answers each packet with its size and its last 12 bytes (as text).
 fn packet_echo() -> u16 {

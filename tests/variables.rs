@@ -1,11 +1,9 @@
 //! Variables stock configs log and pass on: `$request_id` (NGINX's shape:
 //! 32 hexadecimal digits, the same within a request, new for each).
 
-mod common;
-
 use std::collections::HashSet;
 
-use common::{get, one_server_conf, Server};
+use crate::common::{get, one_server_conf, Server};
 
 #[test]
 fn request_id_is_32_hex_digits_stable_within_a_request_and_unique() {

@@ -3,14 +3,12 @@
 //! and a `limit_req` key), `$realpath_root`, `$connection_time` — each
 //! compared with the access-log lines nginx writes for the same requests.
 
-mod common;
-
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{one_worker_conf, read_response, Nginx, Server, TempDir};
+use crate::common::{one_worker_conf, read_response, Nginx, Server, TempDir};
 
 const FORMAT: &str =
     "log_format v '$pipe $request_completion \"$binary_remote_addr\" $realpath_root $status $connection_time';";

@@ -6,9 +6,7 @@
 //! `auth_request_set` may change (`set $http_foo`, `auth_request_set
 //! $args`). Each is compared with Debian's nginx on the same config.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// The value of header `name` in each response to `paths`.
 fn headers(port: u16, paths: &[(&str, &str)], name: &str) -> Vec<String> {

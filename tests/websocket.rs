@@ -6,7 +6,7 @@
 //! without it the tests that need it skip, unless
 //! `PORTER_REQUIRE_WEBSOCKETS=1` (CI) makes that a failure.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{one_server_conf, support, Nginx, Server, TempDir};
+use crate::common::{one_server_conf, support, Nginx, Server, TempDir};
 
 const PYTHON: &str = "/usr/bin/python3";
 

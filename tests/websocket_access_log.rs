@@ -5,14 +5,14 @@
 //! `$sent_http_connection` reads `upgrade`; a `101` the client did not ask
 //! for goes out as a head alone (`$body_bytes_sent` 0), as nginx sends it.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{one_server_conf, Nginx, Server, TempDir};
+use crate::common::{one_server_conf, Nginx, Server, TempDir};
 
 /// A raw origin: answers each request head with a `101` and
 /// `handshaked`, then echoes upper-cased until the client's side ends.

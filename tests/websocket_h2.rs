@@ -8,7 +8,7 @@
 //! tunnel in the stream's DATA frames. NGINX has no WebSocket over HTTP/2,
 //! so nothing here runs beside it (docs/differences.md).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -16,9 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::common::h2client::{self as c, rt};
+use crate::common::{one_server_conf, support, Server};
 use bytes::Bytes;
-use common::h2client::{self as c, rt};
-use common::{one_server_conf, support, Server};
 use h2::client::SendRequest;
 use h2::{RecvStream, SendStream};
 

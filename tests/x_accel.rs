@@ -7,14 +7,12 @@
 //! X-Accel-Redirect`; `X-Accel-Charset`; `X-Accel-Limit-Rate`; `X-Accel-Expires` (seconds,
 //! `@` absolute, ignored) and `X-Accel-Buffering: no` with `proxy_cache`.
 //!
-//! Run: `cargo test --release --test x_accel`.
-
-mod common;
+//! Run: `cargo test --release --test area_proxy x_accel::`.
 
 use std::time::{Duration, Instant};
 
-use common::origin::{Origin, Reply};
-use common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir, NGINX};
+use crate::common::origin::{Origin, Reply};
+use crate::common::{one_worker_conf, raw, Nginx, Resp, Server, TempDir, NGINX};
 
 fn now() -> u64 {
     std::time::SystemTime::now()

@@ -18,6 +18,12 @@ pub mod php;
 pub mod slowfs;
 pub mod tls;
 
+/// Held by each test that saturates a disk or times requests against one
+/// (`disk_queue`, `miss_scheduling`, `readahead`, `slow_disk`): they share
+/// the `area_disk` binary, and two at once would disturb each other's
+/// figures.
+pub static DISK_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
