@@ -591,9 +591,15 @@ fn max_queue_zero_rejects_beyond_threads() {
         c_time.as_secs_f64() <= 0.25 * a_time.as_secs_f64(),
         "the 503 should come at once: {c_time:?} (a cold request takes {a_time:?})"
     );
-    let needle = "thread pool \"p\" queue overflow: 0 tasks waiting";
+    // How many of the two admitted tasks a thread has taken up by then
+    // depends on the machine's load ("0 tasks waiting" when both run).
+    let needle = "thread pool \"p\" queue overflow: ";
     let log = s.wait_log("logs/error.log", needle, Duration::from_secs(2));
-    assert!(log.contains(needle), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(needle) && l.contains(" tasks waiting")),
+        "{log}"
+    );
     wait_pool_idle(port, "p");
     let (again, _) = timed_get(port, "/cold/c3");
     assert_cold_ok(

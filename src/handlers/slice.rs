@@ -35,7 +35,9 @@ use super::body_source::PieceSource;
 use super::outcome::{Env, Outcome};
 use super::subrequest::Subrequest;
 use crate::http::context::RequestCtx;
-use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
+use crate::http::response::{
+    logged_error, Body, BodyStream, ChunkFuture, HeadTiming, Response, StreamBody,
+};
 use crate::log::ErrorLog;
 
 /// NGINX's `postpone_output` default: the bytes a write waits for.
@@ -68,7 +70,7 @@ pub fn header_filter(ctx: &RequestCtx, env: &Env<'_>, resp: &mut Response) -> Re
     });
     resp.accept_ranges = false;
     resp.allow_ranges = true;
-    resp.hold_head = true;
+    resp.head_timing = HeadTiming::WithFirstPiece;
     // A HEAD's body is empty and never read (no slice follows), but the
     // range filter sees a stream as for a GET.
     let body = std::mem::replace(&mut resp.body, Body::Empty);
@@ -262,7 +264,7 @@ impl BodyStream for SliceStream {
         Box::pin(async move {
             // Pieces are gathered up to NGINX's `postpone_output`: a next
             // slice that fails before then leaves nothing sent (the head
-            // waits: `Response::hold_head`).
+            // waits: `HeadTiming::WithFirstPiece`).
             // They wait in `held`, so a read dropped while the next slice
             // is fetched loses nothing.
             while self.pos < self.end && self.held.len() < POSTPONE_OUTPUT {

@@ -102,6 +102,18 @@ impl Body {
     }
 }
 
+/// When the head of a streamed body is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeadTiming {
+    /// At once when the first piece is not at hand: the body may be a
+    /// while coming, and the client sees the status meanwhile.
+    AtOnce,
+    /// With the body's first piece (NGINX's `postpone_output`, which a
+    /// sliced body relies on: one that fails before then leaves nothing
+    /// sent, and the connection closes).
+    WithFirstPiece,
+}
+
 /// A response description.
 #[derive(Debug)]
 pub struct Response {
@@ -148,10 +160,8 @@ pub struct Response {
     /// The not-modified filter leaves it alone: a proxied response the
     /// cache does not take (NGINX's `r->disable_not_modified`).
     pub no_not_modified: bool,
-    /// The head waits for the streamed body's first piece (NGINX's
-    /// `postpone_output`, which a sliced body relies on: one that fails
-    /// before then leaves nothing sent, and the connection closes).
-    pub hold_head: bool,
+    /// When the head of a streamed body leaves ([`HeadTiming`]).
+    pub head_timing: HeadTiming,
     /// `add_trailer` applies: the chunked body ends with trailer fields
     /// the connection renders after the body, not with the plain last
     /// chunk (NGINX's `expect_trailers`).
@@ -198,7 +208,7 @@ impl Response {
             last_modified_inline: false,
             reason: None,
             no_not_modified: false,
-            hold_head: false,
+            head_timing: HeadTiming::AtOnce,
             trailers: false,
             upgrade: None,
             limit_rate: None,

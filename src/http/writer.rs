@@ -23,7 +23,7 @@ use std::io;
 use super::chunked;
 use super::context::RequestCtx;
 use super::rate::Pacer;
-use super::response::{self, Body, Response, StreamBody};
+use super::response::{self, Body, HeadTiming, Response, StreamBody};
 use super::stream::ClientStream;
 use crate::config::LocSettings;
 use crate::disk::sent::{self, Route};
@@ -213,7 +213,7 @@ impl<'a> Writer<'a> {
                 } else {
                     LastChunk::Here
                 };
-                self.send_stream(head, body, (framing, last), resp.hold_head)
+                self.send_stream(head, body, (framing, last), resp.head_timing)
                     .await
             }
         }
@@ -224,7 +224,7 @@ impl<'a> Writer<'a> {
     /// in chunks when [`Framing::Chunked`]. A first piece already at hand
     /// goes out with the head in one write (a small proxied response is one
     /// packet); otherwise the head goes at once, as the body may be a while
-    /// coming, unless `hold_head` ([`Response::hold_head`]). The last
+    /// coming, unless [`HeadTiming::WithFirstPiece`]. The last
     /// chunk is left to the caller for [`LastChunk::WithTrailers`].
     /// Returns body bytes sent.
     #[allow(clippy::await_holding_refcell_ref)]
@@ -233,7 +233,7 @@ impl<'a> Writer<'a> {
         head: &[u8],
         body: &StreamBody,
         (framing, last): (Framing, LastChunk),
-        hold_head: bool,
+        head_timing: HeadTiming,
     ) -> io::Result<u64> {
         // One writer per response: the borrow lasts the send and nothing else
         // touches the stream.
@@ -251,7 +251,7 @@ impl<'a> Writer<'a> {
             std::task::Poll::Pending => None,
         };
         let mut head = head;
-        if at_hand.is_none() && !hold_head {
+        if at_hand.is_none() && head_timing == HeadTiming::AtOnce {
             self.write_all(head, Follows::Nothing).await?;
             head = &[];
         }

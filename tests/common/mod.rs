@@ -173,13 +173,36 @@ pub fn set_mode(p: &Path, mode: u32) {
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
-/// A loopback port that was free a moment ago.
+/// A loopback port, free for TCP and UDP a moment ago, that no other call
+/// in this process has returned.
+///
+/// The ports come from 20000-31999, below the kernel's ephemeral range
+/// (32768-60999): a port taken from `bind(":0")` and closed again is soon
+/// handed out once more, to another test's `bind(":0")` or as the local
+/// port of an outgoing connection, and porter's later `bind()` then failed
+/// with "Address already in use" (seen in CI). Here the kernel never hands
+/// these out by itself, a counter keeps this process's tests apart, and
+/// the start depends on the pid so two test processes rarely meet.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20000;
+    const SPAN: u32 = 12000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7919) % SPAN,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
+    for _ in 0..SPAN {
+        let port = (FIRST + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN) as u16;
+        let tcp = TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FIRST}-{}", FIRST + SPAN - 1);
 }
 
 /// Waits until something accepts on `port`.

@@ -275,9 +275,9 @@ struct CacheFill {
     detached: bool,
 }
 
-/// An exhausted stream, left in a [`CacheFill`] whose upstream was
-/// moved to a task of its own.
-struct Ended;
+/// An exhausted stream, left in a tee ([`CacheFill`], the store's
+/// `StoreBody`) whose upstream was moved to a task of its own.
+pub(super) struct Ended;
 
 impl BodyStream for Ended {
     fn read_chunk<'a>(&'a mut self, _out: &'a mut Vec<u8>) -> ChunkFuture<'a> {

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 
 use tokio::task::JoinHandle;
 
+use super::fill::Ended;
 use super::knobs::Knobs;
 use super::request::next_temp_number;
 use crate::cache::TempPath;
@@ -186,16 +187,6 @@ struct StoreBody {
     ended: bool,
     /// Moved to a task of its own: the client is gone.
     detached: bool,
-}
-
-/// An exhausted stream, left in a [`StoreBody`] whose upstream moved to
-/// a task of its own.
-struct Ended;
-
-impl BodyStream for Ended {
-    fn read_chunk<'a>(&'a mut self, _out: &'a mut Vec<u8>) -> ChunkFuture<'a> {
-        Box::pin(async { Ok(false) })
-    }
 }
 
 impl Drop for StoreBody {
