@@ -52,3 +52,26 @@ fn a_cycle_is_still_an_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("unknown \"q\" variable"), "{err}");
 }
+
+/// A `geo` (or `map`) may define a variable an earlier block defined: the
+/// last block wins, as NGINX's changeable variables do (perusio's
+/// drupal-with-nginx `blacklist.conf` has `map $http_referer $bad_referer`
+/// then `geo $bad_referer`). porter refused the second as a duplicate.
+#[test]
+fn a_later_geo_or_map_redefines_a_variable() {
+    const TWICE: &str = "map $http_referer $bad { default 0; ~bad 1; }
+  geo $bad { default 2; 127.0.0.1 3; }
+  map $args $again { default first; }
+  map $args $again { default second; }
+  server { listen 127.0.0.1:{PORT}; location / { return 200 \"$bad|$again\\n\"; } }";
+    let s = Server::start(&format!(
+        "daemon off; worker_processes 1; pid {{PREFIX}}/porter.pid;\n\
+         error_log {{PREFIX}}/error.log info; events {{}}\n\
+         http {{ access_log off; {TWICE} }}\n"
+    ));
+    let req = "GET / HTTP/1.1\r\nHost: x\r\nReferer: http://bad/\r\nConnection: close\r\n\r\n";
+    assert_eq!(raw(s.port, req.as_bytes()).text(), "3|second\n");
+    if let Some(n) = Nginx::start(TWICE) {
+        assert_eq!(raw(n.port, req.as_bytes()).text(), "3|second\n");
+    }
+}

@@ -282,6 +282,12 @@ pub fn defined() -> HashMap<String, Var> {
     DEFINED.with(|d| d.borrow().clone())
 }
 
+/// Whether the configuration itself defines `name` (`map`, `geo`,
+/// `split_clients`, `set`, a named capture), as opposed to porter.
+pub fn is_defined_by_config(name: &str) -> bool {
+    DEFINED.with(|d| d.borrow().contains_key(name))
+}
+
 /// Whether `name` is a variable the configuration defines or porter knows.
 pub fn is_known(name: &str) -> bool {
     Var::from_name(name).is_some()

@@ -15,12 +15,17 @@ pub(super) static ROWS: &[Spec] = &[
 ];
 
 /// The variable a block defines: `$name` as written, not one porter
-/// itself provides.
+/// itself provides. One the configuration defined already (another
+/// `map`, `geo` or `split_clients`) is defined again, the last block
+/// winning, as NGINX's changeable variables are.
 fn defined_name(arg: &str) -> Result<&str, String> {
     let name = match arg.strip_prefix('$') {
         Some(n) if !n.is_empty() => n,
         _ => return Err(format!("invalid variable name \"{arg}\"")),
     };
+    if template::is_defined_by_config(name) {
+        return Ok(name);
+    }
     if let Some(v) = Var::from_name(name) {
         if !matches!(v, Var::Indexed(_)) {
             return Err(format!("the duplicate \"{name}\" variable"));
