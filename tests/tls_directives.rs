@@ -82,7 +82,7 @@ fn stock_nginx_ssl_lines_load_with_one_warn_or_notice_naming_file_and_line() {
          ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3;\n\
          ssl_prefer_server_ciphers on;\n\
          ssl_dhparam {{PREFIX}}/dh.pem;\n\
-         ssl_ecdh_curve X25519:prime256v1:secp384r1:secp521r1;\n\
+         ssl_ecdh_curve X25519:prime256v1:secp384r1:X448;\n\
          ssl_stapling on; ssl_stapling_verify on;\n\
          ssl_stapling_responder http://ocsp.example/;\n\
          ssl_trusted_certificate {{PREFIX}}/ca.pem;\n\
@@ -100,7 +100,7 @@ fn stock_nginx_ssl_lines_load_with_one_warn_or_notice_naming_file_and_line() {
             "\"TLSv1\", \"TLSv1.1\" in \"ssl_protocols\" left out",
             "t.conf:11",
         ),
-        ("\"secp521r1\" in \"ssl_ecdh_curve\" left out", "t.conf:14"),
+        ("\"X448\" in \"ssl_ecdh_curve\" left out", "t.conf:14"),
         ("\"ssl_conf_command Options\" is ignored", "t.conf:20"),
         ("\"ssl_early_data on\" is ignored", "t.conf:21"),
     ];
@@ -646,4 +646,32 @@ fn reject_handshake_answers_unrecognized_name_and_serves_the_named_server() {
         "handshake rejected while SSL handshaking",
         Duration::from_secs(5),
     );
+}
+
+/// `ssl_ecdh_curve secp521r1` (old hardening guides, perusio's
+/// drupal-with-nginx) loads and a client that offers P-521 gets it over
+/// TLS 1.3 and 1.2 (OpenSSL's `s_client` names the group), as from nginx.
+#[test]
+fn ecdh_curve_secp521r1_is_offered() {
+    let ca = Ca::new();
+    let s = Server::start_in(
+        prefix(&ca),
+        &conf(&format!(
+            "server {{ listen 127.0.0.1:{{PORT}} ssl; {PAIR}\n ssl_ecdh_curve secp521r1;\n location / {{ return 200 ok; }} }}"
+        )),
+        &[],
+    );
+    for version in ["-tls1_3", "-tls1_2"] {
+        let out = std::process::Command::new("openssl")
+            .args(["s_client", "-connect", &format!("127.0.0.1:{}", s.port)])
+            .args(["-servername", "a.test", version, "-groups", "P-521:X25519"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("openssl");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("ECDH, secp521r1, 521 bits") || text.contains("group: secp521r1"),
+            "{version}: {text}"
+        );
+    }
 }

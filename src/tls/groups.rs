@@ -1,27 +1,28 @@
 //! `ssl_ecdh_curve`: OpenSSL's group list (`auto`, or names joined by `:`
 //! as `SSL_CTX_set1_curves_list` takes them, case-insensitive) mapped onto
-//! the key-exchange groups of porter's crypto provider (ring: X25519,
-//! P-256, P-384). A name OpenSSL knows that the provider lacks (P-521,
-//! X448, the FFDHE groups, the post-quantum hybrids…) is left out and
+//! the key-exchange groups porter offers (ring's X25519, P-256 and P-384,
+//! and P-521 from [`super::p521`]). A name OpenSSL knows that porter lacks
+//! (X448, the FFDHE groups, the post-quantum hybrids…) is left out and
 //! reported; a name OpenSSL does not know is an error, as NGINX's
 //! `SSL_CTX_set1_curves_list() failed`; so is a list left empty.
 
 use rustls::crypto::SupportedKxGroup;
 
-/// The provider's groups with their OpenSSL names and aliases.
-fn offered() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 3] {
+/// The groups porter offers with their OpenSSL names and aliases: ring's
+/// three, then P-521 ([`super::p521`]), which `auto` leaves out as
+/// OpenSSL's default list puts it last and no client needs it.
+fn offered() -> [(&'static [&'static str], &'static dyn SupportedKxGroup); 4] {
     use rustls::crypto::ring::kx_group;
     [
         (&["X25519"], kx_group::X25519),
         (&["prime256v1", "P-256", "secp256r1"], kx_group::SECP256R1),
         (&["secp384r1", "P-384"], kx_group::SECP384R1),
+        (&["secp521r1", "P-521"], super::p521::SECP521R1),
     ]
 }
 
 /// Groups OpenSSL (3.0 to 3.5) knows that the provider does not offer.
 const NOT_OFFERED: &[&str] = &[
-    "secp521r1",
-    "P-521",
     "X448",
     "secp224r1",
     "P-224",
@@ -72,7 +73,7 @@ pub struct Groups {
 pub fn select(spec: &str) -> Result<Groups, String> {
     if spec == "auto" {
         return Ok(Groups {
-            groups: offered().iter().map(|(_, g)| *g).collect(),
+            groups: offered()[..3].iter().map(|(_, g)| *g).collect(),
             left_out: Vec::new(),
         });
     }
@@ -96,7 +97,7 @@ pub fn select(spec: &str) -> Result<Groups, String> {
     }
     if groups.is_empty() {
         return Err(format!(
-            "no group offered: porter's TLS offers X25519, prime256v1 and secp384r1; {} cannot be set",
+            "no group offered: porter's TLS offers X25519, prime256v1, secp384r1 and secp521r1; {} cannot be set",
             left_out.join(", ")
         ));
     }
@@ -132,9 +133,11 @@ mod tests {
                 NamedGroup::secp256r1
             ]
         );
-        let g = select("X25519MLKEM768:X25519:secp521r1").unwrap();
-        assert_eq!(names(&g), [NamedGroup::X25519]);
-        assert_eq!(g.left_out, ["X25519MLKEM768", "secp521r1"]);
+        let g = select("X25519MLKEM768:X25519:secp521r1:X448").unwrap();
+        assert_eq!(names(&g), [NamedGroup::X25519, NamedGroup::secp521r1]);
+        assert_eq!(g.left_out, ["X25519MLKEM768", "X448"]);
+        let g = select("secp521r1").unwrap();
+        assert_eq!(names(&g), [NamedGroup::secp521r1]);
         assert_eq!(
             select("X25519:bogus").unwrap_err(),
             "group 'bogus' cannot be set"
@@ -143,7 +146,7 @@ mod tests {
             select("X25519:auto").is_err(),
             "auto only alone, as OpenSSL"
         );
-        assert!(select("X448:secp521r1")
+        assert!(select("X448:ffdhe2048")
             .unwrap_err()
             .contains("no group offered"));
         assert!(select("").is_err());

@@ -13,6 +13,7 @@
 //! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
 //! | `ciphers.rs` | `ssl_ciphers`: OpenSSL's cipher strings onto rustls's suites |
 //! | `groups.rs` | `ssl_ecdh_curve`: OpenSSL's group names onto rustls's key exchanges |
+//! | `p521.rs` | P-521 ECDH as a rustls key exchange (ring has none), with RustCrypto's `p521` |
 //! | `tickets.rs` | `ssl_session_ticket_key`: NGINX's key files, NGINX's ticket format |
 //! | `keys.rs` | private keys, plain or encrypted (`ssl_password_file`); OCSP responses and trusted certificates read |
 //! | `peer.rs` | a client certificate's fields as `$ssl_client_*` print them (OpenSSL's forms) |
@@ -27,6 +28,7 @@ pub mod conn;
 pub mod groups;
 pub mod keys;
 pub mod ktls;
+pub mod p521;
 pub mod peer;
 pub mod quic;
 pub mod quic_session;
