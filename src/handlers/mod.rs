@@ -4,10 +4,10 @@
 //! rewrite program (a changed URI selects again, at most 10 times), the
 //! limits and access checks ([`access`]), `try_files`, the content
 //! handler (for files: `gzip_static`, which may decline, then the static
-//! handler); then `error_page`, internal and named-location redirects (the
+//! handler, whose index step asks `random_index` first); then `error_page`, internal and named-location redirects (the
 //! same bound, counted by `count_uri_change`), and the response filter
 //! chain ([`chain`]: slice, conditional requests, `add_header`/`expires`,
-//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges, trailers, then the copy
+//! userid, gunzip, `sub_filter`, `charset`, `ssi`, `gzip`, ranges, trailers, then the copy
 //! step that reads a small file body into memory). Handlers produce a
 //! [`Response`] description and call no filter; the connection loop writes
 //! it. This file is the dispatcher only: what the handlers share

@@ -364,7 +364,7 @@ mod tests {
     fn cookie_time_has_a_two_digit_year_until_2037() {
         assert_eq!(cookie_time(2_145_916_555), "Thu, 31-Dec-37 23:55:55 GMT");
         assert_eq!(cookie_time(0), "Thu, 01-Jan-70 00:00:00 GMT");
-        assert_eq!(cookie_time(2_209_032_000), "Fri, 01-Jan-2040 12:00:00 GMT");
+        assert_eq!(cookie_time(2_209_032_000), "Sun, 01-Jan-2040 12:00:00 GMT");
     }
 
     #[test]
