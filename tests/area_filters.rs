@@ -9,6 +9,7 @@ mod common;
 
 mod charset;
 mod chunked_transfer_encoding;
+mod gunzip;
 mod gzip;
 mod gzip_encoded_charset;
 mod gzip_static_vary;
@@ -19,3 +20,4 @@ mod slice;
 mod ssi;
 mod sub_filter;
 mod trailers;
+mod userid;

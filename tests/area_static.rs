@@ -18,6 +18,7 @@ mod if_range_date;
 mod locations;
 mod mp4;
 mod msie_refresh;
+mod random_index;
 mod ranges;
 mod rewrite_escaping;
 mod startup_notices;

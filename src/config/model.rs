@@ -267,6 +267,8 @@ loc_settings! {
         uwsgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
         /// `scgi_cache*`, the same group.
         scgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
+        /// `userid*` (`directives/userid.rs`, `config/userid_conf.rs`).
+        userid: super::userid_conf::UseridBuilder => super::userid_conf::UseridSettings;
     }
     /// `root` / `alias`.
     root: DocRoot = DocRoot::Root(Template::literal("html"));
@@ -482,7 +484,6 @@ loc_settings! {
     proxy_redirect: Arc<Vec<crate::upstream::RedirectRule>> =
         Arc::new(vec![crate::upstream::RedirectRule::Default]);
 
-
     // HTTP/2 (issue 15; src/http/http2/). All but `http2_chunk_size` are
     // read at server level, as NGINX's server-level directives.
     /// `http2 on|off`: HTTP/2 on this server (ALPN `h2`; h2c with prior
@@ -653,6 +654,12 @@ loc_settings! {
     gzip_http10: bool = false;
     /// `gzip_static`.
     gzip_static: GzipStatic = GzipStatic::Off;
+    /// `gunzip` (`handlers/gunzip.rs`), and `gunzip_buffers` (number, size).
+    gunzip: bool = false;
+    /// See `gunzip`.
+    gunzip_buffers: (u64, u64) = (32, 4096);
+    /// `random_index` (`handlers/random_index.rs`).
+    random_index: bool = false;
     /// `autoindex`.
     autoindex: bool = false;
     /// `autoindex_format`.

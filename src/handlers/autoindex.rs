@@ -107,7 +107,12 @@ impl BodyStream for OnePiece {
 
 /// NGINX's answer to a directory it cannot open: 404, 403 or 500, with
 /// its `opendir()` line.
-fn open_dir_failed(ctx: &RequestCtx, env: &Env<'_>, path: &str, e: &io::Error) -> Outcome {
+pub(super) fn open_dir_failed(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    path: &str,
+    e: &io::Error,
+) -> Outcome {
     if Failure::is_pool(e) {
         return failed(ctx, env, e, "opendir", path);
     }

@@ -12,6 +12,8 @@
 //! | slice | `slice.rs` | no |
 //! | not_modified | `filters.rs` | no |
 //! | headers (`expires`, `add_header`) | `filters.rs` | no |
+//! | userid (`Set-Cookie`) | `userid.rs` | no |
+//! | gunzip | `gunzip.rs` | yes |
 //! | sub_filter | `sub_filter.rs` | no |
 //! | charset | `charset.rs` | no |
 //! | ssi | `ssi/` | yes |
@@ -35,7 +37,7 @@
 //! error page served for the 416 also keeps the file's ETag and charset.
 
 use super::outcome::{Env, Outcome};
-use super::{charset, copy, filters, gzip, slice, ssi, sub_filter, trailers};
+use super::{charset, copy, filters, gunzip, gzip, slice, ssi, sub_filter, trailers, userid};
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 
@@ -98,6 +100,8 @@ const CHAIN: &[Filter] = &[
     main(slice_filter),
     main(not_modified_filter),
     main(headers_filter),
+    main(userid_filter),
+    every(gunzip_filter),
     main(sub_filter_filter),
     main(charset_filter),
     every(ssi_filter),
@@ -180,6 +184,26 @@ fn headers_filter(
 ) -> Result<(), Stop> {
     ctx.status = resp.status;
     filters::headers(ctx, resp);
+    Ok(())
+}
+
+fn userid_filter(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    resp: &mut Response,
+    _: &mut Pass<'_>,
+) -> Result<(), Stop> {
+    userid::header_filter(ctx, env, resp);
+    Ok(())
+}
+
+fn gunzip_filter(
+    ctx: &mut RequestCtx,
+    _: &Env<'_>,
+    resp: &mut Response,
+    _: &mut Pass<'_>,
+) -> Result<(), Stop> {
+    gunzip::header_filter(ctx, resp);
     Ok(())
 }
 

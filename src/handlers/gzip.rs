@@ -120,7 +120,7 @@ fn add_vary(resp: &mut Response) {
 
 /// NGINX's `ngx_http_weak_etag`: `"x"` becomes `W/"x"`; one not quoted
 /// is dropped.
-fn weaken_etag(resp: &mut Response) {
+pub(super) fn weaken_etag(resp: &mut Response) {
     let weak = |e: &str| -> Option<String> {
         if e.len() > 2 && e.starts_with("W/") {
             Some(e.to_string())

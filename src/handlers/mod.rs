@@ -4,10 +4,10 @@
 //! rewrite program (a changed URI selects again, at most 10 times), the
 //! limits and access checks ([`access`]), `try_files`, the content
 //! handler (for files: `gzip_static`, which may decline, then the static
-//! handler); then `error_page`, internal and named-location redirects (the
+//! handler, whose index step asks `random_index` first); then `error_page`, internal and named-location redirects (the
 //! same bound, counted by `count_uri_change`), and the response filter
 //! chain ([`chain`]: slice, conditional requests, `add_header`/`expires`,
-//! `sub_filter`, `charset`, `ssi`, `gzip`, ranges, trailers, then the copy
+//! userid, gunzip, `sub_filter`, `charset`, `ssi`, `gzip`, ranges, trailers, then the copy
 //! step that reads a small file body into memory). Handlers produce a
 //! [`Response`] description and call no filter; the connection loop writes
 //! it. This file is the dispatcher only: what the handlers share
@@ -29,6 +29,7 @@ mod file;
 pub mod filters;
 mod flv;
 pub mod grpc;
+mod gunzip;
 pub mod gzip;
 mod gzip_static;
 pub mod metrics;
@@ -36,6 +37,7 @@ mod mirror;
 mod mp4;
 pub mod outcome;
 pub mod proxy;
+mod random_index;
 pub mod realip;
 pub mod rewrite;
 pub mod slice;
@@ -46,6 +48,7 @@ mod stub_status;
 mod sub_filter;
 pub mod subrequest;
 pub mod trailers;
+mod userid;
 
 use std::cell::RefCell;
 use std::rc::Rc;

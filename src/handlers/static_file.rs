@@ -108,14 +108,21 @@ fn escape_uri(uri: &str) -> String {
 }
 
 /// The index module: `uri` ends with `/`.
+/// `random_index` comes first, as its content handler runs before the
+/// index module's in NGINX.
 async fn index(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
-    if ctx.method == Method::Post {
-        return Outcome::Status(405);
-    }
     let (io, dir) = match locate(ctx, env) {
         Ok(found) => found,
         Err(o) => return *o,
     };
+    if ctx.loc.s.random_index {
+        if let Some(o) = super::random_index::pick(ctx, env, &io, &dir).await {
+            return o;
+        }
+    }
+    if ctx.method == Method::Post {
+        return Outcome::Status(405);
+    }
     ctx.request_filename = Some(dir.clone());
     let uri = ctx.uri.clone();
     let names: Vec<Template> = ctx.loc.s.index.clone();

@@ -260,6 +260,8 @@ pub struct RequestCtx {
     /// `set $limit_rate`: the rate the request was given, in place of
     /// the location's `limit_rate` (`$limit_rate`).
     pub limit_rate: Option<u64>,
+    /// The userid module's uid state (`$uid_got`, `$uid_set`, the cookie).
+    pub userid: RefCell<Option<Box<super::userid::UidState>>>,
 }
 
 /// NGINX's bound on URI changes and internal redirects per request (10
@@ -356,6 +358,7 @@ impl RequestCtx {
             filter_state: None,
             background: Vec::new(),
             limit_rate: None,
+            userid: RefCell::new(None),
             head,
         }
     }

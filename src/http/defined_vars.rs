@@ -6,6 +6,7 @@
 
 use super::context::RequestCtx;
 use crate::access::secure_link;
+use crate::vars::families::UidVar;
 use crate::vars::template::{ConnCount, Var, VarSource};
 
 /// `$connections_*`: the `stub_status` page's figures (waiting is what
@@ -64,6 +65,8 @@ impl RequestCtx {
                 }
             }
             Var::Connections(which) => connections(*which, out),
+            Var::Userid(UidVar::Got) => self.uid_got(out),
+            Var::Userid(UidVar::Set) => self.uid_set(out),
             Var::LimitRate => {
                 use std::fmt::Write as _;
                 let _ = write!(out, "{}", self.limit_rate.unwrap_or(0));

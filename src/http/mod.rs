@@ -34,4 +34,5 @@ pub mod tunnel;
 pub mod upstream_vars;
 pub mod uri;
 pub mod user_agent;
+pub mod userid;
 mod writer;

@@ -1,5 +1,5 @@
 //! Variable families beside `template.rs`'s table: `stub_status`'s
-//! `$connections_*` figures, and which built-in variables `set` and
+//! `$connections_*` figures, the userid module's `$uid_*`, and which built-in variables `set` and
 //! `auth_request_set` may give a value of their own (NGINX's changeable
 //! variables).
 
@@ -20,6 +20,30 @@ pub enum ConnCount {
     Waiting,
 }
 
+/// The userid module's variables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UidVar {
+    /// `$uid_got`: the uid the request's cookie carried.
+    Got,
+    /// `$uid_set`: the uid the response's cookie sets.
+    Set,
+    /// `$uid_reset`: empty unless a `map` or `set` gives it a value (a
+    /// value other than `0` makes a new uid; `log` logs it).
+    Reset,
+}
+
+impl UidVar {
+    /// The userid variable `name`, if it is one.
+    pub fn var(name: &str) -> Option<Var> {
+        Some(Var::Userid(match name {
+            "uid_got" => UidVar::Got,
+            "uid_set" => UidVar::Set,
+            "uid_reset" => UidVar::Reset,
+            _ => return None,
+        }))
+    }
+}
+
 impl Var {
     /// A built-in variable `set` (or `auth_request_set`) may give a value
     /// of its own: the prefixed families (NGINX adds `set $http_foo` as a
@@ -34,6 +58,7 @@ impl Var {
                 | Var::Cookie(_)
                 | Var::UpstreamCookie(_)
                 | Var::SentTrailer(_)
+                | Var::Userid(UidVar::Reset)
         )
     }
 }

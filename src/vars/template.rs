@@ -208,6 +208,8 @@ pub enum Var {
     Connections(ConnCount),
     /// `$limit_rate`: the rate `set $limit_rate` gave the request (0: none).
     LimitRate,
+    /// `$uid_got`, `$uid_set`, `$uid_reset` (the userid module).
+    Userid(super::families::UidVar),
 }
 
 /// A variable whose per-request value lives in the request's slots: set
@@ -321,7 +323,9 @@ impl Var {
 
     /// Looks a variable up by name (without `$`).
     pub fn from_name(name: &str) -> Option<Var> {
-        if let Some(v @ Var::Indexed(_)) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
+        // The configuration's own (`set`, `map`, …), before a built-in
+        // of the name: only a changeable built-in can have one.
+        if let Some(v) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
             return Some(v);
         }
         if let Some(v) = Self::prefixed(name) {
@@ -387,6 +391,7 @@ impl Var {
             _ => {
                 return module_var(name)
                     .or_else(|| SslVar::var(name))
+                    .or_else(|| super::families::UidVar::var(name))
                     .or_else(|| DEFINED.with(|d| d.borrow().get(name).cloned()))
             }
         })

@@ -6,6 +6,8 @@
 //! (a size or a value with variables; `src/http/rate.rs`), `empty_gif` (`src/handlers/empty_gif.rs`). Values and error
 //! texts as NGINX's `ngx_http_gzip_filter_module`,
 //! `ngx_http_gzip_static_module` and the core module's `gzip_*` give them.
+//! Also `gunzip`, `gunzip_buffers` (`src/handlers/gunzip.rs`) and
+//! `random_index` (`src/handlers/random_index.rs`).
 
 #[allow(unused_imports)]
 use super::*;
@@ -52,6 +54,15 @@ pub(super) static ROWS: &[Spec] = &[
         };
         set_once(&mut b.loc().gzip_static, v, d)
     }),
+    d("gunzip", HSL, Arity::N(1), loc_flag!(gunzip)),
+    d("gunzip_buffers", HSL, Arity::N(2), |b, d| {
+        let v = match (d.args[0].parse::<u64>(), parse_size(&d.args[1])) {
+            (Ok(n), Some(s)) if n > 0 && s > 0 => (n, s),
+            _ => return Err(invalid(d)),
+        };
+        set_once(&mut b.loc().gunzip_buffers, v, d)
+    }),
+    d("random_index", LOC, Arity::N(1), loc_flag!(random_index)),
     d("autoindex", HSL, Arity::N(1), loc_flag!(autoindex)),
     d("autoindex_format", HSL, Arity::N(1), |b, d| {
         let v = match d.args[0].as_str() {

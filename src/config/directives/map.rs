@@ -27,7 +27,8 @@ fn defined_name(arg: &str) -> Result<&str, String> {
         return Ok(name);
     }
     if let Some(v) = Var::from_name(name) {
-        if !matches!(v, Var::Indexed(_)) {
+        // NGINX's changeable variables (`$uid_reset`) may be defined.
+        if !matches!(v, Var::Indexed(_)) && !v.changeable() {
             return Err(format!("the duplicate \"{name}\" variable"));
         }
     }

@@ -37,6 +37,7 @@
 //! | `secure_link.rs` | `secure_link`, `secure_link_md5`, `secure_link_secret` |
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `media.rs` | `flv`, `mp4`, `mp4_*` |
+//! | `userid.rs` | `userid`, `userid_*` (the userid filter's cookie) |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -214,6 +215,7 @@ mod subrequests;
 mod trailers;
 mod tuning;
 mod upstream;
+mod userid;
 mod uwsgi;
 
 pub use build::Build;
@@ -275,6 +277,7 @@ static AREAS: &[&[Spec]] = &[
     trailers::ROWS,
     subrequests::ROWS,
     acme::ROWS,
+    userid::ROWS,
 ];
 
 /// Every directive porter accepts.
