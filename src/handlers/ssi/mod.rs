@@ -223,7 +223,7 @@ pub struct SsiStream {
 /// What came first while the page was parsed ahead: the answer of the
 /// include to send next, or the page's next piece.
 enum Raced {
-    Answer(Result<Answer, tokio::task::JoinError>),
+    Answer(Box<Result<Answer, tokio::task::JoinError>>),
     Piece(std::io::Result<(Vec<u8>, bool)>),
 }
 
@@ -523,14 +523,14 @@ impl SsiStream {
             let mut piece = std::pin::pin!(self.source.next());
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(a) = Pin::new(&mut task.0).poll(cx) {
-                    return Poll::Ready(Raced::Answer(a));
+                    return Poll::Ready(Raced::Answer(Box::new(a)));
                 }
                 piece.as_mut().poll(cx).map(Raced::Piece)
             })
             .await
         };
         match raced {
-            Raced::Answer(a) => self.take_answer(a),
+            Raced::Answer(a) => self.take_answer(*a),
             Raced::Piece(p) => {
                 let (piece, last) = p?;
                 self.feed(piece, last);
