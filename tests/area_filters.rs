@@ -18,6 +18,7 @@ mod limit_rate;
 mod limit_rate_vars;
 mod slice;
 mod ssi;
+mod ssi_parallel;
 mod sub_filter;
 mod trailers;
 mod userid;

@@ -17,3 +17,4 @@ mod lifecycle;
 mod packaging;
 mod prefix;
 mod real_configs;
+mod shutdown_signals;

@@ -15,6 +15,7 @@ mod header_value_vars;
 mod limit_except;
 mod map_forward_reference;
 mod mirror;
+mod post_action;
 mod realip;
 mod referer;
 mod regex_inline_flags;

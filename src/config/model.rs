@@ -543,6 +543,9 @@ loc_settings! {
     mirrors: Arc<Vec<Arc<str>>> = Arc::new(Vec::new());
     /// `mirror_request_body`.
     mirror_request_body: bool = true;
+    /// `post_action URI|@name` (None: off): run after the response is
+    /// sent (`handlers::post_action`).
+    post_action: Option<Arc<str>> = None;
     /// `subrequest_output_buffer_size`: the most of a subrequest's body
     /// kept in memory (SSI's `include ... set=`), one page by default.
     subrequest_output_buffer_size: u64 = 4096;

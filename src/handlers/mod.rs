@@ -8,7 +8,8 @@
 //! same bound, counted by `count_uri_change`), and the response filter
 //! chain ([`chain`]: slice, conditional requests, `add_header`/`expires`,
 //! userid, gunzip, `sub_filter`, `charset`, `ssi`, `gzip`, ranges, trailers, then the copy
-//! step that reads a small file body into memory). Handlers produce a
+//! step that reads a small file body into memory), and `post_action`
+//! ([`post_action`]) armed for after the response. Handlers produce a
 //! [`Response`] description and call no filter; the connection loop writes
 //! it. This file is the dispatcher only: what the handlers share
 //! ([`Outcome`], [`Env`], [`redirect`]) is in [`outcome`], below them, and
@@ -36,6 +37,7 @@ pub mod metrics;
 mod mirror;
 mod mp4;
 pub mod outcome;
+mod post_action;
 pub mod proxy;
 mod random_index;
 pub mod realip;
@@ -156,7 +158,11 @@ pub async fn respond(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
         }
         _ => first,
     };
-    finish(ctx, env, first).await
+    let resp = finish(ctx, env, first).await;
+    if resp.is_some() && ctx.loc.s.post_action.is_some() {
+        post_action::arm(ctx, env);
+    }
+    resp
 }
 
 /// NGINX discards what of an unread body came with the head before it
@@ -172,8 +178,16 @@ fn bad_preread_body(env: &Env<'_>) -> bool {
 /// A subrequest's response ([`subrequest`]): its phases from the
 /// server's rewrite program on, then `error_page` and internal redirects;
 /// no header filters (they are the main request's).
-async fn serve_subrequest(ctx: &mut RequestCtx, env: &Env<'_>) -> Option<Response> {
-    let first = run_phases(ctx, env, None).await;
+/// With `named`, it starts in that named location (`post_action @name`).
+async fn serve_subrequest(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    named: Option<String>,
+) -> Option<Response> {
+    let first = match named {
+        Some(name) => Outcome::Named(name),
+        None => run_phases(ctx, env, None).await,
+    };
     finish(ctx, env, first).await
 }
 

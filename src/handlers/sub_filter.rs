@@ -15,8 +15,9 @@
 //! from the left the first string in configuration order that matches
 //! there wins, and the search goes on after the replacement; with
 //! `sub_filter_once on` (the default) each string is replaced at its first
-//! match only. A match may span two pieces: the last `longest - 1` bytes
-//! of a piece wait for the next. The search is Aho-Corasick
+//! match only. A match may span two pieces: the tail of a piece that
+//! begins a string waits for the next (a partial match, NGINX's `looked`
+//! state); the rest of the piece is sent at once. The search is Aho-Corasick
 //! (`aho-corasick`, leftmost-first, the regex crate's own engine), which
 //! gives exactly that rule. In the chain it runs after the headers filter
 //! and before charset and gzip, as in NGINX.
@@ -107,6 +108,23 @@ impl Matcher {
             longest,
         })
     }
+
+    /// Where the first partial match of `buf` at or after `from` starts:
+    /// the earliest tail of `buf` that is the start of a string (but not
+    /// all of it), ASCII case-insensitive; `buf.len()` when there is none.
+    /// Only such a tail can change with the next piece, so only it waits
+    /// (NGINX's `looked` state); the rest is sent as it came.
+    fn partial_from(&self, buf: &[u8], from: usize) -> usize {
+        let first = buf.len().saturating_sub(self.longest - 1).max(from);
+        (first..buf.len())
+            .find(|&i| {
+                let tail = &buf[i..];
+                self.pairs.iter().any(|(f, _)| {
+                    f.len() > tail.len() && f.as_bytes()[..tail.len()].eq_ignore_ascii_case(tail)
+                })
+            })
+            .unwrap_or(buf.len())
+    }
 }
 
 /// A body with the strings replaced (see the module header).
@@ -144,7 +162,7 @@ impl SubStream {
             let safe = if last {
                 buf.len()
             } else {
-                buf.len().saturating_sub(m.longest - 1)
+                m.partial_from(&buf, pos)
             };
             let Some(found) = m.search.find(&buf[pos..]) else {
                 break;
@@ -164,7 +182,7 @@ impl SubStream {
             }
         }
         let keep_from = match (&self.matcher, last) {
-            (Some(m), false) => buf.len().saturating_sub(m.longest - 1).max(pos),
+            (Some(m), false) => m.partial_from(&buf, pos),
             _ => buf.len(),
         };
         out.extend_from_slice(&buf[pos..keep_from]);
@@ -222,6 +240,23 @@ mod tests {
         // The longest string is kept back, a shorter one is not lost.
         let p = [("abcdef", "L"), ("x", "X")];
         assert_eq!(run(&p, false, &["x", "abc", "def", "x"]), "XLX");
+    }
+
+    #[test]
+    fn only_a_partial_match_waits_for_the_next_piece() {
+        let first = |find: &str| {
+            let pairs = vec![(find.to_string(), find.to_uppercase())];
+            let mut s = SubStream::new(PieceSource::Bytes(Vec::new()), pairs, false);
+            let mut out = Vec::new();
+            s.replace(b"xyz", false, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(first("za"), "xy");
+        assert_eq!(first("ab"), "xyz");
+        // A shorter string found inside a longer one's partial match waits.
+        let p = [("abcdef", "L"), ("bc", "B")];
+        assert_eq!(run(&p, false, &["xabc", "dex"]), "xaBdex");
+        assert_eq!(run(&p, false, &["xabc", "def"]), "xL");
     }
 
     #[test]

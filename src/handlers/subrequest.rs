@@ -117,6 +117,13 @@ impl Subrequest {
         self
     }
 
+    /// Gives the subrequest `state` as its `RequestCtx::filter_state` (an
+    /// SSI include's nesting), in place of the main request's.
+    pub fn with_filter_state(mut self, state: Rc<dyn std::any::Any>) -> Subrequest {
+        self.filter_state = Some(state);
+        self
+    }
+
     /// Gives the subrequest `body` as its request body.
     pub fn with_body(mut self, body: Rc<Vec<u8>>) -> Subrequest {
         self.body = Some(body);
@@ -161,37 +168,45 @@ impl Subrequest {
     /// rewrite phase to its response, through `error_page` and internal
     /// redirects as any request.
     pub fn run(&self, uri: String, args: Option<String>) -> SubFuture<'_> {
-        Box::pin(async move {
-            let mut ctx = self.ctx();
-            ctx.uri = uri;
-            ctx.args = args;
-            if !self.keep_method {
-                ctx.method = Method::Get;
+        Box::pin(self.answer(uri, args, None))
+    }
+
+    /// Runs the subrequest in the named location `name` (`@...`) at the
+    /// main request's URI and arguments (`post_action @name`).
+    pub fn run_named(&self, name: String) -> SubFuture<'_> {
+        Box::pin(self.answer(self.uri.clone(), self.args.clone(), Some(name)))
+    }
+
+    async fn answer(&self, uri: String, args: Option<String>, named: Option<String>) -> Answer {
+        let mut ctx = self.ctx();
+        ctx.uri = uri;
+        ctx.args = args;
+        if !self.keep_method {
+            ctx.method = Method::Get;
+        }
+        let body = self
+            .body
+            .as_ref()
+            .map(|b| RefCell::new(ClientBody::memory(b.to_vec())));
+        let env = Env {
+            disk: &self.disk,
+            log: &self.log,
+            caches: &self.caches,
+            body: body.as_ref(),
+        };
+        let response = super::serve_subrequest(&mut ctx, &env, named).await;
+        if let Some(r) = &response {
+            ctx.status = r.status;
+            ctx.sent_headers = r.sent_headers();
+        }
+        if ctx.loc.s.log_subrequest {
+            // NGINX logs a subrequest only under `log_subrequest on`,
+            // in the access logs of the location it ended in.
+            let cache = ctx.loc.s.open_log_file_cache.as_ref();
+            for l in ctx.loc.s.access_log.iter() {
+                l.write(&ctx, cache);
             }
-            let body = self
-                .body
-                .as_ref()
-                .map(|b| RefCell::new(ClientBody::memory(b.to_vec())));
-            let env = Env {
-                disk: &self.disk,
-                log: &self.log,
-                caches: &self.caches,
-                body: body.as_ref(),
-            };
-            let response = super::serve_subrequest(&mut ctx, &env).await;
-            if let Some(r) = &response {
-                ctx.status = r.status;
-                ctx.sent_headers = r.sent_headers();
-            }
-            if ctx.loc.s.log_subrequest {
-                // NGINX logs a subrequest only under `log_subrequest on`,
-                // in the access logs of the location it ended in.
-                let cache = ctx.loc.s.open_log_file_cache.as_ref();
-                for l in ctx.loc.s.access_log.iter() {
-                    l.write(&ctx, cache);
-                }
-            }
-            Answer { ctx, response }
-        })
+        }
+        Answer { ctx, response }
     }
 }

@@ -257,6 +257,10 @@ pub struct RequestCtx {
     /// Background subrequests (`mirror`) still running: the connection
     /// reads its next request once they end, as NGINX's does.
     pub background: Vec<tokio::task::JoinHandle<()>>,
+    /// `post_action`'s request, not started: the connection runs it once
+    /// the response is sent, before the access log line
+    /// ([`RequestCtx::wait_background`]).
+    pub post_action: Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>>,
     /// `set $limit_rate`: the rate the request was given, in place of
     /// the location's `limit_rate` (`$limit_rate`).
     pub limit_rate: Option<u64>,
@@ -357,6 +361,7 @@ impl RequestCtx {
             subrequest: false,
             filter_state: None,
             background: Vec::new(),
+            post_action: None,
             limit_rate: None,
             userid: RefCell::new(None),
             head,
@@ -560,8 +565,12 @@ impl RequestCtx {
         }
     }
 
-    /// Waits for the background subrequests (`mirror`) to end.
+    /// Runs `post_action`'s request, then waits for the background
+    /// subrequests (`mirror`) to end.
     pub async fn wait_background(&mut self) {
+        if let Some(post) = self.post_action.take() {
+            post.await;
+        }
         for task in std::mem::take(&mut self.background) {
             let _ = task.await;
         }

@@ -141,6 +141,14 @@ pub fn parse_head(buf: &[u8], limits: &HeadLimits) -> Result<Option<RequestHead>
     if data.is_empty() {
         return Ok(None);
     }
+    // NGINX's parser refuses a method byte that is not `A`-`Z`, `_` or
+    // `-` as it reads it, without waiting for the line's end: a client
+    // speaking another protocol (an uwsgi or binary packet) gets its 400
+    // at once.
+    let method_len = memchr::memchr(b' ', data).unwrap_or(data.len());
+    if !data[..method_len].iter().all(|&b| is_method_byte(b)) {
+        return Err(HeadError::Invalid("invalid method").into());
+    }
     let line_end = memchr::memchr(b'\n', data);
     let req_line_len = line_end.unwrap_or(data.len());
     if req_line_len > limits.max_request_line {
@@ -474,9 +482,12 @@ impl HeaderFields {
 
 /// NGINX's method token: uppercase letters, `_` and `-`.
 fn is_method(m: &str) -> bool {
-    !m.is_empty()
-        && m.bytes()
-            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+    !m.is_empty() && m.bytes().all(is_method_byte)
+}
+
+/// A byte NGINX takes in a method.
+fn is_method_byte(b: u8) -> bool {
+    b.is_ascii_uppercase() || b == b'_' || b == b'-'
 }
 
 /// The request line at the start of `buf`, as far as it was received
@@ -664,6 +675,17 @@ mod tests {
         assert!(r.keep_alive);
         assert_eq!(r.head_len, 47);
         assert_eq!(r.headers().nth(1), Some(("X", "1")));
+    }
+
+    #[test]
+    fn a_bad_method_byte_is_refused_before_the_line_ends() {
+        // An uwsgi packet (modifier1 0, then a little-endian size): no
+        // line end to wait for.
+        assert_eq!(status(b"\0\x20\0\0\x0b\0REQUEST"), 400);
+        assert_eq!(status(b"\x16\x03\x01"), 400);
+        assert_eq!(status(b"GEt"), 400);
+        assert!(parse(b"GET").unwrap().is_none());
+        assert!(parse(b"\r\nPOST /a").unwrap().is_none());
     }
 
     #[test]

@@ -128,37 +128,39 @@ impl Generation {
         } = self;
         std::thread::Builder::new()
             .name("porter-retire".into())
-            .spawn(move || join_workers(threads, &trigger, timeout, Duration::from_millis(20)))
+            .spawn(move || {
+                let poll = Duration::from_millis(20);
+                join_workers(threads, &trigger, timeout, poll, &mut || false)
+            })
             .ok();
     }
 
     /// Graceful stop, waiting for the workers (escalating to fast after
-    /// `worker_shutdown_timeout`).
-    fn stop_and_wait(self, mode: Mode) {
+    /// `worker_shutdown_timeout`, or on a SIGTERM or SIGINT meanwhile, as
+    /// NGINX's master obeys one while it waits for its workers to quit).
+    fn stop_and_wait(self, mode: Mode, signals: &mut Signals) {
         self.trigger.set(mode);
         let timeout = self.config.main.worker_shutdown_timeout;
-        join_workers(
-            self.threads,
-            &self.trigger,
-            timeout,
-            Duration::from_millis(10),
-        );
+        let mut term = || signals.pending().any(|s| s == SIGTERM || s == SIGINT);
+        let poll = Duration::from_millis(10);
+        join_workers(self.threads, &self.trigger, timeout, poll, &mut term);
     }
 }
 
 /// Waits for a generation's worker `threads`, looking every `poll`; once
-/// `timeout` (`worker_shutdown_timeout`) has passed since the call, the
-/// stop turns fast.
+/// `timeout` (`worker_shutdown_timeout`) has passed since the call, or
+/// `fast_now` says so, the stop turns fast.
 fn join_workers(
     threads: Vec<JoinHandle<()>>,
     trigger: &ShutdownTrigger,
     timeout: Option<Duration>,
     poll: Duration,
+    fast_now: &mut dyn FnMut() -> bool,
 ) {
     let deadline = timeout.map(|t| Instant::now() + t);
     for t in threads {
         while !t.is_finished() {
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if deadline.is_some_and(|d| Instant::now() >= d) || fast_now() {
                 trigger.set(Mode::Fast);
             }
             std::thread::sleep(poll);
@@ -311,7 +313,7 @@ pub fn run(opts: LoadOptions, prog: &str) -> i32 {
         new_binary: None,
     };
     let exit_mode = master.wait_for_stop(&mut signals);
-    master.exit(exit_mode);
+    master.exit(exit_mode, &mut signals);
     0
 }
 
@@ -486,7 +488,11 @@ impl Master<'_> {
     /// SIGINT: fast); SIGHUP reloads.
     fn wait_for_stop(&mut self, signals: &mut Signals) -> Mode {
         loop {
-            for sig in signals.wait() {
+            // NGINX looks at `ngx_terminate` before `ngx_quit`: a SIGTERM
+            // that came with a SIGQUIT makes the stop fast.
+            let batch: Vec<i32> = signals.wait().collect();
+            let fast = batch.iter().any(|&s| s == SIGTERM || s == SIGINT);
+            for sig in batch.into_iter().filter(|&s| !(fast && s == SIGQUIT)) {
                 match sig {
                     SIGHUP => self.reload(sig),
                     SIGQUIT => {
@@ -585,13 +591,13 @@ impl Master<'_> {
     /// the workers finish what they have), the workers stopped, the pid
     /// file removed (`.oldbin` while a new binary runs: that one's pid
     /// file is the other's).
-    fn exit(mut self, mode: Mode) {
+    fn exit(mut self, mode: Mode, signals: &mut Signals) {
         if self.new_binary.is_none() {
             self.listeners.remove_unix_files();
         }
         drop(self.listeners);
         match self.current {
-            Some(g) if mode == Mode::Graceful => g.stop_and_wait(Mode::Graceful),
+            Some(g) if mode == Mode::Graceful => g.stop_and_wait(Mode::Graceful, signals),
             Some(g) => g.trigger.set(Mode::Fast),
             None => {}
         }

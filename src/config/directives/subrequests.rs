@@ -2,7 +2,8 @@
 //! `auth_request URI|off` and `auth_request_set $var value`
 //! (`handlers::auth_request`), `mirror URI|off` and `mirror_request_body`
 //! (`handlers::mirror`), `subrequest_output_buffer_size` (SSI's
-//! `include ... set=`). `auth_request_set` and `mirror` lines add up
+//! `include ... set=`), `post_action URI|@name|off`
+//! (`handlers::post_action`). `auth_request_set` and `mirror` lines add up
 //! within a level; a level with its own replaces its parent's.
 
 #[allow(unused_imports)]
@@ -16,6 +17,13 @@ pub(super) static ROWS: &[Spec] = &[
             uri => Some(Arc::from(uri)),
         };
         set_once(&mut b.loc().auth_request, v, d)
+    }),
+    d("post_action", HSL, Arity::N(1), |b, d| {
+        let v = match d.args[0].as_str() {
+            "off" => None,
+            uri => Some(Arc::from(uri)),
+        };
+        set_once(&mut b.loc().post_action, v, d)
     }),
     d("auth_request_set", HSL, Arity::N(2), set_auth_request_set),
     d("mirror", HSL, Arity::N(1), set_mirror),

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use super::eval::{self, Encoding, Right};
 use super::parse::Command;
-use super::{Include, SsiStream, MAX_DEPTH};
+use super::{Include, Item, Running, SsiStream, MAX_DEPTH};
 
 /// NGINX's `NGX_HTTP_SSI_MAX_PARAMS`.
 const MAX_PARAMS: usize = 16;
@@ -287,7 +287,7 @@ impl SsiStream {
     }
 
     /// `include virtual=|file= [wait=] [set=|stub=]`: starts the
-    /// subrequest; the stream sends its answer next.
+    /// subrequest; its answer goes out in its turn.
     fn include(&mut self, p: &Params) -> Result<(), String> {
         let (virt, file, wait, set, stub) = (p.get(0), p.get(1), p.get(2), p.get(3), p.get(4));
         let uri = match (virt, file) {
@@ -329,13 +329,15 @@ impl SsiStream {
         if self.depth >= MAX_DEPTH {
             return Err(format!("subrequests cycle while processing \"{path}\""));
         }
-        self.shared.borrow_mut().depth = self.depth + 1;
         let sub = Rc::clone(&self.sub);
-        self.include = Some(Include::Pending {
-            answer: Box::pin(async move { sub.run(path, args).await }),
+        let task = crate::metrics::timed::spawn(async move { sub.run(path, args).await });
+        let waited = set.is_some() || wait.is_some_and(|w| w.eq_ignore_ascii_case("yes"));
+        let include = Include::Pending {
+            task: Running(task),
             set: set.map(str::to_ascii_lowercase),
             stub,
-        });
+        };
+        self.queue.push_back(Item::Include { include, waited });
         Ok(())
     }
 }

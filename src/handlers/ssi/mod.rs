@@ -17,15 +17,27 @@
 //! parses it incrementally ([`parse`]), so a command split across pieces
 //! works and the body is never held whole. `include virtual=` and `file=`
 //! are subrequests ([`super::subrequest`]) through porter's own request
-//! path (static files through the disk layer, proxy, `return`…); the
-//! included body is streamed in place before the parse goes on, so
-//! includes come out in document order and the loop never waits on a
-//! disk. porter runs one include at a time, as NGINX does with `wait=yes`
-//! (NGINX may run an include without `wait` while it parses on; the bytes
-//! sent are the same). Variables set by `set`, `include set=` and regex
-//! captures, and `block`s, are shared by the main request and its
-//! subrequests ([`Shared`], carried in `RequestCtx::filter_state`), as in
-//! NGINX. Nested includes stop at NGINX's depth of 50.
+//! path (static files through the disk layer, proxy, `return`…), each
+//! a task on the worker's loop, so the loop never waits on a disk.
+//!
+//! Includes run at once, as NGINX's: the parse goes on past an include
+//! without `wait=yes` or `set=`, starting the next ones while the first
+//! is still being answered, and the output waits in document order (the
+//! [`Item`] queue, NGINX's postpone filter): text parsed ahead, and the
+//! includes whose bodies are read, one after the other, when their turn
+//! to be sent comes (an included body is never read ahead, so it is held
+//! by its own upstream or file, not in memory). An include with
+//! `wait=yes` or `set=` holds the parse until it is done, as in NGINX
+//! (`ctx->wait`). What parsing ahead holds is bounded: at most
+//! [`MAX_AHEAD_INCLUDES`] includes and [`MAX_AHEAD_TEXT`] bytes of text
+//! wait. For the main request the head waits for the first byte of the
+//! body (`Response::hold_head`; NGINX's header sits in its output buffer
+//! until body bytes join it): an include whose `set=` fails ends the
+//! response before anything was sent. Variables set by `set`, `include
+//! set=` and regex captures, and `block`s, are shared by the main request
+//! and its subrequests ([`Shared`], carried in `RequestCtx::filter_state`
+//! with the include's nesting, [`Nested`]), as in NGINX. Nested includes
+//! stop at NGINX's depth of 50.
 
 mod commands;
 pub mod eval;
@@ -36,6 +48,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 
 use super::body_source::PieceSource;
 use super::outcome::Env;
@@ -49,6 +62,13 @@ use parse::{Event, Parser};
 /// NGINX's bound on nested subrequests.
 const MAX_DEPTH: u32 = 50;
 
+/// The most includes parsed ahead that may wait for their turn to be
+/// sent (each a running subrequest, maybe an upstream connection).
+const MAX_AHEAD_INCLUDES: usize = 32;
+
+/// The most bytes of parsed text that may wait behind includes.
+const MAX_AHEAD_TEXT: usize = 64 * 1024;
+
 /// What the main request and its subrequests share.
 #[derive(Default)]
 pub struct Shared {
@@ -58,8 +78,24 @@ pub struct Shared {
     blocks: Vec<(String, Vec<u8>)>,
     /// The last `if` regex's captures (`$0`…`$9`).
     captures: Vec<String>,
-    /// The nesting of the include being started.
+}
+
+/// What a request's SSI filter finds in its `RequestCtx::filter_state`:
+/// the state it shares, and how deep in includes it is (an include's
+/// subrequest carries its own, one deeper than its page's).
+struct Nested {
+    shared: Rc<RefCell<Shared>>,
     depth: u32,
+}
+
+/// An include's subrequest, a task on the worker's loop; stopped when
+/// dropped (the response it was for is gone).
+struct Running(tokio::task::JoinHandle<Answer>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Shared {
@@ -113,10 +149,20 @@ pub fn header_filter(ctx: &mut RequestCtx, env: &Env<'_>, resp: &mut Response) {
     }
     if !ctx.subrequest {
         super::body_source::frame_unknown_length(ctx, resp);
+        resp.hold_head = true;
     }
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     let stream = SsiStream::new(ctx, env, PieceSource::of(body));
     resp.body = Body::Stream(StreamBody::new(Box::new(stream)));
+}
+
+/// What is to go out, in document order.
+enum Item {
+    /// Text the parse put out.
+    Text(Vec<u8>),
+    /// An include; `waited` (`wait=yes` or `set=`) holds the parse until
+    /// it is done.
+    Include { include: Include, waited: bool },
 }
 
 /// An include in progress.
@@ -124,7 +170,7 @@ enum Include {
     /// The subrequest runs; then its body goes out, or into a variable,
     /// or the stub replaces it.
     Pending {
-        answer: Pin<Box<dyn Future<Output = Answer>>>,
+        task: Running,
         set: Option<String>,
         stub: Option<Vec<u8>>,
     },
@@ -170,27 +216,41 @@ pub struct SsiStream {
     silent: bool,
     /// This body's include nesting (0 for the main request's).
     depth: u32,
-    include: Option<Include>,
+    /// What the parse put out and is still to be sent, in order.
+    queue: VecDeque<Item>,
+}
+
+/// What came first while the page was parsed ahead: the answer of the
+/// include to send next, or the page's next piece.
+enum Raced {
+    Answer(Box<Result<Answer, tokio::task::JoinError>>),
+    Piece(std::io::Result<(Vec<u8>, bool)>),
 }
 
 impl SsiStream {
     /// The SSI stream of `ctx`'s response body `source`.
     fn new(ctx: &mut RequestCtx, env: &Env<'_>, source: PieceSource) -> SsiStream {
-        let shared = ctx
+        let nested = ctx
             .filter_state
             .clone()
-            .and_then(|a| a.downcast::<RefCell<Shared>>().ok())
-            .unwrap_or_default();
-        ctx.filter_state = Some(shared.clone());
-        let sub = Subrequest::of(ctx, env);
+            .and_then(|a| a.downcast::<Nested>().ok());
+        let (shared, depth) = match nested {
+            Some(n) if ctx.subrequest => (Rc::clone(&n.shared), n.depth),
+            Some(n) => (Rc::clone(&n.shared), 0),
+            None => (Rc::default(), 0),
+        };
+        ctx.filter_state = Some(Rc::new(Nested {
+            shared: Rc::clone(&shared),
+            depth,
+        }));
+        let inner = Nested {
+            shared: Rc::clone(&shared),
+            depth: depth + 1,
+        };
+        let sub = Subrequest::of(ctx, env).with_filter_state(Rc::new(inner));
         let mut vars = sub.clone_ctx();
         vars.subrequest = ctx.subrequest;
         vars.slots = ctx.slots.clone();
-        let depth = if ctx.subrequest {
-            shared.borrow().depth
-        } else {
-            0
-        };
         let s = &ctx.loc.s;
         SsiStream {
             source,
@@ -211,7 +271,7 @@ impl SsiStream {
             silent: s.ssi_silent_errors,
             sub: Rc::new(sub),
             depth,
-            include: None,
+            queue: VecDeque::new(),
         }
     }
 
@@ -286,7 +346,12 @@ impl SsiStream {
     }
 
     /// The include's subrequest answered: what to read from it.
-    fn answered(&mut self, answer: Answer, set: Option<String>, stub: Option<Vec<u8>>) {
+    fn answered(
+        &mut self,
+        answer: Answer,
+        set: Option<String>,
+        stub: Option<Vec<u8>>,
+    ) -> Option<Include> {
         let Answer { mut ctx, response } = answer;
         if let Some(name) = set {
             // NGINX keeps the body of a subrequest that did not fail.
@@ -294,17 +359,16 @@ impl SsiStream {
                 let limit = ctx.loc.s.subrequest_output_buffer_size;
                 if let Some(len) = r.content_length.filter(|&l| l > limit) {
                     self.log_error(&format!("too big subrequest response: {len}"));
-                    self.include = Some(Include::Failed);
-                    return;
+                    return Some(Include::Failed);
                 }
-                self.include = Some(Include::Collect {
+                return Some(Include::Collect {
                     body: PieceSource::of(r.body),
                     name,
                     value: Vec::new(),
                     limit,
                 });
             }
-            return;
+            return None;
         }
         let silent = response.as_ref().is_none_or(|r| {
             r.special || r.content_length == Some(0) || matches!(r.body, Body::Empty)
@@ -316,8 +380,10 @@ impl SsiStream {
         let body = match (stub, response) {
             (Some(stub), _) if silent => {
                 if special && ctx.loc.s.ssi {
-                    ctx.filter_state = Some(self.shared.clone());
-                    self.shared.borrow_mut().depth = self.depth + 1;
+                    ctx.filter_state = Some(Rc::new(Nested {
+                        shared: Rc::clone(&self.shared),
+                        depth: self.depth + 1,
+                    }));
                     let env = self.sub.env();
                     let s = SsiStream::new(&mut ctx, &env, PieceSource::Bytes(stub));
                     PieceSource::Stream(Box::new(s))
@@ -326,27 +392,48 @@ impl SsiStream {
                 }
             }
             (_, Some(r)) => PieceSource::of(r.body),
-            (_, None) => return,
+            (_, None) => return None,
         };
-        self.include = Some(Include::Body(body));
+        Some(Include::Body(body))
     }
 
-    /// Reads the include in progress; `Ok(true)` when it put bytes in
-    /// `out`. Cancel-safe: state changes only after an await completed.
-    async fn read_include(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool> {
-        match self.include.as_mut().expect("an include") {
-            Include::Pending { answer, .. } => {
-                let answer = answer.as_mut().await;
-                let Some(Include::Pending { set, stub, .. }) = self.include.take() else {
-                    unreachable!("pending above");
-                };
-                self.answered(answer, set, stub);
+    /// The include at the front answered (or its task failed): what of
+    /// it is still to be read takes its place.
+    fn take_answer(
+        &mut self,
+        answer: Result<Answer, tokio::task::JoinError>,
+    ) -> std::io::Result<()> {
+        let Some(Item::Include {
+            include: Include::Pending { set, stub, .. },
+            waited,
+        }) = self.queue.pop_front()
+        else {
+            unreachable!("a pending include at the front");
+        };
+        let answer = answer.map_err(|_| crate::http::response::logged_error())?;
+        if let Some(include) = self.answered(answer, set, stub) {
+            self.queue.push_front(Item::Include { include, waited });
+        }
+        Ok(())
+    }
+
+    /// Reads the include at the front of the queue; `Ok(true)` when it
+    /// put bytes in `out`. Cancel-safe: state changes only after an await
+    /// completed.
+    async fn read_front(&mut self, out: &mut Vec<u8>) -> std::io::Result<bool> {
+        let Some(Item::Include { include, .. }) = self.queue.front_mut() else {
+            unreachable!("an include at the front");
+        };
+        match include {
+            Include::Pending { task, .. } => {
+                let answer = (&mut task.0).await;
+                self.take_answer(answer)?;
                 Ok(false)
             }
             Include::Body(src) => {
                 let (piece, last) = src.next().await?;
                 if last {
-                    self.include = None;
+                    self.queue.pop_front();
                 }
                 out.extend_from_slice(&piece);
                 Ok(!out.is_empty())
@@ -358,16 +445,96 @@ impl SsiStream {
                 let (piece, last) = body.next().await?;
                 value.extend_from_slice(&piece);
                 if value.len() as u64 > *limit {
+                    *include = Include::Failed;
                     self.log_error("too big subrequest response");
-                    self.include = Some(Include::Failed);
                 } else if last {
-                    let Some(Include::Collect { name, value, .. }) = self.include.take() else {
+                    let Some(Item::Include {
+                        include: Include::Collect { name, value, .. },
+                        ..
+                    }) = self.queue.pop_front()
+                    else {
                         unreachable!("collecting above");
                     };
                     let value = String::from_utf8_lossy(&value).into_owned();
                     self.shared.borrow_mut().set_var(name, value);
                 }
                 Ok(false)
+            }
+        }
+    }
+
+    /// Whether the parse must wait: a `wait=yes` or `set=` include is
+    /// not done, or as much as [`MAX_AHEAD_INCLUDES`] and
+    /// [`MAX_AHEAD_TEXT`] allow waits to be sent.
+    fn held(&self) -> bool {
+        let (mut includes, mut text) = (0, 0);
+        for item in &self.queue {
+            match item {
+                Item::Text(t) => text += t.len(),
+                Item::Include { waited: true, .. } => return true,
+                Item::Include { .. } => includes += 1,
+            }
+        }
+        includes >= MAX_AHEAD_INCLUDES || text >= MAX_AHEAD_TEXT
+    }
+
+    /// Runs the parsed commands while the parse is not held: text goes
+    /// to the queue, includes start.
+    fn run_events(&mut self) {
+        while !self.held() {
+            let Some(ev) = self.events.pop_front() else {
+                return;
+            };
+            let mut text = Vec::new();
+            self.event(ev, &mut text);
+            if text.is_empty() {
+                continue;
+            }
+            match self.queue.back_mut() {
+                Some(Item::Text(t)) => t.extend_from_slice(&text),
+                _ => self.queue.push_back(Item::Text(text)),
+            }
+        }
+    }
+
+    /// Parses one more piece of the page.
+    fn feed(&mut self, piece: Vec<u8>, last: bool) {
+        let mut events = Vec::new();
+        self.parser.feed(&piece, &mut events);
+        if last {
+            self.parser.finish(&mut events);
+            self.source_done = true;
+        }
+        self.events.extend(events);
+    }
+
+    /// Waits for the answer of the include at the front or the page's
+    /// next piece, whichever comes first (the includes parsed ahead run
+    /// meanwhile, as tasks of their own).
+    async fn race(&mut self) -> std::io::Result<()> {
+        let raced = {
+            let Some(Item::Include {
+                include: Include::Pending { task, .. },
+                ..
+            }) = self.queue.front_mut()
+            else {
+                unreachable!("a pending include at the front");
+            };
+            let mut piece = std::pin::pin!(self.source.next());
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(a) = Pin::new(&mut task.0).poll(cx) {
+                    return Poll::Ready(Raced::Answer(Box::new(a)));
+                }
+                piece.as_mut().poll(cx).map(Raced::Piece)
+            })
+            .await
+        };
+        match raced {
+            Raced::Answer(a) => self.take_answer(*a),
+            Raced::Piece(p) => {
+                let (piece, last) = p?;
+                self.feed(piece, last);
+                Ok(())
             }
         }
     }
@@ -379,30 +546,30 @@ impl BodyStream for SsiStream {
         // cancel-safe with the state it needs kept in `self`.
         Box::pin(async move {
             loop {
-                if self.include.is_some() {
-                    if self.read_include(out).await? {
+                self.run_events();
+                let can_parse = self.events.is_empty() && !self.source_done && !self.held();
+                match self.queue.front() {
+                    Some(Item::Text(_)) => {
+                        if let Some(Item::Text(t)) = self.queue.pop_front() {
+                            out.extend_from_slice(&t);
+                        }
                         return Ok(true);
                     }
-                    continue;
-                }
-                if let Some(ev) = self.events.pop_front() {
-                    self.event(ev, out);
-                    if !out.is_empty() {
-                        return Ok(true);
+                    Some(Item::Include {
+                        include: Include::Pending { .. },
+                        ..
+                    }) if can_parse => self.race().await?,
+                    Some(Item::Include { .. }) => {
+                        if self.read_front(out).await? {
+                            return Ok(true);
+                        }
                     }
-                    continue;
+                    None if self.source_done => return Ok(false),
+                    None => {
+                        let (piece, last) = self.source.next().await?;
+                        self.feed(piece, last);
+                    }
                 }
-                if self.source_done {
-                    return Ok(false);
-                }
-                let (piece, last) = self.source.next().await?;
-                let mut events = Vec::new();
-                self.parser.feed(&piece, &mut events);
-                if last {
-                    self.parser.finish(&mut events);
-                    self.source_done = true;
-                }
-                self.events.extend(events);
             }
         })
     }
