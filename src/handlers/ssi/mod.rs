@@ -31,7 +31,7 @@
 //! (`ctx->wait`). What parsing ahead holds is bounded: at most
 //! [`MAX_AHEAD_INCLUDES`] includes and [`MAX_AHEAD_TEXT`] bytes of text
 //! wait. For the main request the head waits for the first byte of the
-//! body (`Response::hold_head`; NGINX's header sits in its output buffer
+//! body (`HeadTiming::WithFirstPiece`; NGINX's header sits in its output buffer
 //! until body bytes join it): an include whose `set=` fails ends the
 //! response before anything was sent. Variables set by `set`, `include
 //! set=` and regex captures, and `block`s, are shared by the main request
@@ -149,7 +149,7 @@ pub fn header_filter(ctx: &mut RequestCtx, env: &Env<'_>, resp: &mut Response) {
     }
     if !ctx.subrequest {
         super::body_source::frame_unknown_length(ctx, resp);
-        resp.hold_head = true;
+        resp.head_timing = crate::http::response::HeadTiming::WithFirstPiece;
     }
     let body = std::mem::replace(&mut resp.body, Body::Empty);
     let stream = SsiStream::new(ctx, env, PieceSource::of(body));
