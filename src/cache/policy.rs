@@ -163,6 +163,20 @@ pub fn validity(
     }
 }
 
+/// [`validity`] now, with the stale windows the headers give (a
+/// malformed window: not stored).
+pub fn validity_and_windows(
+    status: u16,
+    headers: &(impl HeaderLines + ?Sized),
+    rules: &[CacheValid],
+) -> (Validity, StaleWindows) {
+    let valid = validity(status, headers, rules, crate::util::time::now().0);
+    match StaleWindows::default().with(headers) {
+        Ok(w) => (valid, w),
+        Err(no) => (Validity::No(no), StaleWindows::default()),
+    }
+}
+
 /// `proxy_cache_valid`'s time for `status` from `now` (`None`: no rule,
 /// or a zero one).
 pub fn rule_validity(status: u16, rules: &[CacheValid], now: i64) -> Option<i64> {

@@ -40,7 +40,7 @@ use super::knobs::Knobs;
 use super::request::{FetchOptions, UpstreamError};
 use super::response::{head_response, intercepted, into_response};
 use super::target::prepare;
-use crate::cache::policy::{self, NotCached, StaleWindows, Validity};
+use crate::cache::policy::{self, NotCached, Validity};
 use crate::cache::verify::{self, BodyCheck};
 use crate::cache::{CacheStatus, CacheZone, Entry, Fill, FillGuard, FillWaiter, Lookup};
 use crate::config::cache_conf::CacheSettings;
@@ -52,6 +52,7 @@ use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::upstream::ProxyPass;
+use crate::util::time::now;
 use crate::vars::template::Template;
 
 fn set_status(ctx: &mut RequestCtx, st: CacheStatus) {
@@ -597,11 +598,8 @@ async fn go_upstream(
         false => Store::Scarce,
     };
     let (opts, revalidating) = fetch_options(&k, &fill, stale.as_deref());
-    // The entry's `stale-if-error` window as the request began (NGINX's
-    // `c->stale_error`, set when the entry is opened).
-    let stale_error = stale
-        .as_ref()
-        .is_some_and(|e| e.stale_error(crate::util::time::now().0));
+    // As the request began (NGINX's `c->stale_error`, set on open).
+    let stale_error = stale.as_ref().is_some_and(|e| e.stale_error(now().0));
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
         Err(UpstreamError::Status(code)) => {
@@ -635,11 +633,7 @@ async fn go_upstream(
         return o;
     }
     let headers = policy_headers(&ignore, up.headers());
-    let mut valid = policy::validity(status, &headers, &cs.valid, crate::util::time::now().0);
-    let windows = StaleWindows::default().with(&headers).unwrap_or_else(|no| {
-        valid = Validity::No(no);
-        StaleWindows::default()
-    });
+    let (valid, windows) = policy::validity_and_windows(status, &headers, &cs.valid);
     if let Some(o) = intercepted(ctx, pass, status, up.headers()) {
         // A cacheable error is remembered in the keys zone (no file) and
         // answers later lookups, as NGINX's `c->error`.
