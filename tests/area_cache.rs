@@ -20,5 +20,6 @@ mod proxy_cache_open_entries;
 mod proxy_cache_purge;
 mod proxy_cache_ranges;
 mod proxy_cache_stale;
+mod proxy_cache_stale_windows;
 mod proxy_cache_store;
 mod proxy_cache_zone_owner;

@@ -29,6 +29,7 @@ mod resolver;
 mod upstream_keepalive_time;
 mod upstream_max_conns;
 mod upstream_methods;
+mod upstream_response_time;
 mod upstream_unix;
 mod websocket;
 mod websocket_access_log;

@@ -259,13 +259,32 @@ fn a_version_1_entry_is_still_served() {
     // tests/common/cache_v1_entry: written by porter before the body
     // checksum (format version 1), key `v1fixture/v1.txt`, a 5200-byte body
     // valid for ten years.
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/cache_v1_entry");
     let want: Vec<u8> = (0..200)
         .flat_map(|i| format!("porter v1 entry line {i:04}\n").into_bytes())
         .collect();
+    serves_old_entry("cache_v1_entry", "/v1.txt", &want);
+}
+
+#[test]
+fn a_version_2_entry_is_still_served() {
+    // tests/common/cache_v2_entry: written by porter before the stale
+    // windows (format version 2, 2026-11-28), key `v1fixture/v2.txt`, a
+    // 5200-byte body, `Cache-Control: max-age=315360000`.
+    let want: Vec<u8> = (0..200)
+        .flat_map(|i| format!("porter v2 entry line {i:04}\n").into_bytes())
+        .collect();
+    serves_old_entry("cache_v2_entry", "/v2.txt", &want);
+}
+
+/// The fixture entry `name` (in tests/common/) for `uri` answers three
+/// times as a HIT with `want`, the origin never asked.
+fn serves_old_entry(name: &str, uri: &str, want: &[u8]) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/common")
+        .join(name);
     let origin = Origin::start(|_| Reply::ok(b"from the origin"));
-    let prefix = TempDir::new("v1");
-    let entry = entry_path(&prefix.path().join("cache"), "v1fixture/v1.txt");
+    let prefix = TempDir::new("old");
+    let entry = entry_path(&prefix.path().join("cache"), &format!("v1fixture{uri}"));
     std::fs::create_dir_all(entry.parent().unwrap()).unwrap();
     std::fs::copy(&fixture, &entry).unwrap();
     // Run as root, porter's workers are `nobody`: the cache tree is theirs.
@@ -277,7 +296,7 @@ fn a_version_1_entry_is_still_served() {
     assert!(ok.unwrap().success());
     let srv = Server::start_in(prefix, &conf(origin.port), &[]);
     for _ in 0..3 {
-        let r = get_obj(srv.port, "/v1.txt");
+        let r = get_obj(srv.port, uri);
         assert_eq!((r.status, cache_status(&r)), (200, "HIT"));
         assert!(r.body == want);
     }

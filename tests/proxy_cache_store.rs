@@ -87,6 +87,8 @@ fn meta(key: &str) -> EntryMeta {
         date: 1_800_000_000,
         last_modified: Some(1_700_000_000),
         stored: 1_800_000_000,
+        updating_secs: 0,
+        error_secs: 0,
         etag: Some("\"e\"".into()),
         vary: vec![("accept-encoding".into(), "gzip".into())],
         headers: vec![("Content-Type".into(), "text/plain".into())],

@@ -3,8 +3,8 @@
 //! ```text
 //! offset  size  field
 //!      0     8  magic "PORTERC\n"
-//!      8     4  format version (2; 1 is still read), little endian like
-//!               every number here
+//!      8     4  format version (3; 1 and 2 are still read), little
+//!               endian like every number here
 //!     12     4  header length = body offset
 //!     16     4  CRC-32 of the whole header with this field zeroed
 //!     20     8  body length
@@ -13,8 +13,14 @@
 //!     44     8  Last-Modified (unix seconds, -1 = none)
 //!     52     8  time the entry was stored (unix seconds)
 //!     60     2  status
-//!     62     4  CRC-32C of the body (version 2 only; see `verify.rs`)
-//!     66     …  key (u32 length + bytes), ETag (u16 + bytes, empty = none),
+//!     62     4  CRC-32C of the body (versions 2 and 3; see `verify.rs`)
+//!     66     8  seconds past "valid until" the entry may be served while
+//!               it is refreshed (version 3; NGINX's `updating_sec`, from
+//!               `Cache-Control: stale-while-revalidate=N`)
+//!     74     8  seconds past "valid until" the entry may be served when
+//!               the upstream fails (version 3; NGINX's `error_sec`, from
+//!               `stale-while-revalidate=N` or `stale-if-error=N`)
+//!     82     …  key (u32 length + bytes), ETag (u16 + bytes, empty = none),
 //!               Vary: u16 count, then name (u16 + bytes) and the storing
 //!               request's value (u32 + bytes, absent header = empty),
 //!               stored headers: u16 count, then name (u16) and value (u32)
@@ -29,19 +35,25 @@
 //! all checked, and any mismatch is a [`FormatError`]. The body's own
 //! checksum is checked by [`super::verify`], on open or while sending.
 //!
-//! Version 1 (porter before the body checksum) is the same without the
-//! four bytes at 62: such entries are still read and served, with every
-//! check above but the body's ([`EntryHeader::body_crc`] is `None`); a
-//! refill writes version 2.
+//! Version 2 (porter before the two windows) is the same without the
+//! sixteen bytes at 66, and version 1 (before the body checksum) without
+//! the four at 62 as well: such entries are still read and served, with
+//! no stale windows (as NGINX's entries without the directives) and, for
+//! version 1, every check above but the body's ([`EntryHeader::body_crc`]
+//! is `None`); a refill writes version 3.
 
 /// The magic bytes every entry starts with.
 pub const MAGIC: &[u8; 8] = b"PORTERC\n";
 /// The format version this code writes.
-pub const VERSION: u32 = 2;
-/// The older version still read (no body checksum).
+pub const VERSION: u32 = 3;
+/// An older version still read (no stale windows).
+pub const VERSION_2: u32 = 2;
+/// The oldest version still read (no body checksum, no stale windows).
 pub const VERSION_1: u32 = 1;
-/// Bytes of the fixed part (version 2).
-pub const FIXED: usize = 66;
+/// Bytes of the fixed part (version 3).
+pub const FIXED: usize = 82;
+/// Bytes of the fixed part of a version 2 header.
+const FIXED_V2: usize = 66;
 /// Bytes of the fixed part of a version 1 header.
 const FIXED_V1: usize = 62;
 /// A reader's first read: enough for nearly every header.
@@ -69,6 +81,14 @@ pub struct EntryMeta {
     pub last_modified: Option<i64>,
     /// When it was stored (unix seconds).
     pub stored: i64,
+    /// Seconds past `valid_until` it may be served stale while it is
+    /// refreshed (`Cache-Control: stale-while-revalidate`; NGINX's
+    /// `updating_sec`).
+    pub updating_secs: i64,
+    /// Seconds past `valid_until` it may be served stale when the
+    /// upstream fails (`stale-if-error`, `stale-while-revalidate`;
+    /// NGINX's `error_sec`).
+    pub error_secs: i64,
     /// `ETag`, if any.
     pub etag: Option<String>,
     /// `Vary` header names (lowercase) and the storing request's values.
@@ -149,20 +169,15 @@ fn put_str32(out: &mut Vec<u8>, s: &str) {
 /// `body_crc` (a writer lays it down with 0 and 0, then
 /// [`complete`]s it).
 pub fn encode(meta: &EntryMeta, body_len: u64, body_crc: u32) -> Vec<u8> {
-    encode_version(meta, body_len, Some(body_crc))
+    encode_version(VERSION, meta, body_len, body_crc)
 }
 
-/// Encodes a version 2 header (`body_crc` given) or a version 1 header
-/// (`None`; what porter wrote before the body checksum, kept for tests of
-/// old entries).
-pub fn encode_version(meta: &EntryMeta, body_len: u64, body_crc: Option<u32>) -> Vec<u8> {
+/// Encodes a header of `version`: [`VERSION`], or what older porter
+/// wrote ([`VERSION_2`]: no stale windows; [`VERSION_1`]: no body
+/// checksum either), kept for tests of old entries.
+pub fn encode_version(version: u32, meta: &EntryMeta, body_len: u64, body_crc: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(MAGIC);
-    let version = if body_crc.is_some() {
-        VERSION
-    } else {
-        VERSION_1
-    };
     out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes()); // header length, below
     out.extend_from_slice(&0u32.to_le_bytes()); // checksum, below
@@ -172,8 +187,12 @@ pub fn encode_version(meta: &EntryMeta, body_len: u64, body_crc: Option<u32>) ->
     out.extend_from_slice(&meta.last_modified.unwrap_or(-1).to_le_bytes());
     out.extend_from_slice(&meta.stored.to_le_bytes());
     out.extend_from_slice(&meta.status.to_le_bytes());
-    if let Some(c) = body_crc {
-        out.extend_from_slice(&c.to_le_bytes());
+    if version != VERSION_1 {
+        out.extend_from_slice(&body_crc.to_le_bytes());
+    }
+    if version == VERSION {
+        out.extend_from_slice(&meta.updating_secs.to_le_bytes());
+        out.extend_from_slice(&meta.error_secs.to_le_bytes());
     }
     debug_assert_eq!(out.len(), fixed_len(version));
     put_str32(&mut out, &meta.key);
@@ -203,10 +222,10 @@ pub fn complete(header: &mut [u8], body_len: u64, body_crc: u32) {
 }
 
 fn fixed_len(version: u32) -> usize {
-    if version == VERSION_1 {
-        FIXED_V1
-    } else {
-        FIXED
+    match version {
+        VERSION_1 => FIXED_V1,
+        VERSION_2 => FIXED_V2,
+        _ => FIXED,
     }
 }
 
@@ -237,7 +256,7 @@ pub fn header_len(prefix: &[u8]) -> Result<usize, FormatError> {
         return Err(FormatError::Magic);
     }
     let v = u32::from_le_bytes(prefix[8..12].try_into().unwrap());
-    if v != VERSION && v != VERSION_1 {
+    if !matches!(v, VERSION | VERSION_2 | VERSION_1) {
         return Err(FormatError::Version(v));
     }
     let len = u32::from_le_bytes(prefix[12..16].try_into().unwrap()) as usize;
@@ -304,6 +323,10 @@ pub fn decode(
         VERSION_1 => None,
         _ => Some(r.u32()?),
     };
+    let (updating_secs, error_secs) = match version {
+        VERSION => (r.i64()?, r.i64()?),
+        _ => (0, 0),
+    };
     let n = r.u32()? as usize;
     let k = r.str(n)?;
     if let Some(want) = key {
@@ -344,6 +367,8 @@ pub fn decode(
             date,
             last_modified: (lm >= 0).then_some(lm),
             stored: stored_at,
+            updating_secs,
+            error_secs,
             etag: (!etag.is_empty()).then_some(etag),
             vary,
             headers,
@@ -366,6 +391,8 @@ mod tests {
             date: 1_790_000_000,
             last_modified: Some(1_700_000_000),
             stored: 1_790_000_001,
+            updating_secs: 10,
+            error_secs: 86_400,
             etag: Some("\"abc\"".into()),
             vary: vec![("accept-encoding".into(), "gzip".into())],
             headers: vec![
@@ -460,14 +487,43 @@ mod tests {
         assert!(decode(&good, key, size).is_ok());
     }
 
+    /// [`meta`] as an older version stores it: no stale windows.
+    fn meta_without_windows() -> EntryMeta {
+        EntryMeta {
+            updating_secs: 0,
+            error_secs: 0,
+            ..meta()
+        }
+    }
+
+    #[test]
+    fn version_2_entries_are_read_without_stale_windows() {
+        let v2 = encode_version(VERSION_2, &meta(), 5, 0x1234_5678);
+        assert_eq!(&v2[8..12], &2u32.to_le_bytes());
+        assert_eq!(v2.len() + 16, encode(&meta(), 5, 0).len());
+        let size = Some(v2.len() as u64 + 5);
+        let d = decode(&v2, Some("http://origin/a?b"), size).unwrap();
+        assert_eq!(d.meta, meta_without_windows());
+        assert_eq!(d.body_crc, Some(0x1234_5678));
+        assert_eq!(d.body_offset, v2.len() as u64);
+        // `complete` rewrites a version 3 header only; a version 2 one is
+        // still checked in every way.
+        let mut b = v2.clone();
+        b[70] ^= 1;
+        assert_eq!(decode(&b, None, size), Err(FormatError::Checksum));
+        let mut short = v2.clone();
+        short[12..16].copy_from_slice(&65u32.to_le_bytes());
+        assert_eq!(header_len(&short), Err(FormatError::Truncated));
+    }
+
     #[test]
     fn version_1_entries_are_read_without_a_body_checksum() {
-        let v1 = encode_version(&meta(), 5, None);
+        let v1 = encode_version(VERSION_1, &meta(), 5, 0);
         assert_eq!(&v1[8..12], &1u32.to_le_bytes());
-        assert_eq!(v1.len() + 4, encode(&meta(), 5, 0).len());
+        assert_eq!(v1.len() + 4 + 16, encode(&meta(), 5, 0).len());
         let size = Some(v1.len() as u64 + 5);
         let d = decode(&v1, Some("http://origin/a?b"), size).unwrap();
-        assert_eq!(d.meta, meta());
+        assert_eq!(d.meta, meta_without_windows());
         assert_eq!(d.body_crc, None);
         assert_eq!(d.body_offset, v1.len() as u64);
         // Still checked in every other way.

@@ -209,6 +209,22 @@ impl Entry {
     pub fn fresh(&self, now: i64) -> bool {
         now <= self.header.meta.valid_until
     }
+
+    /// Within its `stale-while-revalidate` window at `now`: served stale
+    /// while it is refreshed, as with `proxy_cache_use_stale updating`
+    /// (NGINX's `c->stale_updating`).
+    pub fn stale_updating(&self, now: i64) -> bool {
+        let m = &self.header.meta;
+        now <= m.valid_until.saturating_add(m.updating_secs)
+    }
+
+    /// Within its `stale-if-error` window at `now`: served stale when the
+    /// upstream fails (not for an error status: NGINX 1.19.3+'s
+    /// `c->stale_error`).
+    pub fn stale_error(&self, now: i64) -> bool {
+        let m = &self.header.meta;
+        now <= m.valid_until.saturating_add(m.error_secs)
+    }
 }
 
 /// How the cache answered a request (`$upstream_cache_status`).

@@ -16,6 +16,13 @@
 //!    cached.
 //! 5. `proxy_cache_valid`: the first rule naming the status (or `any`);
 //!    none, or a zero time → not cached.
+//!
+//! Besides its validity, an entry keeps NGINX's two stale windows
+//! ([`StaleWindows`], NGINX 1.11.10+): `Cache-Control:
+//! stale-while-revalidate=N` lets it be served for N seconds past its
+//! validity while it is refreshed, `stale-if-error=N` (and
+//! `stale-while-revalidate`) when the upstream fails. A malformed number
+//! keeps the response out of the cache, as NGINX's `u->cacheable = 0`.
 
 use std::time::Duration;
 
@@ -57,6 +64,63 @@ pub enum NotCached {
     NoRule,
 }
 
+/// Seconds past its validity an entry may still be served stale (NGINX's
+/// `updating_sec` and `error_sec` in the entry header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StaleWindows {
+    /// While it is refreshed (`stale-while-revalidate`).
+    pub updating: i64,
+    /// When the upstream fails (`stale-if-error`, else
+    /// `stale-while-revalidate`).
+    pub error: i64,
+}
+
+impl StaleWindows {
+    /// These windows with what `headers`' `Cache-Control` says laid over
+    /// them, as NGINX reads the directives into the request's cache
+    /// (`stale-while-revalidate` sets both, then `stale-if-error` the
+    /// second); a malformed number → not cached.
+    pub fn with(self, headers: &(impl HeaderLines + ?Sized)) -> Result<StaleWindows, NotCached> {
+        let mut w = self;
+        if let Some(n) = stale_directive(headers, "stale-while-revalidate=")? {
+            (w.updating, w.error) = (n, n);
+        }
+        if let Some(n) = stale_directive(headers, "stale-if-error=")? {
+            w.error = n;
+        }
+        Ok(w)
+    }
+}
+
+/// The seconds of the first `Cache-Control` directive starting with
+/// `name` (NGINX's delta-seconds: digits up to `,`, `;` or a space, a
+/// huge number capped), `Err` for anything else after the `=`.
+fn stale_directive(
+    headers: &(impl HeaderLines + ?Sized),
+    name: &str,
+) -> Result<Option<i64>, NotCached> {
+    let found = headers
+        .all("cache-control")
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .find(|d| {
+            d.get(..name.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(name))
+        });
+    let Some(d) = found else {
+        return Ok(None);
+    };
+    let n = d[name.len()..].split([';', ' ']).next().unwrap_or("");
+    if !n.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(NotCached::CacheControl);
+    }
+    Ok(Some(n.parse::<i64>().unwrap_or(if n.is_empty() {
+        0
+    } else {
+        i64::MAX
+    })))
+}
+
 /// The verdict on a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Validity {
@@ -93,9 +157,47 @@ pub fn validity(
     {
         return v;
     }
+    match rule_validity(status, rules, now) {
+        Some(t) => Validity::Until(t),
+        None => Validity::No(NotCached::NoRule),
+    }
+}
+
+/// [`validity`] now, with the stale windows the headers give (a
+/// malformed window: not stored).
+pub fn validity_and_windows(
+    status: u16,
+    headers: &(impl HeaderLines + ?Sized),
+    rules: &[CacheValid],
+) -> (Validity, StaleWindows) {
+    let valid = validity(status, headers, rules, crate::util::time::now().0);
+    match StaleWindows::default().with(headers) {
+        Ok(w) => (valid, w),
+        Err(no) => (Validity::No(no), StaleWindows::default()),
+    }
+}
+
+/// `proxy_cache_valid`'s time for `status` from `now` (`None`: no rule,
+/// or a zero one).
+pub fn rule_validity(status: u16, rules: &[CacheValid], now: i64) -> Option<i64> {
     match rules.iter().find(|r| r.covers(status)) {
-        Some(r) if !r.time.is_zero() => Validity::Until(now + r.time.as_secs() as i64),
-        _ => Validity::No(NotCached::NoRule),
+        Some(r) if !r.time.is_zero() => Some(now + r.time.as_secs() as i64),
+        _ => None,
+    }
+}
+
+/// The validity `headers` give by themselves (`X-Accel-Expires`,
+/// `Cache-Control`, `Expires`, in that order), without the rules: what a
+/// 304 that revalidates an entry, and then the entry's own stored
+/// headers, are read for (NGINX's `valid_sec` after each is processed).
+/// `None` when none of them gives a time.
+pub fn header_validity(headers: &(impl HeaderLines + ?Sized), now: i64) -> Option<i64> {
+    match accel_expires(headers, now)
+        .or_else(|| cache_control(headers, now))
+        .or_else(|| expires(headers, now))
+    {
+        Some(Validity::Until(t)) => Some(t),
+        _ => None,
     }
 }
 

@@ -1,8 +1,9 @@
 //! What proxying records on a request for the variables that read it:
 //! `$proxy_host`, `$proxy_port`, `$upstream_cache_status` and the
 //! `$upstream_*` values, one entry per try at a peer (the byte counts of
-//! a streamed body are shared counters the body stream adds to, so the
-//! access log, written after the body, sees the whole). The proxy handler
+//! a streamed body are shared counters the body stream adds to, and its
+//! response time a shared span the body stream ends, so the access log,
+//! written after the body, sees the whole). The proxy handler
 //! fills it in (`RequestCtx::upstream`); it
 //! lives here, beside the request it describes, so that `http` needs
 //! nothing from `upstream`.
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::h1::fields::{Fields, HeaderLines};
+use crate::util::span::SharedSpan;
 use crate::vars::template::Var;
 
 /// One try at a peer, for the `$upstream_*` variables.
@@ -25,8 +27,9 @@ pub struct TryRecord {
     pub connect: Option<Duration>,
     /// Time to the end of the response head (None: no head).
     pub header: Option<Duration>,
-    /// Time the try took.
-    pub response: Duration,
+    /// The try's time, from its start to the end of its response's body
+    /// (or its failure); not ended while the body is still to come.
+    pub response: SharedSpan,
     /// Bytes sent to the peer (head and the body's length).
     pub bytes_sent: u64,
     /// Bytes read from the peer, counted on as the body streams.
@@ -99,7 +102,10 @@ impl UpstreamVars {
                 }
                 None => o.push('-'),
             }),
-            Var::UpstreamResponseTime => each(out, &|t, o| secs(t.response, o)),
+            Var::UpstreamResponseTime => each(out, &|t, o| match t.response.ended() {
+                Some(d) => secs(d, o),
+                None => o.push('-'),
+            }),
             Var::UpstreamConnectTime => each(out, &|t, o| match t.connect {
                 Some(d) => secs(d, o),
                 None => o.push('-'),

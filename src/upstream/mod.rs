@@ -45,6 +45,7 @@ use wire::{Framing, ResponseHead};
 
 use crate::h1::stream::{logged_error, BodyStream, ChunkFuture};
 use crate::log::{Level, RequestLog};
+use crate::util::span::SharedSpan;
 use crate::vars::template::Template;
 
 /// Most bytes one read from an upstream takes: the bound on what a
@@ -470,6 +471,8 @@ pub struct UpstreamBody {
     pacer: Option<crate::h1::rate::Pacer>,
     /// The peer's count of requests in flight, ended with the body.
     pub in_flight: Option<balance::InFlight>,
+    /// The try's `$upstream_response_time`, ended with the body.
+    span: Option<SharedSpan>,
 }
 
 impl UpstreamBody {
@@ -493,6 +496,7 @@ impl UpstreamBody {
             counters: None,
             pacer: None,
             in_flight: None,
+            span: None,
         };
         if done {
             b.release();
@@ -516,6 +520,7 @@ impl UpstreamBody {
             counters: None,
             pacer: None,
             in_flight: None,
+            span: None,
         }
     }
 
@@ -549,6 +554,12 @@ impl UpstreamBody {
         self.counters = Some((received, length));
     }
 
+    /// Ends `span` (`$upstream_response_time`) when the body has been
+    /// read, failed, or was dropped.
+    pub fn set_span(&mut self, span: SharedSpan) {
+        self.span = Some(span);
+    }
+
     /// Whether the body was read to its end.
     pub fn is_complete(&self) -> bool {
         self.done
@@ -557,6 +568,7 @@ impl UpstreamBody {
     /// The body ended: the connection goes back to the pool when it may.
     fn release(&mut self) {
         self.in_flight = None;
+        self.span.take().inspect(SharedSpan::end);
         let Some(conn) = self.conn.take() else {
             return;
         };
@@ -569,6 +581,7 @@ impl UpstreamBody {
 
     fn fail(&mut self, msg: std::fmt::Arguments<'_>) -> io::Error {
         self.conn = None;
+        self.span.take().inspect(SharedSpan::end);
         if let Some(l) = &self.log {
             l.error(msg);
         }
@@ -648,6 +661,7 @@ impl UpstreamBody {
                     if self.framing.complete_at_eof() {
                         self.done = true;
                         self.conn = None;
+                        self.span.take().inspect(SharedSpan::end);
                         return Ok(false);
                     }
                     return Err(self.fail(format_args!(
@@ -668,6 +682,12 @@ impl UpstreamBody {
                 }
             }
         }
+    }
+}
+
+impl Drop for UpstreamBody {
+    fn drop(&mut self) {
+        self.span.take().inspect(SharedSpan::end);
     }
 }
 

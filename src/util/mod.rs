@@ -1,11 +1,12 @@
 //! Small helpers shared across modules: OS error text in NGINX's wording,
 //! cached time strings, the graceful/fast shutdown signal the master, the
-//! workers and the connections share, and the user background threads
-//! switch to.
+//! workers and the connections share, the user background threads
+//! switch to, and a span of time any of its holders may end (`span.rs`).
 
 pub mod cpu_pool;
 pub mod net;
 pub mod shutdown;
+pub mod span;
 pub mod thread_user;
 pub mod time;
 

@@ -17,7 +17,7 @@ use super::Outgoing;
 use crate::config::LocSettings;
 use crate::handlers::outcome::Env;
 use crate::handlers::proxy::{
-    connect_failed, connect_options, fail, handshake, Failure, Knobs, UpstreamError,
+    connect_failed, connect_options, fail, handshake, note_try, Failure, Knobs, UpstreamError,
 };
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
@@ -52,7 +52,6 @@ pub(super) async fn run(
     let s = &loc.s;
     let k = Knobs::of(s, Protocol::Grpc);
     let addr = group.peer(peer).addr.clone();
-    let t0 = Instant::now();
     let sep = if addr.is_unix() { ":" } else { "" };
     let log = ctx
         .log(env.log)
@@ -61,6 +60,9 @@ pub(super) async fn run(
         addr: addr.to_string(),
         ..Default::default()
     };
+    // Dropped half-way (the client left), the try still ends its time.
+    let ending = rec.response.end_on_drop();
+    let at = note_try(ctx, None, &rec);
     // An idle connection the peer closed meanwhile fails at once: the
     // request goes again on a new one, if its body can.
     let mut allow_pooled = group.keepalive > 0;
@@ -78,19 +80,19 @@ pub(super) async fn run(
                 break Err(Err(UpstreamError::Status(500)));
             }
         };
-        rec.connect = Some(t0.elapsed());
+        rec.connect = Some(rec.response.elapsed());
+        note_try(ctx, at, &rec);
         let reused = conn.reused;
         match exchange((s, &k), conn, out, &log).await {
             Ok(x) => {
-                rec.header = Some(t0.elapsed());
+                rec.header = Some(rec.response.elapsed());
                 rec.status = Some(x.head.status.as_u16());
                 rec.bytes_sent = 0;
                 let pool = (group.keepalive > 0).then(|| {
                     let key = pool_key(group, out.tls.is_some());
                     (key, group.keepalive, group.keepalive_timeout)
                 });
-                let counters = (rec.bytes_received.clone(), rec.response_length.clone());
-                break Ok(response::build(ctx, x, pool, counters, log.clone()));
+                break Ok(response::build(ctx, x, pool, &rec, log.clone()));
             }
             Err(HeadFail::TooLarge) => break Err(Err(UpstreamError::Status(413))),
             Err(HeadFail::Early(_)) if reused && out.replayable() => {
@@ -100,10 +102,12 @@ pub(super) async fn run(
             Err(e) => break Err(Ok(head_failed(&log, e, &mut rec))),
         }
     };
-    rec.response = t0.elapsed();
-    if let Some(u) = ctx.upstream.as_mut() {
-        u.tries.push(rec);
+    // A response's time ends with its body (the body stream ends it).
+    match &result {
+        Ok(_) => ending.disarm(),
+        Err(_) => rec.response.end(),
     }
+    note_try(ctx, at, &rec);
     result
 }
 

@@ -24,8 +24,10 @@ use crate::handlers::proxy::{hop_by_hop, HIDDEN};
 use crate::http::context::RequestCtx;
 use crate::http::request::Version;
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
+use crate::http::upstream_vars::TryRecord;
 use crate::log::RequestLog;
 use crate::upstream::http2::{self, H2Conn};
+use crate::util::span::SharedSpan;
 
 /// An exchange whose response head arrived.
 pub(super) struct Exchange {
@@ -42,7 +44,7 @@ pub(super) fn build(
     ctx: &RequestCtx,
     x: Exchange,
     pool: Option<(u64, usize, Duration)>,
-    counters: (Arc<AtomicU64>, Arc<AtomicU64>),
+    rec: &TryRecord,
     log: RequestLog,
 ) -> Response {
     let s = &ctx.loc.s;
@@ -79,8 +81,9 @@ pub(super) fn build(
         conn: Some(x.conn),
         pool,
         pump: x.pump,
-        received: counters.0,
-        length: counters.1,
+        received: rec.bytes_received.clone(),
+        length: rec.response_length.clone(),
+        span: rec.response.clone(),
         log,
     };
     if body.recv.is_end_stream() {
@@ -113,11 +116,20 @@ struct GrpcBody {
     /// `$upstream_bytes_received`, `$upstream_response_length`.
     received: Arc<AtomicU64>,
     length: Arc<AtomicU64>,
+    /// `$upstream_response_time`, ended with the body (or its failure).
+    span: SharedSpan,
     log: RequestLog,
+}
+
+impl Drop for GrpcBody {
+    fn drop(&mut self) {
+        self.span.end();
+    }
 }
 
 impl GrpcBody {
     fn error(&self, msg: std::fmt::Arguments<'_>) -> std::io::Error {
+        self.span.end();
         self.log.error(msg);
         logged_error()
     }
@@ -126,6 +138,7 @@ impl GrpcBody {
     /// (with the request's stream reset if the client still sends).
     fn finish(&mut self) {
         self.done = true;
+        self.span.end();
         self.pump = None;
         if let (Some(conn), Some((key, max, timeout))) = (self.conn.take(), self.pool) {
             http2::put(key, max, timeout, conn);

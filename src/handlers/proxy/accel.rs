@@ -10,7 +10,10 @@
 //!   the named location. The method becomes GET (HEAD stays). The
 //!   upstream's `Content-Type`, `Set-Cookie`, `Content-Disposition`,
 //!   `Cache-Control` and `Expires` stay on the answer (NGINX's
-//!   `redirect` header copies). An unsafe URI is a 404.
+//!   `redirect` header copies). An unsafe URI is a 404. An
+//!   `X-Accel-Limit-Rate` beside it paces the redirected answer, over the
+//!   new location's `limit_rate` (NGINX sets `r->limit_rate` as the line
+//!   arrives, before the redirect).
 //! - [`apply`]: `X-Accel-Limit-Rate: N` paces the response at N bytes a
 //!   second (`limit_rate_after` still applies).
 //! - [`apply`] too: `X-Accel-Charset: CS` makes CS the charset filter's
@@ -56,6 +59,9 @@ pub fn redirect(
         return None;
     }
     let target = headers.get("x-accel-redirect")?.to_string();
+    if let Some(n) = limit_rate(ignore, headers) {
+        ctx.limit_rate = Some(n);
+    }
     for (n, v) in headers.lines() {
         if n.eq_ignore_ascii_case("content-type") {
             // In its slot on the answer (`chain::Carried::apply`).
@@ -87,15 +93,19 @@ pub fn apply(ignore: &[String], headers: &(impl HeaderLines + ?Sized), r: &mut R
         let cs = headers.get("x-accel-charset").map(str::trim);
         r.override_charset = cs.filter(|c| !c.is_empty()).map(str::to_string);
     }
-    if ignored(ignore, "x-accel-limit-rate") {
-        return;
-    }
-    let rate = headers
-        .get("x-accel-limit-rate")
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if let Some(n) = rate {
+    if let Some(n) = limit_rate(ignore, headers) {
         r.limit_rate = Some(n);
     }
+}
+
+/// `X-Accel-Limit-Rate: N` unless ignored (an unreadable one: none).
+fn limit_rate(ignore: &[String], headers: &(impl HeaderLines + ?Sized)) -> Option<u64> {
+    if ignored(ignore, "x-accel-limit-rate") {
+        return None;
+    }
+    headers
+        .get("x-accel-limit-rate")
+        .and_then(|v| v.trim().parse::<u64>().ok())
 }
 
 /// Whether the response is buffered (so it may be stored in the cache):

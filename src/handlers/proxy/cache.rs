@@ -52,6 +52,7 @@ use crate::handlers::outcome::{Env, Outcome};
 use crate::http::context::{Method, RequestCtx};
 use crate::http::response::{logged_error, Body, BodyStream, ChunkFuture, Response, StreamBody};
 use crate::upstream::ProxyPass;
+use crate::util::time::now;
 use crate::vars::template::Template;
 
 fn set_status(ctx: &mut RequestCtx, st: CacheStatus) {
@@ -169,15 +170,22 @@ enum AfterWait {
     Upstream,
 }
 
+/// Whether `stale` is served while it is refreshed: `proxy_cache_use_stale
+/// updating`, or within the entry's `stale-while-revalidate` window.
+fn stale_while_updating(cs: &CacheSettings, stale: &Entry) -> bool {
+    cs.use_stale & STALE_UPDATING != 0 || stale.stale_updating(crate::util::time::now().0)
+}
+
 /// A request that found the key's fill claimed by another: NGINX 1.22's
-/// rules for `proxy_cache_use_stale updating` and `proxy_cache_lock`.
+/// rules for `proxy_cache_use_stale updating` (or the entry's
+/// `stale-while-revalidate`) and `proxy_cache_lock`.
 async fn wait_for_fill(
     cs: &CacheSettings,
     w: FillWaiter,
     stale: Option<&Entry>,
     waited: bool,
 ) -> AfterWait {
-    if cs.use_stale & STALE_UPDATING != 0 && stale.is_some() {
+    if stale.is_some_and(|e| stale_while_updating(cs, e)) {
         return AfterWait::Stale;
     }
     if !cs.lock || waited {
@@ -339,7 +347,7 @@ async fn fill_or_stale(
         set_status(ctx, CacheStatus::Miss);
         return go_upstream(ctx, env, pass, c, key, None, claim.fill()).await;
     };
-    if cs.background_update && cs.use_stale & STALE_UPDATING != 0 && claim.guard.is_some() {
+    if cs.background_update && stale_while_updating(cs, &e) && claim.guard.is_some() {
         // The stale entry at once; the refresh runs as a task on this
         // worker's loop (NGINX's background subrequest).
         set_status(ctx, CacheStatus::Stale);
@@ -352,8 +360,11 @@ async fn fill_or_stale(
 
 /// Refreshes `key` in a task of its own, as a GET without a body carrying
 /// the request's headers, storing the answer (then dropping the lock).
+/// The request is over once the task is (`RequestCtx::background`): its
+/// connection closes, or reads its next request, after the update, as
+/// NGINX finalizes a request only when its background subrequest ends.
 fn background_update(
-    ctx: &RequestCtx,
+    ctx: &mut RequestCtx,
     env: &Env<'_>,
     pass: &Arc<ProxyPass>,
     c: &CacheReq,
@@ -370,6 +381,10 @@ fn background_update(
     bg.error_page = ctx.error_page;
     bg.expect_tested = true;
     bg.upstream = ctx.upstream.clone();
+    // NGINX's clone subrequest keeps the regex captures (`proxy_pass
+    // http://up/$1`) and the variables set so far.
+    bg.captures = ctx.captures.clone();
+    bg.slots = ctx.slots.clone();
     bg.head.content_length = None;
     let entry = Box::new(Entry {
         file: e.file.clone(),
@@ -383,7 +398,7 @@ fn background_update(
         key.to_string(),
         env.log.clone(),
     );
-    crate::metrics::timed::spawn(async move {
+    let task = crate::metrics::timed::spawn(async move {
         let env = Env {
             disk: &c.disk,
             log: &log,
@@ -397,6 +412,7 @@ fn background_update(
             }
         }
     });
+    ctx.background.push(task);
 }
 
 /// What a lookup found, `Vary` applied.
@@ -582,10 +598,13 @@ async fn go_upstream(
         false => Store::Scarce,
     };
     let (opts, revalidating) = fetch_options(&k, &fill, stale.as_deref());
+    // As the request began (NGINX's `c->stale_error`, set on open).
+    let stale_error = stale.as_ref().is_some_and(|e| e.stale_error(now().0));
     let up = match fetch_with(ctx, env, pass, &opts).await {
         Ok(up) => up,
         Err(UpstreamError::Status(code)) => {
-            if let Some(e) = stale.filter(|_| cs.use_stale & failure_bits(code) != 0) {
+            let use_stale = cs.use_stale & failure_bits(code) != 0 || stale_error;
+            if let Some(e) = stale.filter(|_| use_stale) {
                 set_status(ctx, CacheStatus::Stale);
                 return hit(ctx, pass, c, *e);
             }
@@ -599,7 +618,8 @@ async fn go_upstream(
             set_status(ctx, CacheStatus::Revalidated);
             if fill.stores() {
                 let headers = policy_headers(k.ignore_headers, up.headers());
-                refresh(c, &e, &headers, &cs.valid).await;
+                let stored = policy_headers(k.ignore_headers, &e.header.meta.headers);
+                refresh(c, &e, (&headers, &stored), &cs.valid).await;
             }
             return hit(ctx, pass, c, *e);
         }
@@ -612,12 +632,8 @@ async fn go_upstream(
     if let Some(o) = super::accel::redirect(ctx, env, &ignore, up.headers()) {
         return o;
     }
-    let valid = policy::validity(
-        status,
-        &policy_headers(&ignore, up.headers()),
-        &cs.valid,
-        crate::util::time::now().0,
-    );
+    let headers = policy_headers(&ignore, up.headers());
+    let (valid, windows) = policy::validity_and_windows(status, &headers, &cs.valid);
     if let Some(o) = intercepted(ctx, pass, status, up.headers()) {
         // A cacheable error is remembered in the keys zone (no file) and
         // answers later lookups, as NGINX's `c->error`.
@@ -638,7 +654,7 @@ async fn go_upstream(
         _ => return not_stored(ctx, pass, up, storable, valid),
     };
     match valid {
-        Validity::Until(t) => respond_and_store(ctx, pass, c, key, up, t, guard).await,
+        Validity::Until(t) => respond_and_store(ctx, pass, c, key, up, (t, windows), guard).await,
         valid => not_stored(ctx, pass, up, storable, valid),
     }
 }

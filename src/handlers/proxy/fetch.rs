@@ -8,7 +8,6 @@
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::connect::{connect_options, connection, ConnectFail};
 use super::exchange::{send_request_read_head, Got, HeadFail, Outgoing, Step};
@@ -19,7 +18,7 @@ use super::request::{
 };
 use super::target::{resolve_group, resolve_target};
 use super::tls;
-use super::tries::{try_peers, PeerTry, TryResult};
+use super::tries::{note_try, try_peers, PeerTry, TryResult};
 use crate::h1::fields::Fields;
 use crate::handlers::outcome::Env;
 use crate::http::body::ClientBody;
@@ -175,12 +174,14 @@ async fn attempt(
     let loc = Arc::clone(&ctx.loc);
     let k = Knobs::of(&loc.s, out.proto);
     let addr = &group.peer(peer).addr;
-    let t0 = Instant::now();
     let log = try_log(ctx, env, addr, out);
     let mut rec = TryRecord {
         addr: addr.to_string(),
         ..Default::default()
     };
+    // Dropped half-way (the client left), the try still ends its time.
+    let ending = rec.response.end_on_drop();
+    let at = note_try(ctx, None, &rec);
     let sent = bytes_sent(ctx, out);
     // An idle connection may have been closed by the peer meanwhile: a
     // failure on it before any response byte is retried once on a new one
@@ -214,12 +215,13 @@ async fn attempt(
                 break Err(Ok(fail(e.timed_out(), false, &mut rec)));
             }
         };
-        rec.connect = Some(t0.elapsed());
+        rec.connect = Some(rec.response.elapsed());
+        note_try(ctx, at, &rec);
         conn.requests += 1;
         let reused = conn.reused;
         match send_request_read_head(ctx, env, &k, conn, (out, &log)).await {
             Ok(got) => {
-                rec.header = Some(t0.elapsed());
+                rec.header = Some(rec.response.elapsed());
                 rec.bytes_sent = sent;
                 break head_arrived(group, &k, &log, got, out, &mut rec);
             }
@@ -234,10 +236,12 @@ async fn attempt(
             Err(Step::Client(e)) => break Err(Err(e)),
         }
     };
-    rec.response = t0.elapsed();
-    if let Some(u) = ctx.upstream.as_mut() {
-        u.tries.push(rec);
+    // A response's time ends with its body (the body stream ends it).
+    match &result {
+        Ok(_) => ending.disarm(),
+        Err(_) => rec.response.end(),
     }
+    note_try(ctx, at, &rec);
     result
 }
 
@@ -257,6 +261,7 @@ fn head_arrived(
             rec.bytes_received.fetch_add(head_len, Ordering::Relaxed);
             r.body
                 .set_counters(rec.bytes_received.clone(), rec.response_length.clone());
+            r.body.set_span(rec.response.clone());
             Ok(r)
         }
         Err(e) => {

@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use super::knobs::Knobs;
 use super::response::{hop_by_hop, into_response};
-use crate::cache::policy::{self, Validity};
+use crate::cache::policy::{self, StaleWindows};
 use crate::cache::{CacheWriter, CacheZone, Entry, EntryMeta, FillGuard};
 use crate::disk::{Disk, Io};
 use crate::h1::fields::HeaderLines;
@@ -78,14 +78,15 @@ impl<H: HeaderLines + ?Sized> HeaderLines for PolicyHeaders<'_, H> {
 }
 
 /// The entry's metadata for `up`, stored under `key` until
-/// `valid_until`: its headers less the hop-by-hop ones, and the request's
-/// values of the headers its `Vary` names.
+/// `valid_until` (and stale `windows` past it): its headers less the
+/// hop-by-hop ones, and the request's values of the headers its `Vary`
+/// names.
 fn entry_meta(
     ctx: &RequestCtx,
     k: &Knobs,
     key: &str,
     up: &UpstreamResponse,
-    valid_until: i64,
+    (valid_until, windows): (i64, StaleWindows),
 ) -> EntryMeta {
     let now = crate::util::time::now().0;
     let headers: Vec<(String, String)> = up
@@ -105,6 +106,8 @@ fn entry_meta(
         date: unix_of(up.header("date")).unwrap_or(now),
         last_modified: unix_of(up.last_modified()).filter(|_| validators),
         stored: now,
+        updating_secs: windows.updating,
+        error_secs: windows.error,
         etag: up.etag().map(str::to_string).filter(|_| validators),
         vary: policy::vary_values(&names, |n| ctx.head.header_joined(n)),
         headers,
@@ -126,19 +129,19 @@ pub fn ranges_as_cacheable(r: &mut Response) {
 }
 
 /// Sends `up` to the client and stores it under `key`, valid until
-/// `valid_until`.
+/// `fresh.0`, with the stale windows `fresh.1`.
 pub async fn respond_and_store(
     ctx: &RequestCtx,
     pass: &ProxyPass,
     c: &CacheReq,
     key: &str,
     up: UpstreamResponse,
-    valid_until: i64,
+    fresh: (i64, StaleWindows),
     guard: Option<FillGuard>,
 ) -> Outcome {
     let s = &ctx.loc.s;
     let k = Knobs::of(s, pass.proto);
-    let meta = entry_meta(ctx, &k, key, &up, valid_until);
+    let meta = entry_meta(ctx, &k, key, &up, fresh);
     let expect = up.content_length();
     let head_req = ctx.is_head();
     let mut r = into_response(ctx, pass, up);
@@ -189,19 +192,40 @@ pub async fn respond_and_store(
 /// After a 304 to a revalidation: the entry is stored again with its new
 /// validity (header rewritten, body copied through the location's disk
 /// I/O). A failure leaves the old entry; it is logged by the writer.
-pub async fn refresh(
+///
+/// The validity is NGINX's (`ngx_http_upstream_test_next`): the 304's own
+/// `X-Accel-Expires`, `Cache-Control` or `Expires` with the 304's stale
+/// windows; else the entry's stored header lines read again (their time,
+/// their windows laid over the 304's); else `proxy_cache_valid` for the
+/// entry's status. `lines` are the 304's and the stored ones, less
+/// `proxy_ignore_headers`.
+pub async fn refresh<A, B>(
     c: &CacheReq,
     e: &Entry,
-    headers: &(impl HeaderLines + ?Sized),
+    (headers, stored): (&A, &B),
     rules: &[policy::CacheValid],
-) {
+) where
+    A: HeaderLines + ?Sized,
+    B: HeaderLines + ?Sized,
+{
     let now = crate::util::time::now().0;
-    let Validity::Until(t) = policy::validity(e.header.meta.status, headers, rules, now) else {
-        return;
+    let base = StaleWindows::default().with(headers).unwrap_or_default();
+    let (t, windows) = match policy::header_validity(headers, now) {
+        Some(t) => (t, base),
+        None => {
+            let t = policy::header_validity(stored, now)
+                .or_else(|| policy::rule_validity(e.header.meta.status, rules, now));
+            let Some(t) = t else {
+                return;
+            };
+            (t, base.with(stored).unwrap_or(base))
+        }
     };
     let mut meta = e.header.meta.clone();
     meta.valid_until = t;
     meta.stored = now;
+    meta.updating_secs = windows.updating;
+    meta.error_secs = windows.error;
     let Ok(mut w) = c.zone.begin(&c.io, None, meta, c.log.clone()).await else {
         return;
     };

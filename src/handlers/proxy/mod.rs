@@ -59,4 +59,4 @@ pub(crate) use self::knobs::PROXY_HIDDEN as HIDDEN;
 pub(crate) use self::response::intercepted_if;
 pub(crate) use self::target::{resolve_group, resolve_target};
 pub(crate) use self::tls::{app_spec, handshake, target_with, HandshakeFail, TlsTarget};
-pub(crate) use self::tries::{try_peers, PeerTry, TryResult};
+pub(crate) use self::tries::{note_try, try_peers, PeerTry, TryResult};

@@ -149,12 +149,26 @@ fn no_live_upstreams(
     ctx.log(env.log).with_upstream(url).error(format_args!(
         "no live upstreams while connecting to upstream"
     ));
-    if let Some(u) = ctx.upstream.as_mut() {
-        u.tries.push(TryRecord {
-            addr: group.name.clone(),
-            status: Some(502),
-            ..Default::default()
-        });
-    }
+    let rec = TryRecord {
+        addr: group.name.clone(),
+        status: Some(502),
+        ..Default::default()
+    };
+    rec.response.end();
+    note_try(ctx, None, &rec);
     UpstreamError::Status(502)
+}
+
+/// Records a try (`at: None`: a new one, whose index is returned) or
+/// updates the record at `at`. A try is recorded when it starts and
+/// updated as it goes, so a try given up half-way (the client left) is
+/// still in `$upstream_*` with what it had (NGINX's `u->state`).
+pub(crate) fn note_try(ctx: &mut RequestCtx, at: Option<usize>, rec: &TryRecord) -> Option<usize> {
+    let u = ctx.upstream.as_mut()?;
+    if let Some(t) = at.and_then(|i| u.tries.get_mut(i)) {
+        *t = rec.clone();
+        return at;
+    }
+    u.tries.push(rec.clone());
+    Some(u.tries.len() - 1)
 }
