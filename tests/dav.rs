@@ -28,7 +28,9 @@ const SERVER: &str = "absolute_redirect off;\n root {ROOT};\n\
 /// A docroot both servers' workers (`nobody`) may write.
 fn docroot(tag: &str) -> TempDir {
     let d = TempDir::new(tag);
-    for sub in ["", "tree", "tree/sub", "al", "min", "min/a", "min/a/b", "small", "ro"] {
+    for sub in [
+        "", "tree", "tree/sub", "al", "min", "min/a", "min/a/b", "small", "ro",
+    ] {
         let p = d.path().join(sub);
         std::fs::create_dir_all(&p).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -54,6 +56,17 @@ fn call(method: &str, path: &str, extra: &str) -> String {
     format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{extra}\r\n")
 }
 
+/// A request current NGINX refuses with 403 ("point to the same
+/// location", "could not be COPYed to collection",
+/// `ngx_http_dav_validate_paths`) where nginx 1.22 goes on (truncating a
+/// file copied onto itself, copying a tree into itself): porter follows
+/// current NGINX, and nginx 1.22 is not asked.
+const NEWER: &str = "X-Newer-Nginx: 403\r\n";
+
+fn newer(raw: String) -> String {
+    raw.replacen("\r\n", &format!("\r\n{NEWER}"), 1)
+}
+
 /// The requests, in order (each run on both servers).
 fn requests() -> Vec<String> {
     let chunked = "Transfer-Encoding: chunked\r\n";
@@ -62,7 +75,11 @@ fn requests() -> Vec<String> {
         put("/new", "", ""),
         put("/sp%20ace", "s", ""),
         put("/%D0%BC%D0%B8", "utf", ""),
-        format!("{}{}", call("PUT", "/ch", chunked), "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"),
+        format!(
+            "{}{}",
+            call("PUT", "/ch", chunked),
+            "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n"
+        ),
         put("/coll/", "x", ""),
         put("/rng", "x", "Content-Range: bytes 0-0/2\r\n"),
         put("/tree", "x", ""),
@@ -82,11 +99,11 @@ fn requests() -> Vec<String> {
         call("COPY", "/old", "Destination: /../x\r\n"),
         call("COPY", "/old", "Destination: /new\r\nOverwrite: F\r\n"),
         call("COPY", "/old", "Destination: /new\r\nOverwrite: x\r\n"),
-        call("COPY", "/old", "Destination: /old\r\n"),
+        newer(call("COPY", "/old", "Destination: /old\r\n")),
         call("COPY", "/old", ""),
         call("COPY", "/old", "Destination: /col/\r\n"),
         call("COPY", "/tree/", "Destination: /tree2/\r\n"),
-        call("COPY", "/tree/", "Destination: /tree/sub/x/\r\n"),
+        newer(call("COPY", "/tree/", "Destination: /tree/sub/x/\r\n")),
         call("COPY", "/old", "Destination: /c1\r\nDepth: 1\r\n"),
         call("MOVE", "/copied", "Destination: /moved\r\n"),
         call("MOVE", "/tree2/", "Destination: /tree3/\r\n"),
@@ -102,7 +119,10 @@ fn requests() -> Vec<String> {
         call("DELETE", "/min/top", ""),
         call("DELETE", "/min/a/b/deep", ""),
         call("DELETE", "/new/x", ""),
-        format!("{}", call("DELETE", "/new", chunked) + "1\r\nx\r\n0\r\n\r\n"),
+        format!(
+            "{}",
+            call("DELETE", "/new", chunked) + "1\r\nx\r\n0\r\n\r\n"
+        ),
         call("GET", "/sp%20ace", ""),
     ]
 }
@@ -160,6 +180,10 @@ fn dav_methods_answer_and_leave_files_as_nginx() {
         if i < 2 {
             assert_eq!(got, expected_first[i], "{raw}");
         }
+        if raw.contains(NEWER) {
+            assert_eq!(got, "403 content-length=153", "{raw}");
+            continue;
+        }
         if let Some(n) = &nginx {
             assert_eq!(got, seen(n.port, raw), "request {i}: {raw}");
         }
@@ -167,7 +191,10 @@ fn dav_methods_answer_and_leave_files_as_nginx() {
     let mine = tree(ours.path());
     assert_eq!(mine.get("new").map(String::as_str), Some("file 600 "));
     assert_eq!(mine.get("ch").map(String::as_str), Some("file 600 abcdefg"));
-    assert_eq!(mine.get("full/a/b/f").map(String::as_str), Some("file 664 deep"));
+    assert_eq!(
+        mine.get("full/a/b/f").map(String::as_str),
+        Some("file 664 deep")
+    );
     match &nginx {
         Some(_) => assert_eq!(mine, tree(theirs.path()), "files left on disk"),
         None => eprintln!("nginx not installed: checked porter alone"),

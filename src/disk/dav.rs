@@ -342,7 +342,11 @@ fn copy_tree(src: &Path, dst: &Path, mode: u32, is_move: bool, rules: &PathRules
         Visit::DirEnd(m) => {
             let to = target(p);
             if let Err(e) = File::open(&to).and_then(|f| f.set_times(file_times(m.mtime()))) {
-                let text = format!("utimes() \"{}\" failed {}", to.display(), crate::util::errno_text(&e));
+                let text = format!(
+                    "utimes() \"{}\" failed {}",
+                    to.display(),
+                    crate::util::errno_text(&e)
+                );
                 done.lines.push(DavLine { crit: true, text });
             }
         }
@@ -371,9 +375,17 @@ fn copy_tree(src: &Path, dst: &Path, mode: u32, is_move: bool, rules: &PathRules
 fn copy_file(src: &Path, dst: &Path, entry: DavEntry, rules: &PathRules) -> Result<(), DavLine> {
     let crit = |op: &str, p: &Path, e: &io::Error| DavLine {
         crit: true,
-        text: format!("{op}() \"{}\" failed {}", p.display(), crate::util::errno_text(e)),
+        text: format!(
+            "{op}() \"{}\" failed {}",
+            p.display(),
+            crate::util::errno_text(e)
+        ),
     };
-    let nofollow = if rules.no_symlinks { libc::O_NOFOLLOW } else { 0 };
+    let nofollow = if rules.no_symlinks {
+        libc::O_NOFOLLOW
+    } else {
+        0
+    };
     let mut from = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nofollow)
@@ -390,4 +402,94 @@ fn copy_file(src: &Path, dst: &Path, entry: DavEntry, rules: &PathRules) -> Resu
     std::io::copy(&mut from, &mut to).map_err(|e| crit("write", dst, &e))?;
     to.set_times(file_times(entry.mtime))
         .map_err(|e| crit("utimes", dst, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("porter-dav-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_tree_is_copied_and_deleted_without_following_links() {
+        let d = dir("tree");
+        let outside = d.join("outside");
+        std::fs::write(&outside, "keep").unwrap();
+        std::fs::create_dir_all(d.join("src/sub")).unwrap();
+        std::fs::write(d.join("src/a"), "A").unwrap();
+        std::fs::write(d.join("src/sub/b"), "B").unwrap();
+        std::fs::set_permissions(d.join("src/a"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("src/link")).unwrap();
+        let io = Io::inline();
+        let rules = PathRules::default();
+        let done = io
+            .dav_copy_tree(&d.join("src"), &d.join("dst"), 0o755, false, &rules)
+            .await;
+        assert_eq!(done.failed, None, "{:?}", done.lines);
+        assert_eq!(std::fs::read(d.join("dst/a")).unwrap(), b"A");
+        assert_eq!(std::fs::read(d.join("dst/sub/b")).unwrap(), b"B");
+        let mode = std::fs::metadata(d.join("dst/a"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o640, "the file's mode is kept");
+        assert!(!d.join("dst/link").exists(), "a link is not copied");
+        let done = io.dav_delete(&d.join("src"), true, &rules).await;
+        assert_eq!(done.failed, None, "{:?}", done.lines);
+        assert!(!d.join("src").exists());
+        assert_eq!(
+            std::fs::read(&outside).unwrap(),
+            b"keep",
+            "a link's target stays"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn disable_symlinks_refuses_a_path_through_a_link() {
+        let d = dir("links");
+        std::fs::create_dir_all(d.join("root")).unwrap();
+        std::fs::create_dir_all(d.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(d.join("elsewhere"), d.join("root/out")).unwrap();
+        let rules = PathRules {
+            no_symlinks: true,
+            root: Some(d.join("root").display().to_string()),
+            ..PathRules::default()
+        };
+        let io = Io::inline();
+        let e = io
+            .dav_mkdir(&d.join("root/out/new"), 0o700, &rules)
+            .await
+            .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
+        assert_eq!(dav_error(&e, 404, "mkdir", Path::new("/x")).0, 403);
+        assert!(!d.join("elsewhere/new").exists());
+        io.dav_mkdir(&d.join("root/in"), 0o700, &rules)
+            .await
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn errors_map_to_nginx_statuses() {
+        let st = |n| {
+            dav_error(
+                &io::Error::from_raw_os_error(n),
+                409,
+                "mkdir",
+                Path::new("/p"),
+            )
+            .0
+        };
+        assert_eq!(st(libc::ENOENT), 409);
+        assert_eq!(st(libc::EACCES), 403);
+        assert_eq!(st(libc::EEXIST), 405);
+        assert_eq!(st(libc::ENOSPC), 507);
+        assert_eq!(st(libc::EIO), 500);
+    }
 }

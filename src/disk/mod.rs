@@ -75,6 +75,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+pub use self::dav::{dav_error, DavDone, DavEntry, DavLine};
 pub use self::io::{make_dir_owned, Io};
 pub use self::list_dir::{DirEntry, EntryKind, Listing};
 pub use self::open::{OpenFile, PathRules};
@@ -83,7 +84,6 @@ pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
 pub use self::realpath::realpath_now;
 pub use self::spool::Spool;
-pub use self::dav::{dav_error, DavDone, DavEntry, DavLine};
 pub use self::store::{Rename, StoreFile};
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 use self::uring::Ring;

@@ -117,7 +117,9 @@ impl StoreFile {
         let (file, temp, to) = (self.file.clone(), self.temp.clone(), to.to_path_buf());
         let r = self
             .io
-            .run(Lane::Short, move || Ok(ext_rename(&temp, Some(&file), &to, &how)))
+            .run(Lane::Short, move || {
+                Ok(ext_rename(&temp, Some(&file), &to, &how))
+            })
             .await;
         r.unwrap_or_else(|e| {
             self.settled = false;
@@ -199,7 +201,11 @@ pub(super) fn ext_rename(
     }
     if let (Some(t), Some(f)) = (r.mtime, file) {
         if let Err(e) = f.set_times(file_times(t)) {
-            return failed(format!("utimes() \"{}\" failed {}", src.display(), text(&e)));
+            return failed(format!(
+                "utimes() \"{}\" failed {}",
+                src.display(),
+                text(&e)
+            ));
         }
     }
     let mut done = std::fs::rename(src, to);
@@ -226,30 +232,34 @@ pub(super) fn ext_rename(
 /// `ext_rename` across file systems: `src` copied to `TO.NNNNNNNNNN`
 /// (its mode and time), that renamed over `to`, then `src` unlinked.
 fn copy_across(src: &Path, to: &Path, r: &Rename) -> io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
     let suffix = src.file_name().map(|n| n.to_string_lossy().into_owned());
     let mut side = to.as_os_str().to_owned();
     side.push(format!(".{}", suffix.unwrap_or_default()));
     let side = PathBuf::from(side);
-    let copied = (|| {
-        let mut from = File::open(src)?;
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(if r.access != 0 { r.access } else { 0o600 })
-            .open(&side)?;
-        std::io::copy(&mut from, &mut out)?;
-        if let Some(t) = r.mtime {
-            out.set_times(file_times(t))?;
-        }
-        std::fs::rename(&side, to)
-    })();
+    let copied = copy_beside(src, &side, to, r);
     if copied.is_err() {
         let _ = std::fs::remove_file(&side);
         return copied;
     }
     std::fs::remove_file(src)
+}
+
+/// `src` copied to `side` (mode and time as `r` says), then renamed
+/// over `to`.
+fn copy_beside(src: &Path, side: &Path, to: &Path, r: &Rename) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = File::open(src)?;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(if r.access != 0 { r.access } else { 0o600 })
+        .open(side)?;
+    std::io::copy(&mut from, &mut out)?;
+    if let Some(t) = r.mtime {
+        out.set_times(file_times(t))?;
+    }
+    std::fs::rename(side, to)
 }
 
 /// Access and modification times both `t` (NGINX's `ngx_set_file_time`).

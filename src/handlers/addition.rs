@@ -50,7 +50,8 @@ pub fn header_filter(ctx: &mut RequestCtx, env: &Env<'_>, resp: &mut Response) {
     resp.content_length = None;
     resp.allow_ranges = false;
     resp.accept_ranges = false;
-    resp.headers.retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
+    resp.headers
+        .retain(|(n, _)| !n.eq_ignore_ascii_case("accept-ranges"));
     weak_etag(resp);
     if ctx.is_head() {
         return;

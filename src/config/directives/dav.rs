@@ -4,7 +4,7 @@
 
 #[allow(unused_imports)]
 use super::*;
-use crate::config::dav_conf::dav_bit;
+use crate::config::dav_conf::{dav_bit, DAV_PUT};
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
@@ -39,5 +39,10 @@ fn set_dav_methods(b: &mut Build, d: &Directive) -> Res {
         bits |= bit;
     }
     b.loc().dav.methods = Some(bits);
+    // PUT bodies go to temp files: the body temp directories are made at
+    // start-up for the workers' user, as for a proxied body.
+    if bits & DAV_PUT != 0 {
+        b.cache.proxies = true;
+    }
     Ok(())
 }

@@ -51,40 +51,96 @@ pub(super) async fn copy_move(ctx: &mut RequestCtx, env: &Env<'_>, is_move: bool
     if let Err(why) = validate_paths(&src, &dst, slash) {
         let uri = &ctx.uri;
         let line = match why {
-            Same => format!("both URI \"{uri}\" and \"Destination\" URI \"{dest}\" point to the same location"),
+            Same => format!(
+                "both URI \"{uri}\" and \"Destination\" URI \"{dest}\" point to the same location"
+            ),
             Inside => format!("\"{uri}\" could not be {method}ed to collection \"{dest}\""),
         };
         err(ctx, env, &line);
         return Outcome::Status(403);
     }
-    let mut overwrite = ask.overwrite;
-    let dst_dir = match io.dav_lstat(Path::new(&dst), &rules).await {
-        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-            overwrite = false;
-            false
-        }
-        Err(e) => return failed(ctx, env, &e, 404, &dst),
-        Ok(d) => {
-            if d.dir && !slash {
-                let uri = &ctx.uri;
-                err(ctx, env, &format!("\"{uri}\" could not be {method}ed to collection \"{dest}\""));
-                return Outcome::Status(409);
-            }
-            if !overwrite {
-                err(ctx, env, &format!("\"{dst}\" could not be created (17: File exists)"));
-                return Outcome::Status(412);
-            }
-            d.dir
-        }
+    let job = Job {
+        io,
+        rules,
+        src,
+        dst,
+        slash,
+        overwrite: ask.overwrite,
+        is_move,
     };
-    let entry = match io.dav_lstat(Path::new(&src), &rules).await {
+    let dst_dir = match target(ctx, env, &job, &dest, &method).await {
+        Ok(Some(dir)) => dir,
+        // The target does not exist: nothing to overwrite.
+        Ok(None) => {
+            let job = Job {
+                overwrite: false,
+                ..job
+            };
+            return transfer(ctx, env, job, false).await;
+        }
+        Err(o) => return o,
+    };
+    transfer(ctx, env, job, dst_dir).await
+}
+
+/// A COPY or MOVE whose paths are known.
+struct Job {
+    io: crate::disk::Io,
+    rules: crate::disk::PathRules,
+    src: String,
+    /// Without its trailing slash.
+    dst: String,
+    /// The destination named a collection.
+    slash: bool,
+    overwrite: bool,
+    is_move: bool,
+}
+
+/// The target's `lstat`: `Some(is a directory)` when it exists and may
+/// be replaced, `None` when it does not exist, else the answer (409 for
+/// a collection named without `/`, 412 under `Overwrite: F`).
+async fn target(
+    ctx: &RequestCtx,
+    env: &Env<'_>,
+    job: &Job,
+    dest: &str,
+    method: &str,
+) -> Result<Option<bool>, Outcome> {
+    let dst = &job.dst;
+    match job.io.dav_lstat(Path::new(dst), &job.rules).await {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+        Err(e) => Err(failed(ctx, env, &e, 404, dst)),
+        Ok(d) if d.dir && !job.slash => {
+            let uri = &ctx.uri;
+            let line = format!("\"{uri}\" could not be {method}ed to collection \"{dest}\"");
+            err(ctx, env, &line);
+            Err(Outcome::Status(409))
+        }
+        Ok(_) if !job.overwrite => {
+            err(
+                ctx,
+                env,
+                &format!("\"{dst}\" could not be created (17: File exists)"),
+            );
+            Err(Outcome::Status(412))
+        }
+        Ok(d) => Ok(Some(d.dir)),
+    }
+}
+
+/// The copy or move itself: a file (204), or a collection (201) after
+/// the target it replaces is deleted.
+async fn transfer(ctx: &RequestCtx, env: &Env<'_>, job: Job, dst_dir: bool) -> Outcome {
+    let (io, rules) = (&job.io, &job.rules);
+    let (src, dst) = (Path::new(&job.src), Path::new(&job.dst));
+    let entry = match io.dav_lstat(src, rules).await {
         Ok(e) => e,
-        Err(e) => return failed(ctx, env, &e, 404, &src),
+        Err(e) => return failed(ctx, env, &e, 404, &job.src),
     };
     if !entry.dir {
-        let done = if is_move {
+        let done = if job.is_move {
             let access = ctx.loc.s.dav.access;
-            match io.dav_move_file(Path::new(&src), Path::new(&dst), access, &rules).await {
+            match io.dav_move_file(src, dst, access, rules).await {
                 Ok(()) => DavDone::default(),
                 Err(text) => DavDone {
                     lines: vec![crate::disk::DavLine { crit: true, text }],
@@ -92,7 +148,7 @@ pub(super) async fn copy_move(ctx: &mut RequestCtx, env: &Env<'_>, is_move: bool
                 },
             }
         } else {
-            io.dav_copy_file(Path::new(&src), Path::new(&dst), entry, &rules).await
+            io.dav_copy_file(src, dst, entry, rules).await
         };
         return match report(ctx, env, done) {
             Some(code) => Outcome::Status(code),
@@ -103,15 +159,15 @@ pub(super) async fn copy_move(ctx: &mut RequestCtx, env: &Env<'_>, is_move: bool
         err(ctx, env, &format!("\"{}\" is collection", ctx.uri));
         return Outcome::Status(400);
     }
-    if overwrite {
-        let done = io.dav_delete(Path::new(&dst), dst_dir, &rules).await;
+    if job.overwrite {
+        let done = io.dav_delete(dst, dst_dir, rules).await;
         if let Some(code) = report(ctx, env, done) {
             return Outcome::Status(code);
         }
     }
-    let from = src.trim_end_matches('/');
+    let from = Path::new(job.src.trim_end_matches('/'));
     let done = io
-        .dav_copy_tree(Path::new(from), Path::new(&dst), entry.mode, is_move, &rules)
+        .dav_copy_tree(from, dst, entry.mode, job.is_move, rules)
         .await;
     match report(ctx, env, done) {
         Some(code) => Outcome::Status(code),
@@ -121,7 +177,14 @@ pub(super) async fn copy_move(ctx: &mut RequestCtx, env: &Env<'_>, is_move: bool
 
 fn failed(ctx: &RequestCtx, env: &Env<'_>, e: &std::io::Error, nf: u16, path: &str) -> Outcome {
     let (code, line) = dav_error(e, nf, "lstat", Path::new(path));
-    report(ctx, env, DavDone { lines: vec![line], failed: None });
+    report(
+        ctx,
+        env,
+        DavDone {
+            lines: vec![line],
+            failed: None,
+        },
+    );
     Outcome::Status(code)
 }
 
@@ -132,7 +195,11 @@ fn ask(ctx: &RequestCtx, env: &Env<'_>, is_move: bool) -> Result<Ask, u16> {
         return Err(400);
     };
     let invalid = || {
-        err(ctx, env, &format!("client sent invalid \"Destination\" header: \"{dest}\""));
+        err(
+            ctx,
+            env,
+            &format!("client sent invalid \"Destination\" header: \"{dest}\""),
+        );
         400u16
     };
     let path = match dest.starts_with('/') {
@@ -166,7 +233,11 @@ fn ask(ctx: &RequestCtx, env: &Env<'_>, is_move: bool) -> Result<Ask, u16> {
         Some("T" | "t") => true,
         Some("F" | "f") => false,
         Some(v) => {
-            err(ctx, env, &format!("client sent invalid \"Overwrite\" header: \"{v}\""));
+            err(
+                ctx,
+                env,
+                &format!("client sent invalid \"Overwrite\" header: \"{v}\""),
+            );
             return Err(400);
         }
     };
@@ -182,7 +253,11 @@ fn destination_path<'d>(ctx: &RequestCtx, env: &Env<'_>, dest: &'d str) -> Optio
     if host.is_empty() {
         return None;
     }
-    let scheme = if ctx.conn.tls.is_some() { "https://" } else { "http://" };
+    let scheme = if ctx.conn.tls.is_some() {
+        "https://"
+    } else {
+        "http://"
+    };
     let rest = dest.strip_prefix(scheme)?;
     let same = rest.len() >= host.len()
         && rest.as_bytes()[..host.len()].eq_ignore_ascii_case(host.as_bytes())
@@ -191,7 +266,9 @@ fn destination_path<'d>(ctx: &RequestCtx, env: &Env<'_>, dest: &'d str) -> Optio
         err(ctx, env, &format!("\"Destination\" URI \"{dest}\" is handled by different repository than the source URI"));
         return None;
     }
-    rest[host.len()..].find('/').map(|i| &rest[host.len() + i..])
+    rest[host.len()..]
+        .find('/')
+        .map(|i| &rest[host.len() + i..])
 }
 
 /// NGINX's `ngx_http_dav_merge_slashes`.
@@ -220,7 +297,11 @@ fn validate_paths(src: &str, dst: &str, slash: bool) -> Result<(), Clash> {
     }
     let (s, d) = (src.as_bytes(), dst.as_bytes());
     let n = s.len().min(d.len());
-    let nested = if s.len() < d.len() { d[n] == b'/' } else { s.get(n) == Some(&b'/') };
+    let nested = if s.len() < d.len() {
+        d[n] == b'/'
+    } else {
+        s.get(n) == Some(&b'/')
+    };
     if slash && s[..n] == d[..n] && nested {
         return Err(Inside);
     }
@@ -234,8 +315,14 @@ mod tests {
     #[test]
     fn paths_inside_each_other_are_refused_for_collections() {
         assert!(matches!(validate_paths("/r/a/", "/r/a", true), Err(Same)));
-        assert!(matches!(validate_paths("/r/a/", "/r/a/b", true), Err(Inside)));
-        assert!(matches!(validate_paths("/r/a/b/", "/r/a", true), Err(Inside)));
+        assert!(matches!(
+            validate_paths("/r/a/", "/r/a/b", true),
+            Err(Inside)
+        ));
+        assert!(matches!(
+            validate_paths("/r/a/b/", "/r/a", true),
+            Err(Inside)
+        ));
         assert!(validate_paths("/r/a/", "/r/ab", true).is_ok());
         assert!(validate_paths("/r/a", "/r/a.txt", false).is_ok());
     }

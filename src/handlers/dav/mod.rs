@@ -69,7 +69,11 @@ fn depth(ctx: &RequestCtx, env: &Env<'_>, default: Depth) -> Depth {
         "1" => Depth::One,
         "infinity" => Depth::Infinity,
         _ => {
-            err(ctx, env, &format!("client sent invalid \"Depth\" header: \"{v}\""));
+            err(
+                ctx,
+                env,
+                &format!("client sent invalid \"Depth\" header: \"{v}\""),
+            );
             Depth::Invalid
         }
     }
@@ -87,12 +91,20 @@ fn has_body(ctx: &RequestCtx) -> bool {
 
 /// The route (offloaded: DAV calls write), the path rules and the mapped
 /// path of `uri`; `Err` is the answer (a path outside the root: 404).
-fn place(ctx: &mut RequestCtx, env: &Env<'_>, uri: &str) -> Result<(Io, PathRules, String), Outcome> {
+fn place(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    uri: &str,
+) -> Result<(Io, PathRules, String), Outcome> {
     let io = disk_io::route(ctx, env).map_err(|o| *o)?;
     let (path, root) = map_path(ctx, uri);
     ctx.document_root = Some(root);
     if leaves_root(ctx, &path) {
-        err(ctx, env, &format!("\"{path}\" is outside of the root or alias directory"));
+        err(
+            ctx,
+            env,
+            &format!("\"{path}\" is outside of the root or alias directory"),
+        );
         return Err(Outcome::Status(404));
     }
     let rules = disk_io::path_rules(ctx, &path);
@@ -145,7 +157,11 @@ async fn put(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let status = match io.stat(Path::new(&path), &rules).await {
         Err(_) => 201,
         Ok(m) if m.kind == crate::disk::FileKind::Directory => {
-            err(ctx, env, &format!("\"{path}\" could not be created (21: Is a directory)"));
+            err(
+                ctx,
+                env,
+                &format!("\"{path}\" could not be created (21: Is a directory)"),
+            );
             file.abort().await;
             return Outcome::Status(409);
         }
@@ -166,7 +182,14 @@ async fn put(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     };
     if let Err(e) = io.dav_beneath(Path::new(&path), &rules).await {
         let (code, line) = dav_error(&e, 404, "rename", Path::new(&path));
-        report(ctx, env, DavDone { lines: vec![line], failed: None });
+        report(
+            ctx,
+            env,
+            DavDone {
+                lines: vec![line],
+                failed: None,
+            },
+        );
         file.abort().await;
         return Outcome::Status(code);
     }
@@ -188,7 +211,11 @@ async fn read_body(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io) -> Result<Store
     let body: Option<&RefCell<ClientBody<'_>>> = env.body;
     if let (true, Some(b)) = (ctx.send_continue, body) {
         ctx.send_continue = false;
-        if b.borrow().send_continue(ctx.loc.s.send_timeout).await.is_err() {
+        if b.borrow()
+            .send_continue(ctx.loc.s.send_timeout)
+            .await
+            .is_err()
+        {
             return Err(Outcome::Close);
         }
     }
@@ -206,7 +233,11 @@ async fn read_body(ctx: &mut RequestCtx, env: &Env<'_>, io: &Io) -> Result<Store
         };
         if max != 0 && b.read > max {
             let n = b.read;
-            err(ctx, env, &format!("client intended to send too large chunked body: {n} bytes"));
+            err(
+                ctx,
+                env,
+                &format!("client intended to send too large chunked body: {n} bytes"),
+            );
             return Err(Outcome::Status(413));
         }
         if mem.len() >= PUT_PIECE || (!more && !mem.is_empty()) {
@@ -235,7 +266,15 @@ async fn temp_file(ctx: &RequestCtx, env: &Env<'_>, io: &Io) -> Result<StoreFile
         match StoreFile::create(io, &path).await {
             Ok(f) => return Ok(f),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(disk_io::failed(ctx, env, &e, "open", &path.to_string_lossy())),
+            Err(e) => {
+                return Err(disk_io::failed(
+                    ctx,
+                    env,
+                    &e,
+                    "open",
+                    &path.to_string_lossy(),
+                ))
+            }
         }
     }
 }
@@ -248,7 +287,9 @@ fn body_error(ctx: &RequestCtx, env: &Env<'_>, e: &std::io::Error) -> Outcome {
             "client timed out (110: Connection timed out) while reading client request body",
             Outcome::Status(408),
         ),
-        std::io::ErrorKind::InvalidData => ("client sent invalid chunked body", Outcome::Status(400)),
+        std::io::ErrorKind::InvalidData => {
+            ("client sent invalid chunked body", Outcome::Status(400))
+        }
         _ => ("client prematurely closed connection", Outcome::Close),
     };
     ctx.log(env.log).line(Level::Info, format_args!("{what}"));
@@ -276,15 +317,30 @@ async fn delete(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     let entry = match io.dav_lstat(Path::new(&path), &rules).await {
         Ok(e) => e,
         Err(e) => {
-            let nf = if e.raw_os_error() == Some(libc::ENOTDIR) { 409 } else { 404 };
+            let nf = if e.raw_os_error() == Some(libc::ENOTDIR) {
+                409
+            } else {
+                404
+            };
             let (code, line) = dav_error(&e, nf, "lstat", Path::new(&path));
-            report(ctx, env, DavDone { lines: vec![line], failed: None });
+            report(
+                ctx,
+                env,
+                DavDone {
+                    lines: vec![line],
+                    failed: None,
+                },
+            );
             return Outcome::Status(code);
         }
     };
     if entry.dir {
         if !ctx.uri.ends_with('/') {
-            err(ctx, env, &format!("DELETE \"{path}\" failed (21: Is a directory)"));
+            err(
+                ctx,
+                env,
+                &format!("DELETE \"{path}\" failed (21: Is a directory)"),
+            );
             return Outcome::Status(409);
         }
         if depth(ctx, env, Depth::Infinity) != Depth::Infinity {
@@ -341,7 +397,14 @@ async fn mkcol(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
         Ok(()) => answer(ctx, 201, true),
         Err(e) => {
             let (code, line) = dav_error(&e, 409, "mkdir", Path::new(&path));
-            report(ctx, env, DavDone { lines: vec![line], failed: None });
+            report(
+                ctx,
+                env,
+                DavDone {
+                    lines: vec![line],
+                    failed: None,
+                },
+            );
             Outcome::Status(code)
         }
     }
