@@ -96,7 +96,8 @@ fn bodies_are_added_around_the_response_as_nginx_adds_them() {
         porter[1], "200 content-length=5 body=plain",
         "text/plain: not listed"
     );
-    assert_eq!(porter[2], "200 transfer-encoding=chunked body=file:after");
+    assert!(porter[2].contains("etag=W/\""), "{}", porter[2]);
+    assert!(porter[2].ends_with("body=file:after"), "{}", porter[2]);
     assert_eq!(porter[3], "200 transfer-encoding=chunked body=selfself");
     assert!(
         porter[5].ends_with("body=before:<p>proxied body in pieces</p>:after"),
