@@ -34,7 +34,7 @@ pub(super) async fn copy_move(ctx: &mut RequestCtx, env: &Env<'_>, is_move: bool
     };
     let (io, rules, src) = match place(ctx, env, &ctx.uri.clone()) {
         Ok(p) => p,
-        Err(o) => return o,
+        Err(o) => return *o,
     };
     let (_, _, dst) = match place(ctx, env, &ask.duri) {
         Ok(p) => p,

@@ -95,8 +95,8 @@ fn place(
     ctx: &mut RequestCtx,
     env: &Env<'_>,
     uri: &str,
-) -> Result<(Io, PathRules, String), Outcome> {
-    let io = disk_io::route(ctx, env).map_err(|o| *o)?;
+) -> Result<(Io, PathRules, String), Box<Outcome>> {
+    let io = disk_io::route(ctx, env)?;
     let (path, root) = map_path(ctx, uri);
     ctx.document_root = Some(root);
     if leaves_root(ctx, &path) {
@@ -105,7 +105,7 @@ fn place(
             env,
             &format!("\"{path}\" is outside of the root or alias directory"),
         );
-        return Err(Outcome::Status(404));
+        return Err(Box::new(Outcome::Status(404)));
     }
     let rules = disk_io::path_rules(ctx, &path);
     Ok((env.disk.offloaded(io), rules, path))
@@ -147,7 +147,7 @@ async fn put(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
     let (io, rules, path) = match place(ctx, env, &ctx.uri.clone()) {
         Ok(p) => p,
-        Err(o) => return o,
+        Err(o) => return *o,
     };
     ctx.request_filename = Some(path.clone());
     let file = match read_body(ctx, env, &io).await {
@@ -312,7 +312,7 @@ async fn delete(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
     let (io, rules, mut path) = match place(ctx, env, &ctx.uri.clone()) {
         Ok(p) => p,
-        Err(o) => return o,
+        Err(o) => return *o,
     };
     let entry = match io.dav_lstat(Path::new(&path), &rules).await {
         Ok(e) => e,
@@ -388,7 +388,7 @@ async fn mkcol(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     }
     let (io, rules, mut path) = match place(ctx, env, &ctx.uri.clone()) {
         Ok(p) => p,
-        Err(o) => return o,
+        Err(o) => return *o,
     };
     path.pop();
     let a = ctx.loc.s.dav.access;
