@@ -7,6 +7,7 @@
 
 mod common;
 
+mod addition;
 mod charset;
 mod chunked_transfer_encoding;
 mod gunzip;

@@ -9,6 +9,7 @@ mod common;
 
 mod autoindex;
 mod conditional_requests;
+mod dav;
 mod disable_symlinks;
 mod empty_gif;
 mod error_page_redirect;

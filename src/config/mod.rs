@@ -4,9 +4,11 @@
 //! expanded and every directive carrying file:line); `directives` holds the
 //! table of accepted directives and builds the typed `model` from the tree.
 
+pub mod addition_conf;
 pub mod app_upstream;
 pub mod cache_conf;
 pub mod content;
+pub mod dav_conf;
 pub mod directives;
 pub mod error;
 mod group;

@@ -269,6 +269,10 @@ loc_settings! {
         scgi_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
         /// `userid*` (`directives/userid.rs`, `config/userid_conf.rs`).
         userid: super::userid_conf::UseridBuilder => super::userid_conf::UseridSettings;
+        /// `dav_*` (`config/dav_conf.rs`; src/handlers/dav).
+        dav: super::dav_conf::DavBuilder => super::dav_conf::DavSettings;
+        /// `add_*_body`, `addition_types` (`config/addition_conf.rs`).
+        addition: super::addition_conf::AdditionBuilder => super::addition_conf::AdditionSettings;
     }
     /// `root` / `alias`.
     root: DocRoot = DocRoot::Root(Template::literal("html"));

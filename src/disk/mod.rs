@@ -44,11 +44,13 @@
 //! | `realpath.rs` | [`realpath_now`] (`$realpath_root`): the cached walk first |
 //! | `spool.rs` | [`Spool`]: a request body's temp file (`client_body_temp_path`), unlinked once open |
 //! | `store.rs` | [`StoreFile`]: a response saved by `proxy_store`, temp file then renamed into place |
+//! | `dav.rs` | WebDAV's file work: `lstat`, trees deleted and copied, files copied and moved ([`DavDone`]) |
 //! | `state_file.rs` | private state files (ACME's `state_path`): read, atomic 0600 replacement |
 //! | `priority.rs` | pool threads and `aio on`'s io-wq workers run `SCHED_IDLE`, below the event loops |
 //! | `uring.rs`, `uring/` | `aio on`: the worker's [`uring::Ring`], its operations and send |
 
 pub mod bulk_gate;
+mod dav;
 mod direct;
 pub mod fastpath;
 mod hot_hole;
@@ -73,6 +75,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+pub use self::dav::{dav_error, DavDone, DavEntry, DavLine};
 pub use self::io::{make_dir_owned, Io};
 pub use self::list_dir::{DirEntry, EntryKind, Listing};
 pub use self::open::{OpenFile, PathRules};
@@ -81,7 +84,7 @@ pub use self::open_file_cache::OpenFileCacheSettings;
 use self::pool::PoolSet;
 pub use self::realpath::realpath_now;
 pub use self::spool::Spool;
-pub use self::store::StoreFile;
+pub use self::store::{Rename, StoreFile};
 pub use self::types::{disk_error, DiskError, Failure, FileKind, FileMeta};
 use self::uring::Ring;
 

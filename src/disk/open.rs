@@ -225,7 +225,7 @@ pub(super) const PATH_FLAGS: OFlags = OFlags::PATH.union(OFlags::CLOEXEC);
 /// Opens `path` with `flags`. With `no_symlinks`, the root is opened first
 /// (no symlink on its own path) and the rest resolved beneath it. With
 /// `cached_only`, fails with `WouldBlock` instead of touching the disk.
-fn open_path(
+pub(super) fn open_path(
     path: &Path,
     rules: &PathRules,
     flags: OFlags,

@@ -109,6 +109,24 @@ impl StoreFile {
         }
     }
 
+    /// Moves the file to `to` as `how` says (WebDAV's PUT: its
+    /// `dav_access`, `create_full_put_path`, the `Date` it was sent
+    /// with); the error is NGINX's crit line.
+    pub async fn commit_with(mut self, to: &Path, how: Rename) -> Result<(), String> {
+        self.settled = true;
+        let (file, temp, to) = (self.file.clone(), self.temp.clone(), to.to_path_buf());
+        let r = self
+            .io
+            .run(Lane::Short, move || {
+                Ok(ext_rename(&temp, Some(&file), &to, &how))
+            })
+            .await;
+        r.unwrap_or_else(|e| {
+            self.settled = false;
+            Err(format!("rename() failed {}", crate::util::errno_text(&e)))
+        })
+    }
+
     /// Gives the file up: unlinked now.
     pub async fn abort(mut self) {
         self.settled = true;
@@ -120,6 +138,21 @@ impl StoreFile {
     }
 }
 
+/// How a file is moved into place (NGINX's `ngx_ext_rename_file_t`).
+#[derive(Debug, Clone, Copy)]
+pub struct Rename {
+    /// The mode set before the move (0: left as it is).
+    pub access: u32,
+    /// The mode of directories made on the way (`x` added where `r` is).
+    pub path_access: u32,
+    /// The modification time set before the move (seconds since the epoch).
+    pub mtime: Option<i64>,
+    /// Make the missing directories of the target (`create_path`).
+    pub create_path: bool,
+    /// Unlink the source when the move fails (`delete_file`).
+    pub delete_src: bool,
+}
+
 /// `ngx_ext_rename_file` with `create_path` and `delete_file` set.
 fn rename_into_place(
     file: &File,
@@ -128,50 +161,115 @@ fn rename_into_place(
     access: u32,
     mtime: Option<i64>,
 ) -> Result<(), String> {
+    let r = Rename {
+        access,
+        path_access: access,
+        mtime,
+        create_path: true,
+        delete_src: true,
+    };
+    ext_rename(temp, Some(file), to, &r)
+}
+
+/// NGINX's `ngx_ext_rename_file`: mode and time set on `src` (through
+/// `file` when open), `rename()`, on `ENOENT` the missing directories
+/// made (when `create_path`) and the rename tried again, across file
+/// systems (`EXDEV`) a copy beside the target renamed over it. The error
+/// is NGINX's crit line. Blocking: a disk pool thread runs it.
+pub(super) fn ext_rename(
+    src: &Path,
+    file: Option<&File>,
+    to: &Path,
+    r: &Rename,
+) -> Result<(), String> {
     let text = crate::util::errno_text;
     let failed = |line: String| {
-        let _ = std::fs::remove_file(temp);
+        if r.delete_src {
+            let _ = std::fs::remove_file(src);
+        }
         Err(line)
     };
-    if let Err(e) = rustix::fs::fchmod(file, Mode::from_raw_mode(access)) {
-        let e = io::Error::from(e);
-        return failed(format!(
-            "chmod() \"{}\" failed {}",
-            temp.display(),
-            text(&e)
-        ));
+    if r.access != 0 {
+        let done = match file {
+            Some(f) => rustix::fs::fchmod(f, Mode::from_raw_mode(r.access)),
+            None => rustix::fs::chmod(src, Mode::from_raw_mode(r.access)),
+        };
+        if let Err(e) = done {
+            let e = io::Error::from(e);
+            return failed(format!("chmod() \"{}\" failed {}", src.display(), text(&e)));
+        }
     }
-    if let Some(t) = mtime {
-        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64);
-        let times = std::fs::FileTimes::new().set_accessed(at).set_modified(at);
-        if let Err(e) = file.set_times(times) {
+    if let (Some(t), Some(f)) = (r.mtime, file) {
+        if let Err(e) = f.set_times(file_times(t)) {
             return failed(format!(
                 "utimes() \"{}\" failed {}",
-                temp.display(),
+                src.display(),
                 text(&e)
             ));
         }
     }
-    let mut r = std::fs::rename(temp, to);
-    if matches!(&r, Err(e) if e.kind() == io::ErrorKind::NotFound) {
-        if let Err(e) = create_full_path(to, dir_access(access)) {
+    let mut done = std::fs::rename(src, to);
+    if matches!(&done, Err(e) if e.kind() == io::ErrorKind::NotFound) && r.create_path {
+        if let Err(e) = create_full_path(to, dir_access(r.path_access)) {
             return failed(format!("mkdir() \"{}\" failed {}", to.display(), text(&e)));
         }
-        r = std::fs::rename(temp, to);
+        done = std::fs::rename(src, to);
     }
-    match r {
+    if matches!(&done, Err(e) if e.raw_os_error() == Some(libc::EXDEV)) {
+        done = copy_across(src, to, r);
+    }
+    match done {
         Ok(()) => Ok(()),
         Err(e) => failed(format!(
             "rename() \"{}\" to \"{}\" failed {}",
-            temp.display(),
+            src.display(),
             to.display(),
             text(&e)
         )),
     }
 }
 
+/// `ext_rename` across file systems: `src` copied to `TO.NNNNNNNNNN`
+/// (its mode and time), that renamed over `to`, then `src` unlinked.
+fn copy_across(src: &Path, to: &Path, r: &Rename) -> io::Result<()> {
+    let suffix = src.file_name().map(|n| n.to_string_lossy().into_owned());
+    let mut side = to.as_os_str().to_owned();
+    side.push(format!(".{}", suffix.unwrap_or_default()));
+    let side = PathBuf::from(side);
+    let copied = copy_beside(src, &side, to, r);
+    if copied.is_err() {
+        let _ = std::fs::remove_file(&side);
+        return copied;
+    }
+    std::fs::remove_file(src)
+}
+
+/// `src` copied to `side` (mode and time as `r` says), then renamed
+/// over `to`.
+fn copy_beside(src: &Path, side: &Path, to: &Path, r: &Rename) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut from = File::open(src)?;
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(if r.access != 0 { r.access } else { 0o600 })
+        .open(side)?;
+    std::io::copy(&mut from, &mut out)?;
+    if let Some(t) = r.mtime {
+        out.set_times(file_times(t))?;
+    }
+    std::fs::rename(side, to)
+}
+
+/// Access and modification times both `t` (NGINX's `ngx_set_file_time`).
+pub(super) fn file_times(t: i64) -> std::fs::FileTimes {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64);
+    std::fs::FileTimes::new().set_accessed(at).set_modified(at)
+}
+
 /// NGINX's `ngx_dir_access`: `x` added where `r` is.
-fn dir_access(a: u32) -> u32 {
+pub(super) fn dir_access(a: u32) -> u32 {
     a | (a & 0o444) >> 2
 }
 
@@ -179,7 +277,7 @@ fn dir_access(a: u32) -> u32 {
 /// (not `to` itself) made with `mode`; one that exists, or one the
 /// process may not look at (`EACCES`, a parent it cannot read), is
 /// passed over.
-fn create_full_path(to: &Path, mode: u32) -> io::Result<()> {
+pub(super) fn create_full_path(to: &Path, mode: u32) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let bytes = to.as_os_str().as_bytes();
     for (i, _) in bytes.iter().enumerate().skip(1).filter(|(_, &c)| c == b'/') {

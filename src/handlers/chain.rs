@@ -17,6 +17,7 @@
 //! | sub_filter | `sub_filter.rs` | no |
 //! | charset | `charset.rs` | no |
 //! | ssi | `ssi/` | yes |
+//! | addition (`add_before_body`, `add_after_body`) | `addition.rs` | no |
 //! | gzip | `gzip.rs` | no |
 //! | range | `filters.rs` | no |
 //! | header writer's rules | `filters.rs` | no |
@@ -37,7 +38,9 @@
 //! error page served for the 416 also keeps the file's ETag and charset.
 
 use super::outcome::{Env, Outcome};
-use super::{charset, copy, filters, gunzip, gzip, slice, ssi, sub_filter, trailers, userid};
+use super::{
+    addition, charset, copy, filters, gunzip, gzip, slice, ssi, sub_filter, trailers, userid,
+};
 use crate::http::context::RequestCtx;
 use crate::http::response::Response;
 
@@ -105,6 +108,7 @@ const CHAIN: &[Filter] = &[
     main(sub_filter_filter),
     main(charset_filter),
     every(ssi_filter),
+    main(addition_filter),
     main(gzip_filter),
     main(range_filter),
     main(writer_filter),
@@ -235,6 +239,19 @@ fn ssi_filter(
     _: &mut Pass<'_>,
 ) -> Result<(), Stop> {
     ssi::header_filter(ctx, env, resp);
+    Ok(())
+}
+
+/// The addition filter: NGINX has it before `sub_filter`, but its
+/// subrequests' bodies reach the client through the postpone filter,
+/// after SSI and before gzip, which is where porter puts the whole row.
+fn addition_filter(
+    ctx: &mut RequestCtx,
+    env: &Env<'_>,
+    resp: &mut Response,
+    _: &mut Pass<'_>,
+) -> Result<(), Stop> {
+    addition::header_filter(ctx, env, resp);
     Ok(())
 }
 

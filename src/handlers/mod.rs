@@ -18,12 +18,14 @@
 //! the worker builds.
 
 mod access;
+mod addition;
 mod auth_request;
 pub mod autoindex;
 pub mod body_source;
 pub mod chain;
 pub mod charset;
 mod copy;
+mod dav;
 pub mod disk_io;
 mod empty_gif;
 mod file;
@@ -546,10 +548,19 @@ pub(crate) async fn handler(ctx: &mut RequestCtx, env: &Env<'_>) -> Outcome {
     match loc.handler {
         // NGINX's content phase for files: `gzip_static`, which may
         // decline, then the static and index handlers.
-        Handler::Static => match gzip_static::serve(ctx, env).await {
-            Content::Answered(o) => o,
-            Content::Declined => static_file::serve(ctx, env).await,
-        },
+        // With `dav_methods`, WebDAV's step first for the methods it
+        // lists (NGINX's DAV handler runs before the static one).
+        Handler::Static => {
+            if loc.s.dav.methods != 0 {
+                if let Content::Answered(o) = dav::serve(ctx, env).await {
+                    return o;
+                }
+            }
+            match gzip_static::serve(ctx, env).await {
+                Content::Answered(o) => o,
+                Content::Declined => static_file::serve(ctx, env).await,
+            }
+        }
         Handler::StubStatus => stub_status::serve(ctx),
         Handler::Metrics(ref groups) => metrics::serve(ctx, env, groups),
         Handler::Status(ref groups) => status_page::serve(ctx, env, groups),

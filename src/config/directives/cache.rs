@@ -309,7 +309,8 @@ pub(super) struct CacheBuild {
     /// Zone names and the module (`proxy`, `fastcgi`, ...) that declared
     /// or named them first: NGINX's shared memory zone tag.
     owners: Vec<(String, &'static str)>,
-    /// A location proxies (`*_pass`): request bodies may go to temp files.
+    /// A location proxies (`*_pass`) or takes WebDAV PUTs: request bodies
+    /// may go to temp files.
     pub(super) proxies: bool,
     /// `client_body_temp_path` directories named in the configuration.
     body_temps: Vec<PathBuf>,

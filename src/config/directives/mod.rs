@@ -38,6 +38,8 @@
 //! | `content.rs` | content modules and body filters: `gzip*`, `gzip_static` |
 //! | `media.rs` | `flv`, `mp4`, `mp4_*` |
 //! | `userid.rs` | `userid`, `userid_*` (the userid filter's cookie) |
+//! | `dav.rs` | `dav_methods`, `dav_access`, `create_full_put_path`, `min_delete_depth` (WebDAV) |
+//! | `addition.rs` | `add_before_body`, `add_after_body`, `addition_types` |
 //! | `build.rs` | [`Build`]: the walker and the final merge into a [`Config`] |
 //!
 //! The walker applies a block's plain directives before its nested blocks,
@@ -179,12 +181,14 @@ macro_rules! loc_size {
 
 mod access;
 mod acme;
+mod addition;
 mod aio;
 mod app_rows;
 mod build;
 mod cache;
 mod content;
 mod core;
+mod dav;
 mod fastcgi;
 mod grpc;
 mod http;
@@ -267,6 +271,8 @@ static AREAS: &[&[Spec]] = &[
     content::ROWS,
     media::ROWS,
     sub_filter::ROWS,
+    addition::ROWS,
+    dav::ROWS,
     ssi::ROWS,
     upstream::ROWS,
     access::ROWS,

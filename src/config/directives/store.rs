@@ -59,7 +59,7 @@ fn store_to(b: &mut Build, d: &Directive, temp: &str) -> Result<Option<Arc<Store
 /// `*_store_access users:permissions ...` (NGINX's
 /// `ngx_conf_set_access_slot`): `user:`, `group:` or `all:` with `rw`
 /// or `r`; the user always has `rw`.
-fn access(args: &[String]) -> Result<u32, String> {
+pub(super) fn access(args: &[String]) -> Result<u32, String> {
     let mut mode = 0o600;
     for a in args {
         let (shift, right) = a

@@ -43,6 +43,8 @@ mod tls;
 mod tries;
 mod uwsgi;
 
+pub use request::next_temp_number;
+
 pub use self::dispatch::{serve, serve_with};
 pub use self::fetch::{fetch, fetch_with};
 pub use self::request::{escape_uri, upstream_uri, FetchOptions, UpstreamError};

@@ -459,7 +459,7 @@ async fn open_spool(
 
 /// NGINX's `ngx_next_temp_number`: a process-wide counter from a random
 /// start, so two workers rarely try one name (`O_EXCL` settles it).
-pub(super) fn next_temp_number() -> u64 {
+pub fn next_temp_number() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     static START: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
