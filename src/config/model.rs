@@ -118,44 +118,6 @@ impl ServerConf {
     }
 }
 
-/// Limits on the request head (`large_client_header_buffers`,
-/// `client_header_timeout`), server level as in NGINX.
-#[derive(Debug, Clone)]
-pub struct HeadLimitsConf {
-    /// Longest request line or header line.
-    pub max_line: usize,
-    /// Longest head in total (`number × size`).
-    pub max_head: usize,
-    /// `client_header_timeout`.
-    pub header_timeout: Duration,
-    /// `merge_slashes`.
-    pub merge_slashes: bool,
-    /// `ignore_invalid_headers`.
-    pub ignore_invalid_headers: bool,
-    /// `underscores_in_headers`.
-    pub underscores_in_headers: bool,
-    /// `max_headers`.
-    pub max_headers: usize,
-}
-
-/// How a location matches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LocationKind {
-    /// `location = /x`.
-    Exact,
-    /// `location /x` or `location ^~ /x`.
-    Prefix,
-    /// `location ~ re` or `location ~* re`.
-    Regex,
-    /// `location @name`.
-    Named,
-    /// The inside of an `if` or `limit_except` block in a location
-    /// (NGINX's noname locations: no URI selects them).
-    If,
-    /// The server level (no `location` block matched).
-    Server,
-}
-
 /// The handler a location runs.
 #[derive(Debug, Clone)]
 pub enum Handler {

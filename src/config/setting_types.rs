@@ -1,8 +1,9 @@
 //! The value types of location settings (`error_page`, `add_header`,
 //! `return`, `try_files`, the cache's methods and purge, `if_modified_since`,
 //! `lingering_close`, `aio`, `open_file_cache`, `root`/`alias`,
-//! `proxy_store`), kept beside `model.rs`, which holds the settings
-//! themselves in `loc_settings!`.
+//! `proxy_store`), the request head's limits and the kinds of location,
+//! kept beside `model.rs`, which holds the settings themselves in
+//! `loc_settings!`.
 
 use crate::vars::template::Template;
 use std::time::Duration;
@@ -411,6 +412,44 @@ pub struct StoreTo {
     /// The module's compiled-in temp directory under the prefix
     /// (`proxy_temp`, `fastcgi_temp`...), where no `*_temp_path` is set.
     pub default_temp: std::path::PathBuf,
+}
+
+/// Limits on the request head (`large_client_header_buffers`,
+/// `client_header_timeout`), server level as in NGINX.
+#[derive(Debug, Clone)]
+pub struct HeadLimitsConf {
+    /// Longest request line or header line.
+    pub max_line: usize,
+    /// Longest head in total (`number × size`).
+    pub max_head: usize,
+    /// `client_header_timeout`.
+    pub header_timeout: Duration,
+    /// `merge_slashes`.
+    pub merge_slashes: bool,
+    /// `ignore_invalid_headers`.
+    pub ignore_invalid_headers: bool,
+    /// `underscores_in_headers`.
+    pub underscores_in_headers: bool,
+    /// `max_headers`.
+    pub max_headers: usize,
+}
+
+/// How a location matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocationKind {
+    /// `location = /x`.
+    Exact,
+    /// `location /x` or `location ^~ /x`.
+    Prefix,
+    /// `location ~ re` or `location ~* re`.
+    Regex,
+    /// `location @name`.
+    Named,
+    /// The inside of an `if` or `limit_except` block in a location
+    /// (NGINX's noname locations: no URI selects them).
+    If,
+    /// The server level (no `location` block matched).
+    Server,
 }
 
 #[cfg(test)]
