@@ -20,6 +20,7 @@ pub mod parser;
 pub mod rewrite;
 pub mod server_names;
 pub mod setting_types;
+pub mod stream;
 pub mod value;
 
 use std::path::{Path, PathBuf};

@@ -208,6 +208,8 @@ pub enum Var {
     Connections(ConnCount),
     /// `$limit_rate`: the rate `set $limit_rate` gave the request (0: none).
     LimitRate,
+    /// A variable only `stream { }` has (`$protocol`, `$ssl_preread_*`, …).
+    Stream(super::stream_names::StreamVar),
 }
 
 /// A variable whose per-request value lives in the request's slots: set
@@ -317,6 +319,9 @@ impl Var {
     pub fn from_name(name: &str) -> Option<Var> {
         if let Some(v @ Var::Indexed(_)) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
             return Some(v);
+        }
+        if let Some(v) = super::stream_names::lookup(name) {
+            return Some(Var::Stream(v));
         }
         if let Some(v) = Self::prefixed(name) {
             return Some(v);

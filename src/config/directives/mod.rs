@@ -87,6 +87,15 @@ pub const SIF: u16 = 64;
 /// `limit_except { }` in a location (NGINX's `NGX_HTTP_LMT_CONF`).
 pub const LMT: u16 = 128;
 
+/// `stream { }`.
+pub const STREAM: u16 = 256;
+
+/// `server { }` inside `stream { }`.
+pub const SSRV: u16 = 512;
+
+/// `upstream { }` inside `stream { }`.
+pub const SUPS: u16 = 1024;
+
 const HSL: u16 = HTTP | SRV | LOC;
 
 /// How many arguments a directive takes.
@@ -207,6 +216,7 @@ mod scgi;
 mod secure_link;
 mod ssi;
 mod ssl;
+mod stream;
 mod static_files;
 mod store;
 mod sub_filter;
@@ -275,6 +285,7 @@ static AREAS: &[&[Spec]] = &[
     trailers::ROWS,
     subrequests::ROWS,
     acme::ROWS,
+    stream::ROWS,
 ];
 
 /// Every directive porter accepts.
@@ -417,7 +428,8 @@ mod tests {
                 );
             }
         }
-        assert_eq!(find_in("server", UPSTREAM).unwrap().contexts, UPSTREAM);
+        assert_eq!(find_in("server", UPSTREAM).unwrap().contexts, UPSTREAM | SUPS);
+        assert_eq!(find_in("server", STREAM).unwrap().contexts, STREAM);
         assert_eq!(find_in("server", HTTP).unwrap().contexts, HTTP);
     }
 
