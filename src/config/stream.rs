@@ -34,10 +34,11 @@ settings_group! {
     next_upstream_timeout: Duration = Duration::ZERO;
     /// `proxy_buffer_size`: each direction's buffer (16 KiB).
     buffer_size: u64 = 16384;
-    /// `proxy_upload_rate`: bytes per second read from the client (0: no limit).
-    upload_rate: u64 = 0;
+    /// `proxy_upload_rate`: bytes per second read from the client (0: no
+    /// limit), variables allowed (NGINX 1.27.0), rendered per session.
+    upload_rate: Template = Template::literal("0");
     /// `proxy_download_rate`: bytes per second read from the upstream.
-    download_rate: u64 = 0;
+    download_rate: Template = Template::literal("0");
     /// `proxy_half_close`: one side's end closes only that direction.
     half_close: bool = false;
     /// `proxy_protocol`: a PROXY v1 header starts each upstream connection.

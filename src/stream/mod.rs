@@ -108,6 +108,7 @@ fn limit_conn(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<He
         if key.is_empty() || key.len() > 255 {
             continue;
         }
+        s.limit_conn_status.set(Some("PASSED"));
         match l.zone.acquire(&key, l.max) {
             ConnVerdict::Held(h) => held.push(h),
             _ => {
@@ -116,12 +117,21 @@ fn limit_conn(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<He
                 let name = &l.zone.name;
                 proxy::log(elog, s, level, format_args!("limiting connections{dry} by zone \"{name}\""), "");
                 if !srv.s.limit_conn_dry_run {
+                    s.limit_conn_status.set(Some("REJECTED"));
                     return None;
                 }
+                s.limit_conn_status.set(Some("REJECTED_DRY_RUN"));
+                held.clear();
+                return Some(held);
             }
         }
     }
     Some(held)
+}
+
+/// A rate rendered for the session (one that is no size: none).
+fn rate(s: &Session, t: &crate::vars::template::Template) -> u64 {
+    crate::config::value::parse_size(&t.render(s)).unwrap_or(0)
 }
 
 /// `proxy_pass`: a peer connected, then the relay until one side ends.
@@ -133,8 +143,8 @@ async fn proxy_session(tcp: &TcpStream, s: &Session, srv: &StreamServer, elog: &
     let lim = relay::Limits {
         buffer: st.buffer_size.max(1) as usize,
         timeout: st.timeout,
-        upload_rate: st.upload_rate,
-        download_rate: st.download_rate,
+        upload_rate: rate(s, &st.upload_rate),
+        download_rate: rate(s, &st.download_rate),
         half_close: st.half_close,
     };
     let (c, end) = relay::relay(tcp, &up.socket, lim, Vec::new()).await;

@@ -14,7 +14,8 @@ use super::session::{Session, Try};
 use crate::config::stream::{StreamPass, StreamServer};
 use crate::log::{ErrorLog, Level};
 use crate::upstream::balance::{InFlight, UpstreamGroup};
-use crate::upstream::{PeerAddr, Socket};
+use crate::config::ProxyBind;
+use crate::upstream::{ConnectOptions, PeerAddr, Socket};
 use crate::vars::template::VarSource;
 
 /// A connected peer, held in flight (`max_conns`, `least_conn`) while the
@@ -81,6 +82,26 @@ fn group(s: &Session, pass: &StreamPass, elog: &ErrorLog) -> Result<Arc<Upstream
     )))
 }
 
+/// `proxy_bind` (rendered for the session; empty binds nothing) and
+/// `proxy_socket_keepalive`, as the HTTP proxy applies them.
+fn connect_options(s: &Session, srv: &StreamServer) -> Result<ConnectOptions, String> {
+    let bind = match &srv.s.proxy_bind {
+        None => None,
+        Some(b) => {
+            let v = b.addr.render(s);
+            match (v.is_empty(), ProxyBind::parse(&v)) {
+                (true, _) => None,
+                (false, Some(a)) => Some((a, b.transparent)),
+                (false, None) => return Err(v),
+            }
+        }
+    };
+    Ok(ConnectOptions {
+        bind,
+        keepalive: srv.s.proxy_socket_keepalive,
+    })
+}
+
 /// Connects the session to a peer of its `proxy_pass`, trying the next
 /// as `proxy_next_upstream*` allow; on failure the session's status
 /// (502, or 500 for a name that cannot be used) is set and `None` returned.
@@ -110,7 +131,15 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
         let addr = spec.addr.to_string();
         s.tries.borrow_mut().push(Try { addr: addr.clone(), ..Try::default() });
         let began = Instant::now();
-        match crate::upstream::addr::connect(&spec.addr, st.connect_timeout).await {
+        let opts = match connect_options(s, srv) {
+            Ok(o) => o,
+            Err(v) => {
+                log(elog, s, Level::Error, format_args!("invalid local address \"{v}\""), "");
+                s.status.set(500);
+                return None;
+            }
+        };
+        match crate::upstream::connect_with(&spec.addr, st.connect_timeout, &opts).await {
             Ok(socket) => {
                 if let Socket::Tcp(t) = &socket {
                     let _ = t.set_nodelay(srv.s.tcp_nodelay);
@@ -143,7 +172,9 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
                 log(elog, s, Level::Error, format_args!("{msg}"), &addr);
             }
         }
-        let out_of_tries = st.next_upstream_tries != 0 && tries >= st.next_upstream_tries;
+        // As NGINX, no more tries than live peers (a `down` one is none).
+        let out_of_tries = (st.next_upstream_tries != 0 && tries >= st.next_upstream_tries)
+            || tries >= g.peer_count() as u64;
         let out_of_time = !st.next_upstream_timeout.is_zero()
             && started.elapsed() >= st.next_upstream_timeout;
         if !st.next_upstream || out_of_tries || out_of_time {

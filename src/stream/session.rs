@@ -49,6 +49,8 @@ pub struct Session {
     slots: RefCell<HashMap<usize, String>>,
     /// When the session ended (`$session_time` in the access log).
     pub ended: Cell<Option<Instant>>,
+    /// `$limit_conn_status`: `PASSED`, `REJECTED`, `REJECTED_DRY_RUN`.
+    pub limit_conn_status: Cell<Option<&'static str>>,
 }
 
 impl Session {
@@ -62,6 +64,7 @@ impl Session {
             tries: RefCell::new(Vec::new()),
             slots: RefCell::new(HashMap::new()),
             ended: Cell::new(None),
+            limit_conn_status: Cell::new(None),
         }
     }
 
@@ -192,6 +195,10 @@ impl VarSource for Session {
                     out.push_str(&s);
                 }
             }
+            Var::LimitConnStatus => out.push_str(self.limit_conn_status.get().unwrap_or("")),
+            // No root in a stream session: the access log's path with
+            // variables (`log/by_path.rs`) tests it, and `/` always is.
+            Var::DocumentRoot => out.push('/'),
             Var::Status => {
                 let _ = write!(out, "{:03}", self.status.get());
             }

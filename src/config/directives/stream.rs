@@ -36,6 +36,15 @@ fn a_size(d: &Directive) -> Result<u64, String> {
     size(d, &d.args[0])
 }
 
+/// A rate: a size, or a value with variables checked per session.
+fn a_rate(d: &Directive) -> Result<Template, String> {
+    let t = template(&d.args[0])?;
+    if t.is_literal() {
+        size(d, &d.args[0])?;
+    }
+    Ok(t)
+}
+
 fn a_number(d: &Directive) -> Result<u64, String> {
     number(d, &d.args[0])
 }
@@ -71,8 +80,8 @@ pub(super) static ROWS: &[Spec] = &[
     d("proxy_next_upstream_tries", SS, Arity::N(1), stream_setting!(next_upstream_tries, a_number)),
     d("proxy_next_upstream_timeout", SS, Arity::N(1), stream_setting!(next_upstream_timeout, a_time)),
     d("proxy_buffer_size", SS, Arity::N(1), stream_setting!(buffer_size, a_size)),
-    d("proxy_upload_rate", SS, Arity::N(1), stream_setting!(upload_rate, a_size)),
-    d("proxy_download_rate", SS, Arity::N(1), stream_setting!(download_rate, a_size)),
+    d("proxy_upload_rate", SS, Arity::N(1), stream_setting!(upload_rate, a_rate)),
+    d("proxy_download_rate", SS, Arity::N(1), stream_setting!(download_rate, a_rate)),
     d("proxy_half_close", SS, Arity::N(1), stream_setting!(half_close, flag)),
     d("proxy_protocol", SS, Arity::N(1), stream_setting!(proxy_protocol, flag)),
     d("ssl_preread", SS, Arity::N(1), stream_setting!(ssl_preread, flag)),
@@ -127,6 +136,16 @@ fn set_server(b: &mut Build, d: &Directive) -> Res {
         file: d.file.clone(),
         line: d.line,
     });
+    // A `set` variable may be used above its `set` (NGINX resolves
+    // variables once the whole block is read).
+    for e in d.block.as_deref().unwrap_or(&[]) {
+        if let (true, Some(name)) = (e.name == "set", e.args.first()) {
+            let name = name.strip_prefix('$').unwrap_or("");
+            if !name.is_empty() && Var::from_name(name).is_none() {
+                template::declare_indexed(name);
+            }
+        }
+    }
     b.walk_nested(d, SSRV)
 }
 
