@@ -1,7 +1,7 @@
 //! The `stream { }` block's sessions: a TCP connection accepted on a
 //! stream server's address runs NGINX's stream phases in order — the
 //! PROXY header (`listen ... proxy_protocol`), preaccess (`limit_conn`,
-//! `set`), access (`allow`/`deny`), content (`return`, or `proxy_pass`:
+//! `set`), access (`allow`/`deny`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
 //! connect, then relay bytes both ways) — and ends with its
 //! `access_log` lines. The worker counts a session in
 //! `worker_connections` and a graceful stop waits for it, as for an HTTP
@@ -13,9 +13,11 @@
 //! |---|---|
 //! | `mod.rs` | [`serve`]: the phases of one session |
 //! | `session.rs` | `Session`: the session's state and its variables |
+//! | `preread.rs` | `ssl_preread`: the ClientHello's SNI, version and ALPN |
 //! | `proxy.rs` | `proxy_pass`: the group, the tries, the connect |
 //! | `relay.rs` | the two-way relay: buffers, `proxy_timeout`, rates, half-close |
 
+pub mod preread;
 pub mod proxy;
 pub mod relay;
 pub mod session;
@@ -88,6 +90,14 @@ async fn phases(tcp: &mut TcpStream, s: &Session, srv: &StreamServer, elog: &Err
             return held;
         }
     }
+    let initial = if srv.s.stream.ssl_preread {
+        match preread(tcp, s, srv, elog).await {
+            Some(b) => b,
+            None => return held,
+        }
+    } else {
+        Vec::new()
+    };
     if let Some(t) = &srv.ret {
         let v = t.render(s);
         if let Ok(Ok(())) = tokio::time::timeout(RETURN_TIMEOUT, tcp.write_all(v.as_bytes())).await {
@@ -95,8 +105,53 @@ async fn phases(tcp: &mut TcpStream, s: &Session, srv: &StreamServer, elog: &Err
         }
         return held;
     }
-    proxy_session(tcp, s, srv, elog).await;
+    proxy_session(tcp, s, srv, elog, initial).await;
     held
+}
+
+/// `ssl_preread`: reads until the ClientHello is whole (or is none),
+/// `preread_timeout` passes (the session goes on with what it has) or
+/// `preread_buffer_size` is full (400); the bytes read, or `None` when
+/// the session ends here.
+async fn preread(tcp: &TcpStream, s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<u8>> {
+    let st = &srv.s.stream;
+    let max = st.preread_buffer_size.max(1) as usize;
+    let deadline = tokio::time::Instant::now() + st.preread_timeout;
+    let mut buf = Vec::new();
+    loop {
+        match preread::parse(&buf) {
+            preread::Parsed::Done(hello) => {
+                *s.hello.borrow_mut() = hello;
+                break;
+            }
+            preread::Parsed::More if buf.len() >= max => {
+                proxy::log(elog, s, Level::Error, format_args!("preread buffer full"), "");
+                s.status.set(400);
+                return None;
+            }
+            preread::Parsed::More => {}
+        }
+        let mut chunk = vec![0u8; max - buf.len()];
+        let read = async {
+            loop {
+                tcp.readable().await?;
+                match tcp.try_read(&mut chunk) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    r => return r,
+                }
+            }
+        };
+        match tokio::time::timeout_at(deadline, read).await {
+            Err(_) => break,
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                s.received.set(buf.len() as u64);
+                return None;
+            }
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    s.received.set(buf.len() as u64);
+    Some(buf)
 }
 
 /// `limit_conn`: the slots taken, or `None` when a zone refuses (503).
@@ -135,7 +190,14 @@ fn rate(s: &Session, t: &crate::vars::template::Template) -> u64 {
 }
 
 /// `proxy_pass`: a peer connected, then the relay until one side ends.
-async fn proxy_session(tcp: &TcpStream, s: &Session, srv: &StreamServer, elog: &ErrorLog) {
+async fn proxy_session(
+    tcp: &TcpStream,
+    s: &Session,
+    srv: &StreamServer,
+    elog: &ErrorLog,
+    initial: Vec<u8>,
+) {
+    let pre = initial.len() as u64;
     let Some(up) = proxy::connect(s, srv, elog).await else {
         return;
     };
@@ -147,8 +209,8 @@ async fn proxy_session(tcp: &TcpStream, s: &Session, srv: &StreamServer, elog: &
         download_rate: rate(s, &st.download_rate),
         half_close: st.half_close,
     };
-    let (c, end) = relay::relay(tcp, &up.socket, lim, Vec::new()).await;
-    s.received.set(c.from_client);
+    let (c, end) = relay::relay(tcp, &up.socket, lim, initial).await;
+    s.received.set(pre + c.from_client);
     s.sent.set(c.to_client);
     let addr = {
         let mut tries = s.tries.borrow_mut();

@@ -49,6 +49,8 @@ pub struct Session {
     slots: RefCell<HashMap<usize, String>>,
     /// When the session ended (`$session_time` in the access log).
     pub ended: Cell<Option<Instant>>,
+    /// `ssl_preread`'s ClientHello, if one was read.
+    pub hello: RefCell<Option<super::preread::Hello>>,
     /// `$limit_conn_status`: `PASSED`, `REJECTED`, `REJECTED_DRY_RUN`.
     pub limit_conn_status: Cell<Option<&'static str>>,
 }
@@ -65,6 +67,7 @@ impl Session {
             slots: RefCell::new(HashMap::new()),
             ended: Cell::new(None),
             limit_conn_status: Cell::new(None),
+            hello: RefCell::new(None),
         }
     }
 
@@ -114,7 +117,15 @@ impl Session {
             StreamVar::UpstreamSessionTime => self.tries_list(out, |t, out| secs(out, t.session)),
             StreamVar::PrereadServerName
             | StreamVar::PrereadProtocol
-            | StreamVar::PrereadAlpn => {}
+            | StreamVar::PrereadAlpn => {
+                if let Some(h) = &*self.hello.borrow() {
+                    out.push_str(match v {
+                        StreamVar::PrereadServerName => &h.server_name,
+                        StreamVar::PrereadProtocol => h.protocol(),
+                        _ => &h.alpn,
+                    });
+                }
+            }
         }
     }
 
