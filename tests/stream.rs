@@ -108,7 +108,10 @@ fn proxy_timeout_ends_an_idle_session() {
     let mut buf = [0u8; 8];
     assert_eq!(s.read(&mut buf).unwrap_or(0), 0);
     let took = t.elapsed();
-    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
 }
 
 #[test]
@@ -183,6 +186,9 @@ fn stream_config_errors_name_file_and_line() {
         let path = dir.write("bad.conf", text);
         let out = run(&["-t", "-c", path.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(want) && err.contains("bad.conf:"), "{text}: {err}");
+        assert!(
+            err.contains(want) && err.contains("bad.conf:"),
+            "{text}: {err}"
+        );
     }
 }

@@ -71,7 +71,12 @@ pub async fn serve(
 
 /// The phases after the PROXY header; what it returns (the `limit_conn`
 /// slots) is held until the session ends.
-async fn phases(tcp: &mut TcpStream, s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Vec<Held> {
+async fn phases(
+    tcp: &mut TcpStream,
+    s: &Session,
+    srv: &StreamServer,
+    elog: &ErrorLog,
+) -> Vec<Held> {
     let held = match limit_conn(s, srv, elog) {
         Some(h) => h,
         None => {
@@ -85,7 +90,13 @@ async fn phases(tcp: &mut TcpStream, s: &Session, srv: &StreamServer, elog: &Err
     }
     if let Some(r) = crate::access::rules::first_match(&srv.s.access_rules, s.client_ip()) {
         if r.deny {
-            proxy::log(elog, s, Level::Error, format_args!("access forbidden by rule"), "");
+            proxy::log(
+                elog,
+                s,
+                Level::Error,
+                format_args!("access forbidden by rule"),
+                "",
+            );
             s.status.set(403);
             return held;
         }
@@ -100,7 +111,8 @@ async fn phases(tcp: &mut TcpStream, s: &Session, srv: &StreamServer, elog: &Err
     };
     if let Some(t) = &srv.ret {
         let v = t.render(s);
-        if let Ok(Ok(())) = tokio::time::timeout(RETURN_TIMEOUT, tcp.write_all(v.as_bytes())).await {
+        if let Ok(Ok(())) = tokio::time::timeout(RETURN_TIMEOUT, tcp.write_all(v.as_bytes())).await
+        {
             s.sent.set(v.len() as u64);
         }
         return held;
@@ -113,7 +125,12 @@ async fn phases(tcp: &mut TcpStream, s: &Session, srv: &StreamServer, elog: &Err
 /// `preread_timeout` passes (the session goes on with what it has) or
 /// `preread_buffer_size` is full (400); the bytes read, or `None` when
 /// the session ends here.
-async fn preread(tcp: &TcpStream, s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<u8>> {
+async fn preread(
+    tcp: &TcpStream,
+    s: &Session,
+    srv: &StreamServer,
+    elog: &ErrorLog,
+) -> Option<Vec<u8>> {
     let st = &srv.s.stream;
     let max = st.preread_buffer_size.max(1) as usize;
     let deadline = tokio::time::Instant::now() + st.preread_timeout;
@@ -125,7 +142,13 @@ async fn preread(tcp: &TcpStream, s: &Session, srv: &StreamServer, elog: &ErrorL
                 break;
             }
             preread::Parsed::More if buf.len() >= max => {
-                proxy::log(elog, s, Level::Error, format_args!("preread buffer full"), "");
+                proxy::log(
+                    elog,
+                    s,
+                    Level::Error,
+                    format_args!("preread buffer full"),
+                    "",
+                );
                 s.status.set(400);
                 return None;
             }
@@ -167,10 +190,20 @@ fn limit_conn(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<He
         match l.zone.acquire(&key, l.max) {
             ConnVerdict::Held(h) => held.push(h),
             _ => {
-                let dry = if srv.s.limit_conn_dry_run { ", dry run" } else { "" };
+                let dry = if srv.s.limit_conn_dry_run {
+                    ", dry run"
+                } else {
+                    ""
+                };
                 let level = srv.s.limit_conn_log_level;
                 let name = &l.zone.name;
-                proxy::log(elog, s, level, format_args!("limiting connections{dry} by zone \"{name}\""), "");
+                proxy::log(
+                    elog,
+                    s,
+                    level,
+                    format_args!("limiting connections{dry} by zone \"{name}\""),
+                    "",
+                );
                 if !srv.s.limit_conn_dry_run {
                     s.limit_conn_status.set(Some("REJECTED"));
                     return None;

@@ -191,7 +191,9 @@ mod tests {
     #[test]
     fn reads_sni_alpn_and_the_highest_version() {
         let mut exts = sni("foo.example");
-        exts.extend([0, 16, 0, 11, 0, 9, 2, b'h', b'2', 5, b'h', b't', b't', b'p', b'1']);
+        exts.extend([
+            0, 16, 0, 11, 0, 9, 2, b'h', b'2', 5, b'h', b't', b't', b'p', b'1',
+        ]);
         exts.extend([0, 43, 0, 5, 4, 0x0a, 0x0a, 3, 4]);
         let Parsed::Done(Some(h)) = parse(&hello(&exts, 1000)) else {
             panic!("not parsed")

@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use super::session::{Session, Try};
 use crate::config::stream::{StreamPass, StreamServer};
+use crate::config::ProxyBind;
 use crate::log::{ErrorLog, Level};
 use crate::upstream::balance::{InFlight, UpstreamGroup};
-use crate::config::ProxyBind;
 use crate::upstream::{ConnectOptions, PeerAddr, Socket};
 use crate::vars::template::VarSource;
 
@@ -30,7 +30,13 @@ pub struct Connected {
 }
 
 /// Logs `msg` for the session at `level`, with NGINX's stream context.
-pub fn log(log: &ErrorLog, s: &Session, level: Level, msg: std::fmt::Arguments<'_>, upstream: &str) {
+pub fn log(
+    log: &ErrorLog,
+    s: &Session,
+    level: Level,
+    msg: std::fmt::Arguments<'_>,
+    upstream: &str,
+) {
     let up = if upstream.is_empty() {
         String::new()
     } else {
@@ -121,20 +127,38 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
     let mut tries = 0u64;
     loop {
         let Some(peer) = g.select(&mut sel) else {
-            log(elog, s, Level::Error, format_args!("no live upstreams while connecting to upstream"), "");
-            s.tries.borrow_mut().push(Try { addr: g.name.clone(), ..Try::default() });
+            log(
+                elog,
+                s,
+                Level::Error,
+                format_args!("no live upstreams while connecting to upstream"),
+                "",
+            );
+            s.tries.borrow_mut().push(Try {
+                addr: g.name.clone(),
+                ..Try::default()
+            });
             s.status.set(502);
             return None;
         };
         tries += 1;
         let spec = g.peer(peer);
         let addr = spec.addr.to_string();
-        s.tries.borrow_mut().push(Try { addr: addr.clone(), ..Try::default() });
+        s.tries.borrow_mut().push(Try {
+            addr: addr.clone(),
+            ..Try::default()
+        });
         let began = Instant::now();
         let opts = match connect_options(s, srv) {
             Ok(o) => o,
             Err(v) => {
-                log(elog, s, Level::Error, format_args!("invalid local address \"{v}\""), "");
+                log(
+                    elog,
+                    s,
+                    Level::Error,
+                    format_args!("invalid local address \"{v}\""),
+                    "",
+                );
                 s.status.set(500);
                 return None;
             }
@@ -149,7 +173,11 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
                 }
                 if st.proxy_protocol {
                     let line = crate::http::proxy_protocol::v1_line(s.conn.peer, s.conn.local);
-                    if socket.write_first(line.as_bytes(), st.timeout).await.is_err() {
+                    if socket
+                        .write_first(line.as_bytes(), st.timeout)
+                        .await
+                        .is_err()
+                    {
                         g.release(peer, true);
                         s.status.set(502);
                         return None;
@@ -159,7 +187,11 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
                     }
                 }
                 let in_flight = g.answered(peer);
-                return Some(Connected { socket, _in_flight: in_flight, began });
+                return Some(Connected {
+                    socket,
+                    _in_flight: in_flight,
+                    began,
+                });
             }
             Err(e) => {
                 g.release(peer, true);
@@ -167,7 +199,10 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
                     "upstream timed out (110: Connection timed out) while connecting to upstream"
                         .to_string()
                 } else {
-                    format!("connect() failed {} while connecting to upstream", crate::util::errno_text(&e))
+                    format!(
+                        "connect() failed {} while connecting to upstream",
+                        crate::util::errno_text(&e)
+                    )
                 };
                 log(elog, s, Level::Error, format_args!("{msg}"), &addr);
             }
@@ -175,8 +210,8 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
         // As NGINX, no more tries than live peers (a `down` one is none).
         let out_of_tries = (st.next_upstream_tries != 0 && tries >= st.next_upstream_tries)
             || tries >= g.peer_count() as u64;
-        let out_of_time = !st.next_upstream_timeout.is_zero()
-            && started.elapsed() >= st.next_upstream_timeout;
+        let out_of_time =
+            !st.next_upstream_timeout.is_zero() && started.elapsed() >= st.next_upstream_timeout;
         if !st.next_upstream || out_of_tries || out_of_time {
             s.status.set(502);
             return None;

@@ -221,7 +221,12 @@ fn step(p: &mut Pipe, src: &dyn Side, dst: &dyn Side) -> bool {
 
 /// Relays between `client` and `up` until the session ends; `initial`
 /// is what the client sent already (read while prereading), sent first.
-pub async fn relay(client: &TcpStream, up: &Socket, lim: Limits, initial: Vec<u8>) -> (Counts, End) {
+pub async fn relay(
+    client: &TcpStream,
+    up: &Socket,
+    lim: Limits,
+    initial: Vec<u8>,
+) -> (Counts, End) {
     let mut upl = Pipe::new(lim.buffer, lim.upload_rate, initial);
     let mut down = Pipe::new(lim.buffer, lim.download_rate, Vec::new());
     let mut first_byte = None;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::http::context::ConnInfo;
 use crate::vars::stream_names::StreamVar;
-use crate::vars::template::{VarSource, Var};
+use crate::vars::template::{Var, VarSource};
 
 /// One upstream try: the peer, how long the connect took (none when it
 /// failed), and what went each way.
@@ -115,9 +115,7 @@ impl Session {
                 self.tries_list(out, |t, out| secs(out, t.first_byte))
             }
             StreamVar::UpstreamSessionTime => self.tries_list(out, |t, out| secs(out, t.session)),
-            StreamVar::PrereadServerName
-            | StreamVar::PrereadProtocol
-            | StreamVar::PrereadAlpn => {
+            StreamVar::PrereadServerName | StreamVar::PrereadProtocol | StreamVar::PrereadAlpn => {
                 if let Some(h) = &*self.hello.borrow() {
                     out.push_str(match v {
                         StreamVar::PrereadServerName => &h.server_name,

@@ -54,16 +54,31 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_flag!(limit_req_dry_run),
     ),
-    d("limit_conn_zone", HTTP | STREAM, Arity::N(2), set_limit_conn_zone),
-    d("limit_conn", HSL | STREAM | SSRV, Arity::N(2), set_limit_conn),
+    d(
+        "limit_conn_zone",
+        HTTP | STREAM,
+        Arity::N(2),
+        set_limit_conn_zone,
+    ),
+    d(
+        "limit_conn",
+        HSL | STREAM | SSRV,
+        Arity::N(2),
+        set_limit_conn,
+    ),
     d("limit_conn_status", HSL, Arity::N(1), |b, d| {
         let v = status(d)?;
         set_once(&mut b.loc().limit_conn_status, v, d)
     }),
-    d("limit_conn_log_level", HSL | STREAM | SSRV, Arity::N(1), |b, d| {
-        let v = log_level(d)?;
-        set_once(&mut b.loc().limit_conn_log_level, v, d)
-    }),
+    d(
+        "limit_conn_log_level",
+        HSL | STREAM | SSRV,
+        Arity::N(1),
+        |b, d| {
+            let v = log_level(d)?;
+            set_once(&mut b.loc().limit_conn_log_level, v, d)
+        },
+    ),
     d(
         "limit_conn_dry_run",
         HSL | STREAM | SSRV,

@@ -12,9 +12,19 @@ use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("error_log", MAIN | HSL | STREAM | SSRV, Arity::Range(1, 2), set_error_log),
+    d(
+        "error_log",
+        MAIN | HSL | STREAM | SSRV,
+        Arity::Range(1, 2),
+        set_error_log,
+    ),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
-    d("access_log", HSL | LMT | STREAM | SSRV, Arity::Min(1), set_access_log),
+    d(
+        "access_log",
+        HSL | LMT | STREAM | SSRV,
+        Arity::Min(1),
+        set_access_log,
+    ),
     d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
     d(
         "log_subrequest",
@@ -107,7 +117,11 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
     }
     // The stream block has its own formats, and no default one.
     let in_stream = b.ctx & (STREAM | SSRV) != 0;
-    let formats = if in_stream { &b.stream.formats } else { &b.formats };
+    let formats = if in_stream {
+        &b.stream.formats
+    } else {
+        &b.formats
+    };
     let format = match d.args.get(1) {
         Some(name) => formats
             .get(name)

@@ -216,9 +216,9 @@ mod scgi;
 mod secure_link;
 mod ssi;
 mod ssl;
-mod stream;
 mod static_files;
 mod store;
+mod stream;
 mod sub_filter;
 mod subrequests;
 mod trailers;
@@ -428,7 +428,10 @@ mod tests {
                 );
             }
         }
-        assert_eq!(find_in("server", UPSTREAM).unwrap().contexts, UPSTREAM | SUPS);
+        assert_eq!(
+            find_in("server", UPSTREAM).unwrap().contexts,
+            UPSTREAM | SUPS
+        );
         assert_eq!(find_in("server", STREAM).unwrap().contexts, STREAM);
         assert_eq!(find_in("server", HTTP).unwrap().contexts, HTTP);
     }

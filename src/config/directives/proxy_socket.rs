@@ -9,7 +9,12 @@ use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("proxy_bind", HSL | STREAM | SSRV, Arity::Range(1, 2), set_proxy_bind),
+    d(
+        "proxy_bind",
+        HSL | STREAM | SSRV,
+        Arity::Range(1, 2),
+        set_proxy_bind,
+    ),
     d(
         "proxy_socket_keepalive",
         HSL | STREAM | SSRV,

@@ -10,10 +10,10 @@
 //! own formats (NGINX keeps the two blocks' formats apart). The model is
 //! `config/stream.rs`; the sessions run in `src/stream/`.
 
-#[allow(unused_imports)]
-use super::*;
 use super::listen::ListenB;
 use super::upstream::UpstreamB;
+#[allow(unused_imports)]
+use super::*;
 use crate::config::stream::{StreamPass, StreamServer, StreamSet};
 
 /// The stream block and its servers.
@@ -74,19 +74,84 @@ pub(super) static ROWS: &[Spec] = &[
         Ok(())
     }),
     d("set", SSRV, Arity::N(2), set_set),
-    d("proxy_connect_timeout", SS, Arity::N(1), stream_setting!(connect_timeout, a_time)),
-    d("proxy_timeout", SS, Arity::N(1), stream_setting!(timeout, a_time)),
-    d("proxy_next_upstream", SS, Arity::N(1), stream_setting!(next_upstream, flag)),
-    d("proxy_next_upstream_tries", SS, Arity::N(1), stream_setting!(next_upstream_tries, a_number)),
-    d("proxy_next_upstream_timeout", SS, Arity::N(1), stream_setting!(next_upstream_timeout, a_time)),
-    d("proxy_buffer_size", SS, Arity::N(1), stream_setting!(buffer_size, a_size)),
-    d("proxy_upload_rate", SS, Arity::N(1), stream_setting!(upload_rate, a_rate)),
-    d("proxy_download_rate", SS, Arity::N(1), stream_setting!(download_rate, a_rate)),
-    d("proxy_half_close", SS, Arity::N(1), stream_setting!(half_close, flag)),
-    d("proxy_protocol", SS, Arity::N(1), stream_setting!(proxy_protocol, flag)),
-    d("ssl_preread", SS, Arity::N(1), stream_setting!(ssl_preread, flag)),
-    d("preread_timeout", SS, Arity::N(1), stream_setting!(preread_timeout, a_time)),
-    d("preread_buffer_size", SS, Arity::N(1), stream_setting!(preread_buffer_size, a_size)),
+    d(
+        "proxy_connect_timeout",
+        SS,
+        Arity::N(1),
+        stream_setting!(connect_timeout, a_time),
+    ),
+    d(
+        "proxy_timeout",
+        SS,
+        Arity::N(1),
+        stream_setting!(timeout, a_time),
+    ),
+    d(
+        "proxy_next_upstream",
+        SS,
+        Arity::N(1),
+        stream_setting!(next_upstream, flag),
+    ),
+    d(
+        "proxy_next_upstream_tries",
+        SS,
+        Arity::N(1),
+        stream_setting!(next_upstream_tries, a_number),
+    ),
+    d(
+        "proxy_next_upstream_timeout",
+        SS,
+        Arity::N(1),
+        stream_setting!(next_upstream_timeout, a_time),
+    ),
+    d(
+        "proxy_buffer_size",
+        SS,
+        Arity::N(1),
+        stream_setting!(buffer_size, a_size),
+    ),
+    d(
+        "proxy_upload_rate",
+        SS,
+        Arity::N(1),
+        stream_setting!(upload_rate, a_rate),
+    ),
+    d(
+        "proxy_download_rate",
+        SS,
+        Arity::N(1),
+        stream_setting!(download_rate, a_rate),
+    ),
+    d(
+        "proxy_half_close",
+        SS,
+        Arity::N(1),
+        stream_setting!(half_close, flag),
+    ),
+    d(
+        "proxy_protocol",
+        SS,
+        Arity::N(1),
+        stream_setting!(proxy_protocol, flag),
+    ),
+    d(
+        "ssl_preread",
+        SS,
+        Arity::N(1),
+        stream_setting!(ssl_preread, flag),
+    ),
+    d(
+        "preread_timeout",
+        SS,
+        Arity::N(1),
+        stream_setting!(preread_timeout, a_time),
+    ),
+    d(
+        "preread_buffer_size",
+        SS,
+        Arity::N(1),
+        stream_setting!(preread_buffer_size, a_size),
+    ),
 ];
 
 /// The `stream` block being read.

@@ -13,7 +13,12 @@ use super::*;
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
     blk("upstream", HTTP, Arity::N(1), set_upstream),
-    d("server", UPSTREAM | SUPS, Arity::Min(1), set_upstream_server),
+    d(
+        "server",
+        UPSTREAM | SUPS,
+        Arity::Min(1),
+        set_upstream_server,
+    ),
     d("keepalive", UPSTREAM, Arity::N(1), |b, d| {
         let n = match d.args[0].parse::<usize>() {
             Ok(n) if n > 0 => n,
@@ -38,7 +43,12 @@ pub(super) static ROWS: &[Spec] = &[
         let n = number(d, &d.args[0])?;
         set_once(&mut b.upstream().keepalive_requests, n, d)
     }),
-    d("hash", UPSTREAM | SUPS, Arity::Range(1, 2), set_upstream_hash),
+    d(
+        "hash",
+        UPSTREAM | SUPS,
+        Arity::Range(1, 2),
+        set_upstream_hash,
+    ),
     d("ip_hash", UPSTREAM, Arity::N(0), |b, _| {
         set_method(b, balance::Method::IpHash)
     }),
