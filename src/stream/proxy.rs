@@ -14,7 +14,7 @@ use super::session::{Session, Try};
 use crate::config::stream::{StreamPass, StreamServer};
 use crate::config::ProxyBind;
 use crate::log::{ErrorLog, Level};
-use crate::upstream::balance::{InFlight, UpstreamGroup};
+use crate::upstream::balance::{InFlight, PeerRef, UpstreamGroup};
 use crate::upstream::{ConnectOptions, PeerAddr, Socket};
 use crate::vars::template::VarSource;
 
@@ -86,6 +86,45 @@ fn group(s: &Session, pass: &StreamPass, elog: &ErrorLog) -> Result<Arc<Upstream
         &name,
         vec![addr],
     )))
+}
+
+/// A try that connected: `tcp_nodelay`, the PROXY header of
+/// `proxy_protocol on`, the peer held in flight.
+async fn connected(
+    s: &Session,
+    srv: &StreamServer,
+    g: &Arc<UpstreamGroup>,
+    peer: PeerRef,
+    socket: Socket,
+    began: Instant,
+) -> Option<Connected> {
+    let st = &srv.s.stream;
+    if let Socket::Tcp(t) = &socket {
+        let _ = t.set_nodelay(srv.s.tcp_nodelay);
+    }
+    if let Some(t) = s.tries.borrow_mut().last_mut() {
+        t.connect = Some(began.elapsed());
+    }
+    if st.proxy_protocol {
+        let line = crate::http::proxy_protocol::v1_line(s.conn.peer, s.conn.local);
+        if socket
+            .write_first(line.as_bytes(), st.timeout)
+            .await
+            .is_err()
+        {
+            g.release(peer, true);
+            s.status.set(502);
+            return None;
+        }
+        if let Some(t) = s.tries.borrow_mut().last_mut() {
+            t.sent += line.len() as u64;
+        }
+    }
+    Some(Connected {
+        socket,
+        _in_flight: g.answered(peer),
+        began,
+    })
 }
 
 /// `proxy_bind` (rendered for the session; empty binds nothing) and
@@ -164,47 +203,16 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
             }
         };
         match crate::upstream::connect_with(&spec.addr, st.connect_timeout, &opts).await {
-            Ok(socket) => {
-                if let Socket::Tcp(t) = &socket {
-                    let _ = t.set_nodelay(srv.s.tcp_nodelay);
-                }
-                if let Some(t) = s.tries.borrow_mut().last_mut() {
-                    t.connect = Some(began.elapsed());
-                }
-                if st.proxy_protocol {
-                    let line = crate::http::proxy_protocol::v1_line(s.conn.peer, s.conn.local);
-                    if socket
-                        .write_first(line.as_bytes(), st.timeout)
-                        .await
-                        .is_err()
-                    {
-                        g.release(peer, true);
-                        s.status.set(502);
-                        return None;
-                    }
-                    if let Some(t) = s.tries.borrow_mut().last_mut() {
-                        t.sent += line.len() as u64;
-                    }
-                }
-                let in_flight = g.answered(peer);
-                return Some(Connected {
-                    socket,
-                    _in_flight: in_flight,
-                    began,
-                });
-            }
+            Ok(socket) => return connected(s, srv, &g, peer, socket, began).await,
             Err(e) => {
                 g.release(peer, true);
                 let msg = if e.raw_os_error() == Some(libc::ETIMEDOUT) {
-                    "upstream timed out (110: Connection timed out) while connecting to upstream"
-                        .to_string()
+                    "upstream timed out (110: Connection timed out)".to_string()
                 } else {
-                    format!(
-                        "connect() failed {} while connecting to upstream",
-                        crate::util::errno_text(&e)
-                    )
+                    format!("connect() failed {}", crate::util::errno_text(&e))
                 };
-                log(elog, s, Level::Error, format_args!("{msg}"), &addr);
+                let what = format_args!("{msg} while connecting to upstream");
+                log(elog, s, Level::Error, what, &addr);
             }
         }
         // As NGINX, no more tries than live peers (a `down` one is none).

@@ -129,8 +129,7 @@ impl Pipe {
 
     fn after_read(&mut self, n: usize) {
         self.read += n as u64;
-        if self.rate > 0 {
-            let ms = n as u64 * 1000 / self.rate;
+        if let Some(ms) = (n as u64 * 1000).checked_div(self.rate) {
             if ms > 0 {
                 self.resume = Some(tokio::time::Instant::now() + Duration::from_millis(ms));
             }
