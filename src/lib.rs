@@ -30,6 +30,7 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod runtime;
+pub mod stream;
 pub mod tls;
 pub mod upstream;
 pub mod util;

@@ -26,6 +26,7 @@ mod request_body_single_buffer;
 mod request_buffering;
 mod request_buffering_off;
 mod resolver;
+mod stream;
 mod upstream_keepalive_time;
 mod upstream_max_conns;
 mod upstream_methods;

@@ -22,6 +22,7 @@ pub mod parser;
 pub mod rewrite;
 pub mod server_names;
 pub mod setting_types;
+pub mod stream;
 pub mod userid_conf;
 pub mod value;
 

@@ -71,6 +71,9 @@ pub struct ListenGroup {
     /// `listen ... quic`: a UDP address serving HTTP/3 (a group of its
     /// own beside the TCP one of the same address and port).
     pub quic: bool,
+    /// A `stream { }` server's address: each connection is its session
+    /// (`servers` is then empty).
+    pub stream: Option<Arc<super::stream::StreamServer>>,
     /// On a QUIC address: the key its stateless resets and tokens derive
     /// from (`quic_host_key` of the default server, else random bytes
     /// made when the configuration loaded; the same for every worker).
@@ -221,6 +224,8 @@ loc_settings! {
         scgi: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
         /// `grpc_*` (`directives/grpc.rs`; src/handlers/grpc).
         grpc: super::app_upstream::AppBuilder => super::app_upstream::AppSettings;
+        /// The stream proxy's settings (`stream { }`, `config/stream.rs`).
+        stream: super::stream::StreamBuilder => super::stream::StreamSettings;
         /// `proxy_cache*` (`directives/cache.rs`, `config/cache_conf.rs`).
         proxy_cache: super::cache_conf::CacheBuilder => super::cache_conf::CacheSettings;
         /// `fastcgi_cache*`, the same group.

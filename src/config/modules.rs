@@ -75,14 +75,66 @@ const OPTIONAL_MODULES: &[(&str, &str)] = &[
     ("http_perl_module", "perl"),
 ];
 
+/// The `stream` block's modules NGINX builds with `--with-stream` unless
+/// `--without-NAME`, each with the directive that shows porter has it in
+/// the stream block.
+const STREAM_DEFAULT_MODULES: &[(&str, &str)] = &[
+    ("stream_access_module", "allow"),
+    ("stream_geo_module", "geo"),
+    ("stream_limit_conn_module", "limit_conn"),
+    ("stream_map_module", "map"),
+    ("stream_pass_module", "pass"),
+    ("stream_return_module", "return"),
+    ("stream_set_module", "set"),
+    ("stream_split_clients_module", "split_clients"),
+    ("stream_upstream_hash_module", "hash"),
+    ("stream_upstream_least_conn_module", "least_conn"),
+    ("stream_upstream_random_module", "random"),
+    ("stream_upstream_zone_module", "zone"),
+];
+
+/// The stream block's modules NGINX builds only with `--with-NAME`.
+const STREAM_OPTIONAL_MODULES: &[(&str, &str)] = &[
+    ("stream_ssl_module", "ssl_certificate"),
+    ("stream_realip_module", "set_real_ip_from"),
+    ("stream_ssl_preread_module", "ssl_preread"),
+    ("stream_geoip_module", "geoip_country"),
+];
+
+/// Whether the stream block (its servers or upstreams) takes `directive`.
+fn has_in_stream(directive: &str) -> bool {
+    let ctx = directives::STREAM | directives::SSRV | directives::SUPS;
+    directives::all().any(|s| s.name == directive && s.contexts & ctx != 0)
+}
+
+/// `--with-stream` and the stream modules' arguments, when porter has the
+/// `stream` block.
+fn stream_arguments() -> Vec<String> {
+    if !has("stream") {
+        return Vec::new();
+    }
+    let with = STREAM_OPTIONAL_MODULES
+        .iter()
+        .filter(|(_, d)| has_in_stream(d))
+        .map(|(m, _)| format!("--with-{m}"));
+    let without = STREAM_DEFAULT_MODULES
+        .iter()
+        .filter(|(_, d)| !has_in_stream(d))
+        .map(|(m, _)| format!("--without-{m}"));
+    std::iter::once("--with-stream".to_string())
+        .chain(with)
+        .chain(without)
+        .collect()
+}
+
 fn has(directive: &str) -> bool {
     directives::find(directive).is_some()
 }
 
 /// The `configure arguments:` line's arguments: `--with-…` for each optional
-/// module porter has, `--without-…` for each default module it lacks (mail
-/// and stream are never built, so they are not named at all, as in an NGINX
-/// configured without `--with-mail` and `--with-stream`).
+/// module porter has, `--without-…` for each default module it lacks, then
+/// `--with-stream` and its modules' (mail is never built, so it is not
+/// named at all, as in an NGINX configured without `--with-mail`).
 pub fn configure_arguments() -> String {
     let with = OPTIONAL_MODULES
         .iter()
@@ -92,7 +144,10 @@ pub fn configure_arguments() -> String {
         .iter()
         .filter(|(_, d)| !has(d))
         .map(|(m, _)| format!("--without-{m}"));
-    with.chain(without).collect::<Vec<_>>().join(" ")
+    with.chain(without)
+        .chain(stream_arguments())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// True when the TLS module is built in (`-V` then says SNI is supported,

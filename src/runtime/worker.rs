@@ -448,7 +448,14 @@ async fn accept_loop(
         // connection's polls).
         crate::metrics::timed::spawn(async move {
             let _active = Gauge::new(&metrics::ACTIVE);
-            connection::serve(stream, conn, group, env2).await;
+            let listen = &env2.config.listens[group];
+            match listen.stream.clone() {
+                Some(srv) => {
+                    let pp = listen.proxy_protocol;
+                    crate::stream::serve(stream, conn, pp, srv, &env2.log).await
+                }
+                None => connection::serve(stream, conn, group, env2).await,
+            }
             live2.count.set(live2.count.get() - 1);
             live2.idle.notify_one();
         });

@@ -172,6 +172,12 @@ impl Map {
                 .any(Template::reads_sent_http)
     }
 
+    /// The slot of the per-request table its value is cached in (NGINX's
+    /// map variables are changeable: a stream `set` writes it).
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
     /// Appends the map's value for the request `src` to `out`.
     pub fn append(&self, src: &dyn VarSource, out: &mut String) {
         if !self.volatile {

@@ -10,4 +10,5 @@ pub mod geo;
 pub mod map;
 pub mod regex;
 pub mod split_clients;
+pub mod stream_names;
 pub mod template;

@@ -210,6 +210,8 @@ pub enum Var {
     LimitRate,
     /// `$uid_got`, `$uid_set`, `$uid_reset` (the userid module).
     Userid(super::families::UidVar),
+    /// A variable only `stream { }` has (`$protocol`, `$ssl_preread_*`, …).
+    Stream(super::stream_names::StreamVar),
 }
 
 /// A variable whose per-request value lives in the request's slots: set
@@ -327,6 +329,9 @@ impl Var {
         // of the name: only a changeable built-in can have one.
         if let Some(v) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
             return Some(v);
+        }
+        if let Some(v) = super::stream_names::lookup(name) {
+            return Some(Var::Stream(v));
         }
         if let Some(v) = Self::prefixed(name) {
             return Some(v);

@@ -16,8 +16,8 @@ use crate::access::rules::{self, AccessRule};
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("allow", HSL | LMT, Arity::N(1), set_rule),
-    d("deny", HSL | LMT, Arity::N(1), set_rule),
+    d("allow", HSL | LMT | STREAM | SSRV, Arity::N(1), set_rule),
+    d("deny", HSL | LMT | STREAM | SSRV, Arity::N(1), set_rule),
     d("satisfy", HSL, Arity::N(1), set_satisfy),
     d("auth_delay", HSL, Arity::N(1), loc_time!(auth_delay)),
     d("auth_basic", HSL | LMT, Arity::N(1), |b, d| {
@@ -54,19 +54,34 @@ pub(super) static ROWS: &[Spec] = &[
         Arity::N(1),
         loc_flag!(limit_req_dry_run),
     ),
-    d("limit_conn_zone", HTTP, Arity::N(2), set_limit_conn_zone),
-    d("limit_conn", HSL, Arity::N(2), set_limit_conn),
+    d(
+        "limit_conn_zone",
+        HTTP | STREAM,
+        Arity::N(2),
+        set_limit_conn_zone,
+    ),
+    d(
+        "limit_conn",
+        HSL | STREAM | SSRV,
+        Arity::N(2),
+        set_limit_conn,
+    ),
     d("limit_conn_status", HSL, Arity::N(1), |b, d| {
         let v = status(d)?;
         set_once(&mut b.loc().limit_conn_status, v, d)
     }),
-    d("limit_conn_log_level", HSL, Arity::N(1), |b, d| {
-        let v = log_level(d)?;
-        set_once(&mut b.loc().limit_conn_log_level, v, d)
-    }),
+    d(
+        "limit_conn_log_level",
+        HSL | STREAM | SSRV,
+        Arity::N(1),
+        |b, d| {
+            let v = log_level(d)?;
+            set_once(&mut b.loc().limit_conn_log_level, v, d)
+        },
+    ),
     d(
         "limit_conn_dry_run",
-        HSL,
+        HSL | STREAM | SSRV,
         Arity::N(1),
         loc_flag!(limit_conn_dry_run),
     ),

@@ -53,6 +53,8 @@ pub struct Build {
     /// Tuning directives without effect already seen, per block (NGINX's
     /// "is duplicate"): `(servers, location, context, name)`.
     pub(super) tuning_seen: std::collections::HashSet<(usize, Option<usize>, u16, String)>,
+    /// `stream { }` (`stream.rs`).
+    pub(super) stream: super::stream::StreamB,
 }
 
 pub(super) struct ServerB {
@@ -122,6 +124,7 @@ impl Build {
             acme_issuers: HashMap::new(),
             access: Default::default(),
             tuning_seen: Default::default(),
+            stream: Default::default(),
         }
     }
 
@@ -139,6 +142,8 @@ impl Build {
         match self.ctx {
             HTTP => &mut self.http,
             SRV => &mut self.servers.last_mut().expect("server").loc,
+            STREAM => &mut self.stream.main,
+            SSRV => &mut self.stream.servers.last_mut().expect("server").loc,
             _ => {
                 let i = self.cur_loc.expect("location");
                 &mut self.servers.last_mut().expect("server").locations[i].loc
@@ -317,6 +322,7 @@ impl Build {
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
             servers.push(server);
         }
+        self.stream_groups(&mut groups).map_err(plain)?;
         quic_keys(&mut groups);
         let cache_zones = self.cache.finish().map_err(plain)?;
         self.access.finish().map_err(plain)?;
@@ -647,6 +653,7 @@ fn add_listens(
                     http2: l.http2,
                     proxy_protocol: l.proxy_protocol,
                     quic,
+                    stream: None,
                     quic_key: Arc::from(Vec::new()),
                 },
                 l.default_server,

@@ -18,7 +18,12 @@ pub(super) static ROWS: &[Spec] = &[
         super::cache::warn_missing_keys(b, d);
         Ok(())
     }),
-    blk("split_clients", HTTP, Arity::N(2), set_split_clients),
+    blk(
+        "split_clients",
+        HTTP | STREAM,
+        Arity::N(2),
+        set_split_clients,
+    ),
     blk("server", HTTP, Arity::N(0), set_server),
     d("listen", SRV, Arity::Min(1), super::listen::set_listen),
     d("server_name", SRV, Arity::Min(1), set_server_name),
@@ -29,7 +34,12 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("return", SRV | SIF | LOC, Arity::Range(1, 2), set_return),
     d("error_page", HSL, Arity::Min(2), set_error_page),
-    d("tcp_nodelay", HSL, Arity::N(1), loc_flag!(tcp_nodelay)),
+    d(
+        "tcp_nodelay",
+        HSL | STREAM | SSRV,
+        Arity::N(1),
+        loc_flag!(tcp_nodelay),
+    ),
     d("tcp_nopush", HSL, Arity::N(1), |_, d| flag(d).map(|_| ())),
     d(
         "keepalive_timeout",

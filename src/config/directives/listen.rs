@@ -163,6 +163,24 @@ fn sizes(p: &str, backlog: &mut i32, bufs: &mut SocketBufs) -> Result<bool, Stri
 }
 
 pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
+    let listens = parse_listen(b, d)?;
+    let srv = b.server();
+    for l in listens {
+        if srv
+            .listens
+            .iter()
+            .any(|o| o.addr == l.addr && o.quic.is_some() == l.quic.is_some() && o.unix == l.unix)
+        {
+            return Err(format!("a duplicate listen {}", d.args[0]));
+        }
+        srv.listens.push(l);
+    }
+    Ok(())
+}
+
+/// A `listen` line's addresses, each with the line's parameters (the
+/// `stream` block's `listen` too).
+pub(super) fn parse_listen(b: &Build, d: &Directive) -> Result<Vec<ListenB>, String> {
     // A UNIX-domain socket has one address; the placeholder `0.0.0.0:0`
     // stands for it where an IP address is kept (`ListenGroup::unix`).
     let unix = unix_path(b, &d.args[0])?;
@@ -211,16 +229,9 @@ pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
     if let (Some(_), Some(p)) = (&quic, tcp_only(&d.args[1..])) {
         return Err(format!("\"{p}\" parameter is incompatible with \"quic\""));
     }
-    let srv = b.server();
+    let mut out = Vec::new();
     for addr in addrs {
-        if srv
-            .listens
-            .iter()
-            .any(|l| l.addr == addr && l.quic.is_some() == quic.is_some() && l.unix == unix)
-        {
-            return Err(format!("a duplicate listen {}", d.args[0]));
-        }
-        srv.listens.push(ListenB {
+        out.push(ListenB {
             addr,
             unix: unix.clone(),
             default_server,
@@ -233,5 +244,5 @@ pub(super) fn set_listen(b: &mut Build, d: &Directive) -> Res {
             opts,
         });
     }
-    Ok(())
+    Ok(out)
 }

@@ -12,9 +12,19 @@ use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("error_log", MAIN | HSL, Arity::Range(1, 2), set_error_log),
+    d(
+        "error_log",
+        MAIN | HSL | STREAM | SSRV,
+        Arity::Range(1, 2),
+        set_error_log,
+    ),
     d("log_format", HTTP, Arity::Min(2), set_log_format),
-    d("access_log", HSL | LMT, Arity::Min(1), set_access_log),
+    d(
+        "access_log",
+        HSL | LMT | STREAM | SSRV,
+        Arity::Min(1),
+        set_access_log,
+    ),
     d("log_not_found", HSL, Arity::N(1), loc_flag!(log_not_found)),
     d(
         "log_subrequest",
@@ -60,10 +70,17 @@ fn set_error_log(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_log_format(b: &mut Build, d: &Directive) -> Res {
-    let name = &d.args[0];
-    if b.formats.contains_key(name) {
+    let (name, f) = parse_log_format(d)?;
+    if b.formats.contains_key(&name) {
         return Err(format!("duplicate \"log_format\" name \"{name}\""));
     }
+    b.formats.insert(name, Arc::new(f));
+    Ok(())
+}
+
+/// `log_format NAME [escape=…] TEXT…` (the `http` and `stream` blocks' alike).
+pub(super) fn parse_log_format(d: &Directive) -> Result<(String, LogFormat), String> {
+    let name = &d.args[0];
     let mut rest = &d.args[1..];
     let mut escape = Escape::Default;
     if let Some(e) = rest.first().and_then(|a| a.strip_prefix("escape=")) {
@@ -83,8 +100,7 @@ fn set_log_format(b: &mut Build, d: &Directive) -> Res {
     }
     let text: String = rest.concat();
     let f = LogFormat::new(name, &text, escape).map_err(|e| e.0)?;
-    b.formats.insert(name.clone(), Arc::new(f));
-    Ok(())
+    Ok((name.clone(), f))
 }
 
 fn set_access_log(b: &mut Build, d: &Directive) -> Res {
@@ -99,12 +115,19 @@ fn set_access_log(b: &mut Build, d: &Directive) -> Res {
         *slot = Some(Arc::new(Vec::new()));
         return Ok(());
     }
+    // The stream block has its own formats, and no default one.
+    let in_stream = b.ctx & (STREAM | SSRV) != 0;
+    let formats = if in_stream {
+        &b.stream.formats
+    } else {
+        &b.formats
+    };
     let format = match d.args.get(1) {
-        Some(name) => b
-            .formats
+        Some(name) => formats
             .get(name)
             .cloned()
             .ok_or_else(|| format!("unknown log format \"{name}\""))?,
+        None if in_stream => return Err("log format is not specified".into()),
         None => LogFormat::combined(),
     };
     let target = &d.args[0];

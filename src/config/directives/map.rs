@@ -10,8 +10,8 @@ use crate::vars::map::MapBuilder;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    blk("map", HTTP, Arity::N(2), set_map),
-    blk("geo", HTTP, Arity::Range(1, 2), set_geo),
+    blk("map", HTTP | STREAM, Arity::N(2), set_map),
+    blk("geo", HTTP | STREAM, Arity::Range(1, 2), set_geo),
 ];
 
 /// The variable a block defines: `$name` as written, not one porter

@@ -90,6 +90,15 @@ pub const SIF: u16 = 64;
 /// `limit_except { }` in a location (NGINX's `NGX_HTTP_LMT_CONF`).
 pub const LMT: u16 = 128;
 
+/// `stream { }`.
+pub const STREAM: u16 = 256;
+
+/// `server { }` inside `stream { }`.
+pub const SSRV: u16 = 512;
+
+/// `upstream { }` inside `stream { }`.
+pub const SUPS: u16 = 1024;
+
 const HSL: u16 = HTTP | SRV | LOC;
 
 /// How many arguments a directive takes.
@@ -214,6 +223,7 @@ mod ssi;
 mod ssl;
 mod static_files;
 mod store;
+mod stream;
 mod sub_filter;
 mod subrequests;
 mod trailers;
@@ -284,6 +294,7 @@ static AREAS: &[&[Spec]] = &[
     subrequests::ROWS,
     acme::ROWS,
     userid::ROWS,
+    stream::ROWS,
 ];
 
 /// Every directive porter accepts.
@@ -426,7 +437,11 @@ mod tests {
                 );
             }
         }
-        assert_eq!(find_in("server", UPSTREAM).unwrap().contexts, UPSTREAM);
+        assert_eq!(
+            find_in("server", UPSTREAM).unwrap().contexts,
+            UPSTREAM | SUPS
+        );
+        assert_eq!(find_in("server", STREAM).unwrap().contexts, STREAM);
         assert_eq!(find_in("server", HTTP).unwrap().contexts, HTTP);
     }
 

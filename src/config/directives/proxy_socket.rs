@@ -9,10 +9,15 @@ use super::*;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("proxy_bind", HSL, Arity::Range(1, 2), set_proxy_bind),
+    d(
+        "proxy_bind",
+        HSL | STREAM | SSRV,
+        Arity::Range(1, 2),
+        set_proxy_bind,
+    ),
     d(
         "proxy_socket_keepalive",
-        HSL,
+        HSL | STREAM | SSRV,
         Arity::N(1),
         loc_flag!(proxy_socket_keepalive),
     ),

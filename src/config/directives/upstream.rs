@@ -13,7 +13,12 @@ use super::*;
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
     blk("upstream", HTTP, Arity::N(1), set_upstream),
-    d("server", UPSTREAM, Arity::Min(1), set_upstream_server),
+    d(
+        "server",
+        UPSTREAM | SUPS,
+        Arity::Min(1),
+        set_upstream_server,
+    ),
     d("keepalive", UPSTREAM, Arity::N(1), |b, d| {
         let n = match d.args[0].parse::<usize>() {
             Ok(n) if n > 0 => n,
@@ -38,14 +43,19 @@ pub(super) static ROWS: &[Spec] = &[
         let n = number(d, &d.args[0])?;
         set_once(&mut b.upstream().keepalive_requests, n, d)
     }),
-    d("hash", UPSTREAM, Arity::Range(1, 2), set_upstream_hash),
+    d(
+        "hash",
+        UPSTREAM | SUPS,
+        Arity::Range(1, 2),
+        set_upstream_hash,
+    ),
     d("ip_hash", UPSTREAM, Arity::N(0), |b, _| {
         set_method(b, balance::Method::IpHash)
     }),
-    d("least_conn", UPSTREAM, Arity::N(0), |b, _| {
+    d("least_conn", UPSTREAM | SUPS, Arity::N(0), |b, _| {
         set_method(b, balance::Method::LeastConn)
     }),
-    d("random", UPSTREAM, Arity::Range(0, 2), |b, d| {
+    d("random", UPSTREAM | SUPS, Arity::Range(0, 2), |b, d| {
         let m = match (
             d.args.first().map(String::as_str),
             d.args.get(1).map(String::as_str),
@@ -56,7 +66,7 @@ pub(super) static ROWS: &[Spec] = &[
         };
         set_method(b, m)
     }),
-    d("zone", UPSTREAM, Arity::Range(1, 2), |b, d| {
+    d("zone", UPSTREAM | SUPS, Arity::Range(1, 2), |b, d| {
         if let Some(sz) = d.args.get(1) {
             match parse_size(sz) {
                 None => return Err(format!("invalid zone size \"{sz}\"")),
@@ -136,21 +146,36 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
     if b.upstreams.iter().any(|g| g.name == name) {
         return Err(format!("duplicate upstream \"{name}\""));
     }
-    b.cur_upstream = Some(UpstreamB {
-        name,
-        primary: Vec::new(),
-        backup: Vec::new(),
-        keepalive: None,
-        keepalive_timeout: None,
-        keepalive_requests: None,
-        keepalive_time: None,
-        hash: None,
-        method: None,
-        zone: None,
-    });
+    b.cur_upstream = Some(UpstreamB::new(name));
     let r = b.walk_nested(d, UPSTREAM);
     let ub = b.cur_upstream.take().expect("upstream");
     r?;
+    let group = group_of(ub)?;
+    b.upstreams.push(Arc::new(group));
+    Ok(())
+}
+
+impl UpstreamB {
+    /// An empty block named `name`.
+    pub(super) fn new(name: String) -> UpstreamB {
+        UpstreamB {
+            name,
+            primary: Vec::new(),
+            backup: Vec::new(),
+            keepalive: None,
+            keepalive_timeout: None,
+            keepalive_requests: None,
+            keepalive_time: None,
+            hash: None,
+            method: None,
+            zone: None,
+        }
+    }
+}
+
+/// The group an `upstream { }` block read into `ub` makes (`http` and
+/// `stream` alike).
+pub(super) fn group_of(ub: UpstreamB) -> Result<UpstreamGroup, String> {
     if ub.primary.is_empty() {
         return Err("no servers are inside upstream".to_string());
     }
@@ -161,7 +186,7 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
         key,
         ring: consistent.then(|| balance::ketama_ring(&ub.primary)),
     });
-    b.upstreams.push(Arc::new(UpstreamGroup {
+    Ok(UpstreamGroup {
         method: ub.method.unwrap_or_default(),
         id: balance::next_id(),
         name: ub.name,
@@ -172,8 +197,7 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
         keepalive_timeout: ub.keepalive_timeout.unwrap_or(Duration::from_secs(60)),
         keepalive_requests: ub.keepalive_requests.unwrap_or(1000),
         keepalive_time: ub.keepalive_time.unwrap_or(Duration::from_secs(3600)),
-    }));
-    Ok(())
+    })
 }
 
 /// `server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [max_conns=N]
@@ -221,6 +245,9 @@ pub(super) fn set_upstream_server(b: &mut Build, d: &Directive) -> Res {
             .map_err(|_| format!("invalid host in upstream \"{addr}\""))?;
         if split.uri.is_some() {
             return Err(format!("invalid host in upstream \"{addr}\""));
+        }
+        if b.ctx == SUPS && split.port.is_none() {
+            return Err(format!("no port in upstream \"{addr}\""));
         }
         resolve_upstream(&split.host, split.port, addr)?
     };

@@ -1,0 +1,263 @@
+//! The `stream { }` block's sessions: a TCP connection accepted on a
+//! stream server's address runs NGINX's stream phases in order — the
+//! PROXY header (`listen ... proxy_protocol`), preaccess (`limit_conn`,
+//! `set`), access (`allow`/`deny`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
+//! connect, then relay bytes both ways) — and ends with its
+//! `access_log` lines. The worker counts a session in
+//! `worker_connections` and a graceful stop waits for it, as for an HTTP
+//! connection. The configuration is `config::stream`; peers, balancing,
+//! variables, access rules, the PROXY protocol and the log writer are the
+//! ones HTTP uses.
+//!
+//! | File | What it holds |
+//! |---|---|
+//! | `mod.rs` | [`serve`]: the phases of one session |
+//! | `session.rs` | `Session`: the session's state and its variables |
+//! | `preread.rs` | `ssl_preread`: the ClientHello's SNI, version and ALPN |
+//! | `proxy.rs` | `proxy_pass`: the group, the tries, the connect |
+//! | `relay.rs` | the two-way relay: buffers, `proxy_timeout`, rates, half-close |
+
+pub mod preread;
+pub mod proxy;
+pub mod relay;
+pub mod session;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::access::limit_conn::{ConnVerdict, Held};
+use crate::config::stream::StreamServer;
+use crate::http::context::ConnInfo;
+use crate::log::{ErrorLog, Level};
+use crate::vars::template::VarSource;
+use session::Session;
+
+/// How long the PROXY header may take (NGINX's `proxy_protocol_timeout`).
+const PROXY_PROTOCOL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long `return`'s value may take to send.
+const RETURN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Serves one stream session on `tcp`; `proxy_protocol` when its address
+/// expects a PROXY header; `wlog` is the worker's error log.
+pub async fn serve(
+    mut tcp: TcpStream,
+    mut conn: ConnInfo,
+    proxy_protocol: bool,
+    srv: Arc<StreamServer>,
+    wlog: &ErrorLog,
+) {
+    let elog = srv.s.error_log.clone().unwrap_or_else(|| wlog.clone());
+    if !srv.s.tcp_nodelay {
+        let _ = tcp.set_nodelay(false);
+    }
+    let ok = !proxy_protocol
+        || crate::http::proxy_protocol::accept(&mut tcp, PROXY_PROTOCOL_TIMEOUT, &elog, &mut conn)
+            .await;
+    let s = Session::new(conn);
+    if ok {
+        let _held = phases(&mut tcp, &s, &srv, &elog).await;
+    } else {
+        s.status.set(400);
+    }
+    s.ended.set(Some(Instant::now()));
+    for l in srv.s.access_log.iter() {
+        l.write(&s, None);
+    }
+}
+
+/// The phases after the PROXY header; what it returns (the `limit_conn`
+/// slots) is held until the session ends.
+async fn phases(
+    tcp: &mut TcpStream,
+    s: &Session,
+    srv: &StreamServer,
+    elog: &ErrorLog,
+) -> Vec<Held> {
+    let held = match limit_conn(s, srv, elog) {
+        Some(h) => h,
+        None => {
+            s.status.set(503);
+            return Vec::new();
+        }
+    };
+    for set in &srv.sets {
+        let v = set.value.render(s);
+        s.store_slot(set.slot, &v);
+    }
+    if let Some(r) = crate::access::rules::first_match(&srv.s.access_rules, s.client_ip()) {
+        if r.deny {
+            proxy::log(
+                elog,
+                s,
+                Level::Error,
+                format_args!("access forbidden by rule"),
+                "",
+            );
+            s.status.set(403);
+            return held;
+        }
+    }
+    let initial = if srv.s.stream.ssl_preread {
+        match preread(tcp, s, srv, elog).await {
+            Some(b) => b,
+            None => return held,
+        }
+    } else {
+        Vec::new()
+    };
+    if let Some(t) = &srv.ret {
+        let v = t.render(s);
+        if let Ok(Ok(())) = tokio::time::timeout(RETURN_TIMEOUT, tcp.write_all(v.as_bytes())).await
+        {
+            s.sent.set(v.len() as u64);
+        }
+        return held;
+    }
+    proxy_session(tcp, s, srv, elog, initial).await;
+    held
+}
+
+/// `ssl_preread`: reads until the ClientHello is whole (or is none),
+/// `preread_timeout` passes (the session goes on with what it has) or
+/// `preread_buffer_size` is full (400); the bytes read, or `None` when
+/// the session ends here.
+async fn preread(
+    tcp: &TcpStream,
+    s: &Session,
+    srv: &StreamServer,
+    elog: &ErrorLog,
+) -> Option<Vec<u8>> {
+    let st = &srv.s.stream;
+    let max = st.preread_buffer_size.max(1) as usize;
+    let deadline = tokio::time::Instant::now() + st.preread_timeout;
+    let mut buf = Vec::new();
+    loop {
+        match preread::parse(&buf) {
+            preread::Parsed::Done(hello) => {
+                *s.hello.borrow_mut() = hello;
+                break;
+            }
+            preread::Parsed::More if buf.len() >= max => {
+                proxy::log(
+                    elog,
+                    s,
+                    Level::Error,
+                    format_args!("preread buffer full"),
+                    "",
+                );
+                s.status.set(400);
+                return None;
+            }
+            preread::Parsed::More => {}
+        }
+        let mut chunk = vec![0u8; max - buf.len()];
+        let read = async {
+            loop {
+                tcp.readable().await?;
+                match tcp.try_read(&mut chunk) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    r => return r,
+                }
+            }
+        };
+        match tokio::time::timeout_at(deadline, read).await {
+            Err(_) => break,
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                s.received.set(buf.len() as u64);
+                return None;
+            }
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+    s.received.set(buf.len() as u64);
+    Some(buf)
+}
+
+/// `limit_conn`: the slots taken, or `None` when a zone refuses (503).
+fn limit_conn(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<Held>> {
+    let mut held = Vec::new();
+    for l in srv.s.limit_conn.iter() {
+        let Some(def) = l.zone.def() else { continue };
+        let key = def.key.render_key(s);
+        if key.is_empty() || key.len() > 255 {
+            continue;
+        }
+        s.limit_conn_status.set(Some("PASSED"));
+        match l.zone.acquire(&key, l.max) {
+            ConnVerdict::Held(h) => held.push(h),
+            _ => {
+                let dry = if srv.s.limit_conn_dry_run {
+                    ", dry run"
+                } else {
+                    ""
+                };
+                let level = srv.s.limit_conn_log_level;
+                let name = &l.zone.name;
+                proxy::log(
+                    elog,
+                    s,
+                    level,
+                    format_args!("limiting connections{dry} by zone \"{name}\""),
+                    "",
+                );
+                if !srv.s.limit_conn_dry_run {
+                    s.limit_conn_status.set(Some("REJECTED"));
+                    return None;
+                }
+                s.limit_conn_status.set(Some("REJECTED_DRY_RUN"));
+                held.clear();
+                return Some(held);
+            }
+        }
+    }
+    Some(held)
+}
+
+/// A rate rendered for the session (one that is no size: none).
+fn rate(s: &Session, t: &crate::vars::template::Template) -> u64 {
+    crate::config::value::parse_size(&t.render(s)).unwrap_or(0)
+}
+
+/// `proxy_pass`: a peer connected, then the relay until one side ends.
+async fn proxy_session(
+    tcp: &TcpStream,
+    s: &Session,
+    srv: &StreamServer,
+    elog: &ErrorLog,
+    initial: Vec<u8>,
+) {
+    let pre = initial.len() as u64;
+    let Some(up) = proxy::connect(s, srv, elog).await else {
+        return;
+    };
+    let st = &srv.s.stream;
+    let lim = relay::Limits {
+        buffer: st.buffer_size.max(1) as usize,
+        timeout: st.timeout,
+        upload_rate: rate(s, &st.upload_rate),
+        download_rate: rate(s, &st.download_rate),
+        half_close: st.half_close,
+    };
+    let (c, end) = relay::relay(tcp, &up.socket, lim, initial).await;
+    s.received.set(pre + c.from_client);
+    s.sent.set(c.to_client);
+    let addr = {
+        let mut tries = s.tries.borrow_mut();
+        let t = tries.last_mut().expect("the try connected");
+        t.sent += c.to_upstream;
+        t.received = c.from_upstream;
+        t.first_byte = c.first_byte.map(|f| f.duration_since(up.began));
+        t.session = Some(up.began.elapsed());
+        t.addr.clone()
+    };
+    let what = match end {
+        relay::End::Client => "client disconnected",
+        relay::End::Upstream => "upstream disconnected",
+        relay::End::TimedOut => "connection timed out (110: Connection timed out) while proxying",
+    };
+    proxy::log(elog, s, Level::Info, format_args!("{what}"), &addr);
+}
