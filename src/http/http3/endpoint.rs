@@ -97,12 +97,25 @@ pub fn server_config(config: &Arc<Config>, gi: usize) -> Result<ServerConfig, St
             .map(|t| Arc::clone(&t.config))
     };
     let early = server.tls.as_ref().and_then(|t| t.early_sessions.clone());
-    let tls = crate::tls::quic_server_config(&base, Box::new(pick), early)?;
+    let tls = crate::tls::quic_server_config(&base, Box::new(pick), early, asks(group))?;
     let (_, token) = keys(&group.quic_key);
     let mut c = ServerConfig::new(tls, Arc::new(token));
     c.transport_config(Arc::new(transport(s, server.limits.max_head)));
     c.retry_token_lifetime(Duration::from_secs(15));
     Ok(c)
+}
+
+/// The verifier of client certificates QUIC must add to the default
+/// server's TLS: none when that server asks itself (its configuration
+/// has its own) or no server of the address asks; else the first
+/// server's that has `ssl_verify_client` (each request's own server
+/// judges the certificate sent, `tls_accept::client_cert_refusal`).
+fn asks(group: &ListenGroup) -> Option<Arc<crate::tls::client_auth::ClientAuth>> {
+    let auth = |s: &crate::config::ServerConf| s.tls.as_ref().and_then(|t| t.client_auth.clone());
+    if auth(&group.servers[group.default]).is_some() {
+        return None;
+    }
+    group.servers.iter().find_map(|s| auth(s))
 }
 
 /// Whether the address takes 0-RTT: its default server, whose TLS
