@@ -21,6 +21,7 @@
 mod endpoint;
 pub mod fuzz;
 pub mod guard;
+mod handover;
 mod send;
 mod stream;
 
@@ -109,9 +110,15 @@ pub async fn serve_endpoint<H: Respond + 'static>(
             return;
         }
     };
-    let config = endpoint::endpoint_config(g, worker);
-    let runtime = Arc::new(quinn::TokioRuntime);
-    let ep = match quinn::Endpoint::new(config, Some(server), socket, runtime) {
+    // The newest endpoint on the socket reads it and hands an older
+    // generation's datagrams to that one (a reload's drain).
+    let joined = handover::SharedSocket::join(socket, worker);
+    let made = joined.and_then(|(socket, tag)| {
+        let config = endpoint::endpoint_config(g, worker, tag);
+        let runtime = Arc::new(quinn::TokioRuntime);
+        quinn::Endpoint::new_with_abstract_socket(config, Some(server), socket, runtime)
+    });
+    let ep = match made {
         Ok(e) => e,
         Err(e) => {
             w.log.log(
