@@ -76,7 +76,7 @@ fn with_verifier(
 
 /// Session tickets off: sessions resume from the server's store.
 #[derive(Debug)]
-struct NoTickets;
+pub(super) struct NoTickets;
 
 impl ProducesTickets for NoTickets {
     fn enabled(&self) -> bool {

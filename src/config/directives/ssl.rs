@@ -107,9 +107,6 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("ssl_early_data", HTTP | SRV, Arity::N(1), |b, d| {
         let v = flag(d)?;
-        if v {
-            warn(d, "\"ssl_early_data on\" is ignored over TCP: porter takes TLS 1.3 early data (0-RTT) on \"listen ... quic\" only");
-        }
         set_once(&mut b.ssl().early_data, v, d)
     }),
     d("ssl_dhparam", HTTP | SRV, Arity::N(1), set_dhparam),
@@ -538,6 +535,7 @@ pub(super) fn server_tls(
         kx_groups: s.ecdh_curve.clone(),
         buffer_size: s.buffer_size,
         resolver,
+        early: early_sessions.clone(),
     };
     let at = |m| match s.certs.first() {
         Some(c) => c.error(m),

@@ -185,6 +185,7 @@ async fn connection<H: Respond + 'static>(
         peer,
         curve: settled.curve(),
         session_id: crate::tls::session_id::random(),
+        handshaking: None,
     }));
     info.http3 = "h3";
     let shared = Rc::new(ConnShared {
