@@ -10,6 +10,7 @@
 //! file:line of its `ssl_certificate`.
 
 #[allow(unused_imports)]
+use super::acme::{acme_resolver, AcmeUse};
 use super::*;
 use crate::tls::client_auth::{ClientAuth, VerifyClient};
 use crate::tls::{self, ServerTls, TlsSettings};
@@ -487,7 +488,6 @@ pub(super) fn server_tls(
 ) -> Result<Option<Arc<ServerTls>>, ConfError> {
     let s = srv.merged(http);
     let reject = s.reject_handshake.unwrap_or(false);
-    use super::acme::{acme_resolver, AcmeUse};
     let resolver = match acme_resolver(&s, acme, ssl_listen.is_some())? {
         AcmeUse::Serve(r) => Some(r),
         AcmeUse::NotHere => return Ok(None),
