@@ -14,6 +14,8 @@ mod http2_fairness;
 mod http2_proxy;
 mod http3;
 mod http3_aioquic;
+mod http3_client_cert;
 mod http3_early_data;
 mod http3_hostile;
+mod http3_reload;
 mod websocket_h2;

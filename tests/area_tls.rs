@@ -10,5 +10,6 @@ mod common;
 mod acme;
 mod tls;
 mod tls_directives;
+mod tls_early_data;
 mod tls_v1_certificate;
 mod tls_variables;

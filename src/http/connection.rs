@@ -527,6 +527,7 @@ impl<H: Respond + 'static> Connection<H> {
         } else {
             // `ssl_verify_client` of the server `Host` chose, as NGINX.
             tls_accept::client_cert_refusal(ctx)
+                .or_else(|| ctx.early_data.then(|| tls_accept::too_early(ctx)).flatten())
                 .map(|(code, why)| (code, format!("{why} while reading client request headers")))
         };
         let resp = match refused {

@@ -297,6 +297,8 @@ impl RequestCtx {
             (default, None)
         };
         let mut ctx = RequestCtx::new(conn, requests, head, server);
+        // Over TCP: read before the client's Finished (QUIC: `http3::stream`).
+        ctx.early_data = conn.tls.as_ref().is_some_and(|t| t.in_early_data());
         if let Some(m) = matched {
             ctx.keep_match(m);
         }

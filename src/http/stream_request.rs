@@ -42,7 +42,11 @@ pub fn start<H>(
             let (ctx, uri) = RequestCtx::start(conn, listen, n, h);
             let ctx = Box::new(ctx);
             let refused = if uri == RequestUri::Normalised {
-                client_cert_refusal(&ctx)
+                client_cert_refusal(&ctx).or_else(|| {
+                    ctx.early_data
+                        .then(|| super::tls_accept::too_early(&ctx))
+                        .flatten()
+                })
             } else {
                 Some((400, "client sent invalid request".to_string()))
             };

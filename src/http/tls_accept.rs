@@ -133,6 +133,7 @@ fn established(
         peer: peer_cert(&tls),
         curve: tls.curve(),
         session_id: tls.session_id(),
+        handshaking: tls.handshaking(),
     };
     let ktls_on = answered.as_ref().is_some_and(|t| t.ktls);
     match into_stream(tcp, tls, whole_records && ktls_on) {
@@ -220,4 +221,20 @@ pub(super) fn client_cert_refusal(ctx: &super::context::RequestCtx) -> Option<(u
         )),
         _ => None,
     }
+}
+
+/// RFC 8470's 425 (Too Early) for a request in early data that porter
+/// will not risk being replayed: a method that is not safe, or a server
+/// without `ssl_early_data on` (another server of the address took
+/// 0-RTT). The client sends it again after the handshake.
+pub(crate) fn too_early(ctx: &super::context::RequestCtx) -> Option<(u16, String)> {
+    let taken = ctx.server.tls.as_ref().is_some_and(|t| t.early_data);
+    if taken && ctx.method.safe() {
+        return None;
+    }
+    let what = format!(
+        "client sent \"{}\" request in TLS early data",
+        ctx.head.method()
+    );
+    Some((425, what))
 }

@@ -33,6 +33,20 @@ pub struct TlsInfo {
     pub curve: &'static str,
     /// `$ssl_session_id` (printed in hex).
     pub session_id: SessionId,
+    /// A TCP connection served from early data: true until its handshake
+    /// finishes (`tls::conn::TlsConn::handshaking`).
+    pub handshaking: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl TlsInfo {
+    /// The handshake is not finished yet: what is read now came in early
+    /// data (`$ssl_early_data`, as NGINX's `SSL_in_early_data`).
+    pub fn in_early_data(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.handshaking
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Acquire))
+    }
 }
 
 /// NGINX's `NGX_ESCAPE_URI_COMPONENT`: all but letters, digits and `-._~`.

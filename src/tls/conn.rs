@@ -12,6 +12,13 @@
 //! (`proxy_pass https://`): [`connect`] runs a client handshake, and the
 //! connection is then read and written like an accepted one.
 //!
+//! With early data (`ssl_early_data on`, a resumed TLS 1.3 session) the
+//! handshake returns once the client's early data is at hand, before its
+//! `Finished`: reads take that data first and the handshake finishes as
+//! later records are read, as NGINX reads `SSL_read_early_data` and
+//! serves the request; [`TlsConn::handshaking`] tells the requests read
+//! meanwhile apart (`$ssl_early_data`).
+//!
 //! When the connection may move to kernel TLS afterwards ([`accept`]'s
 //! `whole_records`), the handshake reads whole records only (a peek at
 //! each record's header, then exactly its length), so nothing the client
@@ -19,7 +26,10 @@
 //! [`TlsConn::into_ktls`] hands the secrets to the kernel (`ktls.rs`).
 
 use std::cell::{Cell, RefCell};
-use std::io::{self, BufRead, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Write};
+
+use super::sock::{collect_early, flush_now, read_handshake, read_records, take_plaintext, Sock};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,84 +38,6 @@ use rustls::server::{Acceptor, ClientHello};
 use rustls::{ClientConfig, ClientConnection, Connection, ServerConfig};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
-
-/// The socket as rustls's `Read`/`Write` (non-blocking: `WouldBlock`
-/// when empty or full). Writes never raise `SIGPIPE`.
-struct Sock<'a>(&'a TcpStream);
-
-impl Read for Sock<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Ok(rustix::io::read(self.0, buf)?)
-    }
-}
-
-impl Write for Sock<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        Ok(rustix::net::send(
-            self.0,
-            buf,
-            rustix::net::SendFlags::NOSIGNAL,
-        )?)
-    }
-
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut control = rustix::net::SendAncillaryBuffer::default();
-        Ok(rustix::net::sendmsg(
-            self.0,
-            bufs,
-            &mut control,
-            rustix::net::SendFlags::NOSIGNAL,
-        )?)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The socket read one TLS record at a time: `left` is what remains of
-/// the record being read (0: at a record's start, whose header is peeked
-/// first). rustls is never given a byte past the record it asked for.
-struct Whole<'a> {
-    tcp: &'a TcpStream,
-    left: &'a Cell<usize>,
-}
-
-impl Read for Whole<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut left = self.left.get();
-        if left == 0 {
-            let mut h = [0u8; 5];
-            let n = rustix::net::recv(self.tcp, &mut h, rustix::net::RecvFlags::PEEK)?.0;
-            if n == 0 {
-                return Ok(0);
-            }
-            if n < h.len() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            left = h.len() + usize::from(u16::from_be_bytes([h[3], h[4]]));
-        }
-        let want = left.min(buf.len());
-        let n = rustix::io::read(self.tcp, &mut buf[..want])?;
-        if n > 0 {
-            self.left.set(left - n);
-        }
-        Ok(n)
-    }
-}
-
-/// Reads records from `tcp` into `read`'s rustls side: whole records
-/// only when `whole` is given (kTLS may follow), else what is there.
-fn read_handshake(
-    tcp: &TcpStream,
-    whole: Option<&Cell<usize>>,
-    read: &mut dyn FnMut(&mut dyn Read) -> io::Result<usize>,
-) -> io::Result<usize> {
-    match whole {
-        Some(left) => tcp.try_io(Interest::READABLE, || read(&mut Whole { tcp, left })),
-        None => tcp.try_io(Interest::READABLE, || read(&mut Sock(tcp))),
-    }
-}
 
 /// What became of [`TlsConn::into_ktls`].
 pub enum Ktls {
@@ -185,6 +117,10 @@ pub struct TlsConn {
     clean_cut: bool,
     /// The session's ID, for `$ssl_session_id` (`session_id.rs`).
     session_id: super::session_id::SessionId,
+    /// Early data read and not yet taken by [`TlsConn::try_read`].
+    early: RefCell<Vec<u8>>,
+    /// Served from early data: true until the handshake finishes.
+    handshaking: Option<Arc<AtomicBool>>,
 }
 
 /// Most plaintext held back for the next write: one full record.
@@ -197,14 +133,6 @@ const JOIN: usize = 1536;
 /// A corked buffer larger than this is freed once emptied (an idle
 /// connection keeps at most this much).
 const CORK_KEEP: usize = 2 * 1024;
-
-/// Reads what the socket has into `read`'s rustls side; `Ok(0)` at EOF.
-fn read_records(
-    tcp: &TcpStream,
-    read: &mut dyn FnMut(&mut Sock<'_>) -> io::Result<usize>,
-) -> io::Result<usize> {
-    tcp.try_io(Interest::READABLE, || read(&mut Sock(tcp)))
-}
 
 /// Runs the handshake on `tcp`: reads the ClientHello, asks `pick` for the
 /// configuration (the server block's, chosen by SNI; or why there is
@@ -261,6 +189,7 @@ pub async fn accept(
             )))
         }
     };
+    let takes_early = config.max_early_data_size > 0;
     let conn = match accepted.into_connection(config) {
         Ok(c) => c,
         Err((e, mut alert)) => {
@@ -270,7 +199,10 @@ pub async fn accept(
     };
     let mut tls = TlsConn::new(conn.into());
     tls.session_id = tls.send_server_hello(tcp).await?;
-    tls.finish_handshake(tcp, whole).await?;
+    tls.finish_handshake(tcp, whole, takes_early).await?;
+    if tls.conn.borrow().is_handshaking() {
+        tls.handshaking = Some(Arc::new(AtomicBool::new(true)));
+    }
     tls.clean_cut = whole_records && left.get() == 0;
     if tls.protocol() == "TLSv1.3" {
         tls.session_id = super::session_id::random();
@@ -289,7 +221,7 @@ pub async fn connect(
 ) -> Result<TlsConn, HandshakeError> {
     let conn = ClientConnection::new(config, name).map_err(HandshakeError::Tls)?;
     let tls = TlsConn::new(conn.into());
-    tls.finish_handshake(tcp, None).await?;
+    tls.finish_handshake(tcp, None, false).await?;
     Ok(tls)
 }
 
@@ -300,7 +232,36 @@ impl TlsConn {
             corked: RefCell::new(Vec::new()),
             clean_cut: false,
             session_id: Default::default(),
+            early: RefCell::new(Vec::new()),
+            handshaking: None,
         }
+    }
+
+    /// Served from early data: a flag that stays true until the
+    /// handshake finishes (`None`: the handshake finished before any
+    /// request was read).
+    pub fn handshaking(&self) -> Option<Arc<AtomicBool>> {
+        self.handshaking.clone()
+    }
+
+    /// After records were processed: the early data they held kept, and
+    /// the end of the handshake noted.
+    fn after_records(&self, c: &mut Connection) {
+        if let Some(flag) = &self.handshaking {
+            collect_early(c, &mut self.early.borrow_mut());
+            if !c.is_handshaking() {
+                flag.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// Moves early data kept into `buf`: how many bytes (0: none kept).
+    fn take_early(&self, buf: &mut Vec<u8>) -> usize {
+        let mut early = self.early.borrow_mut();
+        let n = early.len();
+        buf.extend_from_slice(&early);
+        early.clear();
+        n
     }
 
     /// Sends the start of the server's first flight, keeping the session
@@ -332,16 +293,23 @@ impl TlsConn {
         self.session_id
     }
 
+    /// Completes the handshake; with `early` (the configuration takes
+    /// early data) it ends as soon as early data is at hand, the rest of
+    /// the handshake left to later reads.
     async fn finish_handshake(
         &self,
         tcp: &TcpStream,
         whole: Option<&Cell<usize>>,
+        early: bool,
     ) -> Result<(), HandshakeError> {
         loop {
             self.flush(tcp, None).await?;
             let read = {
                 let mut c = self.conn.borrow_mut();
                 if !c.is_handshaking() {
+                    break;
+                }
+                if early && self.early_at_hand(&mut c, tcp)? {
                     break;
                 }
                 match read_handshake(tcp, whole, &mut |s| c.read_tls(s)) {
@@ -364,6 +332,19 @@ impl TlsConn {
         // The server's last flight and its session tickets.
         self.flush(tcp, None).await?;
         Ok(())
+    }
+
+    /// Processes the records already read (the ClientHello's read may
+    /// have brought early data with it) and keeps their early data:
+    /// whether some is at hand while the handshake goes on.
+    fn early_at_hand(&self, c: &mut Connection, tcp: &TcpStream) -> Result<bool, HandshakeError> {
+        if let Err(e) = c.process_new_packets() {
+            let _ = c.write_tls(&mut Sock(tcp));
+            return Err(HandshakeError::Tls(e));
+        }
+        let mut early = self.early.borrow_mut();
+        collect_early(c, &mut early);
+        Ok(!early.is_empty() && c.is_handshaking())
     }
 
     /// `TLSv1.2` or `TLSv1.3` (`$ssl_protocol`).
@@ -417,6 +398,9 @@ impl TlsConn {
     /// Decrypted bytes (or the peer's close) already at hand, without
     /// touching the socket.
     pub fn has_plaintext(&self) -> bool {
+        if !self.early.borrow().is_empty() {
+            return true;
+        }
         match self.conn.borrow_mut().process_new_packets() {
             Ok(s) => s.plaintext_bytes_to_read() > 0 || s.peer_has_closed(),
             Err(_) => true,
@@ -430,6 +414,12 @@ impl TlsConn {
     pub fn try_read(&self, tcp: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
         let mut c = self.conn.borrow_mut();
         loop {
+            if self.handshaking.is_some() {
+                let n = self.take_early(buf);
+                if n > 0 {
+                    return Ok(n);
+                }
+            }
             let space = (buf.capacity() - buf.len()).max(1024);
             match take_plaintext(&mut c, buf, space) {
                 Ok(n) => return Ok(n),
@@ -443,6 +433,7 @@ impl TlsConn {
                 Ok(_) => {
                     let state = c.process_new_packets();
                     let _ = flush_now(&mut c, tcp);
+                    self.after_records(&mut c);
                     if let Err(e) = state {
                         return Err(io::Error::new(io::ErrorKind::InvalidData, e));
                     }
@@ -655,37 +646,4 @@ impl TlsConn {
         c.send_close_notify();
         let _ = flush_now(&mut c, tcp);
     }
-}
-
-/// Appends up to `space` decrypted bytes to `buf`, as `Reader::read`
-/// would (`WouldBlock` when none is at hand, `Ok(0)` after the peer's
-/// `close_notify`, `UnexpectedEof` after a bare TCP close), but straight
-/// from rustls's buffers: no zero-filling of `buf`'s spare room first
-/// (which cost a memset of the whole buffer per read).
-fn take_plaintext(c: &mut Connection, buf: &mut Vec<u8>, space: usize) -> io::Result<usize> {
-    let mut reader = c.reader();
-    let mut n = 0;
-    while n < space {
-        let chunk = match reader.fill_buf() {
-            Ok(chunk) => chunk,
-            Err(_) if n > 0 => break,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            break;
-        }
-        let k = chunk.len().min(space - n);
-        buf.extend_from_slice(&chunk[..k]);
-        reader.consume(k);
-        n += k;
-    }
-    Ok(n)
-}
-
-/// Sends queued records as far as the socket takes them without waiting.
-fn flush_now(c: &mut Connection, tcp: &TcpStream) -> io::Result<()> {
-    while c.wants_write() {
-        tcp.try_io(Interest::WRITABLE, || c.write_tls(&mut Sock(tcp)))?;
-    }
-    Ok(())
 }

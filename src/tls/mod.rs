@@ -7,7 +7,8 @@
 //!
 //! | File | What it holds |
 //! |---|---|
-//! | `conn.rs` | the handshake (ClientHello first, for SNI) and record I/O over the worker's socket; the client handshake to an upstream |
+//! | `conn.rs` | the handshake (ClientHello first, for SNI; early data) and record I/O over the worker's socket; the client handshake to an upstream |
+//! | `sock.rs` | the socket as rustls's reader and writer (whole records for kTLS), plaintext and early data taken out of rustls |
 //! | `client.rs` | `proxy_ssl_*`: porter's client configuration for `proxy_pass https://` |
 //! | `subject_cn.rs` | an upstream's certificate without a DNS subjectAltName matched by its common name, and a trusted X.509 v1 one, as OpenSSL |
 //! | `client_auth.rs` | `ssl_client_certificate` / `ssl_verify_client`: mutual TLS, judged per request as NGINX does |
@@ -34,6 +35,7 @@ pub mod quic;
 pub mod quic_session;
 pub mod session;
 pub mod session_id;
+mod sock;
 pub mod subject_cn;
 pub mod tickets;
 
@@ -73,10 +75,10 @@ pub struct ServerTls {
     /// `ssl_reject_handshake on`: a handshake that chooses this server is
     /// refused with the alert `unrecognized_name`.
     pub reject: bool,
-    /// `ssl_early_data on`: 0-RTT requests are taken over QUIC (safe
-    /// methods only; TCP takes no early data).
+    /// `ssl_early_data on`: 0-RTT requests are taken (safe methods only),
+    /// over TCP and QUIC.
     pub early_data: bool,
-    /// With `ssl_early_data on`: the sessions QUIC resumes with 0-RTT
+    /// With `ssl_early_data on`: the sessions resumed with 0-RTT
     /// (stateful, each used once; tickets allow no early data).
     pub early_sessions: Option<Arc<dyn StoresServerSessions>>,
 }
@@ -110,7 +112,14 @@ pub struct TlsSettings {
     /// Where certificates come from instead of `keys` (ACME's slot, whose
     /// certificate is replaced while the configuration lives).
     pub resolver: Option<Arc<dyn ResolvesServerCert>>,
+    /// `ssl_early_data on`: the store sessions resume from with early
+    /// data (no tickets then).
+    pub early: Option<Arc<dyn StoresServerSessions>>,
 }
+
+/// The most early data taken on a TCP connection: NGINX's
+/// `SSL_CTX_set_max_early_data(NGX_SSL_BUFSIZE)`.
+pub const MAX_EARLY_DATA: u32 = 16384;
 
 /// Reads a PEM certificate chain and its private key (RSA, ECDSA or
 /// Ed25519; PKCS#8, PKCS#1 or SEC1; encrypted ones opened with the first
@@ -209,6 +218,16 @@ pub fn server_config(s: TlsSettings) -> Result<Arc<ServerConfig>, String> {
         config.ticketer = t;
     }
     config.max_early_data_size = 0;
+    if let Some(store) = s.early {
+        // rustls takes early data on stateful sessions only, each once.
+        config.max_early_data_size = MAX_EARLY_DATA;
+        config.session_storage = store;
+        config.ticketer = Arc::new(quic::NoTickets);
+        // The answer to a request from early data goes out before the
+        // client's Finished (never with client authentication: rustls
+        // holds it back then).
+        config.send_half_rtt_data = true;
+    }
     // rustls counts the 5-byte record header in; it takes 32 to 16389.
     config.max_fragment_size = s
         .buffer_size

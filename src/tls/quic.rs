@@ -25,16 +25,23 @@ pub type PickServer = Box<dyn Fn(Option<&str>) -> Option<Arc<ServerConfig>> + Se
 /// The QUIC TLS configuration of an address whose default server's TLS is
 /// `base`; `pick` finds the server of a client's SNI; with `early`, 0-RTT
 /// is accepted on sessions resumed from that store (no tickets then:
-/// rustls takes early data on stateful sessions only).
+/// rustls takes early data on stateful sessions only); with `ask`, client
+/// certificates are asked for by that verifier (another server's
+/// `ssl_verify_client` when the default server has none: one rustls
+/// configuration serves every SNI of the address).
 pub fn quic_server_config(
     base: &ServerConfig,
     pick: PickServer,
     early: Option<Arc<dyn StoresServerSessions>>,
+    ask: Option<Arc<super::client_auth::ClientAuth>>,
 ) -> Result<Arc<dyn QuicTls>, String> {
     if !super::offers_tls13(base) {
         return Err("QUIC needs TLSv1.3".into());
     }
-    let mut c = base.clone();
+    let mut c = match ask {
+        Some(v) => with_verifier(base, v)?,
+        None => base.clone(),
+    };
     c.cert_resolver = Arc::new(BySni { pick });
     c.alpn_protocols = vec![b"h3".to_vec()];
     // quinn takes 0 (no 0-RTT) or u32::MAX (QUIC's flow control bounds it).
@@ -50,9 +57,26 @@ pub fn quic_server_config(
     Ok(Arc::new(super::quic_session::Watched(Arc::new(quic))))
 }
 
+/// `base` asking for client certificates with `verifier` (rustls sets the
+/// verifier only as a configuration is built).
+fn with_verifier(
+    base: &ServerConfig,
+    verifier: Arc<super::client_auth::ClientAuth>,
+) -> Result<ServerConfig, String> {
+    let mut c = ServerConfig::builder_with_provider(Arc::clone(base.crypto_provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| format!("QUIC TLS: {e}"))?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(Arc::clone(&base.cert_resolver));
+    c.ignore_client_order = base.ignore_client_order;
+    c.session_storage = Arc::clone(&base.session_storage);
+    c.ticketer = Arc::clone(&base.ticketer);
+    Ok(c)
+}
+
 /// Session tickets off: sessions resume from the server's store.
 #[derive(Debug)]
-struct NoTickets;
+pub(super) struct NoTickets;
 
 impl ProducesTickets for NoTickets {
     fn enabled(&self) -> bool {

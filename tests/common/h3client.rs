@@ -59,14 +59,43 @@ pub fn tls(ca: &Ca) -> Arc<quinn::crypto::rustls::QuicClientConfig> {
     Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(c).unwrap())
 }
 
+/// The client TLS of [`tls`] presenting `cert` (mutual TLS).
+pub fn tls_with_cert(
+    ca: &Ca,
+    cert: &super::tls::Leaf,
+) -> Arc<quinn::crypto::rustls::QuicClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der()).unwrap();
+    let chain = vec![rustls::pki_types::CertificateDer::from(cert.der.clone())];
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(cert.key_pem.as_bytes()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut c = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .unwrap();
+    c.alpn_protocols = vec![b"h3".to_vec()];
+    Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(c).unwrap())
+}
+
 impl H3 {
     /// Connects to 127.0.0.1:`port` as `sni`.
     pub fn connect(port: u16, ca: &Ca, sni: &str) -> Result<H3, String> {
+        H3::connect_with(port, tls(ca), sni)
+    }
+
+    /// Connects to 127.0.0.1:`port` as `sni` with the client TLS `tls`.
+    pub fn connect_with(
+        port: u16,
+        tls: Arc<quinn::crypto::rustls::QuicClientConfig>,
+        sni: &str,
+    ) -> Result<H3, String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let tls = tls(ca);
         let (send, conn, endpoint) = rt.block_on(async move {
             let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap())
                 .map_err(|e| e.to_string())?;

@@ -10,6 +10,7 @@
 //! file:line of its `ssl_certificate`.
 
 #[allow(unused_imports)]
+use super::acme::{acme_resolver, AcmeUse};
 use super::*;
 use crate::tls::client_auth::{ClientAuth, VerifyClient};
 use crate::tls::{self, ServerTls, TlsSettings};
@@ -107,9 +108,6 @@ pub(super) static ROWS: &[Spec] = &[
     }),
     d("ssl_early_data", HTTP | SRV, Arity::N(1), |b, d| {
         let v = flag(d)?;
-        if v {
-            warn(d, "\"ssl_early_data on\" is ignored over TCP: porter takes TLS 1.3 early data (0-RTT) on \"listen ... quic\" only");
-        }
         set_once(&mut b.ssl().early_data, v, d)
     }),
     d("ssl_dhparam", HTTP | SRV, Arity::N(1), set_dhparam),
@@ -490,7 +488,6 @@ pub(super) fn server_tls(
 ) -> Result<Option<Arc<ServerTls>>, ConfError> {
     let s = srv.merged(http);
     let reject = s.reject_handshake.unwrap_or(false);
-    use super::acme::{acme_resolver, AcmeUse};
     let resolver = match acme_resolver(&s, acme, ssl_listen.is_some())? {
         AcmeUse::Serve(r) => Some(r),
         AcmeUse::NotHere => return Ok(None),
@@ -538,6 +535,7 @@ pub(super) fn server_tls(
         kx_groups: s.ecdh_curve.clone(),
         buffer_size: s.buffer_size,
         resolver,
+        early: early_sessions.clone(),
     };
     let at = |m| match s.certs.first() {
         Some(c) => c.error(m),

@@ -28,17 +28,19 @@ use crate::config::{Config, ListenGroup};
 /// Length of the connection IDs porter issues (quinn's default).
 const CID_LEN: usize = 8;
 
-/// Connection IDs that start with the worker's index (modulo 256), the
-/// rest random.
+/// Connection IDs that start with the worker's index (modulo 256) and
+/// the endpoint's tag on its socket (`handover.rs`), the rest random.
 pub struct WorkerCids {
     worker: u8,
+    tag: u8,
 }
 
 impl ConnectionIdGenerator for WorkerCids {
     fn generate_cid(&mut self) -> ConnectionId {
         let mut id = [0u8; CID_LEN];
-        crate::tls::fill_random(&mut id[1..]);
+        crate::tls::fill_random(&mut id[2..]);
         id[0] = self.worker;
+        id[1] = self.tag;
         ConnectionId::new(&id)
     }
 
@@ -67,12 +69,13 @@ fn keys(host_key: &[u8]) -> (hmac::Key, hkdf::Prk) {
     (reset, token)
 }
 
-/// The endpoint settings of worker `worker` for group `gi` of `config`.
-pub fn endpoint_config(group: &ListenGroup, worker: usize) -> EndpointConfig {
+/// The endpoint settings of worker `worker` for `group`, whose endpoint
+/// has `tag` on the worker's socket.
+pub fn endpoint_config(group: &ListenGroup, worker: usize, tag: u8) -> EndpointConfig {
     let (reset, _) = keys(&group.quic_key);
     let mut c = EndpointConfig::new(Arc::new(reset));
     let worker = (worker % 256) as u8;
-    c.cid_generator(move || Box::new(WorkerCids { worker }));
+    c.cid_generator(move || Box::new(WorkerCids { worker, tag }));
     c
 }
 
@@ -97,12 +100,25 @@ pub fn server_config(config: &Arc<Config>, gi: usize) -> Result<ServerConfig, St
             .map(|t| Arc::clone(&t.config))
     };
     let early = server.tls.as_ref().and_then(|t| t.early_sessions.clone());
-    let tls = crate::tls::quic_server_config(&base, Box::new(pick), early)?;
+    let tls = crate::tls::quic_server_config(&base, Box::new(pick), early, asks(group))?;
     let (_, token) = keys(&group.quic_key);
     let mut c = ServerConfig::new(tls, Arc::new(token));
     c.transport_config(Arc::new(transport(s, server.limits.max_head)));
     c.retry_token_lifetime(Duration::from_secs(15));
     Ok(c)
+}
+
+/// The verifier of client certificates QUIC must add to the default
+/// server's TLS: none when that server asks itself (its configuration
+/// has its own) or no server of the address asks; else the first
+/// server's that has `ssl_verify_client` (each request's own server
+/// judges the certificate sent, `tls_accept::client_cert_refusal`).
+fn asks(group: &ListenGroup) -> Option<Arc<crate::tls::client_auth::ClientAuth>> {
+    let auth = |s: &crate::config::ServerConf| s.tls.as_ref().and_then(|t| t.client_auth.clone());
+    if auth(&group.servers[group.default]).is_some() {
+        return None;
+    }
+    group.servers.iter().find_map(|s| auth(s))
 }
 
 /// Whether the address takes 0-RTT: its default server, whose TLS

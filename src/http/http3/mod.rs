@@ -21,6 +21,7 @@
 mod endpoint;
 pub mod fuzz;
 pub mod guard;
+mod handover;
 mod send;
 mod stream;
 
@@ -38,6 +39,7 @@ use tokio::task::JoinSet;
 use super::connection::{Respond, WorkerEnv};
 use super::context::{next_conn_id, ConnInfo, TlsInfo};
 use crate::log::Level;
+use crate::tls::peer::PeerCert;
 use crate::tls::quic_session::{Handshake, Settled};
 use crate::util::shutdown::Mode;
 
@@ -108,9 +110,15 @@ pub async fn serve_endpoint<H: Respond + 'static>(
             return;
         }
     };
-    let config = endpoint::endpoint_config(g, worker);
-    let runtime = Arc::new(quinn::TokioRuntime);
-    let ep = match quinn::Endpoint::new(config, Some(server), socket, runtime) {
+    // The newest endpoint on the socket reads it and hands an older
+    // generation's datagrams to that one (a reload's drain).
+    let joined = handover::SharedSocket::join(socket, worker);
+    let made = joined.and_then(|(socket, tag)| {
+        let config = endpoint::endpoint_config(g, worker, tag);
+        let runtime = Arc::new(quinn::TokioRuntime);
+        quinn::Endpoint::new_with_abstract_socket(config, Some(server), socket, runtime)
+    });
+    let ep = match made {
         Ok(e) => e,
         Err(e) => {
             w.log.log(
@@ -166,18 +174,20 @@ async fn connection<H: Respond + 'static>(
         return;
     };
     let (sni, settled) = (hs.server_name, hs.settled);
+    let server = g.find_server(sni.as_deref());
+    let (client_verify, peer) = client_cert(&quic, server, g);
     info.tls = Some(Arc::new(TlsInfo {
         protocol: "TLSv1.3",
         cipher: settled.cipher(),
         server_name: sni.clone(),
         reused: settled.resumed(),
-        client_verify: "NONE".into(),
-        peer: None,
+        client_verify,
+        peer,
         curve: settled.curve(),
         session_id: crate::tls::session_id::random(),
+        handshaking: None,
     }));
     info.http3 = "h3";
-    let server = g.find_server(sni.as_deref());
     let shared = Rc::new(ConnShared {
         info,
         settled,
@@ -203,6 +213,31 @@ async fn connection<H: Respond + 'static>(
     };
     run(h3c, &quic, &shared, &w).await;
     quic.close(quinn::VarInt::from_u32(0x100), b"");
+}
+
+/// `$ssl_client_verify` and the certificate the client sent on `quic`,
+/// judged by the CAs of the server its SNI chose (else the default
+/// server's), as the TCP handshake judges it (`tls_accept::established`).
+fn client_cert(
+    quic: &quinn::Connection,
+    server: &crate::config::ServerConf,
+    g: &crate::config::ListenGroup,
+) -> (std::borrow::Cow<'static, str>, Option<Arc<PeerCert>>) {
+    type Chain = Vec<rustls::pki_types::CertificateDer<'static>>;
+    let chain = quic
+        .peer_identity()
+        .and_then(|id| id.downcast::<Chain>().ok());
+    let tls = server.tls.as_ref().or(g.servers[g.default].tls.as_ref());
+    let verify = match tls.and_then(|t| t.client_auth.as_ref()) {
+        Some(auth) => auth.verify(chain.as_deref().map(Vec::as_slice)),
+        None => "NONE".into(),
+    };
+    let peer = chain
+        .as_deref()
+        .and_then(|c| c.first())
+        .and_then(|c| PeerCert::parse(c))
+        .map(Arc::new);
+    (verify, peer)
 }
 
 /// The handshake of `incoming` on listen group `group`, within

@@ -21,7 +21,7 @@ use crate::http::connection::{Respond, WorkerEnv};
 use crate::http::context::RequestCtx;
 use crate::http::http2::send::head;
 use crate::http::response::{Body, Response};
-use crate::http::stream_request::{self, Refusal};
+use crate::http::stream_request;
 use crate::http::writer::log_send_error;
 use crate::log::Level;
 use crate::metrics::{self, Gauge};
@@ -59,7 +59,7 @@ pub async fn serve<H: Respond>(incoming: Incoming, w: Rc<WorkerEnv<H>>, conn: Rc
     // Read before the client's Finished: the request came in 0-RTT.
     ctx.early_data = !conn.settled.done();
     if ctx.early_data && refused.is_none() {
-        refused = too_early(&ctx);
+        refused = crate::http::tls_accept::too_early(&ctx);
     }
     let recv = RecvBody::start(recv).await;
     let body = RefCell::new(ClientBody::h3(recv, ctx.head.content_length));
@@ -80,22 +80,6 @@ pub async fn serve<H: Respond>(incoming: Incoming, w: Rc<WorkerEnv<H>>, conn: Rc
     };
     Box::pin(send_response(&mut ctx, resp, out, &w)).await;
     stream_request::discard_rest(&body, &ctx).await;
-}
-
-/// RFC 8470's 425 (Too Early) for a request in early data that porter
-/// will not risk being replayed: a method that is not safe, or a server
-/// without `ssl_early_data on` (another server of the address took
-/// 0-RTT). The client sends it again after the handshake.
-fn too_early(ctx: &RequestCtx) -> Refusal {
-    let taken = ctx.server.tls.as_ref().is_some_and(|t| t.early_data);
-    if taken && ctx.method.safe() {
-        return None;
-    }
-    let what = format!(
-        "client sent \"{}\" request in TLS early data",
-        ctx.head.method()
-    );
-    Some((425, what))
 }
 
 /// Sends `resp` as HEADERS and DATA frames, then logs the request.
