@@ -39,8 +39,8 @@
 //! queue in the order of entry (a new entry always has the highest
 //! number), searched by halving, with the entries that left marked until
 //! they reach an end: entering and leaving cost no allocation and a few
-//! comparisons, where a `BTreeMap` cost about 900 instructions a request
-//! (issue 31).
+//! comparisons (issue 31: about 790 instructions a keep-alive request at
+//! 50 connections, against 980 for the `BTreeMap` it replaced).
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
