@@ -13,7 +13,7 @@ pub fn closes_after(off: KeepaliveDisable, head: &RequestHead) -> bool {
     let post = head.method() == "POST";
     // The default (`msie6`) applies to a POST alone: a GET's head is not
     // searched for its User-Agent (issue 31).
-    if !(off.msie6 && post) && !off.safari {
+    if !((off.msie6 && post) || off.safari) {
         return false;
     }
     closes(off, head.header("user-agent"), post)
