@@ -103,3 +103,27 @@ fn a_normal_uri_is_copied_once() {
     // A path to decode or resolve takes the general way.
     assert_eq!(uri::normalize("/a/./b%41").unwrap(), "/a/bA");
 }
+
+#[test]
+fn a_keep_alive_wait_is_listed_and_unlisted_without_allocating() {
+    use porter::http::reuse::Reusable;
+    use std::collections::VecDeque;
+    // Fifty connections taking turns: each leaves the worker's list of
+    // reusable connections when its next request comes and enters it again
+    // after the response, twice a keep-alive request. Once the list has
+    // grown to its high-water mark, that allocates nothing (issue 31: it
+    // was a BTreeMap, which took a node for every few entries as the
+    // numbers moved on and freed the emptied ones).
+    let mut waiting: VecDeque<Reusable> = (0..50).map(|_| Reusable::enter_idle()).collect();
+    for _ in 0..200 {
+        waiting.pop_front();
+        waiting.push_back(Reusable::enter_idle());
+    }
+    let n = allocations(|| {
+        for _ in 0..2000 {
+            waiting.pop_front();
+            waiting.push_back(Reusable::enter_idle());
+        }
+    });
+    assert_eq!(n, 0, "allocations of 2,000 keep-alive waits");
+}

@@ -39,13 +39,32 @@ pub struct OpenFileCacheSettings {
 /// What an entry remembers: the open file, or the errno of a failed open.
 pub type Cached = Result<(Arc<File>, FileMeta), i32>;
 
-/// Cache key: the path and how it was resolved.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Cache key: the path and how it was resolved. Compared and hashed as
+/// the path's bytes: `Path`'s own `Hash` walks it component by component,
+/// a tenth of a hit's lookup (issue 31); the paths are normalised
+/// already, so no two spellings of one file meet here in practice (and if
+/// they did, they would only be two entries).
+#[derive(Debug, Clone)]
 pub struct Key {
     /// The file-system path.
     pub path: PathBuf,
     /// How it was resolved (`disable_symlinks`).
     pub rules: super::PathRules,
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        self.path.as_os_str() == other.path.as_os_str() && self.rules == other.rules
+    }
+}
+
+impl Eq for Key {}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.path.as_os_str().hash(h);
+        self.rules.hash(h);
+    }
 }
 
 #[derive(Debug)]

@@ -104,9 +104,25 @@ pub fn file_response(ctx: &RequestCtx, file: OpenFile, uri: &str) -> Outcome {
         file: Rc::new(file),
         start: 0,
         len: meta.size,
-        path: ctx.request_filename.as_deref().unwrap_or("").into(),
+        path: body_path(ctx.request_filename.as_deref().unwrap_or("")),
     };
     Outcome::Send(resp)
+}
+
+thread_local! {
+    /// The empty path, shared: a static file's body is made before
+    /// `$request_filename` is stored, and an `Rc<str>` of nothing is
+    /// still an allocation (issue 31).
+    static NO_PATH: Rc<str> = Rc::from("");
+}
+
+/// The path a file body carries, `path` as an `Rc`.
+fn body_path(path: &str) -> Rc<str> {
+    if path.is_empty() {
+        NO_PATH.with(Rc::clone)
+    } else {
+        path.into()
+    }
 }
 
 /// `Content-Type` from the URI's extension (lowercased, after the last dot

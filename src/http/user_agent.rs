@@ -10,7 +10,13 @@ use crate::config::KeepaliveDisable;
 /// Whether `keepalive_disable` closes the connection after the request
 /// whose head is `head` (its `User-Agent` and method).
 pub fn closes_after(off: KeepaliveDisable, head: &RequestHead) -> bool {
-    closes(off, head.header("user-agent"), head.method() == "POST")
+    let post = head.method() == "POST";
+    // The default (`msie6`) applies to a POST alone: a GET's head is not
+    // searched for its User-Agent (issue 31).
+    if !((off.msie6 && post) || off.safari) {
+        return false;
+    }
+    closes(off, head.header("user-agent"), post)
 }
 
 /// Whether `keepalive_disable` closes the connection after this request.
