@@ -9,7 +9,7 @@
 //!   redirect through porter's normal path, static files included — or in
 //!   the named location. The method becomes GET (HEAD stays). The
 //!   upstream's `Content-Type`, `Set-Cookie`, `Content-Disposition`,
-//!   `Cache-Control` and `Expires` stay on the answer (NGINX's
+//!   `Cache-Control`, `Expires` and `Accept-Ranges` stay on the answer (NGINX's
 //!   `redirect` header copies). An unsafe URI is a 404. An
 //!   `X-Accel-Limit-Rate` beside it paces the redirected answer, over the
 //!   new location's `limit_rate` (NGINX sets `r->limit_rate` as the line
@@ -41,6 +41,7 @@ const KEPT_ON_REDIRECT: &[&str] = &[
     "content-disposition",
     "cache-control",
     "expires",
+    "accept-ranges",
 ];
 
 fn ignored(ignore: &[String], name: &str) -> bool {
