@@ -6,6 +6,8 @@
 //! other fields the same bytes over HTTP/3 as over TCP, and a server
 //! chosen by SNI that asks while the default server does not.
 
+use std::time::Duration;
+
 use crate::common::h3client::{self, H3};
 use crate::common::tls::{self as t, Alg, Ca};
 use crate::common::{Server, TempDir};
@@ -85,12 +87,14 @@ fn verify_client_on_judges_the_certificate_sent_over_http3_as_over_tcp() {
         "{}",
         r.text()
     );
-    let log = s.read("logs/error.log");
+    // The stranger's line may follow its answer: wait for it.
+    let needle = "client SSL certificate verify error";
+    let log = s.wait_log("logs/error.log", needle, Duration::from_secs(5));
     assert!(
         log.contains("client sent no required SSL certificate"),
         "{log}"
     );
-    assert!(log.contains("client SSL certificate verify error"), "{log}");
+    assert!(log.contains(needle), "{log}");
 }
 
 #[test]

@@ -102,7 +102,6 @@ fn stock_nginx_ssl_lines_load_with_one_warn_or_notice_naming_file_and_line() {
         ),
         ("\"X448\" in \"ssl_ecdh_curve\" left out", "t.conf:14"),
         ("\"ssl_conf_command Options\" is ignored", "t.conf:20"),
-        ("\"ssl_early_data on\" is ignored", "t.conf:21"),
     ];
     assert_eq!(warns.len(), want.len(), "{out}");
     for (w, at) in want {

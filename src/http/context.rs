@@ -457,13 +457,6 @@ pub(super) fn arg<'a>(args: &'a str, name: &str) -> Option<&'a str> {
 impl VarSource for RequestCtx {
     fn append(&self, var: &Var, out: &mut String) {
         match var {
-            // An internal redirect that made the main request a GET
-            // (`error_page`, `X-Accel-Redirect` to a URI) renames it, as
-            // NGINX sets `r->method_name` there; a subrequest reads the
-            // main request's, as NGINX's `r->main->method_name`.
-            Var::RequestMethod if !self.subrequest && self.method == Method::Get => {
-                out.push_str("GET")
-            }
             Var::Uri
             | Var::Args
             | Var::IsArgs

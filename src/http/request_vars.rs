@@ -25,6 +25,18 @@ impl RequestCtx {
         }
     }
 
+    /// `$request_method`: an internal redirect that made the main request
+    /// a GET (`error_page`, `X-Accel-Redirect` to a URI) renames it, as
+    /// NGINX sets `r->method_name`; a subrequest reads the main request's
+    /// (`r->main->method_name`).
+    fn request_method(&self) -> &str {
+        if !self.subrequest && self.method == super::context::Method::Get {
+            "GET"
+        } else {
+            self.head.method()
+        }
+    }
+
     /// The request line, URI and what the request resolved to.
     pub(super) fn append_request(&self, var: &Var, out: &mut String) {
         use std::fmt::Write as _;
@@ -73,7 +85,7 @@ impl RequestCtx {
                     })
                 }
             }
-            Var::RequestMethod => out.push_str(self.head.method()),
+            Var::RequestMethod => out.push_str(self.request_method()),
             Var::RequestBody => {
                 if let Some(b) = &self.request_body {
                     out.push_str(&String::from_utf8_lossy(b))

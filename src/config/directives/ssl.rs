@@ -406,7 +406,7 @@ fn set_ecdh_curve(b: &mut Build, d: &Directive) -> Res {
         warn(
             d,
             &format!(
-            "\"{}\" in \"ssl_ecdh_curve\" left out: rustls offers X25519, prime256v1 and secp384r1",
+            "\"{}\" in \"ssl_ecdh_curve\" left out: porter offers X25519, prime256v1, secp384r1 and secp521r1",
             g.left_out.join(":")
         ),
         );
