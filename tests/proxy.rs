@@ -442,6 +442,40 @@ fn truncated_upstream_body_truncates_and_closes_client() {
     );
 }
 
+/// An upstream that sends its header and closes before any of the body:
+/// the client still gets the header (NGINX sends it before it reads the
+/// body), then the close; `add_after_body` adds nothing to it.
+#[test]
+fn upstream_closed_after_header_still_sends_the_head() {
+    let o = Origin::start(|_| Reply::ok(&[b'x'; 100]).framing(Framing::Truncate(0)));
+    let s = Server::start(&conf(
+        "",
+        &format!(
+            "    location / {{ proxy_pass http://127.0.0.1:{0}; }}
+    location /after/ {{ proxy_pass http://127.0.0.1:{0}; add_after_body /tail; }}
+    location /unbuf/ {{ proxy_pass http://127.0.0.1:{0}; proxy_buffering off; add_after_body /tail; }}
+    location = /tail {{ return 200 \":after\"; }}",
+            o.port
+        ),
+    ));
+    // The race is whether the close is seen before the body is first
+    // asked for: a few rounds of each make both orders likely.
+    for round in 0..8 {
+        for path in ["/", "/after/", "/unbuf/"] {
+            let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+            c.write_all(b"GET ").unwrap();
+            c.write_all(path.as_bytes()).unwrap();
+            c.write_all(b" HTTP/1.0\r\nHost: localhost\r\n\r\n")
+                .unwrap();
+            let all = String::from_utf8_lossy(&read_all(&mut c)).into_owned();
+            assert!(
+                all.starts_with("HTTP/1.1 200 ") && all.ends_with("\r\n\r\n"),
+                "round {round} {path}: {all:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn slow_client_holds_back_the_origin() {
     const LEN: u64 = 200 * 1024 * 1024;

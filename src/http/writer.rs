@@ -247,7 +247,16 @@ impl<'a> Writer<'a> {
             .as_mut()
             .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()));
         let mut at_hand = match first {
-            std::task::Poll::Ready(r) => Some(r?),
+            std::task::Poll::Ready(Ok(more)) => Some(more),
+            // A source that failed at once (an upstream that closed after
+            // its header) still had its head sent, as NGINX sends the
+            // header before it reads the body; then the connection closes.
+            std::task::Poll::Ready(Err(e)) => {
+                if head_timing == HeadTiming::AtOnce {
+                    let _ = self.write_all(head, Follows::Nothing).await;
+                }
+                return Err(e);
+            }
             std::task::Poll::Pending => None,
         };
         let mut head = head;
