@@ -450,9 +450,12 @@ async fn accept_loop(
             let _active = Gauge::new(&metrics::ACTIVE);
             let listen = &env2.config.listens[group];
             match listen.stream.clone() {
+                // Boxed: a stream session's future is larger than an HTTP
+                // connection's, and every connection's task would be as
+                // large as the larger of the two (idle memory).
                 Some(srv) => {
                     let pp = listen.proxy_protocol;
-                    crate::stream::serve(stream, conn, pp, srv, &env2.log).await
+                    Box::pin(crate::stream::serve(stream, conn, pp, srv, &env2.log)).await
                 }
                 None => connection::serve(stream, conn, group, env2).await,
             }
