@@ -454,8 +454,8 @@ async fn accept_loop(
                 // connection's, and every connection's task would be as
                 // large as the larger of the two (idle memory).
                 Some(srv) => {
-                    let pp = listen.proxy_protocol;
-                    Box::pin(crate::stream::serve(stream, conn, pp, srv, &env2.log)).await
+                    let (pp, ssl) = (listen.proxy_protocol, listen.ssl);
+                    Box::pin(crate::stream::serve(stream, conn, pp, ssl, srv, &env2.log)).await
                 }
                 None => connection::serve(stream, conn, group, env2).await,
             }
