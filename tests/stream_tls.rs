@@ -168,12 +168,14 @@ fn tls_exchange(
     data: &[u8],
     close: bool,
 ) -> Option<String> {
-    let mut c = t::Conn::open(port, cfg, sni).ok()?;
+    let mut c = t::Conn::open(port, cfg, sni)
+        .map_err(|e| eprintln!("handshake with {port}: {e}"))
+        .ok()?;
     c.tls.write_all(data).ok()?;
     if close {
         c.tls.conn.send_close_notify();
     }
-    c.tls.flush().ok()?;
+    c.tls.flush().map_err(|e| eprintln!("flush: {e}")).ok()?;
     let mut out = Vec::new();
     let mut buf = [0u8; 16384];
     loop {
@@ -242,6 +244,7 @@ fn ssl_variables_in_return_and_the_stream_access_log() {
     let (ca, dir) = certs();
     let body = format!(
         "log_format tls \"$status $ssl_protocol $ssl_server_name $ssl_session_reused\";\n\
+         ssl_protocols TLSv1.2 TLSv1.3; # 1.22's default lacks TLSv1.3 (1.23.4 has it)\n\
          server {{ listen 127.0.0.1:{{PORT}} ssl; {}\n\
          access_log {{PREFIX}}/logs/tls.log tls;\n\
          return \"$ssl_protocol $ssl_cipher $ssl_server_name $ssl_session_reused \
@@ -261,7 +264,8 @@ fn ssl_variables_in_return_and_the_stream_access_log() {
         );
         let mut answers = Vec::new();
         for tg in &targets {
-            let got = tls_exchange(tg.port, &cfg, "example.com", b"", false).unwrap();
+            let got = tls_exchange(tg.port, &cfg, "example.com", b"", false);
+            let got = got.unwrap_or_else(|| panic!("{} v12 {v12}", tg.name));
             let want = if v12 { "TLSv1.2 " } else { "TLSv1.3 " };
             assert!(got.starts_with(want), "{}: {got}", tg.name);
             assert!(got.ends_with(" example.com . NONE"), "{}: {got}", tg.name);
@@ -334,6 +338,7 @@ fn proxy_ssl_verify_passes_the_right_name_and_ends_the_session_on_a_wrong_one() 
         format!(
             "server {{ listen 127.0.0.1:{port}; proxy_pass 127.0.0.1:{{P1}};\n\
              proxy_ssl on; proxy_ssl_verify on; proxy_ssl_server_name on;\n\
+             proxy_ssl_session_reuse off;\n\
              proxy_ssl_trusted_certificate {d}/{ca}; proxy_ssl_name {name}; }}\n"
         )
     };
@@ -345,6 +350,10 @@ fn proxy_ssl_verify_passes_the_right_name_and_ends_the_session_on_a_wrong_one() 
         front("{P2}", "wrong.example", "ca.crt"),
         front("{P3}", "example.com", "other.crt"),
     );
+    // No session reuse: NGINX keeps one saved session per upstream peer,
+    // so a server trusting another CA would resume the session another
+    // server verified, without a check (porter's sessions are per
+    // client configuration).
     let (_p, _n, targets) = both(&body, 3);
     for tg in &targets {
         assert_eq!(plain_read(tg.port), "sni=example.com", "{}", tg.name);
@@ -353,9 +362,11 @@ fn proxy_ssl_verify_passes_the_right_name_and_ends_the_session_on_a_wrong_one() 
                     while SSL handshaking to upstream";
         let log = tg.wait_log("logs/error.log", want);
         assert!(log.contains(want), "{}: {log}", tg.name);
+        // The other CA has the same name: OpenSSL and webpki both find it
+        // as the issuer and refuse the signature.
         assert_eq!(plain_read(tg.ports[2]), "", "{}", tg.name);
         let want = "upstream SSL certificate verify error: \
-                    (20:unable to get local issuer certificate) \
+                    (7:certificate signature failure) \
                     while SSL handshaking to upstream";
         let log = tg.wait_log("logs/error.log", want);
         assert!(log.contains(want), "{}: {log}", tg.name);
