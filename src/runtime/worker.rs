@@ -451,11 +451,9 @@ async fn accept_loop(
             let listen = &env2.config.listens[group];
             match listen.stream.clone() {
                 // Boxed: a stream session's future is larger than an HTTP
-                // connection's, and every connection's task would be as
-                // large as the larger of the two (idle memory).
+                // connection's, and every task would be that large (idle memory).
                 Some(srv) => {
-                    let (pp, ssl) = (listen.proxy_protocol, listen.ssl);
-                    Box::pin(crate::stream::serve(stream, conn, pp, ssl, srv, &env2.log)).await
+                    Box::pin(crate::stream::serve(stream, conn, listen, srv, &env2.log)).await
                 }
                 None => connection::serve(stream, conn, group, env2).await,
             }

@@ -34,6 +34,7 @@ use tokio::net::TcpStream;
 
 use crate::access::limit_conn::{ConnVerdict, Held};
 use crate::config::stream::StreamServer;
+use crate::config::ListenGroup;
 use crate::http::context::ConnInfo;
 use crate::log::{ErrorLog, Level};
 use crate::vars::template::VarSource;
@@ -46,14 +47,13 @@ const PROXY_PROTOCOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `return`'s value may take to send.
 const RETURN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves one stream session on `tcp`; `proxy_protocol` when its address
-/// expects a PROXY header, `ssl` when it is a `listen ... ssl` one;
-/// `wlog` is the worker's error log.
+/// Serves one stream session on `tcp`, accepted on `listen` (which says
+/// whether a PROXY header comes first and whether TLS does); `wlog` is
+/// the worker's error log.
 pub async fn serve(
     mut tcp: TcpStream,
     mut conn: ConnInfo,
-    proxy_protocol: bool,
-    ssl: bool,
+    listen: &ListenGroup,
     srv: Arc<StreamServer>,
     wlog: &ErrorLog,
 ) {
@@ -61,12 +61,12 @@ pub async fn serve(
     if !srv.s.tcp_nodelay {
         let _ = tcp.set_nodelay(false);
     }
-    let ok = !proxy_protocol
+    let ok = !listen.proxy_protocol
         || crate::http::proxy_protocol::accept(&mut tcp, PROXY_PROTOCOL_TIMEOUT, &elog, &mut conn)
             .await;
     let s = Session::new(conn);
     if ok {
-        let tls = srv.tls.as_deref().filter(|_| ssl);
+        let tls = srv.tls.as_deref().filter(|_| listen.ssl);
         let _held = phases(&tcp, tls, &s, &srv, &elog).await;
     } else {
         s.status.set(400);
