@@ -490,7 +490,7 @@ async fn stream_session(
 ) {
     let listen = &env.config.listens[group];
     if let Some(srv) = listen.stream.clone() {
-        crate::stream::serve(stream, conn, listen.proxy_protocol, srv, &env.log).await;
+        crate::stream::serve(stream, conn, listen, srv, &env.log).await;
     }
 }
 
