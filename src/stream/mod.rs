@@ -1,6 +1,7 @@
 //! The `stream { }` block's sessions: a TCP connection accepted on a
 //! stream server's address runs NGINX's stream phases in order — the
-//! PROXY header (`listen ... proxy_protocol`), preaccess (`limit_conn`,
+//! PROXY header (`listen ... proxy_protocol`), post-accept (realip: a
+//! trusted sender's PROXY header names the client), preaccess (`limit_conn`,
 //! `set`), access (`allow`/`deny`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
 //! connect, then relay bytes both ways) — and ends with its
 //! `access_log` lines. The worker counts a session in
@@ -57,7 +58,8 @@ pub async fn serve(
     let ok = !proxy_protocol
         || crate::http::proxy_protocol::accept(&mut tcp, PROXY_PROTOCOL_TIMEOUT, &elog, &mut conn)
             .await;
-    let s = Session::new(conn);
+    let mut s = Session::new(conn);
+    s.realip(&srv.s.real_ip_from);
     if ok {
         let _held = phases(&mut tcp, &s, &srv, &elog).await;
     } else {
