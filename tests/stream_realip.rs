@@ -128,7 +128,7 @@ fn a_trusted_proxy_header_names_the_client_for_every_phase() {
             String::new(),
             "PROXY TCP4 192.0.2.1 127.0.0.1 1234 P\r\n".to_string(),
             "192.0.2.1:1234 127.0.0.1 200\n".to_string(),
-            "access forbidden by rule, client: 192.0.2.9".to_string(),
+            "access forbidden by rule while initializing session, client: 192.0.2.9".to_string(),
         ]
     );
     let n = [free_port(), free_port(), free_port(), free_port()];
@@ -176,7 +176,10 @@ fn unix_trusts_the_clients_of_a_unix_domain_socket() {
 #[test]
 fn set_real_ip_from_takes_nginx_s_arguments_in_stream() {
     let bad = [
-        ("set_real_ip_from 300.1.1.1/8;", "host not found in set_real_ip_from"),
+        (
+            "set_real_ip_from 300.1.1.1/8;",
+            "host not found in set_real_ip_from",
+        ),
         ("set_real_ip_from;", "invalid number of arguments"),
         ("real_ip_header X-Real-IP;", "\"real_ip_header\""),
     ];
@@ -184,6 +187,9 @@ fn set_real_ip_from_takes_nginx_s_arguments_in_stream() {
         let err = config_error(&format!(
             "events {{}}\nstream {{\n{line}\nserver {{ listen 127.0.0.1:1; return x; }}\n}}\n"
         ));
-        assert!(err.contains(want) && err.contains("porter.conf:3"), "{line}: {err}");
+        assert!(
+            err.contains(want) && err.contains("porter.conf:3"),
+            "{line}: {err}"
+        );
     }
 }

@@ -96,7 +96,8 @@ async fn phases(
                 elog,
                 s,
                 Level::Error,
-                format_args!("access forbidden by rule"),
+                // NGINX's log action until preread: "initializing session".
+                format_args!("access forbidden by rule while initializing session"),
                 "",
             );
             s.status.set(403);
@@ -203,7 +204,9 @@ fn limit_conn(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<He
                     elog,
                     s,
                     level,
-                    format_args!("limiting connections{dry} by zone \"{name}\""),
+                    format_args!(
+                        "limiting connections{dry} by zone \"{name}\" while initializing session"
+                    ),
                     "",
                 );
                 if !srv.s.limit_conn_dry_run {

@@ -80,9 +80,7 @@ pub fn shared(name: &str) -> bool {
         "upstream_connect_time",
         "limit_conn_status",
     ];
-    SHARED.contains(&name)
-        || name.starts_with("ssl_")
-        || matches!(name.as_bytes(), [b'0'..=b'9'])
+    SHARED.contains(&name) || name.starts_with("ssl_") || matches!(name.as_bytes(), [b'0'..=b'9'])
 }
 
 /// The stream-only variable `name`, while a stream block is read.

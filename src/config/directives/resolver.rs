@@ -12,12 +12,7 @@ use crate::upstream::resolver::Resolver;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d(
-        "resolver",
-        HSL | STREAM | SSRV,
-        Arity::Min(1),
-        set_resolver,
-    ),
+    d("resolver", HSL | STREAM | SSRV, Arity::Min(1), set_resolver),
     d(
         "resolver_timeout",
         HSL | STREAM | SSRV,
