@@ -442,17 +442,15 @@ async fn accept_loop(
         live.count.set(live.count.get() + 1);
         let env2 = env.clone();
         let live2 = live.clone();
-        // A fast shutdown ends `worker_main`, and the connections still
-        // running are dropped with the worker's task set: the task waits
-        // on nothing else (a shutdown wait here cost a lock at each of the
-        // connection's polls).
+        // A fast shutdown ends `worker_main`, dropping the connections still
+        // running with the worker's task set: the task waits on nothing else
+        // (a shutdown wait here cost a lock at each connection's poll).
         crate::metrics::timed::spawn(async move {
             let _active = Gauge::new(&metrics::ACTIVE);
             let listen = &env2.config.listens[group];
             match listen.stream.clone() {
                 // Boxed: a stream session's future is larger than an HTTP
-                // connection's, and every connection's task would be as
-                // large as the larger of the two (idle memory).
+                // connection's, and each task is as large as the larger (idle memory).
                 Some(srv) => {
                     let pp = listen.proxy_protocol;
                     Box::pin(crate::stream::serve(stream, conn, pp, srv, &env2.log)).await
