@@ -1,123 +1,19 @@
 //! `resolver` and `resolver_timeout`: a `proxy_pass` URL with variables
 //! whose host is a name (no `upstream` block) is resolved at run time
 //! through the configured name server — here a small DNS responder on
-//! loopback written below (A records from a table, NXDOMAIN for other
+//! loopback (`common::dns`: A records from a table, NXDOMAIN for other
 //! names, silence for `slow.test`). Checked: the answer is used, cached
 //! for its TTL or `valid=`, and NGINX's 502s and log lines for no
 //! resolver, an unknown name and a timeout; the same config under
 //! Debian's nginx gives the same statuses and lines.
 
-use std::collections::HashMap;
-use std::net::{Ipv4Addr, UdpSocket};
+use std::net::Ipv4Addr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::dns::Dns;
 use crate::common::origin::*;
 use crate::common::*;
-
-/// A DNS responder on a loopback UDP port.
-struct Dns {
-    port: u16,
-    /// Queries seen, as `NAME TYPE` (type number).
-    queries: Arc<Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Dns {
-    /// Answers A queries for the names in `zone` (address, TTL); AAAA
-    /// queries for them get an empty answer; `slow.test` gets none; any
-    /// other name NXDOMAIN.
-    fn start(zone: &[(&str, Ipv4Addr, u32)]) -> Dns {
-        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
-        let zone: HashMap<String, (Ipv4Addr, u32)> = zone
-            .iter()
-            .map(|(n, a, t)| (n.to_string(), (*a, *t)))
-            .collect();
-        let d = Dns {
-            port: sock.local_addr().unwrap().port(),
-            queries: Arc::default(),
-            stop: Arc::default(),
-        };
-        let (queries, stop) = (d.queries.clone(), d.stop.clone());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 512];
-            while !stop.load(Ordering::Relaxed) {
-                let Ok((n, from)) = sock.recv_from(&mut buf) else {
-                    continue;
-                };
-                let Some((name, qtype, qend)) = question(&buf[..n]) else {
-                    continue;
-                };
-                queries.lock().unwrap().push(format!("{name} {qtype}"));
-                if name == "slow.test" {
-                    continue;
-                }
-                let reply = answer(&buf[..qend], zone.get(&name), qtype);
-                let _ = sock.send_to(&reply, from);
-            }
-        });
-        d
-    }
-
-    fn count(&self, q: &str) -> usize {
-        self.queries
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|x| x.as_str() == q)
-            .count()
-    }
-}
-
-impl Drop for Dns {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// The question's name (lowercase, no final dot), type, and where the
-/// question section ends.
-fn question(m: &[u8]) -> Option<(String, u16, usize)> {
-    let mut i = 12;
-    let mut labels = Vec::new();
-    loop {
-        let len = *m.get(i)? as usize;
-        i += 1;
-        if len == 0 {
-            break;
-        }
-        labels.push(String::from_utf8_lossy(m.get(i..i + len)?).to_ascii_lowercase());
-        i += len;
-    }
-    let qtype = u16::from_be_bytes([*m.get(i)?, *m.get(i + 1)?]);
-    Some((labels.join("."), qtype, i + 4))
-}
-
-/// The reply to the query `q` (header and question): the record for an A
-/// query of a known name, nothing for its AAAA, NXDOMAIN for others.
-fn answer(q: &[u8], rec: Option<&(Ipv4Addr, u32)>, qtype: u16) -> Vec<u8> {
-    let mut r = q.to_vec();
-    let rcode = if rec.is_some() { 0 } else { 3 };
-    r[2] = 0x81; // QR, RD
-    r[3] = 0x80 | rcode; // RA
-    r[10..12].copy_from_slice(&[0, 0]); // no additional (EDNS) records
-    let ancount: u16 = match (rec, qtype) {
-        (Some(_), 1) => 1,
-        _ => 0,
-    };
-    r[6..8].copy_from_slice(&ancount.to_be_bytes());
-    if let (Some((ip, ttl)), 1) = (rec, qtype) {
-        r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1]);
-        r.extend_from_slice(&ttl.to_be_bytes());
-        r.extend_from_slice(&[0, 4]);
-        r.extend_from_slice(&ip.octets());
-    }
-    r
-}
 
 /// The `http { }` body: `/` proxies to the host in `?h=`, on the origin's
 /// port; `/none/` has no resolver; logs go to `logs`.

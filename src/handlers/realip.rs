@@ -42,11 +42,11 @@ pub fn run(ctx: &mut RequestCtx, s: &LocSettings) {
                 .collect();
             forwarded_addr(peer, &lines, from, rec)
         }
-        RealIpHeader::ProxyProtocol => ctx.conn.proxy_protocol.as_ref().and_then(|pp| {
-            let mut a = forwarded_addr(peer, &[&pp.src_addr], from, rec)?;
-            a.set_port(pp.src_port);
-            Some(a)
-        }),
+        RealIpHeader::ProxyProtocol => ctx
+            .conn
+            .proxy_protocol
+            .as_ref()
+            .and_then(|pp| pp.trusted_client(peer, unix, from, rec)),
         RealIpHeader::Other(name) => one(ctx
             .head
             .headers()

@@ -53,6 +53,27 @@ pub struct ProxyInfo {
     pub dst_port: u16,
 }
 
+impl ProxyInfo {
+    /// The client this header names, with its port, when the connection's
+    /// peer is a trusted sender (`from`: `set_real_ip_from`) and the
+    /// address reads as one — NGINX's realip on the PROXY header, in
+    /// `http` (`real_ip_header proxy_protocol`) and in `stream` alike.
+    /// `unix`: the peer is a UNIX-domain socket's client, which `unix:`
+    /// alone trusts.
+    pub fn trusted_client(
+        &self,
+        peer: SocketAddr,
+        unix: bool,
+        from: &[crate::util::net::Net],
+        recursive: bool,
+    ) -> Option<SocketAddr> {
+        let values = [self.src_addr.as_str()];
+        let mut a = crate::util::net::forwarded_client(peer, unix, &values, from, recursive)?;
+        a.set_port(self.src_port);
+        Some(a)
+    }
+}
+
 /// What the bytes read so far make.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed {

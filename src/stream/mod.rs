@@ -1,10 +1,11 @@
 //! The `stream { }` block's sessions: a TCP connection accepted on a
 //! stream server's address runs NGINX's stream phases in order — the
-//! PROXY header (`listen ... proxy_protocol`), preaccess (`limit_conn`,
-//! `set`), access (`allow`/`deny`), ssl (the TLS handshake of `listen ...
-//! ssl`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
-//! connect, with TLS when `proxy_ssl on`, then relay bytes both ways) —
-//! and ends with its `access_log` lines. The worker counts a session in
+//! PROXY header (`listen ... proxy_protocol`), post-accept (realip: a
+//! trusted sender's PROXY header names the client), preaccess
+//! (`limit_conn`, `set`), access (`allow`/`deny`), ssl (the TLS handshake
+//! of `listen ... ssl`), preread (`ssl_preread`), content (`return`, or
+//! `proxy_pass`: connect, with TLS when `proxy_ssl on`, then relay bytes
+//! both ways) — and ends with its `access_log` lines. The worker counts a session in
 //! `worker_connections` and a graceful stop waits for it, as for an HTTP
 //! connection. The configuration is `config::stream`; peers, balancing,
 //! variables, access rules, the PROXY protocol and the log writer are the
@@ -64,7 +65,8 @@ pub async fn serve(
     let ok = !listen.proxy_protocol
         || crate::http::proxy_protocol::accept(&mut tcp, PROXY_PROTOCOL_TIMEOUT, &elog, &mut conn)
             .await;
-    let s = Session::new(conn);
+    let mut s = Session::new(conn);
+    s.realip(&srv.s.real_ip_from);
     if ok {
         let tls = srv.tls.as_deref().filter(|_| listen.ssl);
         let _held = phases(&tcp, tls, &s, &srv, &elog).await;
@@ -103,7 +105,8 @@ async fn phases(
                 elog,
                 s,
                 Level::Error,
-                format_args!("access forbidden by rule"),
+                // NGINX's log action until preread: "initializing session".
+                format_args!("access forbidden by rule while initializing session"),
                 "",
             );
             s.status.set(403);
@@ -225,7 +228,9 @@ fn limit_conn(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Vec<He
                     elog,
                     s,
                     level,
-                    format_args!("limiting connections{dry} by zone \"{name}\""),
+                    format_args!(
+                        "limiting connections{dry} by zone \"{name}\" while initializing session"
+                    ),
                     "",
                 );
                 if !srv.s.limit_conn_dry_run {

@@ -1,5 +1,7 @@
 //! `proxy_pass` in a stream server: the group (an `upstream` block, the
-//! implicit group of `host:port`, or a name rendered per session), the
+//! implicit group of `host:port`, or a name rendered per session — an
+//! `IP:port`, `unix:PATH`, or a host resolved through the server's
+//! `resolver`, as NGINX's `ngx_stream_proxy_handler`), the
 //! peers tried in the balancer's order with `proxy_next_upstream`,
 //! `proxy_next_upstream_tries` and `proxy_next_upstream_timeout`, each
 //! connect bounded by `proxy_connect_timeout`, and the PROXY header of
@@ -78,7 +80,12 @@ pub fn log(
 }
 
 /// The group a session's `proxy_pass` names, or the status to end with.
-fn group(s: &Session, pass: &StreamPass, elog: &ErrorLog) -> Result<Arc<UpstreamGroup>, u16> {
+async fn group(
+    s: &Session,
+    srv: &StreamServer,
+    pass: &StreamPass,
+    elog: &ErrorLog,
+) -> Result<Arc<UpstreamGroup>, u16> {
     let (t, ups) = match pass {
         StreamPass::Group(g) => return Ok(Arc::clone(g)),
         StreamPass::Dynamic(t, ups) => (t, ups),
@@ -91,17 +98,7 @@ fn group(s: &Session, pass: &StreamPass, elog: &ErrorLog) -> Result<Arc<Upstream
         Ok(a) => PeerAddr::from(a),
         Err(_) => match crate::upstream::unix_path(&name) {
             Some(p) => PeerAddr::unix(p).map_err(|_| 500u16)?,
-            None => {
-                let host = name.rsplit_once(':').map_or(name.as_str(), |(h, _)| h);
-                let what = match name.rsplit_once(':') {
-                    Some((_, p)) if p.parse::<u16>().is_ok() => {
-                        format!("no resolver defined to resolve {host}")
-                    }
-                    _ => format!("no port in upstream \"{name}\""),
-                };
-                log(elog, s, Level::Error, format_args!("{what}"), "");
-                return Err(500);
-            }
+            None => return resolved(s, srv, &name, elog).await,
         },
     };
     Ok(Arc::new(UpstreamGroup::implicit(
@@ -109,6 +106,47 @@ fn group(s: &Session, pass: &StreamPass, elog: &ErrorLog) -> Result<Arc<Upstream
         &name,
         vec![addr],
     )))
+}
+
+/// The group of a rendered `HOST:PORT`: the host's addresses from the
+/// server's `resolver`, tried in turn; else 500 with NGINX's line (no
+/// port, no resolver, a name that did not resolve).
+async fn resolved(
+    s: &Session,
+    srv: &StreamServer,
+    name: &str,
+    elog: &ErrorLog,
+) -> Result<Arc<UpstreamGroup>, u16> {
+    let fail = |what: String| {
+        log(elog, s, Level::Error, format_args!("{what}"), "");
+        Err(500)
+    };
+    // The last colon outside brackets starts the port (`[::1]` has none).
+    let colon = name.rfind(':').filter(|&i| !name[i..].contains(']'));
+    let (host, port) = match colon {
+        Some(i) => match name[i + 1..].parse::<u16>() {
+            Ok(p) if p != 0 => (&name[..i], p),
+            _ => return fail(format!("invalid port in upstream \"{name}\"")),
+        },
+        None => return fail(format!("no port in upstream \"{name}\"")),
+    };
+    let Some(resolver) = srv.s.resolver.as_ref() else {
+        return fail(format!("no resolver defined to resolve {host}"));
+    };
+    match resolver.resolve(host, srv.s.resolver_timeout).await {
+        Ok(ips) => {
+            let addrs = ips
+                .into_iter()
+                .map(|ip| std::net::SocketAddr::new(ip, port).into())
+                .collect();
+            Ok(Arc::new(UpstreamGroup::implicit(
+                name.to_string(),
+                name,
+                addrs,
+            )))
+        }
+        Err(e) => fail(format!("{host} could not be resolved ({e})")),
+    }
 }
 
 /// A try that connected: `tcp_nodelay`, the PROXY header of
@@ -199,7 +237,7 @@ fn connect_options(s: &Session, srv: &StreamServer) -> Result<ConnectOptions, St
 pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option<Connected> {
     let st = &srv.s.stream;
     let pass = srv.pass.as_ref()?;
-    let g = match group(s, pass, elog) {
+    let g = match group(s, srv, pass, elog).await {
         Ok(g) => g,
         Err(code) => {
             s.status.set(code);

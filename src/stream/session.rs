@@ -1,19 +1,20 @@
 //! [`Session`]: one stream connection's state as its variables see it —
-//! the client's addresses, the PROXY header, the byte counts both ways,
-//! the upstream tries, the status, the TLS handshake's facts (`$ssl_*`)
-//! — and its [`VarSource`], so `map`,
-//! `geo`, `split_clients`, `set`, `return`, `proxy_pass` with variables,
-//! `hash` keys and `access_log` render through the same variable engine
-//! as HTTP requests.
+//! the client's addresses (after realip), the PROXY header, the byte
+//! counts both ways, the upstream tries, the status, the TLS handshake's
+//! facts (`$ssl_*`) — and its [`VarSource`], so `map`, `geo`,
+//! `split_clients`, `set`, `return`, `proxy_pass` with variables, `hash`
+//! keys and `access_log` render through the same variable engine as HTTP
+//! requests.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::http::context::{ConnInfo, TlsInfo};
+use crate::util::net::Net;
 use crate::vars::stream_names::StreamVar;
 use crate::vars::template::{Var, VarSource};
 
@@ -37,8 +38,12 @@ pub struct Try {
 
 /// A stream session.
 pub struct Session {
-    /// The connection.
+    /// The connection; after realip its `peer` is the client the PROXY
+    /// header named.
     pub conn: ConnInfo,
+    /// The connection's own peer once realip replaced `conn.peer`
+    /// (`$realip_remote_addr`, `$realip_remote_port`).
+    pub realip_peer: Option<SocketAddr>,
     /// `$status`: 200, or what ended it (400, 403, 500, 502, 503).
     pub status: Cell<u16>,
     /// `$bytes_received`: read from the client.
@@ -64,6 +69,7 @@ impl Session {
     pub fn new(conn: ConnInfo) -> Session {
         Session {
             conn,
+            realip_peer: None,
             status: Cell::new(200),
             received: Cell::new(0),
             sent: Cell::new(0),
@@ -81,11 +87,37 @@ impl Session {
         *self.tls.borrow_mut() = Some(info);
     }
 
+    /// NGINX's stream realip (its post-accept phase): when the PROXY
+    /// header came from a trusted sender (`from`: `set_real_ip_from`),
+    /// the address it names, with its port, is the client's for the rest
+    /// of the session — `$remote_addr`, `allow`/`deny`, `limit_conn`
+    /// keys, `hash`, both logs, the PROXY line sent upstream — and the
+    /// peer's own is kept in `realip_peer`.
+    pub fn realip(&mut self, from: &[Net]) {
+        let Some(pp) = self.conn.proxy_protocol.as_deref() else {
+            return;
+        };
+        if from.is_empty() {
+            return;
+        }
+        let unix = self.conn.unix.is_some();
+        if let Some(addr) = pp.trusted_client(self.conn.peer, unix, from, false) {
+            self.realip_peer = Some(self.conn.peer);
+            self.conn.peer = addr;
+        }
+    }
+
+    /// Whether the client is a UNIX-domain socket's peer (`listen unix:`,
+    /// not replaced by realip).
+    fn client_unix(&self) -> bool {
+        self.conn.unix.is_some() && self.realip_peer.is_none()
+    }
+
     /// The client's address as the error log and `$remote_addr` give it.
     pub fn client(&self) -> String {
-        match self.conn.unix {
-            Some(_) => "unix:".to_string(),
-            None => self.conn.peer.ip().to_string(),
+        match self.client_unix() {
+            true => "unix:".to_string(),
+            false => self.conn.peer.ip().to_string(),
         }
     }
 
@@ -99,7 +131,7 @@ impl Session {
 
     /// The client's IP, for `allow`/`deny` (none on a UNIX-domain socket).
     pub fn client_ip(&self) -> Option<IpAddr> {
-        self.conn.unix.is_none().then(|| self.conn.peer.ip())
+        (!self.client_unix()).then(|| self.conn.peer.ip())
     }
 
     fn tries_list(&self, out: &mut String, f: impl Fn(&Try, &mut String)) {
@@ -144,10 +176,10 @@ impl Session {
                 let _ = write!(out, "{p}");
             }
         };
+        let own = self.realip_peer.unwrap_or(self.conn.peer);
         match var {
-            Var::RemoteAddr | Var::BinaryRemoteAddr if self.conn.unix.is_some() => {
-                out.push_str("unix:")
-            }
+            Var::RemoteAddr | Var::BinaryRemoteAddr if self.client_unix() => out.push_str("unix:"),
+            Var::RealipRemoteAddr if self.conn.unix.is_some() => out.push_str("unix:"),
             Var::ServerAddr | Var::ServerPort if self.conn.unix.is_some() => {
                 if matches!(var, Var::ServerAddr) {
                     out.push_str(&self.server());
@@ -164,6 +196,10 @@ impl Session {
                 out.extend(bytes.into_iter().map(char::from));
             }
             Var::RemotePort => port(out, self.conn.peer.port()),
+            Var::RealipRemoteAddr => {
+                let _ = write!(out, "{}", own.ip());
+            }
+            Var::RealipRemotePort => port(out, own.port()),
             Var::ServerAddr => {
                 let _ = write!(out, "{}", self.conn.local.ip());
             }

@@ -240,17 +240,27 @@ impl PartialEq for Indexed {
 impl Eq for Indexed {}
 
 thread_local! {
-    /// Variables the configuration being built defines (`split_clients`),
-    /// by name. A build runs on one thread, so the walker registers them
-    /// here and every template compiled during that build sees them.
-    static DEFINED: RefCell<HashMap<String, Var>> = RefCell::new(HashMap::new());
+    /// Variables the configuration being built defines (`map`, `geo`,
+    /// `split_clients`, `set`, …), by name: `http`'s first, `stream`'s
+    /// second, as NGINX keeps each block's variables its own. A build
+    /// runs on one thread, so the walker registers them here and every
+    /// template compiled during that build in the same block sees them.
+    static DEFINED: RefCell<[HashMap<String, Var>; 2]> =
+        RefCell::new([HashMap::new(), HashMap::new()]);
     /// The next free slot in a request's variable table.
     static NEXT_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// Runs `f` on the names the block being read defines: `stream`'s while
+/// the walker is inside `stream { }`, else `http`'s.
+fn with_defined<R>(f: impl FnOnce(&mut HashMap<String, Var>) -> R) -> R {
+    let block = usize::from(super::stream_names::in_stream());
+    DEFINED.with(|d| f(&mut d.borrow_mut()[block]))
+}
+
 /// Forgets the variables an earlier build on this thread defined.
 pub fn reset_defined() {
-    DEFINED.with(|d| d.borrow_mut().clear());
+    DEFINED.with(|d| d.borrow_mut().iter_mut().for_each(HashMap::clear));
     NEXT_SLOT.with(|n| n.set(0));
 }
 
@@ -267,7 +277,7 @@ pub fn new_slot() -> usize {
 /// The per-request variable `name` (`set $name`, a named capture): the one
 /// already declared, or a new one.
 pub fn declare_indexed(name: &str) -> Arc<Indexed> {
-    if let Some(Var::Indexed(v)) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
+    if let Some(Var::Indexed(v)) = with_defined(|d| d.get(name).cloned()) {
         return v;
     }
     let builtin = Var::from_name(name).filter(Var::changeable);
@@ -284,13 +294,13 @@ pub fn declare_indexed(name: &str) -> Arc<Indexed> {
 /// The variables this build defined so far, by name (for lookups by
 /// name when requests run: SSI's `echo`).
 pub fn defined() -> HashMap<String, Var> {
-    DEFINED.with(|d| d.borrow().clone())
+    with_defined(|d| d.clone())
 }
 
 /// Whether the configuration itself defines `name` (`map`, `geo`,
 /// `split_clients`, `set`, a named capture), as opposed to porter.
 pub fn is_defined_by_config(name: &str) -> bool {
-    DEFINED.with(|d| d.borrow().contains_key(name))
+    with_defined(|d| d.contains_key(name))
 }
 
 /// Whether `name` is a variable the configuration defines or porter knows.
@@ -301,7 +311,7 @@ pub fn is_known(name: &str) -> bool {
 /// Defines (or, as NGINX allows, redefines) a variable for templates
 /// compiled after this on this thread.
 pub fn define(name: &str, var: Var) {
-    DEFINED.with(|d| d.borrow_mut().insert(name.to_string(), var));
+    with_defined(|d| d.insert(name.to_string(), var));
 }
 
 impl Var {
@@ -328,11 +338,14 @@ impl Var {
     pub fn from_name(name: &str) -> Option<Var> {
         // The configuration's own (`set`, `map`, …), before a built-in
         // of the name: only a changeable built-in can have one.
-        if let Some(v) = DEFINED.with(|d| d.borrow().get(name).cloned()) {
+        if let Some(v) = with_defined(|d| d.get(name).cloned()) {
             return Some(v);
         }
         if let Some(v) = super::stream_names::lookup(name) {
             return Some(Var::Stream(v));
+        }
+        if super::stream_names::in_stream() && !super::stream_names::shared(name) {
+            return None;
         }
         if let Some(v) = Self::prefixed(name) {
             return Some(v);
@@ -398,7 +411,7 @@ impl Var {
                 return module_var(name)
                     .or_else(|| SslVar::var(name))
                     .or_else(|| super::families::UidVar::var(name))
-                    .or_else(|| DEFINED.with(|d| d.borrow().get(name).cloned()))
+                    .or_else(|| with_defined(|d| d.get(name).cloned()))
             }
         })
     }

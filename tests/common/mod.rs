@@ -9,6 +9,7 @@ pub mod beside;
 pub mod blkio;
 pub mod cache;
 pub mod differential;
+pub mod dns;
 pub mod h2client;
 pub mod h3client;
 pub mod h3raw;
@@ -16,6 +17,7 @@ pub mod metrics;
 pub mod origin;
 pub mod php;
 pub mod slowfs;
+pub mod stream_beside;
 pub mod tls;
 
 /// Held by each test that saturates a disk or times requests against one

@@ -2,8 +2,11 @@
 //! `real_ip_recursive` (http, server, location, with NGINX's arguments,
 //! errors and inheritance: a level with no `set_real_ip_from` takes its
 //! parent's whole list); and the proxy's `proxy_protocol`, which NGINX
-//! has in its stream module only. Applied in `handlers/realip.rs` and
-//! `handlers/proxy/fetch.rs`; `listen ... proxy_protocol` is in `http.rs`.
+//! has in its stream module only. `set_real_ip_from` is also the stream
+//! realip module's one directive (stream, stream server: the PROXY
+//! header's address is the client's). Applied in `handlers/realip.rs`,
+//! `stream/mod.rs` and `handlers/proxy/fetch.rs`; `listen ...
+//! proxy_protocol` is in `http.rs`.
 
 #[allow(unused_imports)]
 use super::*;
@@ -12,7 +15,12 @@ use crate::access::rules::{self, Net};
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("set_real_ip_from", HSL, Arity::N(1), set_real_ip_from),
+    d(
+        "set_real_ip_from",
+        HSL | STREAM | SSRV,
+        Arity::N(1),
+        set_real_ip_from,
+    ),
     d("real_ip_header", HSL, Arity::N(1), |b, d| {
         let v = RealIpHeader::parse(&d.args[0]);
         set_once(&mut b.loc().real_ip_header, v, d)

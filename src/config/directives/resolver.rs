@@ -3,7 +3,8 @@
 //! with variables is resolved through at run time
 //! ([`crate::upstream::resolver`]). Addresses are taken as NGINX takes
 //! them: an IP address with an optional port (53 by default), IPv6 in
-//! brackets, or a name resolved now.
+//! brackets, or a name resolved now. In `stream` (the stream core
+//! module's pair) they serve a stream `proxy_pass` with variables.
 
 #[allow(unused_imports)]
 use super::*;
@@ -11,10 +12,10 @@ use crate::upstream::resolver::Resolver;
 
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("resolver", HSL, Arity::Min(1), set_resolver),
+    d("resolver", HSL | STREAM | SSRV, Arity::Min(1), set_resolver),
     d(
         "resolver_timeout",
-        HSL,
+        HSL | STREAM | SSRV,
         Arity::N(1),
         loc_time!(resolver_timeout),
     ),
