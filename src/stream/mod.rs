@@ -1,5 +1,6 @@
 //! The `stream { }` block's sessions: a TCP connection accepted on a
-//! stream server's address runs NGINX's stream phases in order — the
+//! stream server's address (or, on a `listen ... udp` one, the datagrams
+//! of one client address: `udp.rs`) runs NGINX's stream phases in order — the
 //! PROXY header (`listen ... proxy_protocol`), preaccess (`limit_conn`,
 //! `set`), access (`allow`/`deny`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
 //! connect, then relay bytes both ways) — and ends with its
@@ -16,11 +17,17 @@
 //! | `preread.rs` | `ssl_preread`: the ClientHello's SNI, version and ALPN |
 //! | `proxy.rs` | `proxy_pass`: the group, the tries, the connect |
 //! | `relay.rs` | the two-way relay: buffers, `proxy_timeout`, rates, half-close |
+//! | `udp.rs` | `listen ... udp`: the datagrams' dispatch to their sessions |
+//! | `udp_session.rs` | a UDP session: its phases, its upstream, its datagrams |
+//! | `udp_pktinfo.rs` | a wildcard UDP socket: each datagram's destination, answers from it |
 
 pub mod preread;
 pub mod proxy;
 pub mod relay;
 pub mod session;
+pub mod udp;
+mod udp_pktinfo;
+mod udp_session;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,29 +84,9 @@ async fn phases(
     srv: &StreamServer,
     elog: &ErrorLog,
 ) -> Vec<Held> {
-    let held = match limit_conn(s, srv, elog) {
-        Some(h) => h,
-        None => {
-            s.status.set(503);
-            return Vec::new();
-        }
-    };
-    for set in &srv.sets {
-        let v = set.value.render(s);
-        s.store_slot(set.slot, &v);
-    }
-    if let Some(r) = crate::access::rules::first_match(&srv.s.access_rules, s.client_ip()) {
-        if r.deny {
-            proxy::log(
-                elog,
-                s,
-                Level::Error,
-                format_args!("access forbidden by rule"),
-                "",
-            );
-            s.status.set(403);
-            return held;
-        }
+    let (held, go) = preaccess(s, srv, elog);
+    if !go {
+        return held;
     }
     let initial = if srv.s.stream.ssl_preread {
         match preread(tcp, s, srv, elog).await {
@@ -119,6 +106,29 @@ async fn phases(
     }
     proxy_session(tcp, s, srv, elog, initial).await;
     held
+}
+
+/// Preaccess (`limit_conn`, `set`) and access (`allow`/`deny`), TCP's
+/// and UDP's: the `limit_conn` slots taken, and whether the session goes
+/// on (when not, its status is set).
+fn preaccess(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> (Vec<Held>, bool) {
+    let Some(held) = limit_conn(s, srv, elog) else {
+        s.status.set(503);
+        return (Vec::new(), false);
+    };
+    for set in &srv.sets {
+        let v = set.value.render(s);
+        s.store_slot(set.slot, &v);
+    }
+    if let Some(r) = crate::access::rules::first_match(&srv.s.access_rules, s.client_ip()) {
+        if r.deny {
+            let what = format_args!("access forbidden by rule");
+            proxy::log(elog, s, Level::Error, what, "");
+            s.status.set(403);
+            return (held, false);
+        }
+    }
+    (held, true)
 }
 
 /// `ssl_preread`: reads until the ClientHello is whole (or is none),

@@ -53,6 +53,8 @@ pub struct Session {
     pub hello: RefCell<Option<super::preread::Hello>>,
     /// `$limit_conn_status`: `PASSED`, `REJECTED`, `REJECTED_DRY_RUN`.
     pub limit_conn_status: Cell<Option<&'static str>>,
+    /// A UDP session (`listen ... udp`): `$protocol` is `UDP`.
+    pub udp: bool,
 }
 
 impl Session {
@@ -68,6 +70,7 @@ impl Session {
             ended: Cell::new(None),
             limit_conn_status: Cell::new(None),
             hello: RefCell::new(None),
+            udp: false,
         }
     }
 
@@ -103,7 +106,7 @@ impl Session {
 
     fn stream_var(&self, v: StreamVar, out: &mut String) {
         match v {
-            StreamVar::Protocol => out.push_str("TCP"),
+            StreamVar::Protocol => out.push_str(if self.udp { "UDP" } else { "TCP" }),
             StreamVar::BytesReceived => {
                 let _ = write!(out, "{}", self.received.get());
             }

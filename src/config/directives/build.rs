@@ -654,6 +654,7 @@ fn add_listens(
                     proxy_protocol: l.proxy_protocol,
                     quic,
                     stream: None,
+                    udp: false,
                     quic_key: Arc::from(Vec::new()),
                 },
                 l.default_server,
