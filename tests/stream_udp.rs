@@ -287,6 +287,29 @@ fn round_robin_spreads_udp_sessions_over_two_peers_as_nginx() {
 }
 
 #[test]
+fn a_refused_peer_answers_empty_and_counts_as_failed_as_nginx() {
+    let live = udp_peer(true, Duration::ZERO);
+    let dead = free_port();
+    let body = format!(
+        "log_format up \"$status $upstream_addr $bytes_sent\";\n\
+         upstream u {{ server 127.0.0.1:{dead}; server 127.0.0.1:{live}; }}\n\
+         server {{ listen 127.0.0.1:{{U0}} udp; proxy_pass u; proxy_responses 1;\n\
+         access_log {{PREFIX}}/logs/u.log up; }}"
+    );
+    let got = both(&body, 1, |u| {
+        // No next peer for a datagram: the ICMP error is an empty answer,
+        // and the peer's failure keeps it out of the next sessions.
+        let out: Vec<_> = (0..4).map(|i| ask(&client(), u.udp[0], &i.to_string())).collect();
+        format!("{}\n{}", out.join(" "), u.log("logs/u.log", 4))
+    });
+    let want = format!(
+        " {live}:1 {live}:2 {live}:3\n200 127.0.0.1:{dead} 0\n\
+         200 127.0.0.1:{live} 7\n200 127.0.0.1:{live} 7\n200 127.0.0.1:{live} 7"
+    );
+    assert_eq!(got, want);
+}
+
+#[test]
 fn a_graceful_stop_ends_a_udp_session_at_its_next_upstream_datagram_as_nginx() {
     let late = udp_peer(false, Duration::from_millis(1500));
     let body = format!(

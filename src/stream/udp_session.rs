@@ -29,6 +29,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::io::Interest;
 use tokio::net::UdpSocket;
 use tokio::time::sleep_until;
 
@@ -41,6 +42,10 @@ use crate::log::{ErrorLog, Level};
 use crate::upstream::balance::{PeerRef, UpstreamGroup};
 use crate::upstream::{ConnectOptions, PeerAddr};
 use crate::vars::template::VarSource;
+
+/// What a session waits for on its peer's socket: a datagram, or an
+/// error (ICMP port unreachable) that a read then returns.
+const READ: Interest = Interest::READABLE.add(Interest::ERROR);
 
 /// Runs the session that `first` from `b.peer` started; `_slot` is its
 /// place in `worker_connections`, held to the end.
@@ -333,9 +338,11 @@ impl Relay<'_> {
                         return End::SendFailed;
                     }
                 }
-                r = up.socket.readable(), if !self.read_failed && dr.is_none() => {
-                    if r.is_ok() {
-                        if let Some(end) = self.from_upstream().await {
+                // An ICMP error (port unreachable) is error readiness,
+                // not readable: waited for too, as NGINX's epoll sees it.
+                r = up.socket.ready(READ), if !self.read_failed && dr.is_none() => {
+                    if let Ok(ready) = r {
+                        if let Some(end) = self.from_upstream(ready.is_error()).await {
                             return end;
                         }
                     }
@@ -384,8 +391,10 @@ impl Relay<'_> {
         true
     }
 
-    /// The peer's datagrams waiting, sent back unless pacing holds them.
-    async fn from_upstream(&mut self) -> Option<End> {
+    /// The peer's datagrams waiting, sent back unless pacing holds them;
+    /// with `error`, the error its socket reported first, taken as a read
+    /// would return it (a read does not look at error readiness).
+    async fn from_upstream(&mut self, mut error: bool) -> Option<End> {
         loop {
             if self.l.closing.get() {
                 return Some(End::Shutdown);
@@ -393,7 +402,15 @@ impl Relay<'_> {
             if !self.download.may_read() {
                 return None;
             }
-            match self.up.socket.try_recv(&mut self.buf) {
+            let pending = match std::mem::take(&mut error) {
+                true => self.up.socket.take_error().ok().flatten(),
+                false => None,
+            };
+            let got = match pending {
+                Some(e) => Err(e),
+                None => self.up.socket.try_recv(&mut self.buf),
+            };
+            match got {
                 Ok(n) => {
                     self.first_byte.get_or_insert_with(Instant::now);
                     self.download.after_read(n);
