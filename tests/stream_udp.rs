@@ -299,7 +299,9 @@ fn a_refused_peer_answers_empty_and_counts_as_failed_as_nginx() {
     let got = both(&body, 1, |u| {
         // No next peer for a datagram: the ICMP error is an empty answer,
         // and the peer's failure keeps it out of the next sessions.
-        let out: Vec<_> = (0..4).map(|i| ask(&client(), u.udp[0], &i.to_string())).collect();
+        let out: Vec<_> = (0..4)
+            .map(|i| ask(&client(), u.udp[0], &i.to_string()))
+            .collect();
         format!("{}\n{}", out.join(" "), u.log("logs/u.log", 4))
     });
     let want = format!(
