@@ -128,6 +128,10 @@ pub(super) struct Binding {
     pub(super) inbox: Rc<Inbox>,
 }
 
+/// The sessions by client address and the address it sent to: each
+/// session's number and inbox.
+type Bindings = HashMap<(SocketAddr, SocketAddr), (u64, Rc<Inbox>)>;
+
 /// One worker's socket of a `listen ... udp` address and its sessions.
 pub(super) struct Listener {
     /// The socket: read here, answered on by the sessions.
@@ -143,7 +147,7 @@ pub(super) struct Listener {
     pub(super) log: ErrorLog,
     conns: Rc<dyn Connections>,
     /// Sessions by client address and the address it sent to.
-    bindings: RefCell<HashMap<(SocketAddr, SocketAddr), (u64, Rc<Inbox>)>>,
+    bindings: RefCell<Bindings>,
     next: Cell<u64>,
     /// A graceful stop began: the socket is no longer read.
     pub(super) closing: Cell<bool>,

@@ -334,7 +334,7 @@ impl Relay<'_> {
             let (ur, dr) = (self.upload.resume, self.download.resume);
             tokio::select! {
                 _ = inbox.arrived() => {
-                    if !self.from_client().await {
+                    if !self.client_datagrams().await {
                         return End::SendFailed;
                     }
                 }
@@ -342,7 +342,7 @@ impl Relay<'_> {
                 // not readable: waited for too, as NGINX's epoll sees it.
                 r = up.socket.ready(READ), if !self.read_failed && dr.is_none() => {
                     if let Ok(ready) = r {
-                        if let Some(end) = self.from_upstream(ready.is_error()).await {
+                        if let Some(end) = self.upstream_datagrams(ready.is_error()).await {
                             return end;
                         }
                     }
@@ -371,7 +371,7 @@ impl Relay<'_> {
 
     /// The client's datagrams queued, sent on unless pacing drops them;
     /// false when sending failed.
-    async fn from_client(&mut self) -> bool {
+    async fn client_datagrams(&mut self) -> bool {
         let b: &Binding = self.b;
         let inbox = &b.inbox;
         while let Some(d) = inbox.take() {
@@ -394,7 +394,7 @@ impl Relay<'_> {
     /// The peer's datagrams waiting, sent back unless pacing holds them;
     /// with `error`, the error its socket reported first, taken as a read
     /// would return it (a read does not look at error readiness).
-    async fn from_upstream(&mut self, mut error: bool) -> Option<End> {
+    async fn upstream_datagrams(&mut self, mut error: bool) -> Option<End> {
         loop {
             if self.l.closing.get() {
                 return Some(End::Shutdown);
