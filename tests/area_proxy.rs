@@ -27,6 +27,7 @@ mod request_buffering;
 mod request_buffering_off;
 mod resolver;
 mod stream;
+mod stream_tls;
 mod stream_udp;
 mod upstream_keepalive_time;
 mod upstream_max_conns;

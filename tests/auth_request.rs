@@ -197,7 +197,7 @@ fn the_subrequest_decides_as_nginx_s_does() {
     // `deny` under `satisfy all` refuses before any subrequest; an allowed
     // address under `satisfy any` needs none.
     assert!(ours[14].1.is_empty() && ours[10].1.len() == 1);
-    let log = srv.read("logs/error.log");
+    let log = srv.wait_log("logs/error.log", "status: 502", Duration::from_secs(5));
     assert!(log.contains("auth request unexpected status: 500"), "{log}");
     assert!(log.contains("auth request unexpected status: 502"), "{log}");
     let Some(ngx) = Nginx::start(&conf) else {

@@ -323,13 +323,12 @@ fn a_short_answer_is_never_stored_and_purge_removes_an_entry() {
         assert!(!got.contains("X-Cache: HIT"), "{got}");
     }
     assert_eq!(reached(&counters, port, "sh.count"), 2);
-    assert!(
-        porter
-            .read("logs/error.log")
-            .contains("upstream prematurely closed"),
-        "{}",
-        porter.read("logs/error.log")
+    let log = porter.wait_log(
+        "logs/error.log",
+        "upstream prematurely closed",
+        Duration::from_secs(5),
     );
+    assert!(log.contains("upstream prematurely closed"), "{log}");
     // The aborted fill's temp file goes through the zone's manager.
     let fc = porter.prefix.path().join("fc");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);

@@ -368,7 +368,11 @@ fn rapid_reset_of_accepted_streams_gets_enhance_your_calm() {
         })
     });
     seen.assert_calmed("rapid_reset_of_accepted_streams_gets_enhance_your_calm");
-    let log = b.s.read("logs/error.log");
+    let log = b.s.wait_log(
+        "logs/error.log",
+        "client reset too many streams",
+        Duration::from_secs(5),
+    );
     assert!(log.contains("client reset too many streams"), "{log}");
 }
 
@@ -467,7 +471,11 @@ fn flood(name: &str, unit: Vec<u8>, opening: Vec<u8>, ours: bool) {
     });
     seen.assert_calmed(name);
     if ours {
-        let log = b.s.read("logs/error.log");
+        let log = b.s.wait_log(
+            "logs/error.log",
+            "http2 flood detected",
+            Duration::from_secs(5),
+        );
         assert!(log.contains("http2 flood detected"), "{log}");
     }
 }

@@ -225,9 +225,9 @@ fn chunked_body_over_the_limit_is_413_before_any_upstream() {
         assert_eq!(r.status, 413, "{who}");
     }
     assert!(first.bodies().is_empty());
-    assert!(p
-        .read("logs/error.log")
-        .contains("client intended to send too large chunked body"));
+    let needle = "client intended to send too large chunked body";
+    let log = p.wait_log("logs/error.log", needle, Duration::from_secs(5));
+    assert!(log.contains(needle), "{log}");
 }
 
 #[test]

@@ -111,7 +111,11 @@ fn a_get_in_early_data_is_served_before_the_handshake_ends_as_nginx_serves_it() 
     );
     let post = resume_with(s.port, POST, &tmp, "p2");
     assert!(post.contains("HTTP/1.1 425 "), "{post}");
-    let log = s.read("logs/error.log");
+    let log = s.wait_log(
+        "logs/error.log",
+        "request in TLS early data",
+        Duration::from_secs(5),
+    );
     assert!(
         log.contains("client sent \"POST\" request in TLS early data"),
         "{log}"
@@ -321,7 +325,11 @@ fn http2_in_early_data_is_served_as_nginx_serves_it() {
     );
     let (post, _) = h2_in_early_data(s.port, &cfg, "POST");
     assert_eq!(post, Some(425));
-    let log = s.read("logs/error.log");
+    let log = s.wait_log(
+        "logs/error.log",
+        "request in TLS early data",
+        Duration::from_secs(5),
+    );
     assert!(
         log.contains("client sent \"POST\" request in TLS early data"),
         "{log}"

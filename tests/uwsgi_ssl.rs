@@ -94,6 +94,11 @@ fn suwsgi_speaks_tls_to_the_application_as_nginx_does() {
         assert_eq!(r.text(), "A=/good\n", "{who}");
         assert_eq!(get(port, "/wrong").status, 502, "{who}");
     }
-    let log = p.read("logs/error.log");
+    // The log thread writes the line: wait for it.
+    let log = p.wait_log(
+        "logs/error.log",
+        "upstream: \"suwsgi://127.0.0.1:",
+        Duration::from_secs(5),
+    );
     assert!(log.contains("upstream: \"suwsgi://127.0.0.1:"), "{log}");
 }

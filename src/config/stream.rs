@@ -6,7 +6,9 @@
 //! ([`LocSettings`]: `access_log`, `allow`/`deny`, `limit_conn`,
 //! `error_log`, `tcp_nodelay`), with the proxy's stream-only settings in
 //! their nested group [`StreamSettings`]; the directives are
-//! `directives/stream.rs`'s.
+//! `directives/stream.rs`'s. TLS (`listen ... ssl`, `proxy_ssl`) uses the
+//! HTTP servers' and proxy's settings: [`StreamServer::tls`] and the
+//! `proxy_ssl_*` location settings.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -55,6 +57,9 @@ settings_group! {
     preread_timeout: Duration = Duration::from_secs(30);
     /// `preread_buffer_size` (16 KiB).
     preread_buffer_size: u64 = 16384;
+    /// `proxy_ssl`: TLS to the upstream (the `proxy_ssl_*` settings are
+    /// the location settings' own).
+    ssl: bool = false;
 }
 
 /// Where a stream server's `proxy_pass` goes.
@@ -92,4 +97,7 @@ pub struct StreamServer {
     pub sets: Vec<StreamSet>,
     /// Where the server block is (`file:line`), for messages.
     pub at: String,
+    /// Its TLS, when it has a `listen ... ssl` (the `ssl_*` directives,
+    /// read as the HTTP servers' are).
+    pub tls: Option<Arc<crate::tls::ServerTls>>,
 }

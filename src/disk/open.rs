@@ -436,10 +436,7 @@ impl Disk {
         let Some(conf) = cache else {
             return io.open(path, rules).await;
         };
-        let key = open_file_cache::Key {
-            path: path.to_path_buf(),
-            rules: rules.clone(),
-        };
+        let key = (path, rules);
         let now = std::time::Instant::now();
         let lookup = self.open_files.borrow_mut().lookup(&key, conf, now);
         match lookup {
@@ -454,11 +451,11 @@ impl Disk {
                         self.open_files.borrow_mut().revalidated(&key, now);
                         Ok(OpenFile::new(file, meta, io.clone()))
                     }
-                    _ => self.open_and_remember(io, path, rules, key, conf).await,
+                    _ => self.open_and_remember(io, path, rules, conf).await,
                 }
             }
             open_file_cache::Lookup::Stale(Err(_)) | open_file_cache::Lookup::Miss => {
-                self.open_and_remember(io, path, rules, key, conf).await
+                self.open_and_remember(io, path, rules, conf).await
             }
         }
     }
@@ -468,10 +465,14 @@ impl Disk {
         io: &Io,
         path: &Path,
         rules: &PathRules,
-        key: open_file_cache::Key,
         conf: &OpenFileCacheSettings,
     ) -> io::Result<OpenFile> {
         let now = std::time::Instant::now();
+        // Owned only here, when an open is remembered.
+        let key = open_file_cache::Key {
+            path: path.to_path_buf(),
+            rules: rules.clone(),
+        };
         match io.open(path, rules).await {
             Ok(f) => {
                 self.open_files

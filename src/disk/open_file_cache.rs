@@ -11,9 +11,11 @@
 //! `open_file_cache_min_uses`-th use within `inactive`; errors only with
 //! `open_file_cache_errors on`.
 
+use std::borrow::Borrow;
+use std::ffi::OsStr;
 use std::fs::File;
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -64,6 +66,49 @@ impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         self.path.as_os_str().hash(h);
         self.rules.hash(h);
+    }
+}
+
+/// A key's two parts as a lookup sees them: a stored [`Key`], or a
+/// request's path and rules borrowed (`(&Path, &PathRules)`), so a lookup
+/// builds no `PathBuf` (an allocation and a copy a request, issue 31).
+/// Both hash and compare as [`Key`] does.
+pub trait KeyParts {
+    /// The path's bytes and the rules.
+    fn parts(&self) -> (&OsStr, &super::PathRules);
+}
+
+impl KeyParts for Key {
+    fn parts(&self) -> (&OsStr, &super::PathRules) {
+        (self.path.as_os_str(), &self.rules)
+    }
+}
+
+impl KeyParts for (&Path, &super::PathRules) {
+    fn parts(&self) -> (&OsStr, &super::PathRules) {
+        (self.0.as_os_str(), self.1)
+    }
+}
+
+impl<'a> Borrow<dyn KeyParts + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+impl std::hash::Hash for dyn KeyParts + '_ {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let (path, rules) = self.parts();
+        path.hash(h);
+        rules.hash(h);
     }
 }
 
@@ -124,7 +169,12 @@ impl OpenFileCache {
     }
 
     /// Looks `key` up and counts the use.
-    pub fn lookup(&mut self, key: &Key, conf: &OpenFileCacheSettings, now: Instant) -> Lookup {
+    pub fn lookup(
+        &mut self,
+        key: &dyn KeyParts,
+        conf: &OpenFileCacheSettings,
+        now: Instant,
+    ) -> Lookup {
         self.fit(conf, now);
         let Some(e) = self.map.get_mut(key) else {
             return Lookup::Miss;
@@ -146,7 +196,7 @@ impl OpenFileCache {
     }
 
     /// The stale entry for `key` was found unchanged.
-    pub fn revalidated(&mut self, key: &Key, now: Instant) {
+    pub fn revalidated(&mut self, key: &dyn KeyParts, now: Instant) {
         if let Some(e) = self.map.get_mut(key) {
             e.checked = now;
         }
@@ -218,6 +268,24 @@ mod tests {
                 changed: (0, 0),
             },
         ))
+    }
+
+    /// A request's borrowed path and rules find the entry an owned key
+    /// stored, and other rules for the same path do not.
+    #[test]
+    fn borrowed_parts_find_the_owned_key() {
+        let mut c = OpenFileCache::default();
+        let t = Instant::now();
+        c.insert(key("/srv/a"), file(), &conf(10), t);
+        let rules = crate::disk::PathRules::default();
+        let found = c.lookup(&(Path::new("/srv/a"), &rules), &conf(10), t);
+        assert!(matches!(found, Lookup::Fresh(Ok(_))));
+        let other = crate::disk::PathRules {
+            no_symlinks: true,
+            ..Default::default()
+        };
+        let missed = c.lookup(&(Path::new("/srv/a"), &other), &conf(10), t);
+        assert!(matches!(missed, Lookup::Miss));
     }
 
     #[test]

@@ -74,16 +74,7 @@ impl RequestCtx {
             | Var::SslServerName
             | Var::SslSessionReused
             | Var::SslClientVerify => {
-                if let Some(t) = &self.conn.tls {
-                    out.push_str(match var {
-                        Var::SslProtocol => t.protocol,
-                        Var::SslCipher => t.cipher,
-                        Var::SslServerName => t.server_name.as_deref().unwrap_or(""),
-                        Var::SslClientVerify => &t.client_verify,
-                        _ if t.reused => "r",
-                        _ => ".",
-                    })
-                }
+                super::tls_vars::append_var(self.conn.tls.as_deref(), var, out)
             }
             Var::RequestMethod => out.push_str(self.request_method()),
             Var::RequestBody => {

@@ -210,17 +210,10 @@ fn handshake_failed(log: &ErrorLog, info: &ConnInfo, what: &str) {
 /// 495 when the one sent did not verify (`on`, `optional`), with the
 /// error-log text.
 pub(super) fn client_cert_refusal(ctx: &super::context::RequestCtx) -> Option<(u16, String)> {
-    use crate::tls::client_auth::VerifyClient;
     let verify = ctx.server.tls.as_ref()?.verify_client;
     let got = &ctx.conn.tls.as_ref()?.client_verify;
-    match (verify, &**got) {
-        (VerifyClient::On, "NONE") => Some((496, "client sent no required SSL certificate".into())),
-        (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
-            495,
-            format!("client SSL certificate verify error: ({})", &v[7..]),
-        )),
-        _ => None,
-    }
+    let (missing, what) = verify.refusal(got)?;
+    Some((if missing { 496 } else { 495 }, what))
 }
 
 /// RFC 8470's 425 (Too Early) for a request in early data that porter

@@ -11,7 +11,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use crate::tls::peer::PeerCert;
 use crate::tls::session_id::SessionId;
-use crate::vars::template::SslVar;
+use crate::vars::template::{SslVar, Var};
 
 /// What a TLS handshake settled, for `$ssl_*`, `$https` and `$scheme`.
 #[derive(Debug)]
@@ -46,6 +46,23 @@ impl TlsInfo {
         self.handshaking
             .as_ref()
             .is_some_and(|f| f.load(Ordering::Acquire))
+    }
+}
+
+/// Appends the value of an `$ssl_*` variable of the connection whose TLS
+/// is `tls` (nothing on a plain connection): the session's
+/// (`$ssl_protocol`, `$ssl_cipher`, `$ssl_server_name`,
+/// `$ssl_session_reused`, `$ssl_client_verify`) and [`append`]'s.
+pub fn append_var(tls: Option<&TlsInfo>, var: &Var, out: &mut String) {
+    let Some(t) = tls else { return };
+    match var {
+        Var::SslProtocol => out.push_str(t.protocol),
+        Var::SslCipher => out.push_str(t.cipher),
+        Var::SslServerName => out.push_str(t.server_name.as_deref().unwrap_or("")),
+        Var::SslClientVerify => out.push_str(&t.client_verify),
+        Var::SslSessionReused => out.push_str(if t.reused { "r" } else { "." }),
+        Var::Ssl(v) => append(tls, *v, out),
+        _ => {}
     }
 }
 

@@ -2,9 +2,10 @@
 //! stream server's address (or, on a `listen ... udp` one, the datagrams
 //! of one client address: `udp.rs`) runs NGINX's stream phases in order — the
 //! PROXY header (`listen ... proxy_protocol`), preaccess (`limit_conn`,
-//! `set`), access (`allow`/`deny`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
-//! connect, then relay bytes both ways) — and ends with its
-//! `access_log` lines. The worker counts a session in
+//! `set`), access (`allow`/`deny`), ssl (the TLS handshake of `listen ...
+//! ssl`), preread (`ssl_preread`), content (`return`, or `proxy_pass`:
+//! connect, with TLS when `proxy_ssl on`, then relay bytes both ways) —
+//! and ends with its `access_log` lines. The worker counts a session in
 //! `worker_connections` and a graceful stop waits for it, as for an HTTP
 //! connection. The configuration is `config::stream`; peers, balancing,
 //! variables, access rules, the PROXY protocol and the log writer are the
@@ -16,6 +17,8 @@
 //! | `session.rs` | `Session`: the session's state and its variables |
 //! | `preread.rs` | `ssl_preread`: the ClientHello's SNI, version and ALPN |
 //! | `proxy.rs` | `proxy_pass`: the group, the tries, the connect |
+//! | `tls.rs` | TLS: `listen ... ssl`'s handshake and `ssl_verify_client`, `proxy_ssl`'s handshake |
+//! | `wire.rs` | `Wire`: one end (plain or TLS) as the phases read and write it |
 //! | `relay.rs` | the two-way relay: buffers, `proxy_timeout`, rates, half-close |
 //! | `udp.rs` | `listen ... udp`: the datagrams' dispatch to their sessions |
 //! | `udp_session.rs` | a UDP session: its phases, its upstream, its datagrams |
@@ -25,22 +28,25 @@ pub mod preread;
 pub mod proxy;
 pub mod relay;
 pub mod session;
+pub mod tls;
 pub mod udp;
 mod udp_pktinfo;
 mod udp_session;
+pub mod wire;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::access::limit_conn::{ConnVerdict, Held};
 use crate::config::stream::StreamServer;
+use crate::config::ListenGroup;
 use crate::http::context::ConnInfo;
 use crate::log::{ErrorLog, Level};
 use crate::vars::template::VarSource;
 use session::Session;
+use wire::Wire;
 
 /// How long the PROXY header may take (NGINX's `proxy_protocol_timeout`).
 const PROXY_PROTOCOL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -48,12 +54,13 @@ const PROXY_PROTOCOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long `return`'s value may take to send.
 const RETURN_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Serves one stream session on `tcp`; `proxy_protocol` when its address
-/// expects a PROXY header; `wlog` is the worker's error log.
+/// Serves one stream session on `tcp`, accepted on `listen` (which says
+/// whether a PROXY header comes first and whether TLS does); `wlog` is
+/// the worker's error log.
 pub async fn serve(
     mut tcp: TcpStream,
     mut conn: ConnInfo,
-    proxy_protocol: bool,
+    listen: &ListenGroup,
     srv: Arc<StreamServer>,
     wlog: &ErrorLog,
 ) {
@@ -61,12 +68,13 @@ pub async fn serve(
     if !srv.s.tcp_nodelay {
         let _ = tcp.set_nodelay(false);
     }
-    let ok = !proxy_protocol
+    let ok = !listen.proxy_protocol
         || crate::http::proxy_protocol::accept(&mut tcp, PROXY_PROTOCOL_TIMEOUT, &elog, &mut conn)
             .await;
     let s = Session::new(conn);
     if ok {
-        let _held = phases(&mut tcp, &s, &srv, &elog).await;
+        let tls = srv.tls.as_deref().filter(|_| listen.ssl);
+        let _held = phases(&tcp, tls, &s, &srv, &elog).await;
     } else {
         s.status.set(400);
     }
@@ -79,7 +87,8 @@ pub async fn serve(
 /// The phases after the PROXY header; what it returns (the `limit_conn`
 /// slots) is held until the session ends.
 async fn phases(
-    tcp: &mut TcpStream,
+    tcp: &TcpStream,
+    server_tls: Option<&crate::tls::ServerTls>,
     s: &Session,
     srv: &StreamServer,
     elog: &ErrorLog,
@@ -88,8 +97,22 @@ async fn phases(
     if !go {
         return held;
     }
+    let conn = match server_tls {
+        Some(t) => match tls::accept(tcp, t, s, elog).await {
+            Some(c) => Some(c),
+            None => {
+                s.status.set(500);
+                return held;
+            }
+        },
+        None => None,
+    };
+    let client = match &conn {
+        Some(c) => Wire::Tls(tcp, c),
+        None => Wire::Tcp(tcp),
+    };
     let initial = if srv.s.stream.ssl_preread {
-        match preread(tcp, s, srv, elog).await {
+        match preread(client, s, srv, elog).await {
             Some(b) => b,
             None => return held,
         }
@@ -98,13 +121,13 @@ async fn phases(
     };
     if let Some(t) = &srv.ret {
         let v = t.render(s);
-        if let Ok(Ok(())) = tokio::time::timeout(RETURN_TIMEOUT, tcp.write_all(v.as_bytes())).await
-        {
+        if client.write_all(v.as_bytes(), RETURN_TIMEOUT).await.is_ok() {
             s.sent.set(v.len() as u64);
         }
+        client.close_notify();
         return held;
     }
-    proxy_session(tcp, s, srv, elog, initial).await;
+    proxy_session(client, s, srv, elog, initial).await;
     held
 }
 
@@ -136,7 +159,7 @@ fn preaccess(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> (Vec<Held>, bo
 /// `preread_buffer_size` is full (400); the bytes read, or `None` when
 /// the session ends here.
 async fn preread(
-    tcp: &TcpStream,
+    client: Wire<'_>,
     s: &Session,
     srv: &StreamServer,
     elog: &ErrorLog,
@@ -164,12 +187,13 @@ async fn preread(
             }
             preread::Parsed::More => {}
         }
-        let mut chunk = vec![0u8; max - buf.len()];
+        let room = max - buf.len();
         let read = async {
             loop {
-                tcp.readable().await?;
-                match tcp.try_read(&mut chunk) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                match client.try_read_into(&mut buf, room) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        client.readable().await?
+                    }
                     r => return r,
                 }
             }
@@ -180,7 +204,7 @@ async fn preread(
                 s.received.set(buf.len() as u64);
                 return None;
             }
-            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+            Ok(Ok(_)) => {}
         }
     }
     s.received.set(buf.len() as u64);
@@ -234,7 +258,7 @@ fn rate(s: &Session, t: &crate::vars::template::Template) -> u64 {
 
 /// `proxy_pass`: a peer connected, then the relay until one side ends.
 async fn proxy_session(
-    tcp: &TcpStream,
+    client: Wire<'_>,
     s: &Session,
     srv: &StreamServer,
     elog: &ErrorLog,
@@ -252,7 +276,7 @@ async fn proxy_session(
         download_rate: rate(s, &st.download_rate),
         half_close: st.half_close,
     };
-    let (c, end) = relay::relay(tcp, &up.socket, lim, initial).await;
+    let (c, end) = relay::relay(client, up.wire(), lim, initial).await;
     s.received.set(pre + c.from_client);
     s.sent.set(c.to_client);
     let addr = {

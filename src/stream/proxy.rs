@@ -3,14 +3,17 @@
 //! peers tried in the balancer's order with `proxy_next_upstream`,
 //! `proxy_next_upstream_tries` and `proxy_next_upstream_timeout`, each
 //! connect bounded by `proxy_connect_timeout`, and the PROXY header of
-//! `proxy_protocol on`. Peer selection and failure accounting are the
-//! HTTP proxy's (`upstream::balance`); every try is recorded on the
-//! session for `$upstream_*`.
+//! `proxy_protocol on`, then the TLS handshake of `proxy_ssl on`
+//! (`tls.rs`; one that fails is a failed try, as NGINX's next upstream).
+//! Peer selection and failure accounting are the HTTP proxy's
+//! (`upstream::balance`); every try is recorded on the session for
+//! `$upstream_*`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::session::{Session, Try};
+use super::wire::Wire;
 use crate::config::stream::{StreamPass, StreamServer};
 use crate::config::ProxyBind;
 use crate::log::{ErrorLog, Level};
@@ -23,10 +26,30 @@ use crate::vars::template::VarSource;
 pub struct Connected {
     /// The socket.
     pub socket: Socket,
+    /// The TLS session over it (`proxy_ssl on`).
+    pub tls: Option<crate::tls::conn::TlsConn>,
     /// The peer's count in its group, given back when dropped.
     pub _in_flight: InFlight,
     /// When the try began.
     pub began: Instant,
+}
+
+impl Connected {
+    /// The upstream's end as the relay reads and writes it.
+    pub fn wire(&self) -> Wire<'_> {
+        match (&self.tls, &self.socket) {
+            (Some(t), Socket::Tcp(tcp)) => Wire::Tls(tcp, t),
+            _ => Wire::Sock(&self.socket),
+        }
+    }
+}
+
+/// Why a try that connected did not become the session's upstream.
+enum NotReady {
+    /// The next peer may be tried (the TLS handshake failed).
+    TryNext,
+    /// The session ends (the PROXY header could not be sent).
+    End,
 }
 
 /// Logs `msg` for the session at `level`, with NGINX's stream context.
@@ -94,21 +117,19 @@ pub(super) fn group(
 }
 
 /// A try that connected: `tcp_nodelay`, the PROXY header of
-/// `proxy_protocol on`, the peer held in flight.
+/// `proxy_protocol on`, the TLS handshake of `proxy_ssl on`, the peer
+/// held in flight.
 async fn connected(
     s: &Session,
     srv: &StreamServer,
-    g: &Arc<UpstreamGroup>,
+    (g, elog): (&Arc<UpstreamGroup>, &ErrorLog),
     peer: PeerRef,
     socket: Socket,
     began: Instant,
-) -> Option<Connected> {
+) -> Result<Connected, NotReady> {
     let st = &srv.s.stream;
     if let Socket::Tcp(t) = &socket {
         let _ = t.set_nodelay(srv.s.tcp_nodelay);
-    }
-    if let Some(t) = s.tries.borrow_mut().last_mut() {
-        t.connect = Some(began.elapsed());
     }
     if st.proxy_protocol {
         let line = crate::http::proxy_protocol::v1_line(s.conn.peer, s.conn.local);
@@ -119,14 +140,39 @@ async fn connected(
         {
             g.release(peer, true);
             s.status.set(502);
-            return None;
+            return Err(NotReady::End);
         }
         if let Some(t) = s.tries.borrow_mut().last_mut() {
             t.sent += line.len() as u64;
         }
     }
-    Some(Connected {
+    let tls = match (st.ssl, &socket) {
+        (false, _) => None,
+        (true, Socket::Tcp(tcp)) => match super::tls::connect(s, srv, tcp, &g.name).await {
+            Ok(t) => Some(t),
+            Err(msg) => {
+                g.release(peer, true);
+                let addr = s.tries.borrow().last().map(|t| t.addr.clone());
+                let addr = addr.unwrap_or_default();
+                log(elog, s, Level::Error, format_args!("{msg}"), &addr);
+                return Err(NotReady::TryNext);
+            }
+        },
+        (true, Socket::Unix(_)) => {
+            let what = "\"proxy_ssl\" to a UNIX-domain socket is not supported by porter";
+            log(elog, s, Level::Error, format_args!("{what}"), "");
+            g.release(peer, true);
+            s.status.set(502);
+            return Err(NotReady::End);
+        }
+    };
+    // As NGINX's `$upstream_connect_time`: up to the end of the handshake.
+    if let Some(t) = s.tries.borrow_mut().last_mut() {
+        t.connect = Some(began.elapsed());
+    }
+    Ok(Connected {
         socket,
+        tls,
         _in_flight: g.answered(peer),
         began,
     })
@@ -196,19 +242,18 @@ pub async fn connect(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> Option
         let opts = match connect_options(s, srv) {
             Ok(o) => o,
             Err(v) => {
-                log(
-                    elog,
-                    s,
-                    Level::Error,
-                    format_args!("invalid local address \"{v}\""),
-                    "",
-                );
+                let what = format_args!("invalid local address \"{v}\"");
+                log(elog, s, Level::Error, what, "");
                 s.status.set(500);
                 return None;
             }
         };
         match crate::upstream::connect_with(&spec.addr, st.connect_timeout, &opts).await {
-            Ok(socket) => return connected(s, srv, &g, peer, socket, began).await,
+            Ok(socket) => match connected(s, srv, (&g, elog), peer, socket, began).await {
+                Ok(c) => return Some(c),
+                Err(NotReady::End) => return None,
+                Err(NotReady::TryNext) => {}
+            },
             Err(e) => {
                 g.release(peer, true);
                 let msg = if e.raw_os_error() == Some(libc::ETIMEDOUT) {

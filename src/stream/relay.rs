@@ -11,6 +11,12 @@
 //! (`shutdown(SHUT_WR)` on the other side) and the session ends when both
 //! have ended. A read error counts as the end of that side.
 //!
+//! Either end may be TLS (`wire.rs`): a TLS sender's end is its
+//! `close_notify` (or a bare close), a half-close toward a TLS peer is
+//! porter's `close_notify`, records rustls still holds when the socket
+//! was full are sent before more is read for that peer, and both TLS
+//! ends get `close_notify` when the session ends.
+//!
 //! Written over readiness (`readable`/`try_read`) rather than
 //! `tokio::io::copy_bidirectional`, which has no idle timeout shared by
 //! both directions, no pacing and always half-closes.
@@ -18,10 +24,9 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use tokio::net::TcpStream;
 use tokio::time::sleep_until;
 
-use crate::upstream::Socket;
+use super::wire::Wire;
 
 /// What the relay keeps to.
 #[derive(Debug, Clone, Copy)]
@@ -66,11 +71,15 @@ pub struct Counts {
 
 /// One direction: its buffer and where it stands.
 struct Pipe {
+    /// Bytes read and not yet all written (`buf[start..]`); its capacity
+    /// is the direction's buffer.
     buf: Vec<u8>,
+    size: usize,
     start: usize,
-    end: usize,
     eof: bool,
     shut: bool,
+    /// TLS records toward the receiver are still queued in rustls.
+    unflushed: bool,
     read: u64,
     written: u64,
     rate: u64,
@@ -81,15 +90,16 @@ struct Pipe {
 
 impl Pipe {
     fn new(size: usize, rate: u64, initial: Vec<u8>) -> Pipe {
+        let size = size.max(1);
         let mut buf = initial;
-        let end = buf.len();
-        buf.resize(size.max(end).max(1), 0);
+        buf.reserve(size.saturating_sub(buf.len()));
         Pipe {
             buf,
+            size,
             start: 0,
-            end,
             eof: false,
             shut: false,
+            unflushed: false,
             read: 0,
             written: 0,
             rate,
@@ -99,7 +109,7 @@ impl Pipe {
     }
 
     fn pending(&self) -> bool {
-        self.start < self.end
+        self.start < self.buf.len()
     }
 
     fn wants_read(&self) -> bool {
@@ -108,14 +118,14 @@ impl Pipe {
 
     /// Done: the sender ended and everything it sent is delivered.
     fn done(&self) -> bool {
-        self.eof && !self.pending()
+        self.eof && !self.pending() && !self.unflushed
     }
 
     /// How much a read may take now; `None` when pacing says wait (the
     /// pause is set).
     fn allowance(&mut self) -> Option<usize> {
         if self.rate == 0 {
-            return Some(self.buf.len());
+            return Some(self.size);
         }
         let secs = self.began.elapsed().as_secs() + 1;
         let limit = (self.rate * secs) as i64 - self.read as i64;
@@ -124,7 +134,7 @@ impl Pipe {
             self.resume = Some(tokio::time::Instant::now() + Duration::from_millis(ms));
             return None;
         }
-        Some(self.buf.len().min(limit as usize))
+        Some(self.size.min(limit as usize))
     }
 
     fn after_read(&mut self, n: usize) {
@@ -137,45 +147,29 @@ impl Pipe {
     }
 }
 
-/// One end of the relay: the client's socket or the upstream's.
-trait Side {
-    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize>;
-    fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
-    fn shut_write(&self);
-}
-
-impl Side for TcpStream {
-    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        TcpStream::try_read(self, buf)
-    }
-    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        TcpStream::try_write(self, buf)
-    }
-    fn shut_write(&self) {
-        let _ = socket2::SockRef::from(self).shutdown(std::net::Shutdown::Write);
-    }
-}
-
-impl Side for Socket {
-    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        Socket::try_read(self, buf)
-    }
-    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        Socket::try_write(self, buf)
-    }
-    fn shut_write(&self) {
-        self.shutdown_write()
-    }
-}
-
 /// Moves what it can through `p` from `src` to `dst` without waiting;
 /// true when a byte moved (or a side ended). A failed write ends the
 /// direction and drops what was left.
-fn step(p: &mut Pipe, src: &dyn Side, dst: &dyn Side) -> bool {
+fn step(p: &mut Pipe, src: Wire<'_>, dst: Wire<'_>) -> bool {
+    let moved = pump(p, src, dst);
+    match dst.try_flush() {
+        Ok(left) => p.unflushed = left,
+        Err(_) => {
+            p.unflushed = false;
+            p.start = p.buf.len();
+            p.eof = true;
+            return true;
+        }
+    }
+    moved
+}
+
+/// [`step`]'s reads and writes.
+fn pump(p: &mut Pipe, src: Wire<'_>, dst: Wire<'_>) -> bool {
     let mut moved = false;
     loop {
         if p.pending() {
-            match dst.try_write(&p.buf[p.start..p.end]) {
+            match dst.try_write(&p.buf[p.start..]) {
                 Ok(n) => {
                     p.start += n;
                     p.written += n as u64;
@@ -184,7 +178,7 @@ fn step(p: &mut Pipe, src: &dyn Side, dst: &dyn Side) -> bool {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return moved,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
-                    p.start = p.end;
+                    p.start = p.buf.len();
                     p.eof = true;
                     return true;
                 }
@@ -197,14 +191,14 @@ fn step(p: &mut Pipe, src: &dyn Side, dst: &dyn Side) -> bool {
         let Some(room) = p.allowance() else {
             return moved;
         };
-        match src.try_read(&mut p.buf[..room]) {
+        p.buf.clear();
+        p.start = 0;
+        match src.try_read_into(&mut p.buf, room) {
             Ok(0) => {
                 p.eof = true;
                 return true;
             }
             Ok(n) => {
-                p.start = 0;
-                p.end = n;
                 p.after_read(n);
                 moved = true;
             }
@@ -220,12 +214,7 @@ fn step(p: &mut Pipe, src: &dyn Side, dst: &dyn Side) -> bool {
 
 /// Relays between `client` and `up` until the session ends; `initial`
 /// is what the client sent already (read while prereading), sent first.
-pub async fn relay(
-    client: &TcpStream,
-    up: &Socket,
-    lim: Limits,
-    initial: Vec<u8>,
-) -> (Counts, End) {
+pub async fn relay(client: Wire<'_>, up: Wire<'_>, lim: Limits, initial: Vec<u8>) -> (Counts, End) {
     let mut upl = Pipe::new(lim.buffer, lim.upload_rate, initial);
     let mut down = Pipe::new(lim.buffer, lim.download_rate, Vec::new());
     let mut first_byte = None;
@@ -237,22 +226,8 @@ pub async fn relay(
         if first_byte.is_none() && down.read > before {
             first_byte = Some(Instant::now());
         }
-        if lim.half_close {
-            if upl.done() && !upl.shut {
-                up.shut_write();
-                upl.shut = true;
-            }
-            if down.done() && !down.shut {
-                client.shut_write();
-                down.shut = true;
-            }
-            if upl.done() && down.done() {
-                break End::Client;
-            }
-        } else if upl.done() {
-            break End::Client;
-        } else if down.done() {
-            break End::Upstream;
+        if let Some(end) = ended(&mut upl, &mut down, client, up, lim.half_close) {
+            break end;
         }
         if moved {
             deadline = tokio::time::Instant::now() + lim.timeout;
@@ -262,14 +237,18 @@ pub async fn relay(
         let (ur, dr) = (upl.resume.unwrap_or(far), down.resume.unwrap_or(far));
         tokio::select! {
             _ = client.readable(), if upl.wants_read() => {}
-            _ = up.writable(), if upl.pending() => {}
+            _ = up.writable(), if upl.pending() || upl.unflushed => {}
             _ = up.readable(), if down.wants_read() => {}
-            _ = client.writable(), if down.pending() => {}
+            _ = client.writable(), if down.pending() || down.unflushed => {}
             _ = sleep_until(ur), if upl.resume.is_some() => upl.resume = None,
             _ = sleep_until(dr), if down.resume.is_some() => down.resume = None,
             _ = sleep_until(deadline) => break End::TimedOut,
         }
     };
+    if end != End::TimedOut {
+        client.close_notify();
+        up.close_notify();
+    }
     let counts = Counts {
         from_client: upl.read,
         to_upstream: upl.written,
@@ -278,4 +257,36 @@ pub async fn relay(
         first_byte,
     };
     (counts, end)
+}
+
+/// How the session ends after a step, if it does: half-closes what
+/// `proxy_half_close` says to.
+fn ended(
+    upl: &mut Pipe,
+    down: &mut Pipe,
+    client: Wire<'_>,
+    up: Wire<'_>,
+    half: bool,
+) -> Option<End> {
+    if half {
+        if upl.done() && !upl.shut {
+            up.shut_write();
+            upl.shut = true;
+        }
+        if down.done() && !down.shut {
+            client.shut_write();
+            down.shut = true;
+        }
+        if upl.done() && down.done() {
+            return Some(End::Client);
+        }
+        return None;
+    }
+    if upl.done() {
+        Some(End::Client)
+    } else if down.done() {
+        Some(End::Upstream)
+    } else {
+        None
+    }
 }

@@ -1,6 +1,7 @@
 //! [`Session`]: one stream connection's state as its variables see it —
 //! the client's addresses, the PROXY header, the byte counts both ways,
-//! the upstream tries, the status — and its [`VarSource`], so `map`,
+//! the upstream tries, the status, the TLS handshake's facts (`$ssl_*`)
+//! — and its [`VarSource`], so `map`,
 //! `geo`, `split_clients`, `set`, `return`, `proxy_pass` with variables,
 //! `hash` keys and `access_log` render through the same variable engine
 //! as HTTP requests.
@@ -9,9 +10,10 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::http::context::ConnInfo;
+use crate::http::context::{ConnInfo, TlsInfo};
 use crate::vars::stream_names::StreamVar;
 use crate::vars::template::{Var, VarSource};
 
@@ -55,6 +57,8 @@ pub struct Session {
     pub limit_conn_status: Cell<Option<&'static str>>,
     /// A UDP session (`listen ... udp`): `$protocol` is `UDP`.
     pub udp: bool,
+    /// What the TLS handshake settled (`listen ... ssl`), for `$ssl_*`.
+    tls: RefCell<Option<Arc<TlsInfo>>>,
 }
 
 impl Session {
@@ -71,7 +75,13 @@ impl Session {
             limit_conn_status: Cell::new(None),
             hello: RefCell::new(None),
             udp: false,
+            tls: RefCell::new(None),
         }
+    }
+
+    /// Keeps what the TLS handshake settled, for `$ssl_*`.
+    pub fn set_tls(&self, info: Arc<TlsInfo>) {
+        *self.tls.borrow_mut() = Some(info);
     }
 
     /// The client's address as the error log and `$remote_addr` give it.
@@ -208,6 +218,14 @@ impl VarSource for Session {
                 }
             }
             Var::LimitConnStatus => out.push_str(self.limit_conn_status.get().unwrap_or("")),
+            Var::SslProtocol
+            | Var::SslCipher
+            | Var::SslServerName
+            | Var::SslSessionReused
+            | Var::SslClientVerify
+            | Var::Ssl(_) => {
+                crate::http::tls_vars::append_var(self.tls.borrow().as_deref(), var, out)
+            }
             // No root in a stream session: the access log's path with
             // variables (`log/by_path.rs`) tests it, and `/` always is.
             Var::DocumentRoot => out.push('/'),

@@ -31,6 +31,26 @@ pub enum VerifyClient {
     OptionalNoCa,
 }
 
+impl VerifyClient {
+    /// Whether this mode refuses a client whose chain got `verdict`
+    /// (`$ssl_client_verify`): NGINX's error-log text, and whether the
+    /// certificate was missing (HTTP's 496) rather than bad (495).
+    /// `on` wants a valid one; `optional` refuses a bad one;
+    /// `optional_no_ca` never refuses.
+    pub fn refusal(self, verdict: &str) -> Option<(bool, String)> {
+        match (self, verdict) {
+            (VerifyClient::On, "NONE") => {
+                Some((true, "client sent no required SSL certificate".into()))
+            }
+            (VerifyClient::On | VerifyClient::Optional, v) if v.starts_with("FAILED:") => Some((
+                false,
+                format!("client SSL certificate verify error: ({})", &v[7..]),
+            )),
+            _ => None,
+        }
+    }
+}
+
 /// Asks for a client certificate, defers the chain's verdict to
 /// [`ClientAuth::verify`].
 #[derive(Debug)]

@@ -412,6 +412,19 @@ impl TlsConn {
     /// socket has nothing more. Records read along the way that call for
     /// an answer (alerts, key updates) are answered without waiting.
     pub fn try_read(&self, tcp: &TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+        let space = (buf.capacity() - buf.len()).max(1024);
+        self.try_read_at_most(tcp, buf, space)
+    }
+
+    /// [`TlsConn::try_read`] appending at most `space` bytes (early data
+    /// aside), for a reader that paces what it takes (the stream relay's
+    /// `proxy_upload_rate`).
+    pub fn try_read_at_most(
+        &self,
+        tcp: &TcpStream,
+        buf: &mut Vec<u8>,
+        space: usize,
+    ) -> io::Result<usize> {
         let mut c = self.conn.borrow_mut();
         loop {
             if self.handshaking.is_some() {
@@ -420,7 +433,6 @@ impl TlsConn {
                     return Ok(n);
                 }
             }
-            let space = (buf.capacity() - buf.len()).max(1024);
             match take_plaintext(&mut c, buf, space) {
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

@@ -322,7 +322,7 @@ impl Build {
             add_listens(&mut groups, &sb.listens, &server).map_err(plain)?;
             servers.push(server);
         }
-        self.stream_groups(&mut groups).map_err(plain)?;
+        self.stream_groups(&mut groups, &mut ssl_shared, &mut client_certs)?;
         quic_keys(&mut groups);
         let cache_zones = self.cache.finish().map_err(plain)?;
         self.access.finish().map_err(plain)?;

@@ -224,6 +224,7 @@ mod ssl;
 mod static_files;
 mod store;
 mod stream;
+mod stream_ssl;
 mod sub_filter;
 mod subrequests;
 mod trailers;

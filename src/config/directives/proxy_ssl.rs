@@ -1,5 +1,5 @@
 //! `proxy_pass https://`'s directives (`ngx_http_proxy_module`'s
-//! `proxy_ssl_*`): whether and against what the upstream's certificate is
+//! `proxy_ssl_*`, also the stream proxy's with `proxy_ssl on`): whether and against what the upstream's certificate is
 //! checked (CAs, revocation lists), the name checked and sent as SNI, versions, suites and session
 //! reuse. Location settings, inherited one by one like NGINX's; the CA
 //! file and `proxy_ssl_password_file` are read when the directive is
@@ -14,62 +14,76 @@ use super::*;
 use crate::tls::ciphers::{self, CipherError};
 use rustls::sign::CertifiedKey;
 
+/// The http levels and the stream block's (NGINX's stream proxy has the
+/// same `proxy_ssl_*` rows; a stream server's settings are a location's).
+const HSLS: u16 = HSL | super::stream::SS;
+
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("proxy_ssl_verify", HSL, Arity::N(1), |b, d| {
+    // The stream proxy's switch (`proxy_pass https://` says it in HTTP).
+    d("proxy_ssl", super::stream::SS, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.loc().stream.ssl, v, d)
+    }),
+    d("proxy_ssl_verify", HSLS, Arity::N(1), |b, d| {
         let v = flag(d)?;
         set_once(&mut b.loc().proxy_ssl_verify, v, d)
     }),
-    d("proxy_ssl_trusted_certificate", HSL, Arity::N(1), |b, d| {
-        if d.args[0].contains('$') {
-            return Err(format!(
-                "variables in \"{}\" are not supported by porter",
-                d.name
-            ));
-        }
-        let certs = crate::tls::client::load_trusted(&b.full_path(&d.args[0]))?;
-        set_once(&mut b.loc().proxy_ssl_trusted_certificate, Some(certs), d)
-    }),
+    d(
+        "proxy_ssl_trusted_certificate",
+        HSLS,
+        Arity::N(1),
+        |b, d| {
+            if d.args[0].contains('$') {
+                return Err(format!(
+                    "variables in \"{}\" are not supported by porter",
+                    d.name
+                ));
+            }
+            let certs = crate::tls::client::load_trusted(&b.full_path(&d.args[0]))?;
+            set_once(&mut b.loc().proxy_ssl_trusted_certificate, Some(certs), d)
+        },
+    ),
     // Checked for every certificate of the chain (as NGINX's
     // `X509_V_FLAG_CRL_CHECK_ALL`): one whose issuer has no list here
     // fails, as in NGINX.
-    d("proxy_ssl_crl", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_crl", HSLS, Arity::N(1), |b, d| {
         let f = file_at(b, d)?;
         let crls = crate::tls::client::load_crls(&f.path)?;
         set_once(&mut b.loc().proxy_ssl_crl, Some(crls), d)
     }),
-    d("proxy_ssl_server_name", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_server_name", HSLS, Arity::N(1), |b, d| {
         let v = flag(d)?;
         set_once(&mut b.loc().proxy_ssl_server_name, v, d)
     }),
-    d("proxy_ssl_name", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_name", HSLS, Arity::N(1), |b, d| {
         let v = template(&d.args[0])?;
         set_once(&mut b.loc().proxy_ssl_name, Some(v), d)
     }),
-    d("proxy_ssl_protocols", HSL, Arity::Min(1), set_protocols),
-    d("proxy_ssl_ciphers", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_protocols", HSLS, Arity::Min(1), set_protocols),
+    d("proxy_ssl_ciphers", HSLS, Arity::N(1), |b, d| {
         let v = select_ciphers(d)?;
         set_once(&mut b.loc().proxy_ssl_ciphers, v, d)
     }),
-    d("proxy_ssl_session_reuse", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_session_reuse", HSLS, Arity::N(1), |b, d| {
         let v = flag(d)?;
         set_once(&mut b.loc().proxy_ssl_session_reuse, v, d)
     }),
-    d("proxy_ssl_certificate", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_certificate", HSLS, Arity::N(1), |b, d| {
         let f = file_at(b, d)?;
         set_once(&mut b.loc().proxy_ssl_certificate, Some(f), d)
     }),
-    d("proxy_ssl_certificate_key", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_certificate_key", HSLS, Arity::N(1), |b, d| {
         let f = file_at(b, d)?;
         set_once(&mut b.loc().proxy_ssl_certificate_key, Some(f), d)
     }),
-    d("proxy_ssl_password_file", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_password_file", HSLS, Arity::N(1), |b, d| {
         let f = file_at(b, d)?;
         let lines = super::ssl::read_passwords(&f.path)?;
         set_once(&mut b.loc().proxy_ssl_password_file, Arc::new(lines), d)
     }),
     // Enforced after webpki's verdict (`tls::client`'s `Depth`).
-    d("proxy_ssl_verify_depth", HSL, Arity::N(1), |b, d| {
+    d("proxy_ssl_verify_depth", HSLS, Arity::N(1), |b, d| {
         let n = number(d, &d.args[0])?;
         set_once(&mut b.loc().proxy_ssl_verify_depth, n, d)
     }),
@@ -156,18 +170,7 @@ pub(super) fn load_client_certs(
     loaded: &mut ClientCerts,
 ) -> Result<(), ConfError> {
     if matches!(handler, Handler::Proxy(_)) {
-        let pair = client_pair(
-            (
-                "proxy_ssl_certificate_key",
-                loc.proxy_ssl_certificate.clone(),
-            ),
-            loc.proxy_ssl_certificate_key.clone(),
-            loc.proxy_ssl_password_file.clone(),
-            loaded,
-        )?;
-        if pair.is_some() {
-            loc.proxy_ssl_client_cert = Some(pair);
-        }
+        load_proxy_pair(loc, loaded)?;
     }
     if matches!(handler, Handler::Proxy(p) if p.proto == crate::upstream::Protocol::Uwsgi) {
         let u = &mut loc.uwsgi;
@@ -192,6 +195,27 @@ pub(super) fn load_client_certs(
         if pair.is_some() {
             g.ssl_client_cert = Some(pair);
         }
+    }
+    Ok(())
+}
+
+/// Loads the merged `proxy_ssl_certificate` pair of `loc` (a location
+/// that proxies, or a stream server with `proxy_ssl on`).
+pub(super) fn load_proxy_pair(
+    loc: &mut LocBuilder,
+    loaded: &mut ClientCerts,
+) -> Result<(), ConfError> {
+    let pair = client_pair(
+        (
+            "proxy_ssl_certificate_key",
+            loc.proxy_ssl_certificate.clone(),
+        ),
+        loc.proxy_ssl_certificate_key.clone(),
+        loc.proxy_ssl_password_file.clone(),
+        loaded,
+    )?;
+    if pair.is_some() {
+        loc.proxy_ssl_client_cert = Some(pair);
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! TLS directives (`ngx_http_ssl_module`): `ssl_certificate`,
+//! TLS directives (`ngx_http_ssl_module`, and most of them also
+//! `ngx_stream_ssl_module`'s: `stream_ssl.rs`): `ssl_certificate`,
 //! `ssl_certificate_key`, `ssl_protocols`, `ssl_ciphers`,
 //! `ssl_prefer_server_ciphers`, `ssl_session_cache`,
 //! `ssl_session_timeout`, `ssl_session_tickets`, `ssl_handshake_timeout`,
@@ -18,9 +19,14 @@ use rustls::crypto::SupportedKxGroup;
 use rustls::server::{ProducesTickets, StoresServerSessions};
 use rustls::sign::CertifiedKey;
 
+/// The http and server levels, and the stream block's (NGINX's
+/// `ngx_stream_ssl_module` has these rows too, read into the same
+/// [`SslB`]: `Build::ssl`).
+const HSS: u16 = HTTP | SRV | super::stream::SS;
+
 /// This area's rows of the directive table.
 pub(super) static ROWS: &[Spec] = &[
-    d("ssl_certificate", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_certificate", HSS, Arity::N(1), |b, d| {
         if d.args[0] == "$acme_certificate" {
             let at = named(b, d);
             b.ssl().acme = Some(at);
@@ -30,7 +36,7 @@ pub(super) static ROWS: &[Spec] = &[
         b.ssl().certs.push(p);
         Ok(())
     }),
-    d("ssl_certificate_key", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_certificate_key", HSS, Arity::N(1), |b, d| {
         if d.args[0] == "$acme_certificate_key" {
             let at = named(b, d);
             b.ssl().acme_key = Some(at);
@@ -40,8 +46,8 @@ pub(super) static ROWS: &[Spec] = &[
         b.ssl().keys.push(p);
         Ok(())
     }),
-    d("ssl_protocols", HTTP | SRV, Arity::Min(1), set_protocols),
-    d("ssl_ciphers", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_protocols", HSS, Arity::Min(1), set_protocols),
+    d("ssl_ciphers", HSS, Arity::N(1), |b, d| {
         let v = tls::ciphers::select(&d.args[0]).map_err(|e| match e {
             tls::ciphers::CipherError::Unknown(n) => {
                 format!("unknown cipher \"{n}\" in \"ssl_ciphers\" (rustls offers ECDHE with AES-GCM or CHACHA20-POLY1305)")
@@ -53,42 +59,37 @@ pub(super) static ROWS: &[Spec] = &[
         })?;
         set_once(&mut b.ssl().ciphers, v, d)
     }),
-    d(
-        "ssl_prefer_server_ciphers",
-        HTTP | SRV,
-        Arity::N(1),
-        |b, d| {
-            let v = flag(d)?;
-            set_once(&mut b.ssl().prefer_server_ciphers, v, d)
-        },
-    ),
+    d("ssl_prefer_server_ciphers", HSS, Arity::N(1), |b, d| {
+        let v = flag(d)?;
+        set_once(&mut b.ssl().prefer_server_ciphers, v, d)
+    }),
     d(
         "ssl_session_cache",
-        HTTP | SRV,
+        HSS,
         Arity::Range(1, 2),
         set_session_cache,
     ),
-    d("ssl_session_timeout", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_session_timeout", HSS, Arity::N(1), |b, d| {
         let v = time(d, &d.args[0])?;
         set_once(&mut b.ssl().session_timeout, v, d)
     }),
-    d("ssl_session_tickets", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_session_tickets", HSS, Arity::N(1), |b, d| {
         let v = flag(d)?;
         set_once(&mut b.ssl().session_tickets, v, d)
     }),
-    d("ssl_handshake_timeout", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_handshake_timeout", HSS, Arity::N(1), |b, d| {
         let v = time(d, &d.args[0])?;
         set_once(&mut b.ssl().handshake_timeout, v, d)
     }),
-    d("ssl_client_certificate", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_client_certificate", HSS, Arity::N(1), |b, d| {
         let p = path_arg(b, d)?;
         set_once(&mut b.ssl().client_ca, p, d)
     }),
-    d("ssl_crl", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_crl", HSS, Arity::N(1), |b, d| {
         let p = path_arg(b, d)?;
         set_once(&mut b.ssl().crl, p, d)
     }),
-    d("ssl_verify_client", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_verify_client", HSS, Arity::N(1), |b, d| {
         let v = match d.args[0].as_str() {
             "off" => VerifyClient::Off,
             "on" => VerifyClient::On,
@@ -110,8 +111,8 @@ pub(super) static ROWS: &[Spec] = &[
         let v = flag(d)?;
         set_once(&mut b.ssl().early_data, v, d)
     }),
-    d("ssl_dhparam", HTTP | SRV, Arity::N(1), set_dhparam),
-    d("ssl_ecdh_curve", HTTP | SRV, Arity::N(1), set_ecdh_curve),
+    d("ssl_dhparam", HSS, Arity::N(1), set_dhparam),
+    d("ssl_ecdh_curve", HSS, Arity::N(1), set_ecdh_curve),
     d("ssl_stapling", HTTP | SRV, Arity::N(1), |b, d| {
         let v = (flag(d)?, here(d));
         set_once(&mut b.ssl().stapling, v, d)
@@ -131,16 +132,11 @@ pub(super) static ROWS: &[Spec] = &[
         let v = d.args[0].clone();
         set_once(&mut b.ssl().stapling_responder, v, d)
     }),
-    d(
-        "ssl_trusted_certificate",
-        HTTP | SRV,
-        Arity::N(1),
-        |b, d| {
-            let p = path_arg(b, d)?;
-            set_once(&mut b.ssl().trusted, p, d)
-        },
-    ),
-    d("ssl_session_ticket_key", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_trusted_certificate", HSS, Arity::N(1), |b, d| {
+        let p = path_arg(b, d)?;
+        set_once(&mut b.ssl().trusted, p, d)
+    }),
+    d("ssl_session_ticket_key", HSS, Arity::N(1), |b, d| {
         let p = path_arg(b, d)?;
         let key = std::fs::read(&p.path).map_err(|e| {
             format!(
@@ -159,21 +155,16 @@ pub(super) static ROWS: &[Spec] = &[
         let v = size(d, &d.args[0])? as usize;
         set_once(&mut b.ssl().buffer_size, v, d)
     }),
-    d("ssl_verify_depth", HTTP | SRV, Arity::N(1), |b, d| {
+    d("ssl_verify_depth", HSS, Arity::N(1), |b, d| {
         let v = number(d, &d.args[0])?;
         set_once(&mut b.ssl().verify_depth, v, d)
     }),
-    d(
-        "ssl_password_file",
-        HTTP | SRV,
-        Arity::N(1),
-        set_password_file,
-    ),
+    d("ssl_password_file", HSS, Arity::N(1), set_password_file),
     d("ssl_reject_handshake", HTTP | SRV, Arity::N(1), |b, d| {
         let v = flag(d)?;
         set_once(&mut b.ssl().reject_handshake, v, d)
     }),
-    d("ssl_conf_command", HTTP | SRV, Arity::N(2), |_, d| {
+    d("ssl_conf_command", HSS, Arity::N(2), |_, d| {
         warn(d, &format!("\"ssl_conf_command {}\" is ignored: porter's TLS is rustls, which has no OpenSSL configuration commands", d.args[0]));
         Ok(())
     }),
@@ -311,6 +302,7 @@ impl Build {
     pub(super) fn ssl(&mut self) -> &mut SslB {
         match self.ctx {
             HTTP => &mut self.ssl_http,
+            STREAM | SSRV => self.stream.ssl.level(self.ctx == SSRV),
             _ => &mut self.server().ssl,
         }
     }

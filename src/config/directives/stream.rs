@@ -8,8 +8,10 @@
 //! `server`, `hash`, `least_conn`, `random`, `zone`) are their own rows
 //! with the stream contexts added: `Build::loc` gives them the stream
 //! level's settings. `log_format` has a row here for the stream block's
-//! own formats (NGINX keeps the two blocks' formats apart). The model is
-//! `config/stream.rs`; the sessions run in `src/stream/`.
+//! own formats (NGINX keeps the two blocks' formats apart). TLS
+//! (`listen ... ssl`, the `ssl_*` and `proxy_ssl*` rows) is
+//! `stream_ssl.rs`'s. The model is `config/stream.rs`; the sessions run
+//! in `src/stream/`.
 
 use super::listen::ListenB;
 use super::upstream::UpstreamB;
@@ -179,6 +181,8 @@ pub(super) struct StreamB {
     upstreams: HashMap<String, Arc<UpstreamGroup>>,
     /// Its `log_format`s by name.
     pub(super) formats: HashMap<String, Arc<LogFormat>>,
+    /// The `ssl_*` settings of the level and of each server.
+    pub(super) ssl: super::stream_ssl::StreamSsl,
 }
 
 /// A stream `server { }` being read.
@@ -206,6 +210,7 @@ fn set_stream(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_server(b: &mut Build, d: &Directive) -> Res {
+    b.stream.ssl.open_server();
     b.stream.servers.push(StreamServerB {
         loc: LocBuilder::default(),
         listens: Vec::new(),
@@ -248,9 +253,6 @@ fn set_listen(b: &mut Build, d: &Directive) -> Res {
         let name = p.split('=').next().unwrap_or(p);
         match name {
             "ssl" if udp => return Err("\"ssl\" parameter is incompatible with \"udp\"".into()),
-            "ssl" => {
-                return Err("\"listen ... ssl\" in \"stream\" is not supported by porter".into())
-            }
             "default_server" | "default" | "http2" | "quic" => {
                 return Err(format!("invalid parameter \"{p}\""))
             }
@@ -332,23 +334,44 @@ fn set_set(b: &mut Build, d: &Directive) -> Res {
 
 impl Build {
     /// The stream servers merged and grouped by address, added to
-    /// `groups` (an address both blocks listen on is an error).
-    pub(super) fn stream_groups(&mut self, groups: &mut Vec<(ListenGroup, bool)>) -> Res {
-        for mut sb in std::mem::take(&mut self.stream.servers) {
+    /// `groups` (an address both blocks listen on is an error); their TLS
+    /// is built with the HTTP servers' `shared` caches and `certs`.
+    pub(super) fn stream_groups(
+        &mut self,
+        groups: &mut Vec<(ListenGroup, bool)>,
+        shared: &mut super::ssl::SslShared,
+        certs: &mut super::proxy_ssl::ClientCerts,
+    ) -> Result<(), ConfError> {
+        let plain = |message: String| ConfError {
+            message,
+            file: None,
+            line: 0,
+        };
+        for (i, mut sb) in std::mem::take(&mut self.stream.servers)
+            .into_iter()
+            .enumerate()
+        {
             let at = format!("{}:{}", sb.file.display(), sb.line);
             if sb.listens.is_empty() {
-                return Err(format!("no \"listen\" is defined for server in {at}"));
+                return Err(plain(format!(
+                    "no \"listen\" is defined for server in {at}"
+                )));
             }
             if sb.pass.is_none() && sb.ret.is_none() {
-                return Err(format!("no handler for server in {at}"));
+                return Err(plain(format!("no handler for server in {at}")));
             }
             sb.loc.inherit(&self.stream.main);
+            super::stream_ssl::client_cert(&mut sb.loc, certs)?;
+            let ssl_listen = sb.listens.iter().find_map(|(l, _)| l.ssl.as_ref());
+            let ssl_listen = ssl_listen.map(|(f, n)| (f, *n));
+            let tls = super::stream_ssl::server_tls(&self.stream.ssl, i, ssl_listen, shared)?;
             let server = Arc::new(StreamServer {
                 s: sb.loc.finish(),
                 pass: sb.pass,
                 ret: sb.ret,
                 sets: sb.sets,
                 at,
+                tls,
             });
             for (l, udp) in &sb.listens {
                 // A TCP and a UDP address may share an IP and port.
@@ -356,7 +379,8 @@ impl Build {
                     .iter()
                     .any(|(g, _)| g.addr == l.addr && g.is_udp() == *udp && g.unix == l.unix)
                 {
-                    return Err(format!("duplicate \"{}\" address and port pair", l.name()));
+                    let what = format!("duplicate \"{}\" address and port pair", l.name());
+                    return Err(plain(what));
                 }
                 groups.push((
                     ListenGroup {
@@ -367,7 +391,7 @@ impl Build {
                         opts: l.opts,
                         servers: Vec::new(),
                         default: 0,
-                        ssl: false,
+                        ssl: l.ssl.is_some(),
                         http2: false,
                         proxy_protocol: l.proxy_protocol,
                         quic: false,

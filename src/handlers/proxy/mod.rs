@@ -39,7 +39,7 @@ mod response;
 mod scgi;
 mod store;
 mod target;
-mod tls;
+pub mod tls;
 mod tries;
 mod uwsgi;
 

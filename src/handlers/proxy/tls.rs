@@ -64,7 +64,9 @@ pub fn target_with(
     })
 }
 
-fn spec(s: &LocSettings) -> ClientSpec {
+/// The `proxy_ssl_*` settings of a location (or of a stream server
+/// with `proxy_ssl on`) as a client configuration's spec.
+pub fn spec(s: &LocSettings) -> ClientSpec {
     ClientSpec {
         verify: s.proxy_ssl_verify,
         trusted: s.proxy_ssl_trusted_certificate.clone(),
@@ -115,6 +117,12 @@ impl HandshakeFail {
     /// NGINX's message for the failure, `while SSL handshaking to
     /// upstream` (the caller appends the context).
     pub fn message(&self, t: &TlsTarget) -> String {
+        self.message_for(&t.shown)
+    }
+
+    /// [`HandshakeFail::message`] for a connection to the name `shown`
+    /// (the stream proxy's, which has no `TlsTarget`).
+    pub fn message_for(&self, shown: &str) -> String {
         const WHILE: &str = "while SSL handshaking to upstream";
         match self {
             HandshakeFail::TimedOut => {
@@ -124,10 +132,7 @@ impl HandshakeFail {
                 match c {
                     CertificateError::NotValidForName
                     | CertificateError::NotValidForNameContext { .. } => {
-                        format!(
-                            "upstream SSL certificate does not match \"{}\" {WHILE}",
-                            t.shown
-                        )
+                        format!("upstream SSL certificate does not match \"{shown}\" {WHILE}")
                     }
                     c => format!(
                         "upstream SSL certificate verify error: ({}) {WHILE}",
