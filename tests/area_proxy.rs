@@ -31,6 +31,7 @@ mod stream_tls;
 mod stream_namespaces;
 mod stream_realip;
 mod stream_resolver;
+mod stream_udp;
 mod upstream_keepalive_time;
 mod upstream_max_conns;
 mod upstream_methods;

@@ -74,10 +74,21 @@ pub struct ListenGroup {
     /// A `stream { }` server's address: each connection is its session
     /// (`servers` is then empty).
     pub stream: Option<Arc<super::stream::StreamServer>>,
+    /// A stream server's `listen ... udp`: UDP sockets, one per worker;
+    /// each datagram from a new client address starts a session
+    /// (`stream::udp`).
+    pub udp: bool,
     /// On a QUIC address: the key its stateless resets and tokens derive
     /// from (`quic_host_key` of the default server, else random bytes
     /// made when the configuration loaded; the same for every worker).
     pub quic_key: Arc<[u8]>,
+}
+
+impl ListenGroup {
+    /// Whether the address is bound as UDP (`quic`, or a stream `udp`).
+    pub fn is_udp(&self) -> bool {
+        self.quic || self.udp
+    }
 }
 
 /// One `server { }` block.

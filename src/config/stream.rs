@@ -28,6 +28,12 @@ settings_group! {
     connect_timeout: Duration = Duration::from_secs(60);
     /// `proxy_timeout`: the longest wait for a byte either way (10 min).
     timeout: Duration = Duration::from_secs(600);
+    /// `proxy_requests` (UDP): client datagrams after which the session's
+    /// binding is released (0: never).
+    requests: u64 = 0;
+    /// `proxy_responses` (UDP): datagrams expected back for each client
+    /// datagram (`u64::MAX`: unset, the session ends by `proxy_timeout`).
+    responses: u64 = u64::MAX;
     /// `proxy_next_upstream` (on): a failed connect tries the next peer.
     next_upstream: bool = true;
     /// `proxy_next_upstream_tries` (0: no limit).

@@ -5,7 +5,9 @@
 //! On reload, addresses that stay keep their sockets (and the connections
 //! queued in them); only new addresses are bound and vanished ones closed.
 //! A `listen ... quic` address gets UDP sockets the same way, one per
-//! worker, steered by connection ID (`quic_steer.rs`).
+//! worker, steered by connection ID (`quic_steer.rs`); a stream
+//! server's `listen ... udp` address too, spread by the client's address
+//! (the kernel's hash), so each session stays on one worker.
 //! A binary upgrade hands them, TCP and UDP, to the new binary (`upgrade.rs`), which
 //! starts from them ([`Listeners::inherit`]) instead of binding.
 //! A `listen unix:PATH` address has one socket that every worker accepts
@@ -32,7 +34,8 @@ use crate::util::errno_text;
 #[derive(Default)]
 pub struct Listeners {
     by_addr: HashMap<SocketAddr, Vec<TcpListener>>,
-    /// The UDP sockets of `listen ... quic` addresses, by worker.
+    /// The UDP sockets of `listen ... quic` and stream `udp` addresses,
+    /// by worker.
     udp: HashMap<SocketAddr, Vec<UdpSocket>>,
     /// The sockets of `listen unix:` addresses, by path.
     unix: HashMap<Arc<Path>, UnixListener>,
@@ -191,6 +194,11 @@ fn bind_unix(path: &Path, backlog: i32, bufs: SocketBufs) -> Result<UnixListener
     Ok(s.into())
 }
 
+/// Whether `g` is bound as a TCP address (not UDP, not `unix:`).
+fn is_tcp(g: &&ListenGroup) -> bool {
+    !g.is_udp() && g.unix.is_none()
+}
+
 /// With `SO_REUSEPORT`, a second server of the same user could bind the
 /// same port silently; a plain bind first detects "Address already in use"
 /// as NGINX users expect.
@@ -255,7 +263,7 @@ impl Listeners {
         // Bind everything new first, so a failure leaves the old set intact.
         let mut fresh: HashMap<SocketAddr, Vec<TcpListener>> = HashMap::new();
         let udp = self.update_udp(cfg)?;
-        for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
+        for g in cfg.listens.iter().filter(is_tcp) {
             let have = self.by_addr.get(&g.addr).map_or(0, Vec::len);
             if have == 0 {
                 probe_free(g.addr, &g.opts)?;
@@ -267,14 +275,14 @@ impl Listeners {
             fresh.insert(g.addr, v);
         }
         // Sockets kept take the options as they are now (NGINX's reload).
-        for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
+        for g in cfg.listens.iter().filter(is_tcp) {
             for l in self.by_addr.get(&g.addr).into_iter().flatten() {
                 configure(&socket2::SockRef::from(l), g.addr, g, true)?;
             }
         }
         // Last: nothing fails after it, so no file it makes is left behind.
         let unix = self.update_unix(cfg)?;
-        for g in cfg.listens.iter().filter(|g| !g.quic && g.unix.is_none()) {
+        for g in cfg.listens.iter().filter(is_tcp) {
             let mut v = self.by_addr.remove(&g.addr).unwrap_or_default();
             v.truncate(workers);
             v.extend(fresh.remove(&g.addr).unwrap_or_default());
@@ -341,7 +349,11 @@ impl Listeners {
     fn update_udp(&mut self, cfg: &Config) -> Result<HashMap<SocketAddr, Vec<UdpSocket>>, String> {
         let workers = cfg.main.worker_processes;
         let mut next = HashMap::new();
-        for g in cfg.listens.iter().filter(|g| g.quic) {
+        let mut quic = std::collections::HashSet::new();
+        for g in cfg.listens.iter().filter(|g| g.is_udp()) {
+            if g.quic {
+                quic.insert(g.addr);
+            }
             let have = self.udp.get(&g.addr).map_or(0, Vec::len);
             if have == 0 {
                 super::quic_steer::probe_free_udp(g.addr)?;
@@ -357,22 +369,27 @@ impl Listeners {
             let mut v = self.udp.remove(&addr).unwrap_or_default();
             v.truncate(workers);
             v.extend(fresh);
-            super::quic_steer::steer(&v[0], v.len()).map_err(|e| {
-                format!(
-                    "setsockopt(SO_ATTACH_REUSEPORT_CBPF) {addr} failed {}",
-                    errno_text(&e)
-                )
-            })?;
+            // A stream `udp` address keeps the kernel's spread by the
+            // client's address: a session's datagrams reach its worker.
+            if quic.contains(&addr) {
+                super::quic_steer::steer(&v[0], v.len()).map_err(|e| {
+                    format!(
+                        "setsockopt(SO_ATTACH_REUSEPORT_CBPF) {addr} failed {}",
+                        errno_text(&e)
+                    )
+                })?;
+            }
             out.insert(addr, v);
         }
         Ok(out)
     }
 
     /// Duplicates of worker `idx`'s UDP sockets, with the index of their
-    /// `listen ... quic` address in `cfg.listens`.
+    /// `listen ... quic` (or stream `listen ... udp`) address in
+    /// `cfg.listens`.
     pub fn udp_for_worker(&self, cfg: &Config, idx: usize) -> io::Result<Vec<(usize, UdpSocket)>> {
         let mut out = Vec::new();
-        for (gi, g) in cfg.listens.iter().enumerate().filter(|(_, g)| g.quic) {
+        for (gi, g) in cfg.listens.iter().enumerate().filter(|(_, g)| g.is_udp()) {
             if let Some(s) = self.udp.get(&g.addr).and_then(|v| v.get(idx)) {
                 out.push((gi, s.try_clone()?));
             }
@@ -396,8 +413,7 @@ impl Listeners {
     /// address in `cfg.listens`.
     pub fn for_worker(&self, cfg: &Config, idx: usize) -> io::Result<Vec<(usize, TcpListener)>> {
         let mut out = Vec::new();
-        for (gi, g) in (cfg.listens.iter().enumerate()).filter(|(_, g)| !g.quic && g.unix.is_none())
-        {
+        for (gi, g) in cfg.listens.iter().enumerate().filter(|(_, g)| is_tcp(g)) {
             if let Some(l) = self.by_addr.get(&g.addr).and_then(|v| v.get(idx)) {
                 out.push((gi, l.try_clone()?));
             }

@@ -2,7 +2,7 @@
 //! its own `SO_REUSEPORT` listeners. A connection lives on the worker that
 //! accepted it, start to end.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -47,8 +47,9 @@ pub struct WorkerStart {
     /// Its `listen unix:` sockets: (index into `config.listens`, socket),
     /// the one socket of the address shared by every worker.
     pub unix: Vec<(usize, std::os::unix::net::UnixListener)>,
-    /// Its UDP sockets of `listen ... quic` addresses: (index into
-    /// `config.listens`, socket), one QUIC endpoint each.
+    /// Its UDP sockets of `listen ... quic` addresses (one QUIC endpoint
+    /// each) and of stream `listen ... udp` ones (`stream::udp`): (index
+    /// into `config.listens`, socket).
     pub quic: Vec<(usize, std::net::UdpSocket)>,
     /// Whom to run as.
     pub credentials: Option<Credentials>,
@@ -242,7 +243,21 @@ async fn worker_main(start: WorkerStart) {
     // QUIC: one endpoint per address, ending after its connections once
     // a graceful stop begins.
     let mut quic = tokio::task::JoinSet::new();
+    let udp_count = Rc::new(UdpCount {
+        live: live.clone(),
+        limit,
+        log: env.log.clone(),
+        notes: RefCell::new([None; 2]),
+    });
     for (group, socket) in start.quic {
+        // A stream `udp` address: its listener ends by itself when a
+        // graceful stop begins; its sessions count in `live`.
+        if let Some(srv) = env.config.listens[group].stream.clone() {
+            let (log, sd) = (env.log.clone(), start.shutdown.clone());
+            let count = udp_count.clone();
+            crate::metrics::timed::spawn(crate::stream::udp::serve(socket, srv, log, count, sd));
+            continue;
+        }
         let serve = crate::http::http3::serve_endpoint(socket, group, start.index, env.clone());
         quic.spawn_local(serve);
     }
@@ -272,6 +287,36 @@ async fn worker_main(start: WorkerStart) {
             _ = quic.join_next() => {}
             _ = sd.wait_for(Mode::Fast) => break,
         }
+    }
+}
+
+/// The worker's connection count as UDP sessions see it
+/// (`stream::udp::Connections`): a session takes a slot as an accepted
+/// connection does (`admit`), and gives it back when it ends.
+struct UdpCount {
+    live: Rc<Live>,
+    limit: usize,
+    log: ErrorLog,
+    notes: RefCell<[Option<Instant>; 2]>,
+}
+
+impl crate::stream::udp::Connections for UdpCount {
+    fn open(&self) -> bool {
+        metrics::inc(&metrics::ACCEPTS);
+        let mut notes = self.notes.borrow_mut();
+        if !admit(&self.log, self.live.count.get(), self.limit, &mut notes) {
+            return false;
+        }
+        metrics::inc(&metrics::HANDLED);
+        metrics::inc(&metrics::ACTIVE);
+        self.live.count.set(self.live.count.get() + 1);
+        true
+    }
+
+    fn close(&self) {
+        metrics::dec(&metrics::ACTIVE);
+        self.live.count.set(self.live.count.get() - 1);
+        self.live.idle.notify_one();
     }
 }
 

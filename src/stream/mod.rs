@@ -1,6 +1,7 @@
 //! The `stream { }` block's sessions: a TCP connection accepted on a
-//! stream server's address runs NGINX's stream phases in order — the
-//! PROXY header (`listen ... proxy_protocol`), post-accept (realip: a
+//! stream server's address (or, on a `listen ... udp` one, the datagrams
+//! of one client address: `udp.rs`) runs NGINX's stream phases in order —
+//! the PROXY header (`listen ... proxy_protocol`), post-accept (realip: a
 //! trusted sender's PROXY header names the client), preaccess
 //! (`limit_conn`, `set`), access (`allow`/`deny`), ssl (the TLS handshake
 //! of `listen ... ssl`), preread (`ssl_preread`), content (`return`, or
@@ -20,12 +21,18 @@
 //! | `tls.rs` | TLS: `listen ... ssl`'s handshake and `ssl_verify_client`, `proxy_ssl`'s handshake |
 //! | `wire.rs` | `Wire`: one end (plain or TLS) as the phases read and write it |
 //! | `relay.rs` | the two-way relay: buffers, `proxy_timeout`, rates, half-close |
+//! | `udp.rs` | `listen ... udp`: the datagrams' dispatch to their sessions |
+//! | `udp_session.rs` | a UDP session: its phases, its upstream, its datagrams |
+//! | `udp_pktinfo.rs` | a wildcard UDP socket: each datagram's destination, answers from it |
 
 pub mod preread;
 pub mod proxy;
 pub mod relay;
 pub mod session;
 pub mod tls;
+pub mod udp;
+mod udp_pktinfo;
+mod udp_session;
 pub mod wire;
 
 use std::sync::Arc;
@@ -88,30 +95,9 @@ async fn phases(
     srv: &StreamServer,
     elog: &ErrorLog,
 ) -> Vec<Held> {
-    let held = match limit_conn(s, srv, elog) {
-        Some(h) => h,
-        None => {
-            s.status.set(503);
-            return Vec::new();
-        }
-    };
-    for set in &srv.sets {
-        let v = set.value.render(s);
-        s.store_slot(set.slot, &v);
-    }
-    if let Some(r) = crate::access::rules::first_match(&srv.s.access_rules, s.client_ip()) {
-        if r.deny {
-            proxy::log(
-                elog,
-                s,
-                Level::Error,
-                // NGINX's log action until preread: "initializing session".
-                format_args!("access forbidden by rule while initializing session"),
-                "",
-            );
-            s.status.set(403);
-            return held;
-        }
+    let (held, go) = preaccess(s, srv, elog);
+    if !go {
+        return held;
     }
     let conn = match server_tls {
         Some(t) => match tls::accept(tcp, t, s, elog).await {
@@ -145,6 +131,30 @@ async fn phases(
     }
     proxy_session(client, s, srv, elog, initial).await;
     held
+}
+
+/// Preaccess (`limit_conn`, `set`) and access (`allow`/`deny`), TCP's
+/// and UDP's: the `limit_conn` slots taken, and whether the session goes
+/// on (when not, its status is set).
+fn preaccess(s: &Session, srv: &StreamServer, elog: &ErrorLog) -> (Vec<Held>, bool) {
+    let Some(held) = limit_conn(s, srv, elog) else {
+        s.status.set(503);
+        return (Vec::new(), false);
+    };
+    for set in &srv.sets {
+        let v = set.value.render(s);
+        s.store_slot(set.slot, &v);
+    }
+    if let Some(r) = crate::access::rules::first_match(&srv.s.access_rules, s.client_ip()) {
+        if r.deny {
+            // NGINX's log action until preread: "initializing session".
+            let what = format_args!("access forbidden by rule while initializing session");
+            proxy::log(elog, s, Level::Error, what, "");
+            s.status.set(403);
+            return (held, false);
+        }
+    }
+    (held, true)
 }
 
 /// `ssl_preread`: reads until the ClientHello is whole (or is none),

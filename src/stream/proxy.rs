@@ -67,8 +67,9 @@ pub fn log(
     } else {
         format!(", upstream: \"{upstream}\"")
     };
+    let udp = if s.udp { "udp " } else { "" };
     let ctx = format!(
-        ", client: {}, server: {}{up}, bytes from/to client:{}/{}, bytes from/to upstream:{}/{}",
+        ", {udp}client: {}, server: {}{up}, bytes from/to client:{}/{}, bytes from/to upstream:{}/{}",
         s.client(),
         s.server(),
         s.received.get(),
@@ -80,7 +81,7 @@ pub fn log(
 }
 
 /// The group a session's `proxy_pass` names, or the status to end with.
-async fn group(
+pub(super) async fn group(
     s: &Session,
     srv: &StreamServer,
     pass: &StreamPass,
@@ -213,7 +214,7 @@ async fn connected(
 
 /// `proxy_bind` (rendered for the session; empty binds nothing) and
 /// `proxy_socket_keepalive`, as the HTTP proxy applies them.
-fn connect_options(s: &Session, srv: &StreamServer) -> Result<ConnectOptions, String> {
+pub(super) fn connect_options(s: &Session, srv: &StreamServer) -> Result<ConnectOptions, String> {
     let bind = match &srv.s.proxy_bind {
         None => None,
         Some(b) => {

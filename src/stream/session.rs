@@ -60,6 +60,8 @@ pub struct Session {
     pub hello: RefCell<Option<super::preread::Hello>>,
     /// `$limit_conn_status`: `PASSED`, `REJECTED`, `REJECTED_DRY_RUN`.
     pub limit_conn_status: Cell<Option<&'static str>>,
+    /// A UDP session (`listen ... udp`): `$protocol` is `UDP`.
+    pub udp: bool,
     /// What the TLS handshake settled (`listen ... ssl`), for `$ssl_*`.
     tls: RefCell<Option<Arc<TlsInfo>>>,
 }
@@ -78,6 +80,7 @@ impl Session {
             ended: Cell::new(None),
             limit_conn_status: Cell::new(None),
             hello: RefCell::new(None),
+            udp: false,
             tls: RefCell::new(None),
         }
     }
@@ -145,7 +148,7 @@ impl Session {
 
     fn stream_var(&self, v: StreamVar, out: &mut String) {
         match v {
-            StreamVar::Protocol => out.push_str("TCP"),
+            StreamVar::Protocol => out.push_str(if self.udp { "UDP" } else { "TCP" }),
             StreamVar::BytesReceived => {
                 let _ = write!(out, "{}", self.received.get());
             }

@@ -654,6 +654,7 @@ fn add_listens(
                     proxy_protocol: l.proxy_protocol,
                     quic,
                     stream: None,
+                    udp: false,
                     quic_key: Arc::from(Vec::new()),
                 },
                 l.default_server,
@@ -663,9 +664,8 @@ fn add_listens(
     Ok(())
 }
 
-// A nested block's error already carries its own file:line; it travels out
-// through the setter's `String` error via this slot so the outer directive
-// does not re-label it.
+// A nested block's error carries its own file:line; it travels out through
+// the setter's `String` error via this slot, not re-labelled by the outer.
 thread_local! {
     pub(super) static NESTED: std::cell::RefCell<Option<ConfError>> = const { std::cell::RefCell::new(None) };
 }

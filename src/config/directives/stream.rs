@@ -1,6 +1,7 @@
 //! `stream { }`: the TCP proxy's block, its `server { }` and `upstream { }`
 //! blocks and the directives only they have (`listen`, `proxy_pass`,
-//! `return`, `set`, the `proxy_*` timeouts, rates and retries,
+//! `return`, `set`, the `proxy_*` timeouts, rates and retries, UDP's
+//! `listen ... udp`, `proxy_requests` and `proxy_responses`,
 //! `ssl_preread`, `preread_*`). The directives the stream block shares
 //! with `http` (`error_log`, `access_log`, `allow`/`deny`, `limit_conn*`,
 //! `map`, `geo`, `split_clients`, `tcp_nodelay`, and `upstream { }`'s
@@ -89,6 +90,18 @@ pub(super) static ROWS: &[Spec] = &[
         stream_setting!(timeout, a_time),
     ),
     d(
+        "proxy_requests",
+        SS,
+        Arity::N(1),
+        stream_setting!(requests, a_number),
+    ),
+    d(
+        "proxy_responses",
+        SS,
+        Arity::N(1),
+        stream_setting!(responses, a_number),
+    ),
+    d(
         "proxy_next_upstream",
         SS,
         Arity::N(1),
@@ -175,7 +188,8 @@ pub(super) struct StreamB {
 /// A stream `server { }` being read.
 pub(super) struct StreamServerB {
     pub(super) loc: LocBuilder,
-    listens: Vec<ListenB>,
+    /// Its addresses, each with whether it is `udp`.
+    listens: Vec<(ListenB, bool)>,
     pass: Option<StreamPass>,
     ret: Option<Template>,
     sets: Vec<StreamSet>,
@@ -234,18 +248,29 @@ fn set_upstream(b: &mut Build, d: &Directive) -> Res {
 }
 
 fn set_listen(b: &mut Build, d: &Directive) -> Res {
+    let udp = d.args[1..].iter().any(|p| p == "udp");
     for p in &d.args[1..] {
-        match p.as_str() {
-            "udp" => return Err("the \"udp\" parameter is not supported by porter".into()),
+        let name = p.split('=').next().unwrap_or(p);
+        match name {
+            "ssl" if udp => return Err("\"ssl\" parameter is incompatible with \"udp\"".into()),
             "default_server" | "default" | "http2" | "quic" => {
                 return Err(format!("invalid parameter \"{p}\""))
+            }
+            // NGINX's checks, in its order of mention.
+            "backlog" | "so_keepalive" | "proxy_protocol" | "fastopen" if udp => {
+                return Err(format!("\"{name}\" parameter is incompatible with \"udp\""))
             }
             _ => {}
         }
     }
-    let listens = super::listen::parse_listen(b, d)?;
+    let mut plain = d.clone();
+    plain.args.retain(|a| a != "udp");
+    let listens = super::listen::parse_listen(b, &plain)?;
+    if udp && listens.iter().any(|l| l.unix.is_some()) {
+        return Err("\"listen unix:... udp\" is not supported by porter".into());
+    }
     let srv = b.stream.servers.last_mut().expect("server");
-    srv.listens.extend(listens);
+    srv.listens.extend(listens.into_iter().map(|l| (l, udp)));
     Ok(())
 }
 
@@ -337,7 +362,7 @@ impl Build {
             }
             sb.loc.inherit(&self.stream.main);
             super::stream_ssl::client_cert(&mut sb.loc, certs)?;
-            let ssl_listen = sb.listens.iter().find_map(|l| l.ssl.as_ref());
+            let ssl_listen = sb.listens.iter().find_map(|(l, _)| l.ssl.as_ref());
             let ssl_listen = ssl_listen.map(|(f, n)| (f, *n));
             let tls = super::stream_ssl::server_tls(&self.stream.ssl, i, ssl_listen, shared)?;
             let server = Arc::new(StreamServer {
@@ -348,10 +373,11 @@ impl Build {
                 at,
                 tls,
             });
-            for l in &sb.listens {
+            for (l, udp) in &sb.listens {
+                // A TCP and a UDP address may share an IP and port.
                 if groups
                     .iter()
-                    .any(|(g, _)| g.addr == l.addr && !g.quic && g.unix == l.unix)
+                    .any(|(g, _)| g.addr == l.addr && g.is_udp() == *udp && g.unix == l.unix)
                 {
                     let what = format!("duplicate \"{}\" address and port pair", l.name());
                     return Err(plain(what));
@@ -370,6 +396,7 @@ impl Build {
                         proxy_protocol: l.proxy_protocol,
                         quic: false,
                         stream: Some(Arc::clone(&server)),
+                        udp: *udp,
                         quic_key: Arc::from(Vec::new()),
                     },
                     true,
