@@ -54,9 +54,11 @@ pub struct Key {
     pub rules: super::PathRules,
 }
 
+// A stored key compares and hashes through [`KeyParts`], as a borrowed
+// lookup does: the map finds an entry only if the two agree.
 impl PartialEq for Key {
     fn eq(&self, other: &Key) -> bool {
-        self.path.as_os_str() == other.path.as_os_str() && self.rules == other.rules
+        self.parts() == other.parts()
     }
 }
 
@@ -64,8 +66,7 @@ impl Eq for Key {}
 
 impl std::hash::Hash for Key {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.path.as_os_str().hash(h);
-        self.rules.hash(h);
+        (self as &dyn KeyParts).hash(h);
     }
 }
 
